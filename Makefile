@@ -1,0 +1,43 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_DB ?= demo.db
+# The CPU wheel of torch lies on disk here; installing it first stops pip from
+# pulling a multi-GB CUDA build when the metrics extra asks for torch.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: install demo demo-reset test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH_SPEC)
+	$(BIN)/pip install --quiet -e '.[metrics,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## Load the sample project into $(DEMO_DB) (once; ratings are kept across runs) and show it.
+demo: install
+	@if [ ! -f $(DEMO_DB) ]; then $(BIN)/thumb --db $(DEMO_DB) import sample_data/captions.csv; fi
+	$(BIN)/thumb --db $(DEMO_DB) status
+
+## Start the demo over from the sample data (deletes $(DEMO_DB) and its ratings).
+demo-reset:
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	$(MAKE) demo
+
+test: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python benchmarks/import_speed.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,1 @@
+"""Automatic caption metrics, agreement statistics, correlation and BISON statistics."""

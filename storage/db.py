@@ -1,0 +1,49 @@
+"""Engine and session factory. SQLite by default; any SQLAlchemy URL works unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Engine, event
+from sqlmodel import Session, create_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def database_url(target: str | Path) -> str:
+    """A SQLAlchemy URL for `target`: itself if it is a URL, else a SQLite file path."""
+    text = str(target)
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
+def _configure_sqlite(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(target: str | Path) -> Engine:
+    """Create an engine; on SQLite turn on foreign keys, WAL and a busy timeout."""
+    url = database_url(target)
+    engine = create_engine(url)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _configure_sqlite)
+    return engine
+
+
+def open_database(target: str | Path) -> Engine:
+    """Open (creating or upgrading as needed) a thumb-tui database."""
+    from storage.migrations import migrate
+
+    engine = make_engine(target)
+    migrate(engine)
+    return engine
+
+
+def session(engine: Engine) -> Session:
+    return Session(engine, expire_on_commit=False)

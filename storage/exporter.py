@@ -1,0 +1,93 @@
+"""Export captions with their references and ratings to CSV, JSONL or Parquet."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import Engine, select
+
+from storage.models import Caption, Image, Stage
+from storage.queries import ratings_frame, references_by_image
+
+EXPORT_FORMATS = ("csv", "jsonl", "parquet", "thumb-jsonl")
+RATING_COLUMNS = [
+    "annotator", "stage", "precision", "recall", "fluency", "fluency_type", "conciseness",
+    "conciseness_type", "inclusive", "inclusive_type", "note", "seconds", "total", "rubric",
+    "created_at", "updated_at",
+]
+
+
+def export_frame(engine: Engine, out: Path) -> pd.DataFrame:
+    """One row per rating (a caption without ratings gets one row with empty rating fields),
+    in the import schema; image paths are written relative to the output file's folder."""
+    caption, image = Caption.__table__, Image.__table__
+    query = (
+        select(
+            caption.c.id.label("caption_pk"), image.c.path.label("image"),
+            image.c.key.label("image_id"), caption.c.system, caption.c.text.label("caption"),
+            caption.c.external_id.label("caption_id"),
+        )
+        .join(image, caption.c.image_id == image.c.id)
+        .order_by(caption.c.id)
+    )
+    with engine.connect() as connection:
+        captions = pd.read_sql(query, connection)
+    base = out.resolve().parent
+
+    def relative(path: object) -> object:
+        if not isinstance(path, str) or not os.path.isabs(path):
+            return path
+        return os.path.relpath(path, base)
+
+    captions["image"] = captions["image"].map(relative)
+    references = references_by_image(engine)
+    captions["references"] = captions["image_id"].map(lambda key: references.get(key, []))
+    ratings = ratings_frame(engine).rename(columns={"caption_id": "caption_pk"})
+    ratings["stage"] = ratings["stage"].map(lambda s: Stage(s).label)
+    for column in ("created_at", "updated_at"):
+        ratings[column] = pd.to_datetime(ratings[column], utc=True).map(
+            lambda t: t.isoformat() if pd.notna(t) else None
+        )
+    frame = captions.merge(
+        ratings[["caption_pk", *RATING_COLUMNS]], on="caption_pk", how="left", sort=False
+    )
+    return frame.drop(columns="caption_pk")
+
+
+def _write_csv(frame: pd.DataFrame, out: Path) -> None:
+    width = int(frame["references"].map(len).max()) if len(frame) else 0
+    for index in range(width):
+        frame[f"reference_{index + 1}"] = frame["references"].map(
+            lambda refs, i=index: refs[i] if i < len(refs) else None
+        )
+    frame = frame.drop(columns="references")
+    frame.to_csv(out, index=False, encoding="utf-8")
+
+
+def _write_jsonl(frame: pd.DataFrame, out: Path) -> None:
+    with out.open("w", encoding="utf-8") as handle:
+        for record in frame.to_dict(orient="records"):
+            clean = {k: (None if _missing(v) else v) for k, v in record.items()}
+            handle.write(json.dumps(clean, ensure_ascii=False) + "\n")
+
+
+def _missing(value: object) -> bool:
+    return not isinstance(value, (list, str)) and pd.isna(value)
+
+
+def export_ratings(engine: Engine, out: str | Path, fmt: str) -> int:
+    """Write the project in `fmt` (csv, jsonl, parquet); return the number of rows."""
+    out = Path(out)
+    frame = export_frame(engine, out)
+    if fmt == "csv":
+        _write_csv(frame, out)
+    elif fmt == "jsonl":
+        _write_jsonl(frame, out)
+    elif fmt == "parquet":
+        frame.to_parquet(out, index=False)
+    else:
+        raise ValueError(f"unknown export format {fmt!r}; expected one of {EXPORT_FORMATS}")
+    return len(frame)

@@ -1,0 +1,288 @@
+"""Import captions, references and ratings from CSV/JSONL in one all-or-nothing transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, select
+
+from rubrics import THUMB_1_0, Rubric
+from storage.errors import Problems
+from storage.models import Annotator, Caption, Event, Image, ImageReference, Rating, utcnow
+from storage.records import read_records
+from storage.rows import (
+    CaptionRow,
+    RatingRow,
+    RowError,
+    caption_row,
+    check_columns,
+    normalise_keys,
+)
+
+CaptionKey = tuple[str, str]  # (image key, system)
+
+
+@dataclass
+class ImportSummary:
+    file: Path
+    images: int = 0
+    captions: int = 0
+    references: int = 0
+    annotators: int = 0
+    ratings: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file}: {self.images} images, {self.captions} captions, "
+            f"{self.references} references, {self.annotators} annotators, "
+            f"{self.ratings} ratings imported"
+        )
+
+
+@dataclass
+class ImportPlan:
+    """What an import will add; built and checked completely before anything is written."""
+
+    images: dict[str, str | None] = field(default_factory=dict)  # key -> path
+    set_ids: dict[str, int | None] = field(default_factory=dict)
+    references: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    captions: dict[CaptionKey, CaptionRow] = field(default_factory=dict)
+    annotators: set[str] = field(default_factory=set)
+    ratings: list[tuple[CaptionKey, RatingRow]] = field(default_factory=list)
+
+
+class _Existing:
+    """The database rows an import must be consistent with."""
+
+    def __init__(self, connection: Connection) -> None:
+        image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
+        self.images = {
+            row.key: (row.id, row.path)
+            for row in connection.execute(select(image.c.id, image.c.key, image.c.path))
+        }
+        key_of = {image_id: key for key, (image_id, _) in self.images.items()}
+        self.captions: dict[CaptionKey, tuple[int, str, str | None]] = {}
+        self.caption_ids: dict[str, CaptionKey] = {}
+        for row in connection.execute(
+            select(caption.c.id, caption.c.image_id, caption.c.system, caption.c.text,
+                   caption.c.external_id)
+        ):
+            key = (key_of[row.image_id], row.system)
+            self.captions[key] = (row.id, row.text, row.external_id)
+            if row.external_id is not None:
+                self.caption_ids[row.external_id] = key
+        self.references: dict[str, list[str]] = {}
+        for row in connection.execute(
+            select(ref.c.image_id, ref.c.text).order_by(ref.c.image_id, ref.c.position)
+        ):
+            self.references.setdefault(key_of[row.image_id], []).append(row.text)
+        annotator, rating = Annotator.__table__, Rating.__table__
+        self.annotators = {
+            row.name: row.id for row in connection.execute(select(annotator.c.id, annotator.c.name))
+        }
+        caption_key = {cid: key for key, (cid, _, _) in self.captions.items()}
+        name_of = {aid: name for name, aid in self.annotators.items()}
+        self.ratings = {
+            (caption_key[row.caption_id], name_of[row.annotator_id], row.stage)
+            for row in connection.execute(
+                select(rating.c.caption_id, rating.c.annotator_id, rating.c.stage)
+            )
+        }
+
+
+def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -> ImportPlan:
+    plan = ImportPlan()
+    image_line: dict[str, tuple[int, str | None]] = {}
+    reference_line: dict[str, int] = {}
+    caption_line: dict[CaptionKey, CaptionRow] = {}
+    caption_id_line: dict[str, CaptionRow] = {}
+    rating_line: dict[tuple[CaptionKey, str, int], int] = {}
+    for row in rows:
+        line, key = row.line, (row.image_key, row.system)
+        where = f"image {row.image_key!r}, system {row.system!r}"
+        # Images
+        if row.image_key in existing.images:
+            db_path = existing.images[row.image_key][1]
+            if row.image_path and db_path and row.image_path != db_path:
+                problems.add(line, f"image {row.image_key!r} is already in the database "
+                                   f"with another file ({db_path})")
+        elif row.image_key in image_line:
+            first_line, first_path = image_line[row.image_key]
+            if row.image_path and first_path and row.image_path != first_path:
+                problems.add(line, f"image {row.image_key!r} has another file at line {first_line}")
+        elif row.image_path is None:
+            problems.add(line, f"unknown image_id {row.image_key!r}: not in the database and "
+                               "no image path given")
+        else:
+            image_line[row.image_key] = (line, row.image_path)
+            plan.images[row.image_key] = row.image_path
+        # References
+        if row.references is not None:
+            known = existing.references.get(row.image_key)
+            if known is not None and tuple(known) != row.references:
+                problems.add(line, f"references of image {row.image_key!r} differ from those "
+                                   "already in the database")
+            elif row.image_key in reference_line:
+                if plan.references[row.image_key] != row.references:
+                    problems.add(line, f"references of image {row.image_key!r} differ from "
+                                       f"line {reference_line[row.image_key]}")
+            elif known is None:
+                reference_line[row.image_key] = line
+                plan.references[row.image_key] = row.references
+        # Captions
+        if row.caption_id is not None:
+            other = caption_id_line.get(row.caption_id)
+            db_key = existing.caption_ids.get(row.caption_id)
+            if other is not None and (other.image_key, other.system) != key:
+                problems.add(line, f"duplicate caption_id {row.caption_id!r} "
+                                   f"(line {other.line} is another caption)")
+            elif db_key is not None and db_key != key:
+                problems.add(line, f"duplicate caption_id {row.caption_id!r}: the database "
+                                   "already uses it for another caption")
+            caption_id_line.setdefault(row.caption_id, row)
+        if key in existing.captions:
+            _, db_text, _ = existing.captions[key]
+            if db_text != row.caption:
+                problems.add(line, f"duplicate caption for {where}: the database has "
+                                   f"{db_text!r}")
+            elif row.rating is None:
+                problems.add(line, f"duplicate caption for {where}: already in the database")
+        elif key in caption_line:
+            first = caption_line[key]
+            if first.caption != row.caption:
+                problems.add(line, f"duplicate caption for {where}: line {first.line} "
+                                   "has another caption")
+            elif first.caption_id != row.caption_id and row.caption_id is not None:
+                problems.add(line, f"caption_id {row.caption_id!r} differs from line {first.line}")
+            elif row.rating is None or first.rating is None:
+                problems.add(line, f"duplicate row for {where} (also line {first.line})")
+        else:
+            caption_line[key] = row
+            plan.captions[key] = row
+        # Ratings
+        if row.rating is not None:
+            rating_key = (key, row.rating.annotator, int(row.rating.stage))
+            who = f"{row.rating.annotator!r} at stage {row.rating.stage.label}"
+            if rating_key in existing.ratings:
+                problems.add(line, f"duplicate rating: {who} already rated this caption "
+                                   "in the database")
+            elif rating_key in rating_line:
+                problems.add(line, f"duplicate rating: {who} also rated this caption at "
+                                   f"line {rating_line[rating_key]}")
+            else:
+                rating_line[rating_key] = line
+                plan.ratings.append((key, row.rating))
+                if row.rating.annotator not in existing.annotators:
+                    plan.annotators.add(row.rating.annotator)
+    return plan
+
+
+def _rating_values(rating: RatingRow) -> dict[str, object]:
+    return {
+        "stage": int(rating.stage),
+        "precision": rating.precision,
+        "recall": rating.recall,
+        "fluency": rating.fluency,
+        "fluency_type": rating.fluency_type,
+        "conciseness": rating.conciseness,
+        "conciseness_type": rating.conciseness_type,
+        "inclusive": rating.inclusive,
+        "inclusive_type": rating.inclusive_type,
+        "note": rating.note,
+        "seconds": rating.seconds,
+    }
+
+
+def apply_plan(
+    connection: Connection, plan: ImportPlan, *, actor: str, source: Path, rubric: Rubric
+) -> ImportSummary:
+    """Write a checked plan inside the caller's transaction."""
+    now = utcnow()
+    image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
+    annotator, rating, event = Annotator.__table__, Rating.__table__, Event.__table__
+    if plan.annotators:
+        connection.execute(
+            annotator.insert(), [{"name": n, "created_at": now} for n in sorted(plan.annotators)]
+        )
+    if plan.images:
+        connection.execute(
+            image.insert(),
+            [{"key": k, "path": p, "set_id": plan.set_ids.get(k)} for k, p in plan.images.items()],
+        )
+    image_ids = dict(connection.execute(select(image.c.key, image.c.id)).all())
+    reference_rows = [
+        {"image_id": image_ids[key], "position": position, "text": text}
+        for key, refs in plan.references.items()
+        for position, text in enumerate(refs)
+    ]
+    if reference_rows:
+        connection.execute(ref.insert(), reference_rows)
+    if plan.captions:
+        connection.execute(
+            caption.insert(),
+            [
+                {"image_id": image_ids[row.image_key], "system": row.system, "text": row.caption,
+                 "external_id": row.caption_id}
+                for row in plan.captions.values()
+            ],
+        )
+    key_of_image = {image_id: key for key, image_id in image_ids.items()}
+    caption_ids = {
+        (key_of_image[row.image_id], row.system): row.id
+        for row in connection.execute(select(caption.c.id, caption.c.image_id, caption.c.system))
+    }
+    annotator_ids = dict(connection.execute(select(annotator.c.name, annotator.c.id)).all())
+    if plan.ratings:
+        connection.execute(
+            rating.insert(),
+            [
+                {"caption_id": caption_ids[key], "annotator_id": annotator_ids[r.annotator],
+                 "rubric": rubric.signature, "created_at": now, "updated_at": now,
+                 **_rating_values(r)}
+                for key, r in plan.ratings
+            ],
+        )
+    summary = ImportSummary(
+        file=source,
+        images=len(plan.images),
+        captions=len(plan.captions),
+        references=len(reference_rows),
+        annotators=len(plan.annotators),
+        ratings=len(plan.ratings),
+    )
+    connection.execute(
+        event.insert().values(
+            at=now, actor=actor, action="import", table_name="import", row_id=None,
+            field_name=str(source),
+            new_value=json.dumps({k: v for k, v in vars(summary).items() if k != "file"}),
+        )
+    )
+    return summary
+
+
+def import_captions(
+    engine: Engine, path: str | Path, *, actor: str, rubric: Rubric = THUMB_1_0
+) -> ImportSummary:
+    """Import a CSV/JSONL file of captions (and optional ratings). On any problem raise
+    InputError listing every `file:line: problem` and leave the database unchanged."""
+    path = Path(path)
+    records = [(line, normalise_keys(record)) for line, record in read_records(path)]
+    problems = Problems(path)
+    columns = set().union(*(record.keys() for _, record in records))
+    for message in check_columns(columns):
+        problems.add(1, message)
+    problems.raise_if_any()
+    rows = []
+    for line, record in records:
+        try:
+            rows.append(caption_row(line, record, path.parent, rubric))
+        except RowError as exc:
+            problems.add(line, str(exc))
+    problems.raise_if_any()
+    with engine.begin() as connection:
+        plan = _plan(rows, _Existing(connection), problems)
+        problems.raise_if_any()
+        return apply_plan(connection, plan, actor=actor, source=path, rubric=rubric)

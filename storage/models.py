@@ -1,0 +1,153 @@
+"""SQLModel tables. Valid values are enforced by the database itself (CHECKs, foreign keys)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import IntEnum
+
+from sqlalchemy import CheckConstraint, Column, DateTime, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _timestamp(**kwargs: object) -> Field:
+    return Field(
+        default_factory=utcnow,
+        sa_column=Column(DateTime(timezone=True), nullable=False, **kwargs),
+    )
+
+
+class Stage(IntEnum):
+    """Rating stages of THUMB: first annotator, second (checking) annotator, final."""
+
+    FIRST = 1
+    SECOND = 2
+    FINAL = 3
+
+    @property
+    def label(self) -> str:
+        return "final" if self is Stage.FINAL else str(int(self))
+
+    @classmethod
+    def parse(cls, value: object) -> Stage:
+        text = str(value).strip().lower()
+        aliases = {"1": cls.FIRST, "2": cls.SECOND, "3": cls.FINAL, "final": cls.FINAL}
+        if text not in aliases:
+            raise ValueError(f"stage must be 1, 2 or final, not {value!r}")
+        return aliases[text]
+
+
+class Image(SQLModel, table=True):
+    """An image to caption. `key` is the project's own id (THUMB: the COCO image id)."""
+
+    __table_args__ = (CheckConstraint("length(key) > 0", name="image_key_not_empty"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(unique=True, index=True)
+    path: str | None = None
+    set_id: int | None = Field(default=None, description="index in the evaluation split")
+
+
+class Caption(SQLModel, table=True):
+    """A caption of an image by one system. The system is never shown to annotators."""
+
+    __table_args__ = (
+        UniqueConstraint("image_id", "system", name="caption_one_per_system"),
+        CheckConstraint("length(system) > 0", name="caption_system_not_empty"),
+        CheckConstraint("length(text) > 0", name="caption_text_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    system: str
+    text: str
+    external_id: str | None = Field(default=None, unique=True)
+
+
+class ImageReference(SQLModel, table=True):
+    """A reference caption of an image, used by reference-based metrics."""
+
+    __tablename__ = "image_reference"
+    __table_args__ = (
+        UniqueConstraint("image_id", "position", name="reference_position_unique"),
+        CheckConstraint("position >= 0", name="reference_position_non_negative"),
+        CheckConstraint("length(text) > 0", name="reference_text_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    position: int
+    text: str
+
+
+class Annotator(SQLModel, table=True):
+    __table_args__ = (CheckConstraint("length(name) > 0", name="annotator_name_not_empty"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    native_english: bool | None = None
+    created_at: datetime = _timestamp()
+
+
+class Rating(SQLModel, table=True):
+    """One annotator's scores of one caption at one stage. P and R stay NULL until set."""
+
+    __table_args__ = (
+        UniqueConstraint("caption_id", "annotator_id", "stage", name="rating_unique"),
+        CheckConstraint("stage IN (1, 2, 3)", name="rating_stage_valid"),
+        CheckConstraint(
+            "precision IS NULL OR precision IN (1, 2, 3, 4, 5)", name="rating_precision_1_5"
+        ),
+        CheckConstraint("recall IS NULL OR recall IN (1, 2, 3, 4, 5)", name="rating_recall_1_5"),
+        CheckConstraint("fluency >= 0 AND fluency <= 5", name="rating_fluency_range"),
+        CheckConstraint("conciseness IN (0, 0.5)", name="rating_conciseness_valid"),
+        CheckConstraint("inclusive IN (0, 0.5, 2)", name="rating_inclusive_valid"),
+        CheckConstraint("seconds >= 0", name="rating_seconds_non_negative"),
+        CheckConstraint("length(rubric) > 0", name="rating_rubric_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
+    stage: int
+    precision: int | None = None
+    recall: int | None = None
+    fluency: float = 0.0
+    fluency_type: str | None = None
+    conciseness: float = 0.0
+    conciseness_type: str | None = None
+    inclusive: float = 0.0
+    inclusive_type: str | None = None
+    note: str = ""
+    seconds: float = 0.0
+    rubric: str = Field(description="rubric id and version, e.g. thumb-1.0")
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+class Event(SQLModel, table=True):
+    """Append-only log of every change: who changed which field of which row, and when."""
+
+    __tablename__ = "event_log"
+    __table_args__ = (CheckConstraint("length(actor) > 0", name="event_actor_not_empty"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _timestamp()
+    actor: str
+    action: str = Field(description="create, update, undo, import")
+    table_name: str
+    row_id: int | None = None
+    field_name: str | None = None
+    old_value: str | None = None
+    new_value: str | None = None
+
+
+class SchemaVersion(SQLModel, table=True):
+    __tablename__ = "schema_version"
+
+    id: int | None = Field(default=None, primary_key=True)
+    version: int
+    applied_at: datetime = _timestamp()

@@ -1,0 +1,132 @@
+"""Read-side queries as tidy DataFrames: ratings, final scores, project status."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+from sqlalchemy import Engine, func, select
+
+from rubrics import Rubric, load_rubric
+from storage.models import Annotator, Caption, Image, ImageReference, Rating, Stage
+
+RATING_VALUE_COLUMNS = [
+    "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
+    "inclusive", "inclusive_type", "note", "seconds", "rubric", "created_at", "updated_at",
+]
+
+
+@cache
+def rubric_for(signature: str) -> Rubric:
+    """The rubric a rating was made under, from its stored signature (e.g. thumb-1.0)."""
+    return load_rubric(signature)
+
+
+def with_totals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add `total` from each rating's own rubric weights (NaN while P or R is missing)."""
+    frame = frame.copy()
+    frame["total"] = float("nan")
+    for signature, index in frame.groupby("rubric").groups.items():
+        rubric = rubric_for(str(signature))
+        part = frame.loc[index]
+        frame.loc[index, "total"] = rubric.total(
+            part["precision"], part["recall"], part["fluency"], part["conciseness"],
+            part["inclusive"],
+        )
+    return frame
+
+
+def ratings_frame(engine: Engine) -> pd.DataFrame:
+    """Every rating, one row each, with caption, image and annotator; ordered by caption."""
+    rating, caption, image, annotator = (
+        Rating.__table__, Caption.__table__, Image.__table__, Annotator.__table__
+    )
+    query = (
+        select(
+            rating.c.id.label("rating_id"), caption.c.id.label("caption_id"),
+            image.c.key.label("image_id"), caption.c.system, caption.c.text.label("caption"),
+            annotator.c.name.label("annotator"), rating.c.stage,
+            *[rating.c[name] for name in RATING_VALUE_COLUMNS],
+        )
+        .join(caption, rating.c.caption_id == caption.c.id)
+        .join(image, caption.c.image_id == image.c.id)
+        .join(annotator, rating.c.annotator_id == annotator.c.id)
+        .order_by(caption.c.id, rating.c.stage, rating.c.id)
+    )
+    with engine.connect() as connection:
+        frame = pd.read_sql(query, connection)
+    return with_totals(frame)
+
+
+def final_scores(engine: Engine) -> pd.DataFrame:
+    """One row per caption with its final complete rating: the latest stage wins
+    (final over stage 2 over stage 1); within a stage, the first rating made."""
+    frame = ratings_frame(engine)
+    complete = frame.dropna(subset=["precision", "recall"])
+    ordered = complete.sort_values(["caption_id", "stage", "rating_id"],
+                                   ascending=[True, False, True])
+    return ordered.drop_duplicates("caption_id").sort_values("caption_id").reset_index(drop=True)
+
+
+def references_by_image(engine: Engine) -> dict[str, list[str]]:
+    ref, image = ImageReference.__table__, Image.__table__
+    query = (
+        select(image.c.key, ref.c.text)
+        .join(image, ref.c.image_id == image.c.id)
+        .order_by(ref.c.image_id, ref.c.position)
+    )
+    result: dict[str, list[str]] = {}
+    with engine.connect() as connection:
+        for key, text in connection.execute(query):
+            result.setdefault(key, []).append(text)
+    return result
+
+
+def project_status(engine: Engine) -> dict[str, object]:
+    """Counts and progress: what `thumb status` prints."""
+    image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
+    with engine.connect() as connection:
+        count = lambda table: connection.execute(select(func.count()).select_from(table)).scalar()  # noqa: E731
+        systems = dict(
+            connection.execute(
+                select(caption.c.system, func.count()).group_by(caption.c.system)
+                .order_by(caption.c.system)
+            ).all()
+        )
+        complete = (rating.c.precision.is_not(None)) & (rating.c.recall.is_not(None))
+        per_stage = {
+            Stage(stage).label: (total, done)
+            for stage, total, done in connection.execute(
+                select(rating.c.stage, func.count(),
+                       func.count(rating.c.id).filter(complete))
+                .group_by(rating.c.stage).order_by(rating.c.stage)
+            )
+        }
+        rated_captions = connection.execute(
+            select(func.count(func.distinct(rating.c.caption_id))).where(complete)
+        ).scalar()
+        captions_per_image = (
+            select(caption.c.image_id, func.count().label("n")).group_by(caption.c.image_id)
+        ).subquery()
+        rated_per_image = (
+            select(caption.c.image_id, func.count(func.distinct(caption.c.id)).label("n"))
+            .join(rating, rating.c.caption_id == caption.c.id)
+            .where(complete)
+            .group_by(caption.c.image_id)
+        ).subquery()
+        complete_images = connection.execute(
+            select(func.count())
+            .select_from(captions_per_image)
+            .join(rated_per_image, captions_per_image.c.image_id == rated_per_image.c.image_id)
+            .where(captions_per_image.c.n == rated_per_image.c.n)
+        ).scalar()
+        return {
+            "images": count(image),
+            "captions": count(caption),
+            "references": count(ImageReference.__table__),
+            "annotators": count(Annotator.__table__),
+            "systems": systems,
+            "ratings_per_stage": per_stage,
+            "rated_captions": rated_captions,
+            "complete_images": complete_images,
+        }

@@ -1,0 +1,106 @@
+"""Read CSV and JSONL files into (line number, record) pairs, strictly."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from storage.errors import InputError, Problem, Problems
+
+Record = dict[str, object]
+
+
+def read_text(path: Path) -> str:
+    """Decode a file as UTF-8 (a BOM is allowed), naming the line of the first bad byte."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError([Problem(path, 0, f"cannot read file: {exc.strerror}")]) from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        message = f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column})"
+        raise InputError([Problem(path, line, message)]) from exc
+
+
+def _csv_records(path: Path, text: str, problems: Problems) -> Iterator[tuple[int, Record]]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        problems.add(1, "empty file: expected a header row")
+        return
+    except csv.Error as exc:
+        problems.add(1, f"malformed CSV header: {exc}")
+        return
+    columns = [name.strip().lower() for name in header]
+    seen: set[str] = set()
+    for name in columns:
+        if not name:
+            problems.add(1, "empty column name in the header")
+        elif name in seen:
+            problems.add(1, f"column {name!r} appears twice in the header")
+        seen.add(name)
+    line_after = reader.line_num
+    while True:
+        start = line_after + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problems.add(start, f"malformed CSV: {exc}")
+            return
+        line_after = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(columns):
+            problems.add(start, f"row has {len(row)} fields, the header has {len(columns)}")
+            continue
+        yield start, {
+            name: (cell.strip() or None) for name, cell in zip(columns, row, strict=True)
+        }
+
+
+def _jsonl_records(text: str, problems: Problems) -> Iterator[tuple[int, Record]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.add(number, f"malformed JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if not isinstance(value, dict):
+            problems.add(number, f"expected a JSON object, found {type(value).__name__}")
+            continue
+        yield number, {
+            str(key).strip().lower(): (None if item == "" else item)
+            for key, item in value.items()
+        }
+
+
+FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def read_records(path: Path, fmt: str | None = None) -> list[tuple[int, Record]]:
+    """All records of a CSV or JSON-lines file (`fmt` overrides the format the suffix gives);
+    raises InputError listing every structural problem."""
+    fmt = fmt or FORMATS.get(path.suffix.lower())
+    if fmt not in {"csv", "jsonl"}:
+        raise InputError([Problem(path, 0, "unknown format: expected .csv or .jsonl")])
+    text = read_text(path)
+    problems = Problems(path)
+    if fmt == "csv":
+        records = list(_csv_records(path, text, problems))
+    else:
+        records = list(_jsonl_records(text, problems))
+    problems.raise_if_any()
+    if not records:
+        raise InputError([Problem(path, 1, "no records found")])
+    return records

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, MetaData, select
+
+from storage import open_database
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_CSV = ROOT / "sample_data" / "captions.csv"
+ANCHORS = ROOT.parent / "shared" / "anchors" / "thumb-1.0"
+THUMB_JSONL = ANCHORS / "mscoco_THumB-1.0.jsonl"
+THUMB_REFS = ANCHORS / "mscoco_references.json"
+
+needs_anchors = pytest.mark.skipif(
+    not THUMB_JSONL.is_file(),
+    reason="published THUMB 1.0 data not found at ../shared/anchors/thumb-1.0",
+)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = open_database(tmp_path / "test.db")
+    yield engine
+    engine.dispose()
+
+
+def database_dump(engine: Engine) -> dict[str, list[tuple]]:
+    """Every row of every table, to assert that a failed import changed nothing."""
+    metadata = MetaData()
+    metadata.reflect(engine)
+    with engine.connect() as connection:
+        return {
+            name: sorted(map(tuple, connection.execute(select(table)).all()), key=repr)
+            for name, table in metadata.tables.items()
+        }

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
+from thumb_tui.cli import app
+
+runner = CliRunner()
+
+
+def test_import_status_export(tmp_path):
+    db = str(tmp_path / "cli.db")
+    result = runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV), "--by", "me"])
+    assert result.exit_code == 0, result.output
+    assert "15 images, 60 captions, 60 references" in result.output
+    status = runner.invoke(app, ["--db", db, "status"])
+    assert status.exit_code == 0
+    assert "captions by Human" in status.output and "60" in status.output
+    out = tmp_path / "out.jsonl"
+    exported = runner.invoke(app, ["--db", db, "export", "--format", "jsonl", "--out", str(out)])
+    assert exported.exit_code == 0 and "wrote 60 rows" in exported.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 60
+
+
+def test_bad_input_exits_2_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("image,system,caption\nmissing.png,H,A dog.\n", encoding="utf-8")
+    result = runner.invoke(app, ["--db", str(tmp_path / "x.db"), "import", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:2: image file not found: missing.png" in result.output
+    assert "database is unchanged" in result.output
+
+
+def test_unknown_export_format(tmp_path):
+    result = runner.invoke(
+        app, ["--db", str(tmp_path / "x.db"), "export", "--format", "xlsx", "--out", "x"]
+    )
+    assert result.exit_code == 2 and "unknown format 'xlsx'" in result.output
+
+
+@needs_anchors
+def test_import_thumb_and_export_release(tmp_path):
+    db = str(tmp_path / "t.db")
+    result = runner.invoke(
+        app, ["--db", db, "import-thumb", str(THUMB_JSONL), "--references", str(THUMB_REFS)]
+    )
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "release.jsonl"
+    result = runner.invoke(
+        app, ["--db", db, "export", "--format", "thumb-jsonl", "--out", str(out)]
+    )
+    assert result.exit_code == 0
+    assert out.read_bytes() == THUMB_JSONL.read_bytes()

@@ -1,0 +1,122 @@
+"""The database itself rejects invalid values, even when written around the API."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from storage import Annotator, Caption, Event, Image, Rating, open_database
+from storage.db import database_url
+from storage.migrations import CURRENT_VERSION, schema_version
+from storage.models import SchemaVersion, utcnow
+
+
+@pytest.fixture
+def seeded(engine):
+    now = utcnow()
+    with engine.begin() as connection:
+        connection.execute(Image.__table__.insert().values(id=1, key="img1", path=None))
+        connection.execute(
+            Caption.__table__.insert().values(id=1, image_id=1, system="S", text="A dog.")
+        )
+        connection.execute(
+            Annotator.__table__.insert().values(id=1, name="ann", created_at=now)
+        )
+    return engine
+
+
+def rating_values(**overrides):
+    now = utcnow()
+    values = dict(caption_id=1, annotator_id=1, stage=1, precision=5, recall=4, fluency=0.0,
+                  conciseness=0.0, inclusive=0.0, note="", seconds=0.0, rubric="thumb-1.0",
+                  created_at=now, updated_at=now)
+    return {**values, **overrides}
+
+
+def insert_rating(engine, **overrides) -> None:
+    with engine.begin() as connection:
+        connection.execute(Rating.__table__.insert().values(**rating_values(**overrides)))
+
+
+def test_valid_rating_is_accepted(seeded):
+    insert_rating(seeded)
+    with seeded.connect() as connection:
+        assert connection.execute(select(Rating.__table__.c.precision)).scalar() == 5
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"precision": 0}, {"precision": 6}, {"precision": 4.5}, {"recall": 7},
+        {"stage": 4}, {"fluency": -0.1}, {"fluency": 5.5}, {"conciseness": 0.3},
+        {"inclusive": 1.0}, {"seconds": -1}, {"rubric": ""}, {"caption_id": 99},
+        {"annotator_id": 42},
+    ],
+    ids=repr,
+)
+def test_invalid_rating_is_rejected_by_the_database(seeded, overrides):
+    with pytest.raises(IntegrityError):
+        insert_rating(seeded, **overrides)
+    with seeded.connect() as connection:
+        assert connection.execute(select(Rating.__table__)).all() == []
+
+
+def test_one_rating_per_caption_annotator_and_stage(seeded):
+    insert_rating(seeded)
+    with pytest.raises(IntegrityError):
+        insert_rating(seeded, precision=3)
+    insert_rating(seeded, stage=2)
+
+
+def test_one_caption_per_system_and_image(seeded):
+    with pytest.raises(IntegrityError), seeded.begin() as connection:
+        connection.execute(
+            Caption.__table__.insert().values(image_id=1, system="S", text="Another.")
+        )
+
+
+@pytest.mark.parametrize("statement", ["UPDATE event_log SET actor = 'x'", "DELETE FROM event_log"])
+def test_event_log_is_append_only(seeded, statement):
+    with seeded.begin() as connection:
+        connection.execute(
+            Event.__table__.insert().values(at=utcnow(), actor="ann", action="create",
+                                            table_name="rating")
+        )
+    with pytest.raises(DBAPIError, match="append-only"), seeded.begin() as connection:
+        connection.execute(text(statement))
+
+
+def test_sqlite_pragmas(engine):
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert connection.execute(text("PRAGMA busy_timeout")).scalar() > 0
+
+
+def test_schema_is_versioned_and_reopening_changes_nothing(tmp_path):
+    path = tmp_path / "v.db"
+    engine = open_database(path)
+    assert schema_version(engine) == CURRENT_VERSION
+    engine.dispose()
+    again = open_database(path)
+    with again.connect() as connection:
+        assert len(connection.execute(select(SchemaVersion.__table__)).all()) == 1
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    engine = open_database(path)
+    with engine.begin() as connection:
+        connection.execute(
+            SchemaVersion.__table__.insert().values(version=CURRENT_VERSION + 1,
+                                                    applied_at=utcnow())
+        )
+    engine.dispose()
+    with pytest.raises(RuntimeError, match="newer than this thumb-tui"):
+        open_database(path)
+
+
+def test_database_url_accepts_paths_and_urls(tmp_path):
+    assert database_url(tmp_path / "x.db") == f"sqlite:///{tmp_path / 'x.db'}"
+    assert database_url("postgresql://u@h/db") == "postgresql://u@h/db"

@@ -1,0 +1,250 @@
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from storage import (
+    Caption,
+    Event,
+    InputError,
+    Rating,
+    export_ratings,
+    final_scores,
+    import_captions,
+    open_database,
+    project_status,
+)
+from tests.conftest import SAMPLE_CSV, database_dump
+
+HEADER = ["image", "system", "caption", "reference_1", "reference_2"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A folder with two images and a valid captions file."""
+    (tmp_path / "img").mkdir()
+    for name in ("a.png", "b.png", "c.png"):
+        (tmp_path / "img" / name).write_bytes(b"not really a png")
+    return tmp_path
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def valid_rows() -> list[list[str]]:
+    return [
+        ["img/a.png", "Human", "A dog on a beach.", "A dog runs.", "A brown dog."],
+        ["img/a.png", "SysA", "A cat.", "A dog runs.", "A brown dog."],
+        ["img/b.png", "Human", "Two red cars.", "Cars parked.", "Two cars."],
+    ]
+
+
+def count(engine, model) -> int:
+    with engine.connect() as connection:
+        return connection.execute(select(func.count()).select_from(model.__table__)).scalar()
+
+
+def test_sample_project_imports(engine):
+    summary = import_captions(engine, SAMPLE_CSV, actor="tester")
+    assert (summary.images, summary.captions, summary.ratings) == (15, 60, 0)
+    status = project_status(engine)
+    assert status["systems"] == {"Human": 15, "Show-Tell": 15, "Up-Down": 15, "VinVL-base": 15}
+    assert status["references"] == 60
+    with engine.connect() as connection:
+        event = connection.execute(select(Event.__table__)).one()
+    assert (event.actor, event.action) == ("tester", "import")
+    assert json.loads(event.new_value)["captions"] == 60
+
+
+def test_csv_and_jsonl_import_the_same(project):
+    csv_engine = open_database(project / "csv.db")
+    import_captions(csv_engine, write_csv(project / "c.csv", HEADER, valid_rows()), actor="t")
+    jsonl = project / "c.jsonl"
+    jsonl.write_text(
+        "".join(
+            json.dumps({"image": r[0], "system": r[1], "caption": r[2], "references": r[3:]}) + "\n"
+            for r in valid_rows()
+        ),
+        encoding="utf-8",
+    )
+    jsonl_engine = open_database(project / "jsonl.db")
+    import_captions(jsonl_engine, jsonl, actor="t")
+    dump_csv, dump_jsonl = database_dump(csv_engine), database_dump(jsonl_engine)
+    for table in ("image", "caption", "image_reference"):
+        assert dump_csv[table] == dump_jsonl[table]
+
+
+def test_ratings_import_with_penalties_and_types(project):
+    engine = open_database(project / "r.db")
+    header = [*HEADER, "annotator", "stage", "precision", "recall", "fluency", "fluency_type",
+              "conciseness", "inclusive", "note"]
+    rows = [
+        [*valid_rows()[0], "ann", "1", "5", "4", "", "spelling", "", "", "typo"],
+        [*valid_rows()[0], "bob", "2", "5", "5", "-0.3", "", "0", "0.5", ""],
+        [*valid_rows()[1], "ann", "1", "3", "2", "0.2", "spelling,casing", "0.5", "", ""],
+    ]
+    summary = import_captions(engine, write_csv(project / "r.csv", header, rows), actor="t")
+    assert (summary.captions, summary.annotators, summary.ratings) == (2, 2, 3)
+    scores = final_scores(engine).set_index("system")
+    assert scores.loc["Human", "annotator"] == "bob"  # stage 2 over stage 1
+    assert scores.loc["Human", "total"] == pytest.approx(5 - 0.3 - 0.5)
+    assert scores.loc["Human", "inclusive_type"] == "appearance"
+    assert scores.loc["SysA", "total"] == pytest.approx(2.5 - 0.2 - 0.5)
+    assert scores.loc["SysA", "conciseness_type"] == "redundant"
+    with engine.connect() as connection:
+        first = connection.execute(
+            select(Rating.__table__).where(Rating.__table__.c.note == "typo")
+        ).one()
+    assert (first.fluency, first.fluency_type, first.rubric) == (0.1, "spelling", "thumb-1.0")
+
+
+def test_export_then_import_gives_the_same_project(project, tmp_path):
+    engine = open_database(project / "a.db")
+    header = [*HEADER, "annotator", "stage", "precision", "recall", "fluency", "fluency_type"]
+    rows = [[*valid_rows()[0], "ann", "1", "5", "4", "0.1", "spelling"],
+            [*valid_rows()[0], "ann", "final", "4", "4", "", ""],
+            valid_rows()[1] + ["", "", "", "", "", ""], valid_rows()[2] + ["", "", "", "", "", ""]]
+    import_captions(engine, write_csv(project / "in.csv", header, rows), actor="t")
+    before = final_scores(engine)
+    for fmt in ("csv", "jsonl"):
+        out = project / f"out.{fmt}"
+        assert export_ratings(engine, out, fmt) == 4
+        again = open_database(project / f"again-{fmt}.db")
+        import_captions(again, out, actor="t")
+        after = final_scores(again)
+        columns = ["image_id", "system", "caption", "annotator", "stage", "precision", "recall",
+                   "fluency", "fluency_type", "total"]
+        assert after[columns].equals(before[columns])
+    parquet = project / "out.parquet"
+    export_ratings(engine, parquet, "parquet")
+    import pandas as pd
+
+    assert len(pd.read_parquet(parquet)) == 4
+
+
+# Each bad input: the file contents, the line the error must name, and words of the message.
+BAD_INPUTS = {
+    "malformed csv": (
+        'image,system,caption\nimg/a.png,Human,"unterminated\n', 2, "malformed CSV"),
+    "wrong field count": (
+        "image,system,caption\nimg/a.png,Human,A dog.,extra\n", 2, "row has 4 fields"),
+    "missing column": ("image,caption\nimg/a.png,A dog.\n", 1, "missing column 'system'"),
+    "unknown column": (
+        "image,system,caption,precison\nimg/a.png,H,A dog.,4\n", 1, "unknown column(s): precison"),
+    "unknown image path": (
+        "image,system,caption\nimg/a.png,H,A dog.\nimg/zzz.png,H,A cat.\n", 3,
+        "image file not found: img/zzz.png"),
+    "unknown image id": ("image_id,system,caption\nnope,H,A dog.\n", 2, "unknown image_id 'nope'"),
+    "precision out of range": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/a.png,H,A dog.,ann,1,6,4\n", 2, "precision must be a whole number from 1 to 5"),
+    "fractional recall": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/a.png,H,A dog.,ann,1,5,3.5\n", 2, "recall must be a whole number"),
+    "bad conciseness": (
+        "image,system,caption,annotator,stage,precision,recall,conciseness\n"
+        "img/a.png,H,A dog.,ann,1,5,4,0.3\n", 2, "conciseness penalty must be one of 0, 0.5"),
+    "fluency type mismatch": (
+        "image,system,caption,annotator,stage,precision,recall,fluency,fluency_type\n"
+        "img/a.png,H,A dog.,ann,1,5,4,0.4,spelling\n", 2, "does not match error type"),
+    "unknown error type": (
+        "image,system,caption,annotator,stage,precision,recall,fluency_type\n"
+        "img/a.png,H,A dog.,ann,1,5,4,typo\n", 2, "unknown fluency error type 'typo'"),
+    "bad stage": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/a.png,H,A dog.,ann,7,5,4\n", 2, "stage must be 1, 2 or final"),
+    "rating without annotator": (
+        "image,system,caption,precision,recall\nimg/a.png,H,A dog.,5,4\n", 2,
+        "need an annotator"),
+    "duplicate caption": (
+        "image,system,caption\nimg/a.png,H,A dog.\nimg/a.png,H,A cat.\n", 3,
+        "line 2 has another caption"),
+    "duplicate caption id": (
+        "image,system,caption,caption_id\nimg/a.png,H,A dog.,c1\nimg/b.png,H,A cat.,c1\n", 3,
+        "duplicate caption_id 'c1'"),
+    "duplicate rating": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/a.png,H,A dog.,ann,1,5,4\nimg/a.png,H,A dog.,ann,1,4,4\n", 3, "duplicate rating"),
+    "conflicting references": (
+        "image,system,caption,reference_1\nimg/c.png,H,A dog.,X.\nimg/c.png,S,A cat.,Y.\n", 3,
+        "differ from line 2"),
+    "already in the database": (
+        "image,system,caption\nimg/b.png,Human,Two red cars.\n", 2, "already in the database"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
+def test_bad_input_names_file_and_line_and_changes_nothing(project, kind):
+    engine = open_database(project / "bad.db")
+    import_captions(engine, write_csv(project / "ok.csv", HEADER, valid_rows()), actor="t")
+    before = database_dump(engine)
+    content, line, words = BAD_INPUTS[kind]
+    bad = project / "bad.csv"
+    bad.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        import_captions(engine, bad, actor="t")
+    assert f"{bad}:{line}: " in str(caught.value)
+    assert words in str(caught.value)
+    assert database_dump(engine) == before
+
+
+def test_broken_utf8_names_the_line(project):
+    engine = open_database(project / "utf.db")
+    before = database_dump(engine)
+    bad = project / "bad.csv"
+    bad.write_bytes(b"image,system,caption\nimg/a.png,H,A dog.\nimg/b.png,H,A caf\xe9.\n")
+    with pytest.raises(InputError, match=rf"{bad}:3: invalid UTF-8 \(byte 0xe9 at column 18\)"):
+        import_captions(engine, bad, actor="t")
+    assert database_dump(engine) == before
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "words"),
+    [
+        ('{"image": "img/a.png", "system": "H", "caption": "A dog."}\n{"image": \n', 2,
+         "malformed JSON"),
+        ('["img/a.png", "H"]\n', 1, "expected a JSON object"),
+        ('{"image": "img/a.png", "system": "H", "caption": "A."}\n'
+         '{"image": "img/a.png", "system": "S", "caption": "B.", "references": "x"}\n', 2,
+         "references must be a JSON list"),
+        ('{"image": "img/a.png", "caption": "A."}\n', 1, "missing column 'system'"),
+    ],
+)
+def test_bad_jsonl(project, content, line, words):
+    engine = open_database(project / "j.db")
+    bad = project / "bad.jsonl"
+    bad.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        import_captions(engine, bad, actor="t")
+    assert f"{bad}:{line}: " in str(caught.value) and words in str(caught.value)
+    assert count(engine, Caption) == 0
+
+
+def test_every_problem_is_listed_at_once(project):
+    engine = open_database(project / "m.db")
+    bad = write_csv(project / "many.csv", ["image", "system", "caption"],
+                    [["img/x.png", "H", "A."], ["img/a.png", "", "B."], ["img/y.png", "H", "C."]])
+    with pytest.raises(InputError) as caught:
+        import_captions(engine, bad, actor="t")
+    assert [p.line for p in caught.value.problems] == [2, 3, 4]
+
+
+def test_ratings_can_be_added_to_captions_already_imported(project):
+    engine = open_database(project / "add.db")
+    import_captions(engine, write_csv(project / "ok.csv", HEADER, valid_rows()), actor="t")
+    ratings = write_csv(
+        project / "ratings.csv",
+        ["image", "system", "caption", "annotator", "stage", "precision", "recall"],
+        [["img/a.png", "Human", "A dog on a beach.", "ann", "1", "4", "4"]],
+    )
+    assert import_captions(engine, ratings, actor="t").ratings == 1
+    assert count(engine, Caption) == 3

@@ -1,0 +1,157 @@
+"""The `thumb` command line."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import Engine
+
+from storage import (
+    EXPORT_FORMATS,
+    InputError,
+    export_ratings,
+    export_thumb,
+    import_captions,
+    import_thumb,
+    open_database,
+    project_status,
+)
+
+app = typer.Typer(
+    help="Rate image captions with the THUMB 1.0 rubric and analyse the ratings.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+
+
+class State:
+    db: str = "thumb.db"
+
+    @property
+    def engine(self) -> Engine:
+        return open_database(self.db)
+
+
+state = State()
+
+ActorOption = Annotated[
+    str, typer.Option("--by", help="Who makes the change (recorded in the event log).")
+]
+
+
+def default_actor() -> str:
+    try:
+        return getpass.getuser()
+    except OSError:
+        return "unknown"
+
+
+@app.callback()
+def main(
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db", envvar="THUMB_DB",
+            help="SQLite file path or any SQLAlchemy URL (e.g. postgresql://…).",
+        ),
+    ] = "thumb.db",
+) -> None:
+    state.db = db
+
+
+def _fail_on_input_error(exc: InputError) -> None:
+    typer.echo("error: input rejected; the database is unchanged.", err=True)
+    typer.echo(str(exc), err=True)
+    raise typer.Exit(2)
+
+
+@app.command("import")
+def import_command(
+    file: Annotated[Path, typer.Argument(help="CSV or JSONL of captions (and ratings).")],
+    by: ActorOption = "",
+) -> None:
+    """Import captions, references and optional ratings (all or nothing)."""
+    try:
+        summary = import_captions(state.engine, file, actor=by or default_actor())
+    except InputError as exc:
+        _fail_on_input_error(exc)
+    typer.echo(str(summary))
+
+
+@app.command("import-thumb")
+def import_thumb_command(
+    file: Annotated[Path, typer.Argument(help="THUMB release JSONL (mscoco_THumB-1.0.jsonl).")],
+    references: Annotated[
+        Path, typer.Option("--references", help="References JSON lines of the release.")
+    ],
+    images: Annotated[
+        Path | None, typer.Option("--images", help="Folder with the COCO val2014 images.")
+    ] = None,
+    by: ActorOption = "",
+) -> None:
+    """Import the public THUMB 1.0 release; its scores become annotator `thumb-1.0`, final."""
+    try:
+        summary = import_thumb(
+            state.engine, file, references, actor=by or default_actor(), images_dir=images
+        )
+    except InputError as exc:
+        _fail_on_input_error(exc)
+    typer.echo(str(summary))
+
+
+@app.command("export")
+def export_command(
+    out: Annotated[Path, typer.Option("--out", help="Output file.")],
+    fmt: Annotated[
+        str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")
+    ] = "csv",
+    references_out: Annotated[
+        Path | None,
+        typer.Option("--references-out", help="With thumb-jsonl: also write the references."),
+    ] = None,
+) -> None:
+    """Export captions, references and ratings (thumb-jsonl: final scores, release format)."""
+    if fmt not in EXPORT_FORMATS:
+        typer.echo(f"error: unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}",
+                   err=True)
+        raise typer.Exit(2)
+    if fmt == "thumb-jsonl":
+        count = export_thumb(state.engine, out, references_out)
+    else:
+        count = export_ratings(state.engine, out, fmt)
+    typer.echo(f"wrote {count} rows to {out}")
+
+
+@app.command("status")
+def status_command() -> None:
+    """Images, captions, systems, annotators, ratings per stage and progress."""
+    status = project_status(state.engine)
+    table = Table(title=f"thumb-tui project: {state.db}", show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key in ("images", "captions", "references", "annotators"):
+        table.add_row(key, str(status[key]))
+    for system, count in status["systems"].items():
+        table.add_row(f"  captions by {system}", str(count))
+    for stage, (total, complete) in status["ratings_per_stage"].items():
+        table.add_row(f"ratings at stage {stage}", f"{complete} complete / {total}")
+    captions, images = status["captions"] or 1, status["images"] or 1
+    table.add_row(
+        "captions with a complete rating",
+        f"{status['rated_captions']} ({100 * status['rated_captions'] / captions:.0f}%)",
+    )
+    table.add_row(
+        "images with every caption rated",
+        f"{status['complete_images']} ({100 * status['complete_images'] / images:.0f}%)",
+    )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    app()
