@@ -8,6 +8,7 @@ import csv
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,7 @@ def generate(folder: Path, captions: int) -> Path:
     return path
 
 
-def timed(label: str, target: float, action) -> None:  # noqa: ANN001
+def timed(label: str, target: float, action: Callable[[], object]) -> None:
     start = time.perf_counter()
     summary = action()
     seconds = time.perf_counter() - start
