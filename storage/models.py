@@ -143,6 +143,31 @@ class Event(SQLModel, table=True):
     field_name: str | None = None
     old_value: str | None = None
     new_value: str | None = None
+    change_id: str | None = Field(default=None, index=True,
+                                  description="events made by one action share it")
+    reverts: str | None = Field(default=None, index=True,
+                                description="for an undo: the change_id it reverts")
+
+
+class Assignment(SQLModel, table=True):
+    """One annotator's work on one image at one stage: the caption order they see (seeded
+    shuffle), the time spent, and where they were, so a restart resumes there."""
+
+    __table_args__ = (
+        UniqueConstraint("image_id", "annotator_id", "stage", name="assignment_unique"),
+        CheckConstraint("stage IN (1, 2, 3)", name="assignment_stage_valid"),
+        CheckConstraint("seconds >= 0", name="assignment_seconds_non_negative"),
+        CheckConstraint("focus >= 0", name="assignment_focus_non_negative"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
+    stage: int
+    shuffle_seed: int
+    seconds: float = 0.0
+    focus: int = 0
+    last_viewed_at: datetime = _timestamp()
 
 
 class SchemaVersion(SQLModel, table=True):

@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CSV = ROOT / "sample_data" / "captions.csv"
-ANCHORS = ROOT.parent / "shared" / "anchors" / "thumb-1.0"
+ANCHORS = Path(os.environ.get("THUMB_ANCHORS", ROOT.parent / "shared" / "anchors")) / "thumb-1.0"
 THUMB_JSONL = ANCHORS / "mscoco_THumB-1.0.jsonl"
 THUMB_REFS = ANCHORS / "mscoco_references.json"
 

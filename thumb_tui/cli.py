@@ -153,5 +153,29 @@ def status_command() -> None:
     console.print(table)
 
 
+@app.command("annotate")
+def annotate_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
+    image_mode: Annotated[
+        str,
+        typer.Option("--image-mode", help="auto, tgp, sixel, halfcell, unicode or none."),
+    ] = "auto",
+    native: Annotated[
+        bool | None,
+        typer.Option("--native/--non-native", help="Are you a native English speaker?"),
+    ] = None,
+) -> None:
+    """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
+    from storage.annotation import AnnotationSession
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.widgets.image_view import IMAGE_MODES
+
+    if image_mode not in IMAGE_MODES:
+        typer.echo(f"error: --image-mode must be one of {', '.join(IMAGE_MODES)}", err=True)
+        raise typer.Exit(2)
+    session = AnnotationSession(state.engine, annotator, native_english=native)
+    ThumbApp(session, image_mode).run()
+
+
 if __name__ == "__main__":
     app()

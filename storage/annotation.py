@@ -1,0 +1,371 @@
+"""The annotation session behind the rating screens: what one annotator sees and changes.
+
+Every change is committed as it is made, in one transaction with its event-log rows, so a
+killed process loses nothing; undo reverts the annotator's last change and is logged too."""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from sqlalchemy import Connection, Engine, and_, select, update
+
+from rubrics import THUMB_1_0, Rubric
+from storage.models import Annotator, Assignment, Caption, Event, Image, Rating, Stage, utcnow
+
+RATING_FIELDS = (
+    "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
+    "inclusive", "inclusive_type", "note",
+)
+EMPTY_RATING: dict[str, object] = {
+    "precision": None, "recall": None, "fluency": 0.0, "fluency_type": None,
+    "conciseness": 0.0, "conciseness_type": None, "inclusive": 0.0, "inclusive_type": None,
+    "note": "",
+}
+
+
+@dataclass(frozen=True)
+class ImageItem:
+    id: int
+    key: str
+    path: str | None
+
+
+@dataclass(frozen=True)
+class CaptionGroup:
+    """Captions of one image with identical text: shown once, rated together.
+    Deliberately carries no system name."""
+
+    caption_ids: tuple[int, ...]
+    text: str
+    values: dict[str, object]
+
+    @property
+    def complete(self) -> bool:
+        return self.values["precision"] is not None and self.values["recall"] is not None
+
+    def total(self, rubric: Rubric) -> float | None:
+        if not self.complete:
+            return None
+        v = self.values
+        return rubric.total(v["precision"], v["recall"], v["fluency"], v["conciseness"],
+                            v["inclusive"])  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Progress:
+    images_done: int
+    images_total: int
+    captions_done: int
+    captions_total: int
+
+
+def fluency_value(types: list[str], values: list[float]) -> tuple[float, str | None]:
+    """The fluency penalty (sum) and type list stored for a list of fluency errors."""
+    return round(sum(values), 6), ",".join(types) or None
+
+
+class AnnotationSession:
+    """One annotator's session at one stage over the whole project."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        annotator: str,
+        *,
+        stage: Stage = Stage.FIRST,
+        rubric: Rubric = THUMB_1_0,
+        native_english: bool | None = None,
+        seed_source: Callable[[], int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.engine = engine
+        self.annotator = annotator
+        self.stage = stage
+        self.rubric = rubric
+        self._seed_source = seed_source or (lambda: secrets.randbits(31))
+        self._clock = clock
+        with engine.begin() as connection:
+            self.annotator_id = self._annotator_id(connection, native_english)
+            self.images = [
+                ImageItem(row.id, row.key, row.path)
+                for row in connection.execute(
+                    select(Image.__table__.c.id, Image.__table__.c.key, Image.__table__.c.path)
+                    .order_by(Image.__table__.c.id)
+                )
+            ]
+            self._captions_of: dict[int, list[int]] = {}
+            caption = Caption.__table__
+            for row in connection.execute(
+                select(caption.c.id, caption.c.image_id).order_by(caption.c.id)
+            ):
+                self._captions_of.setdefault(row.image_id, []).append(row.id)
+            rating = Rating.__table__
+            self._complete: set[int] = set(
+                connection.execute(
+                    select(rating.c.caption_id).where(
+                        rating.c.annotator_id == self.annotator_id,
+                        rating.c.stage == int(stage),
+                        rating.c.precision.is_not(None),
+                        rating.c.recall.is_not(None),
+                    )
+                ).scalars()
+            )
+        self._index_of = {image.id: index for index, image in enumerate(self.images)}
+        self._opened: tuple[int, float] | None = None
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def _annotator_id(self, connection: Connection, native_english: bool | None) -> int:
+        table = Annotator.__table__
+        row = connection.execute(
+            select(table.c.id, table.c.native_english).where(table.c.name == self.annotator)
+        ).one_or_none()
+        if row is None:
+            return connection.execute(
+                table.insert().values(name=self.annotator, native_english=native_english,
+                                      created_at=utcnow())
+            ).inserted_primary_key[0]
+        if native_english is not None and row.native_english != native_english:
+            connection.execute(
+                update(table).where(table.c.id == row.id).values(native_english=native_english)
+            )
+        return row.id
+
+    def _assignment(self, connection: Connection, image_id: int) -> dict[str, object]:
+        table = Assignment.__table__
+        where = and_(table.c.image_id == image_id, table.c.annotator_id == self.annotator_id,
+                     table.c.stage == int(self.stage))
+        row = connection.execute(select(table).where(where)).one_or_none()
+        if row is None:
+            values = {"image_id": image_id, "annotator_id": self.annotator_id,
+                      "stage": int(self.stage), "shuffle_seed": self._seed_source(),
+                      "seconds": 0.0, "focus": 0, "last_viewed_at": utcnow()}
+            connection.execute(table.insert().values(**values))
+            return values
+        return dict(row._mapping)
+
+    # -- navigation -------------------------------------------------------------------------
+
+    def is_complete(self, image: ImageItem) -> bool:
+        captions = self._captions_of.get(image.id, [])
+        return bool(captions) and all(c in self._complete for c in captions)
+
+    def next_unrated(self, after: int) -> int | None:
+        """Index of the next image after `after` (wrapping around) that is not complete."""
+        count = len(self.images)
+        for step in range(1, count + 1):
+            index = (after + step) % count
+            if not self.is_complete(self.images[index]):
+                return index
+        return None
+
+    def resume_position(self) -> tuple[int, int]:
+        """(image index, focused caption) where this annotator last was; else the first
+        image not yet complete."""
+        table = Assignment.__table__
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(table.c.image_id, table.c.focus)
+                .where(table.c.annotator_id == self.annotator_id, table.c.stage == int(self.stage))
+                .order_by(table.c.last_viewed_at.desc(), table.c.id.desc())
+                .limit(1)
+            ).one_or_none()
+        if row is not None and row.image_id in self._index_of:
+            return self._index_of[row.image_id], row.focus
+        first = self.next_unrated(-1) if self.images else None
+        return (first if first is not None else 0), 0
+
+    def progress(self) -> Progress:
+        images_done = sum(1 for image in self.images if self.is_complete(image))
+        total = sum(len(c) for c in self._captions_of.values())
+        return Progress(images_done, len(self.images), len(self._complete), total)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def open_image(self, index: int) -> list[CaptionGroup]:
+        """The image's captions as the annotator sees them: identical texts merged, then
+        shuffled with the seed stored for this (image, annotator)."""
+        image = self.images[index]
+        caption, rating = Caption.__table__, Rating.__table__
+        with self.engine.begin() as connection:
+            seed = int(self._assignment(connection, image.id)["shuffle_seed"])
+            rows = connection.execute(
+                select(caption.c.id, caption.c.text, *[rating.c[f] for f in RATING_FIELDS])
+                .select_from(caption)
+                .outerjoin(rating, and_(rating.c.caption_id == caption.c.id,
+                                        rating.c.annotator_id == self.annotator_id,
+                                        rating.c.stage == int(self.stage)))
+                .where(caption.c.image_id == image.id)
+                .order_by(caption.c.id)
+            ).all()
+        groups: dict[str, list] = {}
+        for row in rows:
+            groups.setdefault(row.text.strip(), []).append(row)
+        result = []
+        for text, members in groups.items():
+            first = members[0]
+            values = {f: getattr(first, f) for f in RATING_FIELDS}
+            for field, empty in EMPTY_RATING.items():
+                if values[field] is None:
+                    values[field] = empty
+            result.append(CaptionGroup(tuple(m.id for m in members), text, values))
+        random.Random(seed).shuffle(result)
+        self._opened = (image.id, self._clock())
+        return result
+
+    def remember_position(self, index: int, focus: int) -> None:
+        """Store where the annotator is and add the time spent on the image so far."""
+        image = self.images[index]
+        with self.engine.begin() as connection:
+            self._save_time_and_focus(connection, image.id, focus)
+
+    def _save_time_and_focus(self, connection: Connection, image_id: int, focus: int) -> None:
+        table = Assignment.__table__
+        self._assignment(connection, image_id)
+        elapsed = 0.0
+        if self._opened is not None and self._opened[0] == image_id:
+            now = self._clock()
+            elapsed = max(0.0, now - self._opened[1])
+            self._opened = (image_id, now)
+        connection.execute(
+            update(table)
+            .where(table.c.image_id == image_id, table.c.annotator_id == self.annotator_id,
+                   table.c.stage == int(self.stage))
+            .values(seconds=table.c.seconds + elapsed, focus=focus, last_viewed_at=utcnow())
+        )
+
+    # -- changing ---------------------------------------------------------------------------
+
+    def validate(self, values: dict[str, object]) -> None:
+        for field, value in values.items():
+            if field not in RATING_FIELDS:
+                raise ValueError(f"unknown rating field {field!r}")
+            if field in ("precision", "recall") and value is not None:
+                dimension = self.rubric.dimension(field)
+                if value not in range(dimension.min, dimension.max + 1):
+                    raise ValueError(f"{field} must be {dimension.min}-{dimension.max}")
+            if field in ("fluency", "conciseness", "inclusive"):
+                category = self.rubric.penalty(field)
+                if not 0 <= float(value) <= category.max_total:  # type: ignore[arg-type]
+                    raise ValueError(f"{field} penalty out of range")
+
+    def set_values(
+        self, group: CaptionGroup, values: dict[str, object], *, image_index: int, focus: int
+    ) -> CaptionGroup:
+        """Apply `values` to every caption of the group, commit, and log each field change."""
+        self.validate(values)
+        changed = {f: v for f, v in values.items() if group.values.get(f) != v}
+        if not changed:
+            return group
+        change_id = uuid.uuid4().hex
+        with self.engine.begin() as connection:
+            for caption_id in group.caption_ids:
+                self._write(connection, caption_id, changed, change_id, action="update")
+            self._save_time_and_focus(connection, self.images[image_index].id, focus)
+        new = replace(group, values={**group.values, **changed})
+        for caption_id in group.caption_ids:
+            self._track_completion(caption_id, new.complete)
+        return new
+
+    def _track_completion(self, caption_id: int, complete: bool) -> None:
+        if complete:
+            self._complete.add(caption_id)
+        else:
+            self._complete.discard(caption_id)
+
+    def _write(
+        self,
+        connection: Connection,
+        caption_id: int,
+        values: dict[str, object],
+        change_id: str,
+        *,
+        action: str,
+        reverts: str | None = None,
+    ) -> dict[str, object]:
+        """Upsert this annotator's rating of one caption and log old -> new per field.
+        Returns the rating's values after the write."""
+        rating, event = Rating.__table__, Event.__table__
+        now = utcnow()
+        row = connection.execute(
+            select(rating).where(rating.c.caption_id == caption_id,
+                                 rating.c.annotator_id == self.annotator_id,
+                                 rating.c.stage == int(self.stage))
+        ).one_or_none()
+        if row is None:
+            old = dict(EMPTY_RATING)
+            rating_id = connection.execute(
+                rating.insert().values(
+                    caption_id=caption_id, annotator_id=self.annotator_id, stage=int(self.stage),
+                    rubric=self.rubric.signature, seconds=0.0, created_at=now, updated_at=now,
+                    **{**EMPTY_RATING, **values},
+                )
+            ).inserted_primary_key[0]
+        else:
+            old = {f: getattr(row, f) for f in RATING_FIELDS}
+            rating_id = row.id
+            connection.execute(
+                update(rating).where(rating.c.id == rating_id).values(updated_at=now, **values)
+            )
+        connection.execute(
+            event.insert(),
+            [
+                {"at": now, "actor": self.annotator, "action": action, "table_name": "rating",
+                 "row_id": rating_id, "field_name": field, "old_value": json.dumps(old[field]),
+                 "new_value": json.dumps(value), "change_id": change_id, "reverts": reverts}
+                for field, value in values.items()
+            ],
+        )
+        return {**old, **values}
+
+    def undo(self) -> tuple[str, int] | None:
+        """Revert this annotator's latest change not yet undone. Returns a description and
+        one caption it touched (so the screen can show it), or None if nothing is left."""
+        event, rating = Event.__table__, Rating.__table__
+        undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
+        with self.engine.begin() as connection:
+            change_id = connection.execute(
+                select(event.c.change_id)
+                .join(rating, rating.c.id == event.c.row_id)
+                .where(event.c.actor == self.annotator, event.c.action == "update",
+                       event.c.table_name == "rating", rating.c.stage == int(self.stage),
+                       event.c.change_id.not_in(undone))
+                .order_by(event.c.id.desc())
+                .limit(1)
+            ).scalar()
+            if change_id is None:
+                return None
+            events = connection.execute(
+                select(event.c.row_id, event.c.field_name, event.c.old_value)
+                .where(event.c.change_id == change_id)
+                .order_by(event.c.id.desc())
+            ).all()
+            restore: dict[int, dict[str, object]] = {}
+            for row in events:
+                restore.setdefault(row.row_id, {})[row.field_name] = json.loads(row.old_value)
+            undo_id = uuid.uuid4().hex
+            caption_of = dict(
+                connection.execute(
+                    select(rating.c.id, rating.c.caption_id).where(rating.c.id.in_(restore))
+                ).all()
+            )
+            for rating_id, values in restore.items():
+                after = self._write(connection, caption_of[rating_id], values, undo_id,
+                                    action="undo", reverts=change_id)
+                complete = after["precision"] is not None and after["recall"] is not None
+                self._track_completion(caption_of[rating_id], complete)
+        fields = sorted({row.field_name for row in events})
+        return f"undid {', '.join(fields)}", next(iter(caption_of.values()))
+
+    def image_index_of_caption(self, caption_id: int) -> int:
+        with self.engine.connect() as connection:
+            image_id = connection.execute(
+                select(Caption.__table__.c.image_id).where(Caption.__table__.c.id == caption_id)
+            ).scalar_one()
+        return self._index_of[image_id]

@@ -1,0 +1,1 @@
+"""Screens of the thumb-tui app; each has its own .tcss file beside it."""

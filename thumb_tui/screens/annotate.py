@@ -1,0 +1,283 @@
+"""Stage-1 rating: one image at a time, every caption of it rated by one annotator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import ProgressBar, Static
+
+from storage.annotation import AnnotationSession, CaptionGroup, fluency_value
+from thumb_tui.screens.fluency import CLEAR, FluencyScreen
+from thumb_tui.screens.help import HelpScreen
+from thumb_tui.screens.note import NoteScreen
+from thumb_tui.widgets.caption_card import CaptionCard
+from thumb_tui.widgets.image_view import ImageView
+from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.rubric_panel import RubricPanel
+
+DIMENSIONS = ("precision", "recall")
+
+
+def _score_bindings() -> list[Binding]:
+    return [
+        Binding(str(n), f"score({n})", "score P/R", key_display="1-5", show=n == 1,
+                id=f"score-{n}")
+        for n in range(1, 6)
+    ]
+
+
+class AnnotateScreen(Screen[None]):
+    CSS_PATH = "annotate.tcss"
+    BINDINGS = [
+        *_score_bindings(),
+        Binding("left,right,tab", "toggle_dimension", "P/R", key_display="←→",
+                id="toggle-dimension"),
+        Binding("down,j", "move(1)", "caption", key_display="↑↓", id="next-caption"),
+        Binding("up,k", "move(-1)", "previous caption", show=False, id="previous-caption"),
+        Binding("f", "fluency", "fluency", id="fluency"),
+        Binding("c", "conciseness", "concise", id="conciseness"),
+        Binding("i", "inclusive", "inclusive", id="inclusive"),
+        Binding("n", "note", "note", id="note"),
+        Binding("u", "undo", "undo", id="undo"),
+        Binding("right_square_bracket,pagedown", "image(1)", "image", key_display="[ ]",
+                id="next-image"),
+        Binding("left_square_bracket,pageup", "image(-1)", "previous image", show=False,
+                id="previous-image"),
+        Binding("g", "next_unrated", "next unrated", id="next-unrated"),
+        Binding("o", "open_image", "open", id="open-image"),
+        Binding("question_mark", "help", "help", key_display="?", id="help"),
+        Binding("q", "quit_app", "quit", id="quit"),
+    ]
+
+    def __init__(self, session: AnnotationSession, image_mode: str) -> None:
+        super().__init__()
+        self.session = session
+        self.image_mode = image_mode
+        self.image_index, self.focus_index = session.resume_position()
+        self.dimension = "precision"
+        self.groups: list[CaptionGroup] = []
+        self.cards: list[CaptionCard] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="annotate"):
+            yield Static(id="title")
+            with Horizontal(id="progress-row"):
+                yield ProgressBar(id="progress", show_eta=False, show_percentage=False)
+                yield Static(id="counts")
+            with Horizontal(id="body"):
+                with Vertical(id="left"):
+                    yield ImageView(self.image_mode, id="image")
+                    yield RubricPanel(self.session.rubric, id="rubric")
+                yield VerticalScroll(id="captions")
+            yield Static(id="message")
+        yield KeyBar(self.BINDINGS)
+
+    def on_mount(self) -> None:
+        if not self.session.images:
+            self.query_one("#title", Static).update("No images in this project: import some "
+                                                    "with `thumb import FILE`.")
+            return
+        self.load_image(self.image_index, self.focus_index)
+
+    # -- display ----------------------------------------------------------------------------
+
+    def load_image(self, index: int, focus: int = 0) -> None:
+        self.image_index = index
+        self.groups = self.session.open_image(index)
+        self.focus_index = min(max(focus, 0), max(len(self.groups) - 1, 0))
+        group = self.group
+        self.dimension = (
+            "recall" if group and group.values["precision"] is not None
+            and group.values["recall"] is None else "precision"
+        )
+        image = self.session.images[index]
+        self.query_one(ImageView).show(image.path, image.key)
+        container = self.query_one("#captions", VerticalScroll)
+        container.remove_children()
+        self.cards = [
+            CaptionCard(number, len(self.groups), group, self.session.rubric)
+            for number, group in enumerate(self.groups, start=1)
+        ]
+        container.mount_all(self.cards)
+        self.call_after_refresh(self.update_focus)
+        self.update_title()
+        self.session.remember_position(index, self.focus_index)
+
+    def update_title(self) -> None:
+        progress = self.session.progress()
+        image = self.session.images[self.image_index]
+        done = "complete" if self.session.is_complete(image) else "to rate"
+        name = Path(image.path).name if image.path else image.key
+        title = Text()
+        title.append(f"Image {self.image_index + 1}/{len(self.session.images)} ", style="bold")
+        title.append(f"{name} ({done})  ")
+        title.append(f"{self.session.annotator}, stage {int(self.session.stage)}", style="dim")
+        self.query_one("#title", Static).update(title)
+        self.query_one("#counts", Static).update(
+            f"images {progress.images_done}/{progress.images_total} "
+            f"captions {progress.captions_done}/{progress.captions_total}"
+        )
+        bar = self.query_one(ProgressBar)
+        bar.update(total=max(progress.captions_total, 1), progress=progress.captions_done)
+
+    def update_focus(self) -> None:
+        for index, card in enumerate(self.cards):
+            card.set_focus(self.dimension if index == self.focus_index else None)
+        if self.cards:
+            self.cards[self.focus_index].scroll_visible(animate=False)
+
+    def say(self, message: str) -> None:
+        self.query_one("#message", Static).update(message)
+
+    @property
+    def group(self) -> CaptionGroup | None:
+        return self.groups[self.focus_index] if self.groups else None
+
+    def change(self, values: dict[str, object]) -> None:
+        """Commit a change to the focused caption(s) and redraw."""
+        group = self.group
+        if group is None:
+            return
+        try:
+            new = self.session.set_values(group, values, image_index=self.image_index,
+                                          focus=self.focus_index)
+        except ValueError as exc:
+            self.say(f"not saved: {exc}")
+            return
+        self.groups[self.focus_index] = new
+        self.cards[self.focus_index].set_group(new)
+        self.update_title()
+        shared = len(new.caption_ids)
+        self.say("saved" + (f" for {shared} identical captions" if shared > 1 else ""))
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_score(self, value: int) -> None:
+        self.change({self.dimension: value})
+        if self.dimension == "precision":
+            self.dimension = "recall"
+        elif self.focus_index < len(self.groups) - 1:
+            self.dimension = "precision"
+            self.focus_index += 1
+        self.update_focus()
+
+    def action_toggle_dimension(self) -> None:
+        self.dimension = "recall" if self.dimension == "precision" else "precision"
+        self.update_focus()
+
+    def action_move(self, step: int) -> None:
+        if not self.groups:
+            return
+        self.focus_index = (self.focus_index + step) % len(self.groups)
+        self.dimension = "precision"
+        self.update_focus()
+        self.session.remember_position(self.image_index, self.focus_index)
+
+    def action_fluency(self) -> None:
+        group = self.group
+        if group is None:
+            return
+        current = group.values["fluency_type"] or (
+            f"{group.values['fluency']:g}" if group.values["fluency"] else "none")
+
+        def chosen(result: tuple[str, float] | None) -> None:
+            if result is None or self.group is None:
+                return
+            code, value = result
+            if code == CLEAR:
+                self.change({"fluency": 0.0, "fluency_type": None})
+                return
+            values = self.group.values
+            types = [t for t in str(values["fluency_type"] or "").split(",") if t]
+            amount, type_text = fluency_value([*types, code], [float(values["fluency"]), value])
+            category = self.session.rubric.penalty("fluency")
+            if amount > category.max_total:
+                self.say(f"not saved: fluency penalties add up to at most "
+                         f"{category.max_total:g}")
+                return
+            self.change({"fluency": amount, "fluency_type": type_text})
+
+        self.app.push_screen(FluencyScreen(self.session.rubric, str(current)), chosen)
+
+    def action_conciseness(self) -> None:
+        group = self.group
+        if group is None:
+            return
+        redundant = self.session.rubric.penalty("conciseness").types[0]
+        if group.values["conciseness"]:
+            self.change({"conciseness": 0.0, "conciseness_type": None})
+        else:
+            self.change({"conciseness": redundant.min, "conciseness_type": redundant.code})
+
+    def action_inclusive(self) -> None:
+        """Cycle none -> each catalogue type (e.g. 0.5 appearance, 2 severe) -> none."""
+        group = self.group
+        if group is None:
+            return
+        cycle = [(0.0, None)] + [
+            (t.min, t.code) for t in self.session.rubric.penalty("inclusive").types
+        ]
+        now = (group.values["inclusive"], group.values["inclusive_type"])
+        position = next((i for i, (v, _) in enumerate(cycle) if v == now[0]), 0)
+        value, code = cycle[(position + 1) % len(cycle)]
+        self.change({"inclusive": value, "inclusive_type": code})
+
+    def action_note(self) -> None:
+        group = self.group
+        if group is None:
+            return
+
+        def saved(note: str | None) -> None:
+            if note is not None:
+                self.change({"note": note})
+
+        self.app.push_screen(NoteScreen(str(group.values["note"])), saved)
+
+    def action_undo(self) -> None:
+        result = self.session.undo()
+        if result is None:
+            self.say("nothing to undo")
+            return
+        message, caption_id = result
+        index = self.session.image_index_of_caption(caption_id)
+        focus = self.focus_index if index == self.image_index else 0
+        self.load_image(index, focus)
+        for position, group in enumerate(self.groups):
+            if caption_id in group.caption_ids:
+                self.focus_index = position
+        self.update_focus()
+        self.say(message)
+
+    def action_image(self, step: int) -> None:
+        if self.session.images:
+            self.session.remember_position(self.image_index, self.focus_index)
+            self.load_image((self.image_index + step) % len(self.session.images))
+
+    def action_next_unrated(self) -> None:
+        index = self.session.next_unrated(self.image_index)
+        if index is None:
+            self.say("every image is complete")
+        else:
+            self.session.remember_position(self.image_index, self.focus_index)
+            self.load_image(index)
+
+    def action_open_image(self) -> None:
+        image = self.session.images[self.image_index]
+        if image.path and Path(image.path).is_file():
+            self.app.open_url(Path(image.path).resolve().as_uri())
+            self.say(f"opened {Path(image.path).name} in the system viewer")
+        else:
+            self.say("image file not found")
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.session.rubric, self.BINDINGS))
+
+    def action_quit_app(self) -> None:
+        if self.session.images:
+            self.session.remember_position(self.image_index, self.focus_index)
+        self.app.exit()

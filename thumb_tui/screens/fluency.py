@@ -1,0 +1,83 @@
+"""Pick a fluency error from the rubric's catalogue; the penalty follows from the type."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from rubrics import ErrorType, Rubric
+from thumb_tui.widgets.keybar import KeyBar
+
+CLEAR = "__clear__"
+RANGE_STEPS = {"awkward": (0.1, 0.2, 0.3, 0.4, 0.5), "broken": (0.5, 1.0, 1.5, 2.0, 3.0, 5.0)}
+
+
+def range_values(error_type: ErrorType) -> tuple[float, ...]:
+    """Choices offered for a ranged type: every 0.1 up to 0.5, then coarser steps."""
+    if error_type.code in RANGE_STEPS:
+        return RANGE_STEPS[error_type.code]
+    steps = []
+    value = error_type.min
+    while value <= error_type.max + 1e-9:
+        steps.append(round(value, 1))
+        value += 0.1
+    return tuple(steps)
+
+
+class FluencyScreen(ModalScreen[tuple[str, float] | None]):
+    """Returns (error type code, penalty) to add, ("__clear__", 0) to clear, or None."""
+
+    CSS_PATH = "fluency.tcss"
+    BINDINGS = [Binding("escape", "cancel", "cancel", id="fluency-cancel")]
+
+    def __init__(self, rubric: Rubric, current: str) -> None:
+        super().__init__()
+        self.category = rubric.penalty("fluency")
+        self.current = current
+        self.pending: ErrorType | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="fluency-dialog"):
+            yield Label(f"Fluency errors now: {self.current}", id="fluency-current")
+            yield Label("Add a fluency error (Enter), or clear them:", id="fluency-prompt")
+            options = [
+                Option(f"{self._value_label(t):>8}  {t.label}", id=t.code)
+                for t in self.category.types
+            ]
+            options.append(Option("          clear all fluency errors", id=CLEAR))
+            yield OptionList(*options, id="fluency-options")
+        yield KeyBar([Binding("enter", "select", "choose"), *self.BINDINGS])
+
+    @staticmethod
+    def _value_label(error_type: ErrorType) -> str:
+        if error_type.fixed:
+            return f"{error_type.min:g}"
+        return f"{error_type.min:g}-{error_type.max:g}"
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        option_id = event.option.id or ""
+        if self.pending is not None:
+            self.dismiss((self.pending.code, float(option_id)))
+        elif option_id == CLEAR:
+            self.dismiss((CLEAR, 0.0))
+        else:
+            error_type = self.category.type(option_id)
+            if error_type.fixed:
+                self.dismiss((error_type.code, error_type.min))
+            else:
+                self._ask_value(error_type)
+
+    def _ask_value(self, error_type: ErrorType) -> None:
+        self.pending = error_type
+        self.query_one("#fluency-prompt", Label).update(f"Penalty for: {error_type.label}")
+        options = self.query_one(OptionList)
+        options.clear_options()
+        options.add_options([Option(f"{v:g}", id=f"{v:g}") for v in range_values(error_type)])
+        options.highlighted = 0
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,66 @@
+"""Full help: the rubric's definitions, rules, penalty catalogue and worked examples."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+from rubrics import Rubric
+from thumb_tui.widgets.keybar import KeyBar
+
+
+def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
+    lines = [f"# {rubric.title}", "", f"*{rubric.source}*", ""]
+    lines += [f"**Total** = {rubric.precision_weight:g}·P + {rubric.recall_weight:g}·R "
+              "− fluency − conciseness − inclusive language", ""]
+    for dimension in rubric.dimensions:
+        lines += [f"## {dimension.label} ({dimension.short}, {dimension.min}–{dimension.max})",
+                  "", f"**{dimension.question}**", "", dimension.definition, ""]
+        lines += [f"- **{level}**: {text}" for level, text in sorted(dimension.levels.items(),
+                                                                   reverse=True)]
+        lines.append("")
+    lines += ["## Rules", ""]
+    lines += [f"- {rule.text}" for rule in rubric.rules]
+    lines += ["", "## Penalties", ""]
+    for category in rubric.penalties:
+        lines += [f"### {category.label}", "", "| type | penalty | example |", "|---|---|---|"]
+        for t in category.types:
+            value = f"{t.min:g}" if t.fixed else f"{t.min:g}–{t.max:g}"
+            lines.append(f"| {t.label} | {value} | {t.example} |")
+        lines.append("")
+    lines += ["## Worked examples", "", "| caption | P | R | penalty | total | why |",
+              "|---|---|---|---|---|---|"]
+    for example in rubric.examples:
+        penalty = sum(example.penalties.values())
+        total = rubric.total(example.precision, example.recall, **example.penalties)
+        lines.append(f"| {example.caption} | {example.precision} | {example.recall} | "
+                     f"{penalty:g} | {total:.1f} | {example.why} |")
+    lines += ["", "## Keys", ""]
+    lines += [f"- `{b.key_display or b.key}`: {b.description}" for b in keys if b.show]
+    return "\n".join(lines)
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", "close help", key_display="esc",
+                id="help-close"),
+    ]
+
+    def __init__(self, rubric: Rubric, keys: list[Binding]) -> None:
+        super().__init__()
+        self.rubric, self.keys = rubric, keys
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Markdown(help_markdown(self.rubric, self.keys))
+        yield KeyBar([Binding("up,down", "", "scroll", key_display="↑↓"), *self.BINDINGS])
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,62 @@
+"""One caption (or a set of identical captions) with its live scores. No system names."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from rubrics import Rubric
+from storage.annotation import CaptionGroup
+
+
+def _score(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _penalty(amount: object, types: object) -> str:
+    if not amount:
+        return "-"
+    return f"{amount:g}" + (f" ({types})" if types else "")
+
+
+class CaptionCard(Static):
+    """Renders a caption group; `focused_dimension` is highlighted when the card is current."""
+
+    def __init__(self, number: int, count: int, group: CaptionGroup, rubric: Rubric) -> None:
+        super().__init__(classes="caption-card")
+        self.number, self.count, self.group, self.rubric = number, count, group, rubric
+        self.focused_dimension: str | None = None
+
+    def on_mount(self) -> None:
+        self.refresh_card()
+
+    def set_group(self, group: CaptionGroup) -> None:
+        self.group = group
+        self.refresh_card()
+
+    def set_focus(self, dimension: str | None) -> None:
+        self.focused_dimension = dimension
+        self.set_class(dimension is not None, "current")
+        self.refresh_card()
+
+    def refresh_card(self) -> None:
+        values = self.group.values
+        text = Text()
+        mark = "▶ " if self.focused_dimension else "  "
+        text.append(f"{mark}{self.number}/{self.count} ", style="bold")
+        text.append(self.group.text)
+        if len(self.group.caption_ids) > 1:
+            text.append(f"  (×{len(self.group.caption_ids)})", style="dim")
+        text.append("\n   ")
+        for key, label in (("precision", "P"), ("recall", "R")):
+            style = "bold reverse" if self.focused_dimension == key else "bold"
+            text.append(f" {label} {_score(values[key])} ", style=style)
+            text.append(" ")
+        text.append(f"Flu {_penalty(values['fluency'], values['fluency_type'])}  ")
+        text.append(f"Con {_penalty(values['conciseness'], None)}  ")
+        text.append(f"Inc {_penalty(values['inclusive'], None)}  ")
+        total = self.group.total(self.rubric)
+        text.append(f"= {total:.1f}" if total is not None else "= -", style="bold")
+        if values["note"]:
+            text.append(f"\n    note: {values['note']}", style="italic")
+        self.update(text)

@@ -1,0 +1,31 @@
+"""A compact reminder of the rubric beside the captions; `?` opens the full help."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from rubrics import Rubric
+
+
+def rubric_summary(rubric: Rubric) -> Text:
+    text = Text()
+    text.append(f"{rubric.title}\n", style="bold")
+    for dimension in rubric.dimensions:
+        text.append(f"{dimension.short} {dimension.min}-{dimension.max}: ", style="bold")
+        text.append(f"{dimension.question}\n")
+    text.append("Rules\n", style="bold")
+    for rule in rubric.rules:
+        text.append(f"• {rule.text}\n")
+    return text
+
+
+class RubricPanel(VerticalScroll):
+    def __init__(self, rubric: Rubric, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.rubric = rubric
+
+    def compose(self) -> ComposeResult:
+        yield Static(rubric_summary(self.rubric))
