@@ -73,7 +73,7 @@ class AnnotateScreen(Screen[None]):
                 with Vertical(id="left"):
                     yield ImageView(self.image_mode, id="image")
                     yield RubricPanel(self.session.rubric, id="rubric")
-                yield VerticalScroll(id="captions")
+                yield VerticalScroll(id="captions", can_focus=False)
             yield Static(id="message")
         yield KeyBar(self.BINDINGS)
 

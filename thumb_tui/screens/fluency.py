@@ -52,6 +52,9 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
             yield OptionList(*options, id="fluency-options")
         yield KeyBar([Binding("enter", "select", "choose"), *self.BINDINGS])
 
+    def on_mount(self) -> None:
+        self.query_one(OptionList).highlighted = 0
+
     @staticmethod
     def _value_label(error_type: ErrorType) -> str:
         if error_type.fixed:

@@ -13,10 +13,8 @@ def _score(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _penalty(amount: object, types: object) -> str:
-    if not amount:
-        return "-"
-    return f"{amount:g}" + (f" ({types})" if types else "")
+def _amount(amount: object) -> str:
+    return f"{amount:g}" if amount else "-"
 
 
 class CaptionCard(Static):
@@ -47,16 +45,19 @@ class CaptionCard(Static):
         text.append(self.group.text)
         if len(self.group.caption_ids) > 1:
             text.append(f"  (×{len(self.group.caption_ids)})", style="dim")
-        text.append("\n   ")
+        text.append("\n ")
         for key, label in (("precision", "P"), ("recall", "R")):
             style = "bold reverse" if self.focused_dimension == key else "bold"
             text.append(f" {label} {_score(values[key])} ", style=style)
-            text.append(" ")
-        text.append(f"Flu {_penalty(values['fluency'], values['fluency_type'])}  ")
-        text.append(f"Con {_penalty(values['conciseness'], None)}  ")
-        text.append(f"Inc {_penalty(values['inclusive'], None)}  ")
+        for key, label in (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I")):
+            text.append(f" {label} {_amount(values[key])}")
         total = self.group.total(self.rubric)
-        text.append(f"= {total:.1f}" if total is not None else "= -", style="bold")
+        text.append("  = " + (f"{total:.1f}" if total is not None else "-"), style="bold")
+        kinds = [f"{key}: {values[f'{key}_type']}" for key in ("fluency", "conciseness",
+                                                               "inclusive")
+                 if values[key] and values[f"{key}_type"]]
+        if kinds:
+            text.append("\n   " + "; ".join(kinds), style="dim")
         if values["note"]:
-            text.append(f"\n    note: {values['note']}", style="italic")
+            text.append(f"\n   note: {values['note']}", style="italic")
         self.update(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.events import Resize
 from textual.widgets import Static
 
 
@@ -13,7 +14,7 @@ def key_label(binding: Binding) -> str:
 
 class KeyBar(Static):
     """Shows the screen's visible bindings: unlike Textual's one-line Footer, none is cut off
-    at 80 columns."""
+    at 80 columns; a key and its description always stay on one line."""
 
     DEFAULT_CSS = """
     KeyBar {
@@ -27,13 +28,24 @@ class KeyBar(Static):
 
     def __init__(self, bindings: list[Binding], **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self._bindings = [b for b in bindings if b.show]
+        self._items = [(f" {key_label(b)} ", f" {b.description}") for b in bindings if b.show]
 
     def on_mount(self) -> None:
-        text = Text()
-        for index, binding in enumerate(self._bindings):
-            if index:
-                text.append("  ")
-            text.append(key_label(binding), style="bold reverse")
-            text.append(f" {binding.description}")
+        self._layout(self.size.width or 80)
+
+    def on_resize(self, event: Resize) -> None:
+        self._layout(event.size.width)
+
+    def _layout(self, width: int) -> None:
+        text, used = Text(), 0
+        for key, description in self._items:
+            length = len(key) + len(description) + 1
+            if used and used + length > width:
+                text.append("\n")
+                used = 0
+            elif used:
+                text.append(" ")
+            text.append(key, style="bold reverse")
+            text.append(description)
+            used += length
         self.update(text)

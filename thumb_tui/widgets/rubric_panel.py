@@ -22,7 +22,9 @@ def rubric_summary(rubric: Rubric) -> Text:
     return text
 
 
-class RubricPanel(VerticalScroll):
+class RubricPanel(VerticalScroll, can_focus=False):
+    """Not focusable: the screen's arrow keys move between captions, never scroll this."""
+
     def __init__(self, rubric: Rubric, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.rubric = rubric
