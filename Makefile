@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
+DEMO_ANNOTATOR ?= demo
 # The CPU wheel of torch lies on disk here; installing it first stops pip from
 # pulling a multi-GB CUDA build when the metrics extra asks for torch.
 TORCH_SPEC ?= torch==2.13.0
@@ -20,10 +21,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-## Load the sample project into $(DEMO_DB) (once; ratings are kept across runs) and show it.
+## Load the sample project into $(DEMO_DB) (once; ratings are kept across runs), show its
+## status and open the rating app on it.
 demo: install
 	@if [ ! -f $(DEMO_DB) ]; then $(BIN)/thumb --db $(DEMO_DB) import sample_data/captions.csv; fi
 	$(BIN)/thumb --db $(DEMO_DB) status
+	$(BIN)/thumb --db $(DEMO_DB) annotate --annotator $(DEMO_ANNOTATOR)
 
 ## Start the demo over from the sample data (deletes $(DEMO_DB) and its ratings).
 demo-reset:
@@ -38,6 +41,7 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/import_speed.py
+	$(BIN)/python benchmarks/annotate_latency.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

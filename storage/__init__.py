@@ -1,8 +1,12 @@
-"""Storage: SQLModel tables, engine/session, import/export, migrations."""
+"""Storage: SQLModel tables, engine/session, import/export, migrations.
+
+The pandas-backed parts (export, queries, the THUMB release) load on first use, so the
+annotation app starts without importing pandas."""
+
+from importlib import import_module
 
 from storage.db import database_url, make_engine, open_database, session
 from storage.errors import InputError, Problem
-from storage.exporter import EXPORT_FORMATS, export_ratings
 from storage.importer import ImportSummary, import_captions
 from storage.models import (
     Annotator,
@@ -13,8 +17,25 @@ from storage.models import (
     Rating,
     Stage,
 )
-from storage.queries import final_scores, project_status, ratings_frame
-from storage.thumb_release import THUMB_ANNOTATOR, export_thumb, import_thumb
+
+EXPORT_FORMATS = ("csv", "jsonl", "parquet", "thumb-jsonl")
+
+_LAZY = {
+    "export_ratings": "storage.exporter",
+    "final_scores": "storage.queries",
+    "project_status": "storage.queries",
+    "ratings_frame": "storage.queries",
+    "THUMB_ANNOTATOR": "storage.thumb_release",
+    "export_thumb": "storage.thumb_release",
+    "import_thumb": "storage.thumb_release",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'storage' has no attribute {name!r}")
+
 
 __all__ = [
     "EXPORT_FORMATS",

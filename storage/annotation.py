@@ -117,6 +117,12 @@ class AnnotationSession:
                 ).scalars()
             )
         self._index_of = {image.id: index for index, image in enumerate(self.images)}
+        self._image_of = {c: i for i, captions in self._captions_of.items() for c in captions}
+        self._done_in_image: dict[int, int] = {}
+        for caption_id in self._complete:
+            image_id = self._image_of[caption_id]
+            self._done_in_image[image_id] = self._done_in_image.get(image_id, 0) + 1
+        self._images_done = sum(1 for image in self.images if self.is_complete(image))
         self._opened: tuple[int, float] | None = None
 
     # -- set-up -----------------------------------------------------------------------------
@@ -153,8 +159,8 @@ class AnnotationSession:
     # -- navigation -------------------------------------------------------------------------
 
     def is_complete(self, image: ImageItem) -> bool:
-        captions = self._captions_of.get(image.id, [])
-        return bool(captions) and all(c in self._complete for c in captions)
+        total = len(self._captions_of.get(image.id, ()))
+        return total > 0 and self._done_in_image.get(image.id, 0) == total
 
     def next_unrated(self, after: int) -> int | None:
         """Index of the next image after `after` (wrapping around) that is not complete."""
@@ -182,9 +188,8 @@ class AnnotationSession:
         return (first if first is not None else 0), 0
 
     def progress(self) -> Progress:
-        images_done = sum(1 for image in self.images if self.is_complete(image))
-        total = sum(len(c) for c in self._captions_of.values())
-        return Progress(images_done, len(self.images), len(self._complete), total)
+        return Progress(self._images_done, len(self.images), len(self._complete),
+                        len(self._image_of))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -274,10 +279,18 @@ class AnnotationSession:
         return new
 
     def _track_completion(self, caption_id: int, complete: bool) -> None:
+        """Keep the in-memory progress counts in step with a committed change (O(1))."""
+        if complete == (caption_id in self._complete):
+            return
+        image_id = self._image_of[caption_id]
+        was_done = self.is_complete(self.images[self._index_of[image_id]])
         if complete:
             self._complete.add(caption_id)
+            self._done_in_image[image_id] = self._done_in_image.get(image_id, 0) + 1
         else:
             self._complete.discard(caption_id)
+            self._done_in_image[image_id] -= 1
+        self._images_done += self.is_complete(self.images[self._index_of[image_id]]) - was_done
 
     def _write(
         self,

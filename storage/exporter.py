@@ -12,7 +12,7 @@ from sqlalchemy import Engine, select
 from storage.models import Caption, Image, Stage
 from storage.queries import ratings_frame, references_by_image
 
-EXPORT_FORMATS = ("csv", "jsonl", "parquet", "thumb-jsonl")
+TABULAR_FORMATS = ("csv", "jsonl", "parquet")
 RATING_COLUMNS = [
     "annotator", "stage", "precision", "recall", "fluency", "fluency_type", "conciseness",
     "conciseness_type", "inclusive", "inclusive_type", "note", "seconds", "total", "rubric",
@@ -89,5 +89,5 @@ def export_ratings(engine: Engine, out: str | Path, fmt: str) -> int:
     elif fmt == "parquet":
         frame.to_parquet(out, index=False)
     else:
-        raise ValueError(f"unknown export format {fmt!r}; expected one of {EXPORT_FORMATS}")
+        raise ValueError(f"unknown export format {fmt!r}; expected one of {TABULAR_FORMATS}")
     return len(frame)

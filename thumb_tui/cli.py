@@ -11,16 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from storage import (
-    EXPORT_FORMATS,
-    InputError,
-    export_ratings,
-    export_thumb,
-    import_captions,
-    import_thumb,
-    open_database,
-    project_status,
-)
+import storage
+from storage import EXPORT_FORMATS, InputError, import_captions, open_database
 
 app = typer.Typer(
     help="Rate image captions with the THUMB 1.0 rubric and analyse the ratings.",
@@ -97,7 +89,7 @@ def import_thumb_command(
 ) -> None:
     """Import the public THUMB 1.0 release; its scores become annotator `thumb-1.0`, final."""
     try:
-        summary = import_thumb(
+        summary = storage.import_thumb(
             state.engine, file, references, actor=by or default_actor(), images_dir=images
         )
     except InputError as exc:
@@ -122,16 +114,16 @@ def export_command(
                    err=True)
         raise typer.Exit(2)
     if fmt == "thumb-jsonl":
-        count = export_thumb(state.engine, out, references_out)
+        count = storage.export_thumb(state.engine, out, references_out)
     else:
-        count = export_ratings(state.engine, out, fmt)
+        count = storage.export_ratings(state.engine, out, fmt)
     typer.echo(f"wrote {count} rows to {out}")
 
 
 @app.command("status")
 def status_command() -> None:
     """Images, captions, systems, annotators, ratings per stage and progress."""
-    status = project_status(state.engine)
+    status = storage.project_status(state.engine)
     table = Table(title=f"thumb-tui project: {state.db}", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -168,11 +160,15 @@ def annotate_command(
     """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
     from storage.annotation import AnnotationSession
     from thumb_tui.app import ThumbApp
-    from thumb_tui.widgets.image_view import IMAGE_MODES
+    from thumb_tui.widgets.image_view import IMAGE_MODES, image_backend
 
     if image_mode not in IMAGE_MODES:
         typer.echo(f"error: --image-mode must be one of {', '.join(IMAGE_MODES)}", err=True)
         raise typer.Exit(2)
+    if image_mode != "none" and image_backend() is None:
+        typer.echo("warning: this terminal could not be probed for images; showing none",
+                   err=True)
+        image_mode = "none"
     session = AnnotationSession(state.engine, annotator, native_english=native)
     ThumbApp(session, image_mode).run()
 

@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 from textual.containers import Container
 from textual.widgets import Static
 
-# textual-image probes the terminal (graphics support, cell size) when first imported, which
-# must happen before Textual takes over the terminal: so at import time, not lazily.
-from textual_image import widget
-
 IMAGE_MODES = ("auto", "tgp", "sixel", "halfcell", "unicode", "none")
 
 
-def _image_class(mode: str) -> type:
+@cache
+def image_backend() -> ModuleType | None:
+    """textual-image's widgets, or None if this terminal cannot be probed. The first import
+    probes the terminal (graphics protocols, cell size), so call this before the app starts
+    and Textual takes over the terminal."""
+    try:
+        from textual_image import widget
+    except Exception:  # the probe fails on odd terminals (e.g. a 0x0 pty): show no image
+        return None
+    return widget
+
+
+def _image_class(mode: str) -> type | None:
+    widget = image_backend()
+    if widget is None:
+        return None
     return {
         "auto": widget.Image,
         "tgp": widget.TGPImage,
@@ -38,7 +51,7 @@ class ImageView(Container):
         if path is None or not Path(path).is_file():
             name = Path(path).name if path else label
             self.mount(Static(f"image file not found:\n{name}", classes="image-missing"))
-        elif self.mode == "none":
+        elif self.mode == "none" or _image_class(self.mode) is None:
             self.mount(Static(f"image display off\n{Path(path).name}\n(o opens it)",
                               classes="image-missing"))
         else:

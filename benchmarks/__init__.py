@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print figures; none of them asserts."""
