@@ -170,6 +170,24 @@ class Assignment(SQLModel, table=True):
     last_viewed_at: datetime = _timestamp()
 
 
+class MetricScore(SQLModel, table=True):
+    """An automatic metric's score of one caption, with the signature of the settings that
+    produced it; the same signature is never computed twice."""
+
+    __tablename__ = "metric_score"
+    __table_args__ = (
+        UniqueConstraint("caption_id", "signature", name="metric_score_unique"),
+        CheckConstraint("length(metric) > 0", name="metric_score_metric_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
+    metric: str = Field(index=True)
+    signature: str = Field(index=True)
+    value: float
+    computed_at: datetime = _timestamp()
+
+
 class SchemaVersion(SQLModel, table=True):
     __tablename__ = "schema_version"
 

@@ -173,5 +173,78 @@ def annotate_command(
     ThumbApp(session, image_mode).run()
 
 
+metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",
+                          no_args_is_help=True)
+app.add_typer(metrics_app, name="metrics")
+
+
+@metrics_app.command("compute")
+def metrics_compute_command(
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric to compute (repeatable); default: all text "
+                                      "metrics."),
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    cider_corpus: Annotated[
+        str, typer.Option("--cider-corpus", help="per-system (THUMB) or pooled.")
+    ] = "per-system",
+    tokenizer: Annotated[
+        str, typer.Option("--tokenizer", help="auto, ptb-java or ptb-python (CIDEr-D).")
+    ] = "auto",
+    keep_self_references: Annotated[
+        bool,
+        typer.Option("--keep-self-references",
+                     help="Score a caption also against a reference identical to it (as the "
+                          "THUMB 1.0 paper's numbers were computed); the signature says so."),
+    ] = False,
+) -> None:
+    """Score every caption; scores already stored with the same signature are reused."""
+    from rich.progress import Progress
+
+    from metrics.engine import compute_metrics
+    from metrics.registry import DEFAULT_METRICS, MetricOptions
+
+    options = MetricOptions(device=device, batch_size=batch_size, cider_corpus=cider_corpus,
+                            tokenizer=tokenizer, keep_self_references=keep_self_references)
+    with Progress(console=console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def report(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done)
+
+        try:
+            runs = compute_metrics(state.engine, metric or list(DEFAULT_METRICS), options,
+                                   progress=report)
+        except (ValueError, RuntimeError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+    for run in runs:
+        typer.echo(f"{run.metric}: computed {run.computed}, reused {run.reused} "
+                   f"({run.seconds:.1f} s)\n  {run.signature}")
+
+
+@metrics_app.command("list")
+def metrics_list_command() -> None:
+    """Stored metric scores: one line per signature with count and mean."""
+    from sqlalchemy import func, select
+
+    from storage.models import MetricScore
+
+    table = MetricScore.__table__
+    with state.engine.connect() as connection:
+        rows = connection.execute(
+            select(table.c.signature, func.count(), func.avg(table.c.value))
+            .group_by(table.c.signature).order_by(table.c.signature)
+        ).all()
+    if not rows:
+        typer.echo("no metric scores stored yet: run `thumb metrics compute`")
+    for signature, count, mean in rows:
+        typer.echo(f"{count:>7} captions  mean {mean:9.4f}  {signature}")
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,41 @@
+"""sacrebleu-style signatures: every reported number says what produced it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+
+
+def package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+def digest(parts: Iterable[str], length: int = 10) -> str:
+    """A short stable hash of some texts (e.g. the corpus a metric's statistics come from)."""
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part.encode("utf-8"))
+        sha.update(b"\x00")
+    return sha.hexdigest()[:length]
+
+
+def format_signature(metric: str, fields: dict[str, str]) -> str:
+    """`metric|key:value|…` with the thumb-tui version last, as sacrebleu prints it."""
+    from thumb_tui import __version__
+
+    parts = [metric, *(f"{key}:{value}" for key, value in fields.items())]
+    parts.append(f"thumb-tui:{__version__}")
+    return "|".join(parts)
+
+
+def parse_signature(signature: str) -> dict[str, str]:
+    metric, *fields = signature.split("|")
+    parsed = {"metric": metric}
+    for field in fields:
+        key, _, value = field.partition(":")
+        parsed[key] = value
+    return parsed

@@ -1,0 +1,170 @@
+"""BLEU, ROUGE-L and CIDEr-D against the reference implementations, caching, references."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import select
+
+from metrics.base import CaptionItem
+from metrics.cider import CiderD, cider_d
+from metrics.engine import compute_metrics, load_items
+from metrics.registry import MetricOptions
+from metrics.signature import parse_signature
+from metrics.text_metrics import Bleu, RougeL
+from metrics.tokenize import java_available, tokenize_java, tokenize_python
+from storage import final_scores, import_captions, import_thumb, open_database
+from storage.models import MetricScore
+from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
+
+needs_java = pytest.mark.skipif(not java_available(), reason="Java or pycocoevalcap missing")
+
+
+@pytest.fixture
+def sample(tmp_path):
+    engine = open_database(tmp_path / "m.db")
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    return engine
+
+
+def random_corpus(seed: int, size: int = 60) -> tuple[list[str], list[list[str]]]:
+    rng = random.Random(seed)
+    words = ["a", "the", "dog", "cat", "red", "ball", "two", "on", "of", "grass", "sky",
+             "blue", "man", "runs", "big", "small"]
+
+    def sentence() -> str:
+        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+
+    return [sentence() for _ in range(size)], [
+        [sentence() for _ in range(rng.randint(1, 5))] for _ in range(size)
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cider_d_matches_pycocoevalcap_on_random_text(seed):
+    from pycocoevalcap.cider.cider import Cider
+
+    hyps, refs = random_corpus(seed)
+    _, expected = Cider().compute_score(
+        {i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)}
+    )
+    np.testing.assert_allclose(cider_d(hyps, refs), expected, atol=1e-6, rtol=0)
+
+
+def test_cider_d_matches_pycocoevalcap_on_the_sample_project(sample):
+    from pycocoevalcap.cider.cider import Cider
+
+    items, _ = load_items(sample)
+    metric = CiderD(corpus="pooled", tokenizer="ptb-python")
+    hyps, refs = metric._tokens(items)
+    _, expected = Cider().compute_score(
+        {i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)}
+    )
+    np.testing.assert_allclose(metric.score(items), expected, atol=1e-6, rtol=0)
+
+
+def test_per_system_corpus_scores_each_system_on_its_own(sample):
+    items, _ = load_items(sample)
+    per_system = CiderD(corpus="per-system", tokenizer="ptb-python").score(items)
+    one = [i for i, item in enumerate(items) if item.system == "Human"]
+    alone = CiderD(corpus="pooled", tokenizer="ptb-python").score([items[i] for i in one])
+    np.testing.assert_allclose(per_system[one], alone)
+
+
+def test_bleu_and_rouge_match_the_libraries(sample):
+    import sacrebleu
+    from rouge_score.rouge_scorer import RougeScorer
+
+    items, _ = load_items(sample)
+    bleu = Bleu().score(items)
+    rouge = RougeL().score(items)
+    scorer = RougeScorer(["rougeL"])
+    for item, b, r in zip(items, bleu, rouge, strict=True):
+        assert b == pytest.approx(sacrebleu.sentence_bleu(item.text, list(item.references)).score)
+        best = max(scorer.score(ref, item.text)["rougeL"].fmeasure for ref in item.references)
+        assert r == pytest.approx(best)
+
+
+@needs_java
+def test_python_tokenizer_agrees_with_stanford_ptb():
+    texts = ['A man\'s dog, running "fast" on the beach.', "Two cats -- sitting on a t.v..",
+             "The otter plays with two Frisbee's.", "Street signs for Main St. and 5th Ave.",
+             "A view from an airplane. Above the clouds!", "(A dog) and [a cat]; really?"]
+    assert tokenize_python(texts) == tokenize_java(texts)
+
+
+def test_self_reference_is_left_out_and_the_signature_says_so(tmp_path):
+    (tmp_path / "a.png").write_bytes(b"x")
+    data = tmp_path / "c.jsonl"
+    data.write_text(
+        '{"image": "a.png", "system": "Human", "caption": "a dog on grass", '
+        '"references": ["A dog on grass.", "A brown dog.", "A puppy outside."]}\n'
+        '{"image": "a.png", "system": "M", "caption": "A cat.", '
+        '"references": ["A dog on grass.", "A brown dog.", "A puppy outside."]}\n',
+        encoding="utf-8",
+    )
+    engine = open_database(tmp_path / "s.db")
+    import_captions(engine, data, actor="t")
+    items, refs = load_items(engine)
+    human = next(i for i in items if i.system == "Human")
+    assert human.text == "A dog on grass."
+    assert human.references == ("A brown dog.", "A puppy outside.")
+    assert len(next(i for i in items if i.system == "M").references) == 3
+    assert "self:excluded(1)" in refs
+    kept, refs_kept = load_items(engine, keep_self_references=True)
+    assert len(next(i for i in kept if i.system == "Human").references) == 3
+    assert "self:kept(1)" in refs_kept
+
+
+def test_second_run_recomputes_nothing_and_scores_carry_signatures(sample):
+    options = MetricOptions(tokenizer="ptb-python")
+    first = compute_metrics(sample, ["bleu", "rouge-l", "cider-d"], options)
+    assert [run.computed for run in first] == [60, 60, 60]
+    again = compute_metrics(sample, ["bleu", "rouge-l", "cider-d"], options)
+    assert [(run.computed, run.reused) for run in again] == [(0, 60)] * 3
+    with sample.connect() as connection:
+        rows = connection.execute(select(MetricScore.__table__)).all()
+    assert len(rows) == 180
+    cider = parse_signature(first[2].signature)
+    assert cider["metric"] == "cider-d" and cider["tok"] == "ptb-python"
+    assert cider["corpus"].startswith("per-system#") and cider["nrefs"] == "4"
+    assert "version" not in cider and cider["thumb-tui"]
+    pooled = compute_metrics(sample, ["cider-d"], MetricOptions(cider_corpus="pooled",
+                                                                tokenizer="ptb-python"))
+    assert pooled[0].computed == 60 and pooled[0].signature != first[2].signature
+
+
+def test_empty_item_list_scores_nothing():
+    assert Bleu().score([]).shape == (0,)
+    item = CaptionItem(1, "k", None, "S", "A dog.", ("A dog.",))
+    assert RougeL().score([item])[0] == pytest.approx(1.0)
+
+
+# Published Table 4 (Pearson r; w/ Human P, R, Total; w/o Human P, R, Total).
+TABLE_4 = {
+    "bleu": (0.15, 0.04, 0.13, 0.21, 0.13, 0.25),
+    "rouge-l": (0.18, 0.07, 0.18, 0.26, 0.17, 0.31),
+    "cider-d": (0.21, 0.11, 0.23, 0.27, 0.18, 0.33),
+}
+
+
+@needs_anchors
+def test_table_4_correlations_reproduce(tmp_path):
+    engine = open_database(tmp_path / "thumb.db")
+    import_thumb(engine, THUMB_JSONL, THUMB_REFS, actor="t")
+    runs = compute_metrics(engine, list(TABLE_4), MetricOptions(keep_self_references=True))
+    with engine.connect() as connection:
+        scores = pd.read_sql(select(MetricScore.__table__), connection)
+    human = final_scores(engine)
+    for run in runs:
+        assert "self:kept" in run.signature
+        values = scores[scores.signature == run.signature][["caption_id", "value"]]
+        data = human.merge(values, on="caption_id")
+        assert len(data) == 2500
+        without = data[data.system != "Human"]
+        observed = [frame[column].corr(frame["value"])
+                    for frame in (data, without) for column in ("precision", "recall", "total")]
+        assert observed == pytest.approx(TABLE_4[run.metric], abs=0.01), run.metric
