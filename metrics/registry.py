@@ -16,9 +16,10 @@ class MetricOptions:
     cider_corpus: str = "per-system"
     tokenizer: str = "auto"
     bert_model: str = "roberta-large"
-    bert_layers: int | None = None
+    bert_layer: int | None = None
     bert_idf: bool = False
     bert_rescale: bool = False
+    bert_baseline: str | None = None
     clip_model: str = "openai/clip-vit-base-patch32"
 
 
@@ -40,10 +41,31 @@ def _cider(options: MetricOptions) -> Metric:
     return CiderD(corpus=options.cider_corpus, tokenizer=options.tokenizer)
 
 
+def _bertscore(options: MetricOptions) -> Metric:
+    from metrics.bertscore import BertScore
+
+    return BertScore(options.bert_model, options.bert_layer, idf=options.bert_idf,
+                     rescale=options.bert_rescale, baseline_path=options.bert_baseline,
+                     device=options.device, batch_size=options.batch_size)
+
+
+def _clip(variant: str) -> Callable[[MetricOptions], Metric]:
+    def build(options: MetricOptions) -> Metric:
+        from metrics.clip import ClipMetric
+
+        return ClipMetric(variant, options.clip_model, options.device, options.batch_size)
+
+    return build
+
+
 BUILDERS: dict[str, Callable[[MetricOptions], Metric]] = {
     "bleu": _bleu,
     "rouge-l": _rouge,
     "cider-d": _cider,
+    "bertscore": _bertscore,
+    "clip-s": _clip("clip-s"),
+    "refclip-s": _clip("refclip-s"),
+    "refonly-c": _clip("refonly-c"),
 }
 DEFAULT_METRICS = ("bleu", "rouge-l", "cider-d")
 

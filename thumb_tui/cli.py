@@ -199,15 +199,37 @@ def metrics_compute_command(
                      help="Score a caption also against a reference identical to it (as the "
                           "THUMB 1.0 paper's numbers were computed); the signature says so."),
     ] = False,
+    bert_model: Annotated[
+        str, typer.Option("--bert-model", help="BERTScore model name or local folder.")
+    ] = "roberta-large",
+    bert_layer: Annotated[
+        int | None, typer.Option("--bert-layer", help="Layer (default 17 for roberta-large).")
+    ] = None,
+    bert_idf: Annotated[bool, typer.Option("--bert-idf", help="idf weighting.")] = False,
+    bert_rescale: Annotated[
+        bool, typer.Option("--bert-rescale", help="Rescale with the baseline.")
+    ] = False,
+    bert_baseline: Annotated[
+        str | None, typer.Option("--bert-baseline", help="Baseline file for a local model.")
+    ] = None,
+    clip_model: Annotated[
+        str, typer.Option("--clip-model", help="CLIP model name or local folder.")
+    ] = "openai/clip-vit-base-patch32",
 ) -> None:
-    """Score every caption; scores already stored with the same signature are reused."""
+    """Score every caption; scores already stored with the same signature are reused.
+    Metrics: bleu, rouge-l, cider-d, bertscore, clip-s, refclip-s, refonly-c, spice,
+    spice-approx."""
     from rich.progress import Progress
 
     from metrics.engine import compute_metrics
     from metrics.registry import DEFAULT_METRICS, MetricOptions
 
-    options = MetricOptions(device=device, batch_size=batch_size, cider_corpus=cider_corpus,
-                            tokenizer=tokenizer, keep_self_references=keep_self_references)
+    options = MetricOptions(
+        device=device, batch_size=batch_size, cider_corpus=cider_corpus, tokenizer=tokenizer,
+        keep_self_references=keep_self_references, bert_model=bert_model,
+        bert_layer=bert_layer, bert_idf=bert_idf, bert_rescale=bert_rescale,
+        bert_baseline=bert_baseline, clip_model=clip_model,
+    )
     with Progress(console=console, transient=True) as bar:
         tasks: dict[str, int] = {}
 

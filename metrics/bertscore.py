@@ -1,0 +1,80 @@
+"""BERTScore F1 (bert-score), the best over a caption's references."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from metrics.base import CaptionItem, Metric
+from metrics.signature import package_version
+from metrics.torch_device import load_error, model_label, resolve_device
+
+# The paper's setting: roberta-large, layer 17 (bert-score's own default for it).
+DEFAULT_MODEL = "roberta-large"
+DEFAULT_LAYER = 17
+
+
+class BertScore(Metric):
+    """Model and layer are configurable, any local model path works (give its layer);
+    idf weighting and baseline rescaling are options."""
+
+    name = "bertscore"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        layer: int | None = None,
+        *,
+        idf: bool = False,
+        rescale: bool = False,
+        baseline_path: str | None = None,
+        device: str = "auto",
+        batch_size: int = 64,
+    ) -> None:
+        if layer is None:
+            if model != DEFAULT_MODEL:
+                raise ValueError(f"give the layer to use for {model!r} (--bert-layer N)")
+            layer = DEFAULT_LAYER
+        self.model, self.layer = model, layer
+        self.idf, self.rescale, self.baseline_path = idf, rescale, baseline_path
+        self.device = resolve_device(device)
+        self.batch_size = batch_size
+        self._scorer = None
+
+    def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
+        return {
+            "impl": f"bert-score-{package_version('bert-score')}",
+            "model": model_label(self.model),
+            "layer": str(self.layer),
+            "idf": "yes" if self.idf else "no",
+            "rescale": "yes" if self.rescale else "no",
+            "agg": "max-f1",
+            "dtype": "fp16" if self.device.startswith("cuda") else "fp32",
+        }
+
+    def _load(self, items: Sequence[CaptionItem]):  # noqa: ANN202 (bert_score.BERTScorer)
+        from bert_score import BERTScorer
+
+        try:
+            scorer = BERTScorer(
+                model_type=self.model, num_layers=self.layer, idf=self.idf,
+                idf_sents=sorted({r for item in items for r in item.references}) if self.idf
+                else None,
+                device=self.device, batch_size=self.batch_size, lang="en",
+                rescale_with_baseline=self.rescale, baseline_path=self.baseline_path,
+            )
+        except (OSError, ValueError, KeyError) as exc:
+            raise load_error("BERTScore", self.model, exc) from exc
+        if self.device.startswith("cuda"):
+            scorer._model.half()
+        return scorer
+
+    def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
+        if self._scorer is None:
+            self._scorer = self._load(items)
+        _, _, f1 = self._scorer.score(
+            [item.text for item in items], [list(item.references) for item in items],
+            batch_size=self.batch_size,
+        )
+        return f1.float().numpy()

