@@ -53,7 +53,7 @@ class BertScore(Metric):
             "dtype": "fp16" if self.device.startswith("cuda") else "fp32",
         }
 
-    def _load(self, items: Sequence[CaptionItem]):  # noqa: ANN202 (bert_score.BERTScorer)
+    def _load(self, items: Sequence[CaptionItem]):
         from bert_score import BERTScorer
 
         try:

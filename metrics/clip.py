@@ -44,7 +44,7 @@ class ClipEmbedder:
         self._texts: dict[str, np.ndarray] = {}
 
     @staticmethod
-    def _normalise(features) -> np.ndarray:  # noqa: ANN001 (a torch tensor)
+    def _normalise(features) -> np.ndarray:
         array = features.float().cpu().numpy()
         return array / np.linalg.norm(array, axis=1, keepdims=True)
 
@@ -80,7 +80,7 @@ class ClipEmbedder:
         return np.stack([self._texts[t] for t in texts])
 
 
-def _pooled(features):  # noqa: ANN001, ANN202 (torch tensors or model outputs)
+def _pooled(features):
     """transformers returns a tensor, or (in newer versions) an output with pooler_output."""
     return getattr(features, "pooler_output", features)
 

@@ -337,9 +337,9 @@ class AnnotationSession:
         )
         return {**old, **values}
 
-    def undo(self) -> tuple[str, int] | None:
-        """Revert this annotator's latest change not yet undone. Returns a description and
-        one caption it touched (so the screen can show it), or None if nothing is left."""
+    def undo(self) -> tuple[list[str], int] | None:
+        """Revert this annotator's latest change not yet undone. Returns the fields reverted
+        and one caption it touched (so the screen can show it), or None if nothing is left."""
         event, rating = Event.__table__, Rating.__table__
         undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
         with self.engine.begin() as connection:
@@ -373,8 +373,8 @@ class AnnotationSession:
                                     action="undo", reverts=change_id)
                 complete = after["precision"] is not None and after["recall"] is not None
                 self._track_completion(caption_of[rating_id], complete)
-        fields = sorted({row.field_name for row in events})
-        return f"undid {', '.join(fields)}", next(iter(caption_of.values()))
+        fields = list(dict.fromkeys(row.field_name for row in reversed(events)))
+        return fields, next(iter(caption_of.values()))
 
     def image_index_of_caption(self, caption_id: int) -> int:
         with self.engine.connect() as connection:

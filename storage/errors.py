@@ -15,6 +15,9 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        """`file:line: message`; a problem with the whole file (line 0) has no line."""
+        if self.line == 0:
+            return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}: {self.message}"
 
 

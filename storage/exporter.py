@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine, select
 
-from storage.models import Caption, Image, Stage
+from storage.models import Annotator, Assignment, Caption, Image, Stage
 from storage.queries import ratings_frame, references_by_image
 
 TABULAR_FORMATS = ("csv", "jsonl", "parquet")
@@ -51,10 +51,29 @@ def export_frame(engine: Engine, out: Path) -> pd.DataFrame:
         ratings[column] = pd.to_datetime(ratings[column], utc=True).map(
             lambda t: t.isoformat() if pd.notna(t) else None
         )
+    ratings = ratings.merge(image_seconds(engine), on=["image_id", "annotator", "stage"],
+                            how="left")
     frame = captions.merge(
-        ratings[["caption_pk", *RATING_COLUMNS]], on="caption_pk", how="left", sort=False
+        ratings[["caption_pk", *RATING_COLUMNS, "image_seconds"]], on="caption_pk",
+        how="left", sort=False,
     )
     return frame.drop(columns="caption_pk")
+
+
+def image_seconds(engine: Engine) -> pd.DataFrame:
+    """Time each annotator spent on each image at each stage (recorded by the app)."""
+    assignment, image, annotator = (Assignment.__table__, Image.__table__,
+                                    Annotator.__table__)
+    query = (
+        select(image.c.key.label("image_id"), annotator.c.name.label("annotator"),
+               assignment.c.stage, assignment.c.seconds.label("image_seconds"))
+        .join(image, assignment.c.image_id == image.c.id)
+        .join(annotator, assignment.c.annotator_id == annotator.c.id)
+    )
+    with engine.connect() as connection:
+        frame = pd.read_sql(query, connection)
+    frame["stage"] = frame["stage"].map(lambda s: Stage(s).label)
+    return frame
 
 
 def _write_csv(frame: pd.DataFrame, out: Path) -> None:

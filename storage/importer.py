@@ -35,11 +35,11 @@ class ImportSummary:
     ratings: int = 0
 
     def __str__(self) -> str:
-        return (
-            f"{self.file}: {self.images} images, {self.captions} captions, "
-            f"{self.references} references, {self.annotators} annotators, "
-            f"{self.ratings} ratings imported"
-        )
+        counts = [(self.images, "image"), (self.captions, "caption"),
+                  (self.references, "reference"), (self.annotators, "annotator"),
+                  (self.ratings, "rating")]
+        listed = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts)
+        return f"{self.file}: {listed} imported"
 
 
 @dataclass

@@ -34,7 +34,7 @@ class Stage(IntEnum):
     @classmethod
     def parse(cls, value: object) -> Stage:
         text = str(value).strip().lower()
-        aliases = {"1": cls.FIRST, "2": cls.SECOND, "3": cls.FINAL, "final": cls.FINAL}
+        aliases = {"1": cls.FIRST, "2": cls.SECOND, "final": cls.FINAL}
         if text not in aliases:
             raise ValueError(f"stage must be 1, 2 or final, not {value!r}")
         return aliases[text]

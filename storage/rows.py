@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from rubrics import Rubric
 from storage.models import Stage
@@ -27,9 +29,10 @@ RATING_COLUMNS = {
     "seconds",
 }
 # Columns our own export writes that carry no input: accepted and ignored on import.
-DERIVED_COLUMNS = {"total", "rubric", "created_at", "updated_at"}
+DERIVED_COLUMNS = {"total", "rubric", "created_at", "updated_at", "image_seconds"}
 ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
 REFERENCE_COLUMN = re.compile(r"^reference_(\d+)$")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -167,33 +170,55 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
         if present:
             raise RowError(f"rating columns ({', '.join(sorted(present))}) need an annotator")
         return None
-    stage_value = record.get("stage")
-    if stage_value is None:
-        raise RowError("stage is missing (1, 2 or final)")
-    try:
-        stage = Stage.parse(stage_value)
-    except ValueError as exc:
-        raise RowError(str(exc)) from None
-    seconds = _number(record, "seconds") or 0.0
-    if seconds < 0:
-        raise RowError(f"seconds must not be negative, not {record['seconds']!r}")
-    fluency, fluency_type = penalty(record, "fluency", rubric)
-    conciseness, conciseness_type = penalty(record, "conciseness", rubric)
-    inclusive, inclusive_type = penalty(record, "inclusive", rubric)
+    problems: list[str] = []
+
+    def check(parse: Callable[..., T], *args: object) -> T | None:
+        """Run one field's parser, collecting its problem so all are reported at once."""
+        try:
+            return parse(*args)
+        except RowError as exc:
+            problems.append(str(exc))
+            return None
+
+    stage = check(_stage, record)
+    seconds = check(_seconds, record)
+    precision = check(score, record, "precision", rubric)
+    recall = check(score, record, "recall", rubric)
+    fluency = check(penalty, record, "fluency", rubric)
+    conciseness = check(penalty, record, "conciseness", rubric)
+    inclusive = check(penalty, record, "inclusive", rubric)
+    if problems:
+        raise RowError("; ".join(problems))
     return RatingRow(
         annotator=annotator,
         stage=stage,
-        precision=score(record, "precision", rubric),
-        recall=score(record, "recall", rubric),
-        fluency=fluency,
-        fluency_type=fluency_type,
-        conciseness=conciseness,
-        conciseness_type=conciseness_type,
-        inclusive=inclusive,
-        inclusive_type=inclusive_type,
+        precision=precision,
+        recall=recall,
+        fluency=fluency[0],
+        fluency_type=fluency[1],
+        conciseness=conciseness[0],
+        conciseness_type=conciseness[1],
+        inclusive=inclusive[0],
+        inclusive_type=inclusive[1],
         note=_text(record, "note") or "",
         seconds=seconds,
     )
+
+
+def _stage(record: Record) -> Stage:
+    if record.get("stage") is None:
+        raise RowError("stage is missing (1, 2 or final)")
+    try:
+        return Stage.parse(record["stage"])
+    except ValueError as exc:
+        raise RowError(str(exc)) from None
+
+
+def _seconds(record: Record) -> float:
+    seconds = _number(record, "seconds") or 0.0
+    if seconds < 0:
+        raise RowError(f"seconds must not be negative, not {record['seconds']!r}")
+    return seconds
 
 
 def check_columns(columns: set[str]) -> list[str]:

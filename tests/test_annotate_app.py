@@ -6,6 +6,7 @@ import json
 
 import pytest
 from sqlalchemy import select
+from textual.widgets import Static
 
 from storage import Event, Rating
 from storage.models import Assignment, Caption
@@ -92,7 +93,7 @@ async def test_undo_reverts_and_is_logged(engine):
         assert not app.screen.session.is_complete(app.screen.session.images[0])
         await pilot.press("u")
         await pilot.pause()
-        assert "nothing to undo" in str(app.screen.query_one("#message").render())
+        assert "nothing to undo" in str(app.screen.query_one("#message", Static).content)
     undo_events = [e for e in events(engine) if e.action == "undo"]
     assert [e.field_name for e in undo_events] == ["fluency_type", "fluency", "recall",
                                                    "precision"]
@@ -152,7 +153,7 @@ async def test_missing_image_file_is_reported_not_a_crash(engine, tmp_path):
         text = str(app.screen.query_one(".image-missing").render())
         assert "image file not found" in text and "gone.png" in text
         await pilot.press("o")
-        assert "image file not found" in str(app.screen.query_one("#message").render())
+        assert "image file not found" in str(app.screen.query_one("#message", Static).content)
 
 
 async def test_no_system_name_on_any_screen(tmp_path):
@@ -182,9 +183,60 @@ async def test_help_shows_worked_examples_and_every_key(engine):
         source = markdown.source
         assert "1-B" not in source  # examples are shown by caption, not internal ids
         assert "A man and a woman riding camels on the beech." in source
-        assert "| 4.4 |" in source and "| 3.5 |" in source
+        assert "total 4.4" in source and "total 3.5" in source
         for binding in AnnotateScreen.BINDINGS:
             if binding.show:
                 assert binding.description in source
         await pilot.press("escape")
         assert isinstance(app.screen, AnnotateScreen)
+
+
+async def test_recall_first_then_precision_stays_on_the_caption(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        first = screen.groups[0]
+        await pilot.press("right", "2", "4")
+        assert screen.focus_index == 1 and screen.dimension == "precision"
+    (row,) = [r for r in ratings(engine) if r.caption_id in first.caption_ids]
+    assert (row.precision, row.recall) == (4, 2)
+
+
+async def test_undo_highlights_the_field_it_reverted(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("5", "4", "]", "u")
+        await pilot.pause()
+        assert screen.image_index == 0 and screen.focus_index == 0
+        assert screen.dimension == "recall"
+        message = str(screen.query_one("#message", Static).content)
+        assert message == "undid R on image 1"
+
+
+async def test_empty_project_does_not_crash(tmp_path):
+    from storage import open_database
+
+    app = make_app(open_database(tmp_path / "empty.db"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("o", "g", "]", "5", "u", "f")
+        await pilot.pause()
+        assert "No images in this project" in str(app.screen.query_one("#title",
+                                                                        Static).content)
+
+
+async def test_time_per_image_is_exported(engine, tmp_path):
+    from storage.exporter import export_frame
+
+    clock = iter(range(0, 1000, 7))
+    from storage.annotation import AnnotationSession
+    from thumb_tui.app import ThumbApp
+
+    session = AnnotationSession(engine, "timer", seed_source=lambda: 1,
+                                clock=lambda: float(next(clock)))
+    app = ThumbApp(session, "none")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5", "4", "]")
+    frame = export_frame(engine, tmp_path / "x.csv")
+    timed = frame[frame["annotator"] == "timer"]
+    assert len(timed) == 1 and timed["image_seconds"].iloc[0] > 0

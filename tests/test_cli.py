@@ -51,3 +51,20 @@ def test_import_thumb_and_export_release(tmp_path):
     )
     assert result.exit_code == 0
     assert out.read_bytes() == THUMB_JSONL.read_bytes()
+
+
+def test_read_only_commands_need_an_existing_database(tmp_path):
+    db = tmp_path / "typo.db"
+    for command in (["status"], ["export", "--out", str(tmp_path / "x.csv")],
+                    ["annotate", "--annotator", "a"], ["metrics", "list"]):
+        result = runner.invoke(app, ["--db", str(db), *command])
+        assert result.exit_code == 2, command
+        assert f"no database at {db}" in result.output
+    assert not db.exists()
+
+
+def test_annotate_needs_a_name(tmp_path):
+    db = str(tmp_path / "a.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    result = runner.invoke(app, ["--db", db, "annotate", "--annotator", "  "])
+    assert result.exit_code == 2 and "--annotator needs a name" in result.output

@@ -248,3 +248,24 @@ def test_ratings_can_be_added_to_captions_already_imported(project):
     )
     assert import_captions(engine, ratings, actor="t").ratings == 1
     assert count(engine, Caption) == 3
+
+
+def test_all_problems_of_one_row_are_reported(project):
+    engine = open_database(project / "row.db")
+    bad = write_csv(project / "row.csv",
+                    ["image", "system", "caption", "annotator", "stage", "precision", "recall",
+                     "conciseness", "inclusive"],
+                    [["img/a.png", "H", "A dog.", "ann", "3", "6", "4", "0.3", "1"]])
+    with pytest.raises(InputError) as caught:
+        import_captions(engine, bad, actor="t")
+    message = str(caught.value)
+    for words in ("stage must be 1, 2 or final, not '3'", "precision must be a whole number",
+                  "conciseness penalty must be one of", "inclusive penalty must be one of"):
+        assert words in message
+    assert message.count(f"{bad}:2: ") == 1
+
+
+def test_a_file_that_cannot_be_read_has_no_line_number(tmp_path, engine):
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(InputError, match=rf"^{missing}: cannot read file"):
+        import_captions(engine, missing, actor="t")

@@ -70,7 +70,7 @@ def test_bertscore_needs_a_layer_for_other_models(minilm):
 def test_unloadable_model_names_the_model_and_the_offline_way(sample):
     from metrics.clip import embedder
 
-    with pytest.raises(RuntimeError, match="cannot load the CLIP model '/no/such/clip'.*"
+    with pytest.raises(RuntimeError, match=r"cannot load the CLIP model '/no/such/clip'.*"
                                            "local folder.*HF_HUB_OFFLINE"):
         embedder("/no/such/clip", "cpu", 8)
 
@@ -133,12 +133,12 @@ def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
     image_features = ClipEmbedder.images
     original_model_images = None
 
-    def counting_images(self, paths):  # noqa: ANN001, ANN202
+    def counting_images(self, paths):
         nonlocal original_model_images
         if original_model_images is None:
             original_model_images = self.model.get_image_features
 
-            def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            def counted(*args, **kwargs):
                 counts["images"] += len(kwargs["pixel_values"])
                 return original_model_images(*args, **kwargs)
 

@@ -27,7 +27,16 @@ class State:
 
     @property
     def engine(self) -> Engine:
+        """The database; commands that only read or rate need it to exist already."""
         return open_database(self.db)
+
+    @property
+    def existing_engine(self) -> Engine:
+        if "://" not in self.db and not Path(self.db).expanduser().is_file():
+            typer.echo(f"error: no database at {self.db}; create one with `thumb --db "
+                       f"{self.db} import FILE`", err=True)
+            raise typer.Exit(2)
+        return self.engine
 
 
 state = State()
@@ -114,16 +123,16 @@ def export_command(
                    err=True)
         raise typer.Exit(2)
     if fmt == "thumb-jsonl":
-        count = storage.export_thumb(state.engine, out, references_out)
+        count = storage.export_thumb(state.existing_engine, out, references_out)
     else:
-        count = storage.export_ratings(state.engine, out, fmt)
+        count = storage.export_ratings(state.existing_engine, out, fmt)
     typer.echo(f"wrote {count} rows to {out}")
 
 
 @app.command("status")
 def status_command() -> None:
     """Images, captions, systems, annotators, ratings per stage and progress."""
-    status = storage.project_status(state.engine)
+    status = storage.project_status(state.existing_engine)
     table = Table(title=f"thumb-tui project: {state.db}", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -132,7 +141,7 @@ def status_command() -> None:
     for system, count in status["systems"].items():
         table.add_row(f"  captions by {system}", str(count))
     for stage, (total, complete) in status["ratings_per_stage"].items():
-        table.add_row(f"ratings at stage {stage}", f"{complete} complete / {total}")
+        table.add_row(f"ratings at stage {stage}", f"{complete} complete ({total} started)")
     captions, images = status["captions"] or 1, status["images"] or 1
     table.add_row(
         "captions with a complete rating",
@@ -169,7 +178,11 @@ def annotate_command(
         typer.echo("warning: this terminal could not be probed for images; showing none",
                    err=True)
         image_mode = "none"
-    session = AnnotationSession(state.engine, annotator, native_english=native)
+    if not annotator.strip():
+        typer.echo("error: --annotator needs a name", err=True)
+        raise typer.Exit(2)
+    session = AnnotationSession(state.existing_engine, annotator.strip(),
+                                native_english=native)
     ThumbApp(session, image_mode).run()
 
 
@@ -239,7 +252,7 @@ def metrics_compute_command(
             bar.update(tasks[name], completed=done)
 
         try:
-            runs = compute_metrics(state.engine, metric or list(DEFAULT_METRICS), options,
+            runs = compute_metrics(state.existing_engine, metric or list(DEFAULT_METRICS), options,
                                    progress=report)
         except (ValueError, RuntimeError) as exc:
             typer.echo(f"error: {exc}", err=True)
@@ -257,7 +270,7 @@ def metrics_list_command() -> None:
     from storage.models import MetricScore
 
     table = MetricScore.__table__
-    with state.engine.connect() as connection:
+    with state.existing_engine.connect() as connection:
         rows = connection.execute(
             select(table.c.signature, func.count(), func.avg(table.c.value))
             .group_by(table.c.signature).order_by(table.c.signature)

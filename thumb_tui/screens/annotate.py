@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import webbrowser
 from pathlib import Path
 
 from rich.text import Text
@@ -21,6 +22,15 @@ from thumb_tui.widgets.keybar import KeyBar
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
 DIMENSIONS = ("precision", "recall")
+FIELD_LABELS = {"precision": "P", "recall": "R", "fluency": "fluency",
+                "fluency_type": "fluency", "conciseness": "conciseness",
+                "conciseness_type": "conciseness", "inclusive": "inclusive language",
+                "inclusive_type": "inclusive language", "note": "note"}
+
+
+def next_missing(group: CaptionGroup) -> str | None:
+    """The first of P, R that is still unscored in the group."""
+    return next((d for d in DIMENSIONS if group.values[d] is None), None)
 
 
 def _score_bindings() -> list[Binding]:
@@ -90,11 +100,8 @@ class AnnotateScreen(Screen[None]):
         self.image_index = index
         self.groups = self.session.open_image(index)
         self.focus_index = min(max(focus, 0), max(len(self.groups) - 1, 0))
-        group = self.group
-        self.dimension = (
-            "recall" if group and group.values["precision"] is not None
-            and group.values["recall"] is None else "precision"
-        )
+        self.dimension = (next_missing(self.group) if self.group else None) or "precision"
+        self.say("")
         image = self.session.images[index]
         self.query_one(ImageView).show(image.path, image.key)
         container = self.query_one("#captions", VerticalScroll)
@@ -158,12 +165,17 @@ class AnnotateScreen(Screen[None]):
     # -- actions ----------------------------------------------------------------------------
 
     def action_score(self, value: int) -> None:
+        """Score the highlighted dimension, then go to what is still missing: the other
+        dimension of this caption, else the next caption."""
+        if self.group is None:
+            return
         self.change({self.dimension: value})
-        if self.dimension == "precision":
-            self.dimension = "recall"
+        missing = next_missing(self.group)
+        if missing is not None:
+            self.dimension = missing
         elif self.focus_index < len(self.groups) - 1:
-            self.dimension = "precision"
             self.focus_index += 1
+            self.dimension = next_missing(self.group) or "precision"
         self.update_focus()
 
     def action_toggle_dimension(self) -> None:
@@ -202,7 +214,7 @@ class AnnotateScreen(Screen[None]):
                 return
             self.change({"fluency": amount, "fluency_type": type_text})
 
-        self.app.push_screen(FluencyScreen(self.session.rubric, str(current)), chosen)
+        self.app.push_screen(FluencyScreen(self.session.rubric, group.text, str(current)), chosen)
 
     def action_conciseness(self) -> None:
         group = self.group
@@ -236,22 +248,26 @@ class AnnotateScreen(Screen[None]):
             if note is not None:
                 self.change({"note": note})
 
-        self.app.push_screen(NoteScreen(str(group.values["note"])), saved)
+        self.app.push_screen(NoteScreen(group.text, str(group.values["note"])), saved)
 
     def action_undo(self) -> None:
         result = self.session.undo()
         if result is None:
             self.say("nothing to undo")
             return
-        message, caption_id = result
+        fields, caption_id = result
         index = self.session.image_index_of_caption(caption_id)
-        focus = self.focus_index if index == self.image_index else 0
-        self.load_image(index, focus)
+        moved = index != self.image_index
+        self.load_image(index, self.focus_index)
         for position, group in enumerate(self.groups):
             if caption_id in group.caption_ids:
                 self.focus_index = position
+        if "recall" in fields or "precision" in fields:
+            self.dimension = "recall" if "recall" in fields else "precision"
         self.update_focus()
-        self.say(message)
+        labels = ", ".join(dict.fromkeys(FIELD_LABELS.get(f, f) for f in fields))
+        where = f" on image {index + 1}" if moved else ""
+        self.say(f"undid {labels}{where}")
 
     def action_image(self, step: int) -> None:
         if self.session.images:
@@ -259,6 +275,8 @@ class AnnotateScreen(Screen[None]):
             self.load_image((self.image_index + step) % len(self.session.images))
 
     def action_next_unrated(self) -> None:
+        if not self.session.images:
+            return
         index = self.session.next_unrated(self.image_index)
         if index is None:
             self.say("every image is complete")
@@ -267,12 +285,15 @@ class AnnotateScreen(Screen[None]):
             self.load_image(index)
 
     def action_open_image(self) -> None:
+        if not self.session.images:
+            return
         image = self.session.images[self.image_index]
-        if image.path and Path(image.path).is_file():
-            self.app.open_url(Path(image.path).resolve().as_uri())
+        if not image.path or not Path(image.path).is_file():
+            self.say("image file not found")
+        elif webbrowser.open(Path(image.path).resolve().as_uri()):
             self.say(f"opened {Path(image.path).name} in the system viewer")
         else:
-            self.say("image file not found")
+            self.say("no system viewer found to open the image")
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.session.rubric, self.BINDINGS))

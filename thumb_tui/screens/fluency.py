@@ -13,7 +13,7 @@ from rubrics import ErrorType, Rubric
 from thumb_tui.widgets.keybar import KeyBar
 
 CLEAR = "__clear__"
-RANGE_STEPS = {"awkward": (0.1, 0.2, 0.3, 0.4, 0.5), "broken": (0.5, 1.0, 1.5, 2.0, 3.0, 5.0)}
+RANGE_STEPS = {"broken": tuple(step / 2 for step in range(1, 11))}  # 0.5, 1.0 … 5.0
 
 
 def range_values(error_type: ErrorType) -> tuple[float, ...]:
@@ -34,14 +34,16 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
     CSS_PATH = "fluency.tcss"
     BINDINGS = [Binding("escape", "cancel", "cancel", id="fluency-cancel")]
 
-    def __init__(self, rubric: Rubric, current: str) -> None:
+    def __init__(self, rubric: Rubric, caption: str, current: str) -> None:
         super().__init__()
         self.category = rubric.penalty("fluency")
+        self.caption = caption
         self.current = current
         self.pending: ErrorType | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fluency-dialog"):
+            yield Label(self.caption, id="fluency-caption", markup=False)
             yield Label(f"Fluency errors now: {self.current}", id="fluency-current")
             yield Label("Add a fluency error (Enter), or clear them:", id="fluency-prompt")
             options = [

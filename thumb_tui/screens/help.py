@@ -31,13 +31,13 @@ def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
             value = f"{t.min:g}" if t.fixed else f"{t.min:g}–{t.max:g}"
             lines.append(f"| {t.label} | {value} | {t.example} |")
         lines.append("")
-    lines += ["## Worked examples", "", "| caption | P | R | penalty | total | why |",
-              "|---|---|---|---|---|---|"]
+    lines += ["## Worked examples", ""]
     for example in rubric.examples:
         penalty = sum(example.penalties.values())
         total = rubric.total(example.precision, example.recall, **example.penalties)
-        lines.append(f"| {example.caption} | {example.precision} | {example.recall} | "
-                     f"{penalty:g} | {total:.1f} | {example.why} |")
+        lines += [f"- **{example.caption}**  ", f"  P {example.precision}, "
+                  f"R {example.recall}, penalty {penalty:g} → **total {total:.1f}**. "
+                  f"{example.why}"]
     lines += ["", "## Keys", ""]
     lines += [f"- `{b.key_display or b.key}`: {b.description}" for b in keys if b.show]
     return "\n".join(lines)

@@ -17,12 +17,14 @@ class NoteScreen(ModalScreen[str | None]):
     CSS_PATH = "note.tcss"
     BINDINGS = [Binding("escape", "cancel", "cancel", id="note-cancel")]
 
-    def __init__(self, note: str) -> None:
+    def __init__(self, caption: str, note: str) -> None:
         super().__init__()
+        self.caption = caption
         self.note = note
 
     def compose(self) -> ComposeResult:
         with Vertical(id="note-dialog"):
+            yield Label(self.caption, id="note-caption", markup=False)
             yield Label("Note for this caption (Enter saves, Esc cancels):")
             yield Input(value=self.note, id="note-input")
         yield KeyBar([Binding("enter", "save", "save"), *self.BINDINGS])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.widgets import Static
 
 from rubrics import Rubric
@@ -17,13 +19,20 @@ def _amount(amount: object) -> str:
     return f"{amount:g}" if amount else "-"
 
 
-class CaptionCard(Static):
-    """Renders a caption group; `focused_dimension` is highlighted when the card is current."""
+class CaptionCard(Horizontal):
+    """Renders a caption group: its number in a narrow column, text and scores beside it
+    (so wrapped lines hang under the text); the focused dimension is highlighted."""
 
     def __init__(self, number: int, count: int, group: CaptionGroup, rubric: Rubric) -> None:
         super().__init__(classes="caption-card")
         self.number, self.count, self.group, self.rubric = number, count, group, rubric
         self.focused_dimension: str | None = None
+        self._number = Static(classes="caption-number")
+        self._body = Static(classes="caption-body")
+
+    def compose(self) -> ComposeResult:
+        yield self._number
+        yield self._body
 
     def on_mount(self) -> None:
         self.refresh_card()
@@ -39,25 +48,25 @@ class CaptionCard(Static):
 
     def refresh_card(self) -> None:
         values = self.group.values
-        text = Text()
-        mark = "▶ " if self.focused_dimension else "  "
-        text.append(f"{mark}{self.number}/{self.count} ", style="bold")
-        text.append(self.group.text)
+        mark = ">" if self.focused_dimension else " "
+        self._number.update(
+            Text(f"{mark}{self.number}/{self.count}", style="bold"))
+        body = Text(self.group.text)
         if len(self.group.caption_ids) > 1:
-            text.append(f"  (×{len(self.group.caption_ids)})", style="dim")
-        text.append("\n ")
+            body.append(f"  (×{len(self.group.caption_ids)})", style="dim")
+        body.append("\n")
         for key, label in (("precision", "P"), ("recall", "R")):
             style = "bold reverse" if self.focused_dimension == key else "bold"
-            text.append(f" {label} {_score(values[key])} ", style=style)
+            body.append(f" {label} {_score(values[key])} ", style=style)
         for key, label in (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I")):
-            text.append(f" {label} {_amount(values[key])}")
+            body.append(f" {label} {_amount(values[key])}")
         total = self.group.total(self.rubric)
-        text.append("  = " + (f"{total:.1f}" if total is not None else "-"), style="bold")
-        kinds = [f"{key}: {values[f'{key}_type']}" for key in ("fluency", "conciseness",
-                                                               "inclusive")
+        body.append("  = " + (f"{total:.1f}" if total is not None else "-"), style="bold")
+        kinds = [f"{key}: {str(values[f'{key}_type']).replace(',', ', ')}"
+                 for key in ("fluency", "conciseness", "inclusive")
                  if values[key] and values[f"{key}_type"]]
         if kinds:
-            text.append("\n   " + "; ".join(kinds), style="dim")
+            body.append("\n" + "; ".join(kinds), style="dim")
         if values["note"]:
-            text.append(f"\n   note: {values['note']}", style="italic")
-        self.update(text)
+            body.append(f"\nnote: {values['note']}", style="italic")
+        self._body.update(body)

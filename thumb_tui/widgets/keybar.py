@@ -31,10 +31,10 @@ class KeyBar(Static):
         self._items = [(f" {key_label(b)} ", f" {b.description}") for b in bindings if b.show]
 
     def on_mount(self) -> None:
-        self._layout(self.size.width or 80)
+        self._layout(self.content_size.width or 78)
 
     def on_resize(self, event: Resize) -> None:
-        self._layout(event.size.width)
+        self._layout(self.content_size.width)
 
     def _layout(self, width: int) -> None:
         text, used = Text(), 0
