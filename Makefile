@@ -15,6 +15,12 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
+	@# WordNet's database files for spice-approx (Debian's wordnet-base), when we may install
+	@if [ ! -f /usr/share/wordnet/index.noun ] && command -v apt-get >/dev/null \
+	    && [ "$$(id -u)" = 0 ]; then \
+	    apt-get install -y -q wordnet-base >/dev/null 2>&1 \
+	    || (apt-get update -q >/dev/null && apt-get install -y -q wordnet-base >/dev/null) \
+	    || echo "note: wordnet-base not installed; spice-approx tests will skip"; fi
 	$(BIN)/pip install --quiet $(TORCH_SPEC)
 	$(BIN)/pip install --quiet -e '.[metrics,dev]'
 	touch $@
@@ -42,6 +48,7 @@ lint: install
 bench: install
 	$(BIN)/python benchmarks/import_speed.py
 	$(BIN)/python benchmarks/annotate_latency.py
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/metrics.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

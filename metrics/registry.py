@@ -58,6 +58,18 @@ def _clip(variant: str) -> Callable[[MetricOptions], Metric]:
     return build
 
 
+def _spice(options: MetricOptions) -> Metric:
+    from metrics.spice import Spice
+
+    return Spice()
+
+
+def _spice_approx(options: MetricOptions) -> Metric:
+    from metrics.spice import SpiceApprox
+
+    return SpiceApprox()
+
+
 BUILDERS: dict[str, Callable[[MetricOptions], Metric]] = {
     "bleu": _bleu,
     "rouge-l": _rouge,
@@ -66,6 +78,8 @@ BUILDERS: dict[str, Callable[[MetricOptions], Metric]] = {
     "clip-s": _clip("clip-s"),
     "refclip-s": _clip("refclip-s"),
     "refonly-c": _clip("refonly-c"),
+    "spice": _spice,
+    "spice-approx": _spice_approx,
 }
 DEFAULT_METRICS = ("bleu", "rouge-l", "cider-d")
 
