@@ -49,36 +49,54 @@ def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
     return matrices
 
 
+def _scale_rows(matrix: sparse.csr_matrix, weights: np.ndarray, row_group: np.ndarray
+                ) -> sparse.csr_matrix:
+    """Multiply each stored entry (row r, column c) by weights[row_group[r], c]."""
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    scaled = matrix.copy()
+    scaled.data = matrix.data * weights[row_group[rows], matrix.indices]
+    return scaled
+
+
 def cider_d(
     hypotheses: Sequence[str], references: Sequence[Sequence[str]], n: int = 4,
-    sigma: float = 6.0,
+    sigma: float = 6.0, corpus: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """CIDEr-D of each tokenised hypothesis against its tokenised references; the corpus for
-    document frequencies is exactly these items (as in one pycocoevalcap `Cider` call).
-    Identical reference texts are counted once, however many captions share them."""
+    """CIDEr-D of each tokenised hypothesis against its tokenised references.
+
+    Document frequencies come from the items of the same `corpus` id (default: all items
+    form one corpus, as in one pycocoevalcap `Cider` call); several corpora are scored in
+    one pass. Identical reference texts are counted once, however many captions share them."""
+    items, split = len(references), len(hypotheses)
+    group = np.zeros(items, dtype=np.int64) if corpus is None else np.asarray(corpus)
+    groups = int(group.max()) + 1 if items else 0
     unique_refs: dict[str, int] = {}
     pair_ref = np.array([unique_refs.setdefault(r, len(unique_refs))
                          for refs in references for r in refs], dtype=np.int64)
-    owner = np.repeat(np.arange(len(references)), [len(refs) for refs in references])
+    owner = np.repeat(np.arange(items), [len(refs) for refs in references])
     counts = _ngram_counts([*hypotheses, *unique_refs], n)
-    items, split = len(references), len(hypotheses)
+    # which unique references each corpus contains, once per item that lists them
     membership = sparse.csr_matrix(
-        (np.ones(len(owner)), (owner, pair_ref)), shape=(items, len(unique_refs))
-    )
+        (np.ones(len(owner)), (owner, pair_ref)), shape=(items, len(unique_refs)))
     membership.data[:] = 1.0
-    log_items = np.log(float(items))
+    corpus_of = sparse.csr_matrix(
+        (np.ones(items), (group, np.arange(items))), shape=(groups, items))
+    log_size = np.log(np.bincount(group, minlength=groups).astype(float))
     lengths = counts[1].sum(axis=1).A.ravel()  # THUMB/COCO: length = number of bigrams
     penalty = np.exp(-((lengths[owner] - lengths[split:][pair_ref]) ** 2) / (2 * sigma**2))
     per_order = np.zeros((len(owner), n))
     for k, matrix in enumerate(counts):
-        hyp, ref = matrix[:split], matrix[split:]
-        df = ((membership @ (ref > 0).astype(float)) > 0).sum(axis=0).A.ravel()
-        weight = sparse.diags(log_items - np.log(np.maximum(1.0, df)))
-        hyp_vec, ref_vec = (hyp @ weight).tocsr(), (ref @ weight).tocsr()
-        h, r = hyp_vec[owner], ref_vec[pair_ref]
-        overlap = h.minimum(r).multiply(r).sum(axis=1).A.ravel()
+        hyp, ref = matrix[:split].tocsr(), matrix[split:].tocsr()
+        present = (membership @ (ref > 0).astype(float)).tocsr()
+        present.data[:] = 1.0  # item i's reference set contains the n-gram
+        df = (corpus_of @ present).toarray()  # corpora x n-grams
+        weights = log_size[:, None] - np.log(np.maximum(1.0, df))
+        hyp_vec = _scale_rows(hyp, weights, group)
+        ref_vec = _scale_rows(ref[pair_ref], weights, group[owner])  # weights of the pair
+        h = hyp_vec[owner]
+        overlap = h.minimum(ref_vec).multiply(ref_vec).sum(axis=1).A.ravel()
         norm_h = np.sqrt(hyp_vec.multiply(hyp_vec).sum(axis=1).A.ravel())[owner]
-        norm_r = np.sqrt(ref_vec.multiply(ref_vec).sum(axis=1).A.ravel())[pair_ref]
+        norm_r = np.sqrt(ref_vec.multiply(ref_vec).sum(axis=1).A.ravel())
         both = (norm_h != 0) & (norm_r != 0)
         overlap[both] /= norm_h[both] * norm_r[both]
         per_order[:, k] = overlap * penalty
@@ -118,12 +136,8 @@ class CiderD(Metric):
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         hyps, refs = self._tokens(items)
-        scores = np.zeros(len(items))
         if self.corpus == "pooled":
             return cider_d(hyps, refs)
-        groups: dict[str, list[int]] = {}
-        for index, item in enumerate(items):
-            groups.setdefault(item.system, []).append(index)
-        for indices in groups.values():
-            scores[indices] = cider_d([hyps[i] for i in indices], [refs[i] for i in indices])
-        return scores
+        systems: dict[str, int] = {}
+        corpus = [systems.setdefault(item.system, len(systems)) for item in items]
+        return cider_d(hyps, refs, corpus=corpus)
