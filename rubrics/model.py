@@ -85,6 +85,14 @@ class Example:
 
 
 @dataclass(frozen=True)
+class Reason:
+    """A reason code a resolver picks when settling a disagreement."""
+
+    code: str
+    label: str
+
+
+@dataclass(frozen=True)
 class Rubric:
     """A versioned rubric: dimensions, rules, penalty catalogue and total-score weights."""
 
@@ -98,6 +106,7 @@ class Rubric:
     rules: tuple[Rule, ...]
     penalties: tuple[PenaltyCategory, ...]
     examples: tuple[Example, ...] = field(default=())
+    resolution_reasons: tuple[Reason, ...] = field(default=())
 
     @property
     def signature(self) -> str:
@@ -178,6 +187,9 @@ def parse_rubric(data: dict) -> Rubric:
                 why=e["why"],
             )
             for e in data.get("examples", [])
+        ),
+        resolution_reasons=tuple(
+            Reason(r["code"], r["label"]) for r in data.get("resolution_reasons", [])
         ),
     )
 

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, and_, select, update
 
 from rubrics import THUMB_1_0, Rubric
 from storage.models import Annotator, Assignment, Caption, Event, Image, Rating, Stage, utcnow
+from storage.workflow import check_may_rate, eligible_images, primary_first_ratings
 
 RATING_FIELDS = (
     "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
@@ -44,6 +45,7 @@ class CaptionGroup:
     caption_ids: tuple[int, ...]
     text: str
     values: dict[str, object]
+    reference: dict[str, object] | None = None  # stage 2: the stage-1 values under review
 
     @property
     def complete(self) -> bool:
@@ -63,6 +65,10 @@ class Progress:
     images_total: int
     captions_done: int
     captions_total: int
+
+
+def shown_captions(captions_of: dict[int, list[int]]) -> set[int]:
+    return {caption for captions in captions_of.values() for caption in captions}
 
 
 def fluency_value(types: list[str], values: list[float]) -> tuple[float, str | None]:
@@ -92,21 +98,26 @@ class AnnotationSession:
         self._clock = clock
         with engine.begin() as connection:
             self.annotator_id = self._annotator_id(connection, native_english)
+            open_to_me = (eligible_images(connection, self.annotator_id, stage)
+                          if stage in (Stage.FIRST, Stage.SECOND) else None)
             self.images = [
                 ImageItem(row.id, row.key, row.path)
                 for row in connection.execute(
                     select(Image.__table__.c.id, Image.__table__.c.key, Image.__table__.c.path)
                     .order_by(Image.__table__.c.id)
                 )
+                if open_to_me is None or row.id in open_to_me
             ]
             self._captions_of: dict[int, list[int]] = {}
             caption = Caption.__table__
+            shown = {image.id for image in self.images}
             for row in connection.execute(
                 select(caption.c.id, caption.c.image_id).order_by(caption.c.id)
             ):
-                self._captions_of.setdefault(row.image_id, []).append(row.id)
+                if row.image_id in shown:
+                    self._captions_of.setdefault(row.image_id, []).append(row.id)
             rating = Rating.__table__
-            self._complete: set[int] = set(
+            self._complete: set[int] = shown_captions(self._captions_of) & set(
                 connection.execute(
                     select(rating.c.caption_id).where(
                         rating.c.annotator_id == self.annotator_id,
@@ -209,6 +220,10 @@ class AnnotationSession:
                 .where(caption.c.image_id == image.id)
                 .order_by(caption.c.id)
             ).all()
+        reviewed = {}
+        if self.stage == Stage.SECOND:
+            with self.engine.connect() as connection:
+                reviewed = primary_first_ratings(connection)
         groups: dict[str, list] = {}
         for row in rows:
             groups.setdefault(row.text.strip(), []).append(row)
@@ -219,7 +234,10 @@ class AnnotationSession:
             for field, empty in EMPTY_RATING.items():
                 if values[field] is None:
                     values[field] = empty
-            result.append(CaptionGroup(tuple(m.id for m in members), text, values))
+            reference = reviewed.get(first.id)
+            result.append(CaptionGroup(
+                tuple(m.id for m in members), text, values,
+                {f: reference[f] for f in RATING_FIELDS} if reference else None))
         random.Random(seed).shuffle(result)
         self._opened = (image.id, self._clock())
         return result
@@ -270,6 +288,8 @@ class AnnotationSession:
             return group
         change_id = uuid.uuid4().hex
         with self.engine.begin() as connection:
+            check_may_rate(connection, self.annotator_id, self.stage,
+                           self.images[image_index].id)
             for caption_id in group.caption_ids:
                 self._write(connection, caption_id, changed, change_id, action="update")
             self._save_time_and_focus(connection, self.images[image_index].id, focus)
@@ -375,6 +395,24 @@ class AnnotationSession:
                 self._track_completion(caption_of[rating_id], complete)
         fields = list(dict.fromkeys(row.field_name for row in reversed(events)))
         return fields, next(iter(caption_of.values()))
+
+    def group_for_caption(self, caption_id: int) -> CaptionGroup:
+        """One caption as a group of one, with this annotator's values at this stage."""
+        caption, rating = Caption.__table__, Rating.__table__
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(caption.c.id, caption.c.text, *[rating.c[f] for f in RATING_FIELDS])
+                .select_from(caption)
+                .outerjoin(rating, and_(rating.c.caption_id == caption.c.id,
+                                        rating.c.annotator_id == self.annotator_id,
+                                        rating.c.stage == int(self.stage)))
+                .where(caption.c.id == caption_id)
+            ).one()
+        values = {f: getattr(row, f) for f in RATING_FIELDS}
+        for field, empty in EMPTY_RATING.items():
+            if values[field] is None:
+                values[field] = empty
+        return CaptionGroup((caption_id,), row.text.strip(), values)
 
     def image_index_of_caption(self, caption_id: int) -> int:
         with self.engine.connect() as connection:

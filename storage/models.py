@@ -49,6 +49,7 @@ class Image(SQLModel, table=True):
     key: str = Field(unique=True, index=True)
     path: str | None = None
     set_id: int | None = Field(default=None, description="index in the evaluation split")
+    double_rating: bool = Field(default=False, description="gets two blind stage-1 ratings")
 
 
 class Caption(SQLModel, table=True):
@@ -126,6 +127,37 @@ class Rating(SQLModel, table=True):
     rubric: str = Field(description="rubric id and version, e.g. thumb-1.0")
     created_at: datetime = _timestamp()
     updated_at: datetime = _timestamp()
+
+
+class Resolution(SQLModel, table=True):
+    """Why a resolver settled a stage-1/stage-2 disagreement; the settled values are the
+    resolver's final-stage rating of the caption."""
+
+    __table_args__ = (CheckConstraint("length(reasons) > 0", name="resolution_has_reason"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    caption_id: int = Field(foreign_key="caption.id", unique=True, ondelete="RESTRICT")
+    resolver_id: int = Field(foreign_key="annotator.id", ondelete="RESTRICT")
+    reasons: str = Field(description="comma-separated reason codes from the rubric")
+    note: str = ""
+    created_at: datetime = _timestamp()
+
+
+class FluencyCheck(SQLModel, table=True):
+    """A native speaker's fluency verdict on a caption neither of whose raters was native;
+    it sets the caption's final fluency penalty (THUMB section 2.1)."""
+
+    __tablename__ = "fluency_check"
+    __table_args__ = (
+        CheckConstraint("fluency >= 0 AND fluency <= 5", name="fluency_check_range"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    caption_id: int = Field(foreign_key="caption.id", unique=True, ondelete="RESTRICT")
+    checker_id: int = Field(foreign_key="annotator.id", ondelete="RESTRICT")
+    fluency: float
+    fluency_type: str | None = None
+    created_at: datetime = _timestamp()
 
 
 class Event(SQLModel, table=True):

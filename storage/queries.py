@@ -8,7 +8,16 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 
 from rubrics import Rubric, load_rubric
-from storage.models import Annotator, Caption, Image, ImageReference, Rating, Stage
+from storage.models import (
+    Annotator,
+    Caption,
+    FluencyCheck,
+    Image,
+    ImageReference,
+    Rating,
+    Resolution,
+    Stage,
+)
 
 RATING_VALUE_COLUMNS = [
     "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
@@ -59,13 +68,32 @@ def ratings_frame(engine: Engine) -> pd.DataFrame:
 
 
 def final_scores(engine: Engine) -> pd.DataFrame:
-    """One row per caption with its final complete rating: the latest stage wins
-    (final over stage 2 over stage 1); within a stage, the first rating made."""
+    """One row per caption with its final complete rating: a resolution (final stage) over
+    stage 2 over stage 1; within a stage, the first rating made. A native speaker's fluency
+    check, where there is one, sets the fluency penalty. `final_source` says which."""
     frame = ratings_frame(engine)
     complete = frame.dropna(subset=["precision", "recall"])
     ordered = complete.sort_values(["caption_id", "stage", "rating_id"],
                                    ascending=[True, False, True])
-    return ordered.drop_duplicates("caption_id").sort_values("caption_id").reset_index(drop=True)
+    final = ordered.drop_duplicates("caption_id").sort_values("caption_id").reset_index(
+        drop=True)
+    check = FluencyCheck.__table__
+    with engine.connect() as connection:
+        checks = pd.read_sql(select(check.c.caption_id, check.c.fluency, check.c.fluency_type),
+                             connection)
+        resolved = set(connection.execute(
+            select(Resolution.__table__.c.caption_id)).scalars())
+    final["final_source"] = final["stage"].map(
+        {1: "stage 1", 2: "stage 2", 3: "final"}).where(
+        ~((final["stage"] == 3) & final["caption_id"].isin(resolved)), "resolution")
+    if len(checks):
+        final = final.merge(checks, on="caption_id", how="left", suffixes=("", "_checked"))
+        has_check = final["fluency_checked"].notna()
+        final.loc[has_check, "fluency"] = final.loc[has_check, "fluency_checked"]
+        final.loc[has_check, "fluency_type"] = final.loc[has_check, "fluency_type_checked"]
+        final.loc[has_check, "final_source"] += " + fluency round"
+        final = with_totals(final.drop(columns=["fluency_checked", "fluency_type_checked"]))
+    return final
 
 
 def references_by_image(engine: Engine) -> dict[str, list[str]]:
@@ -120,7 +148,13 @@ def project_status(engine: Engine) -> dict[str, object]:
             .join(rated_per_image, captions_per_image.c.image_id == rated_per_image.c.image_id)
             .where(captions_per_image.c.n == rated_per_image.c.n)
         ).scalar()
+        from storage.workflow import disagreements, fluency_queue
+
         return {
+            "unresolved": len(disagreements(engine)),
+            "fluency_pending": len(fluency_queue(engine)),
+            "double_images": connection.execute(
+                select(func.count()).where(image.c.double_rating.is_(True))).scalar(),
             "images": count(image),
             "captions": count(caption),
             "references": count(ImageReference.__table__),

@@ -1,8 +1,9 @@
-"""The Textual application: opens the annotation screen for one annotator."""
+"""The Textual application: opens one work screen (rating, review, resolution, fluency)."""
 
 from __future__ import annotations
 
 from textual.app import App
+from textual.screen import Screen
 
 from storage.annotation import AnnotationSession
 from thumb_tui.screens.annotate import AnnotateScreen
@@ -12,10 +13,14 @@ class ThumbApp(App[None]):
     TITLE = "thumb-tui"
     ENABLE_COMMAND_PALETTE = False
 
-    def __init__(self, session: AnnotationSession, image_mode: str = "auto") -> None:
+    def __init__(self, session: AnnotationSession | None = None, image_mode: str = "auto",
+                 *, screen: Screen | None = None) -> None:
         super().__init__()
-        self.session = session
-        self.image_mode = image_mode
+        if screen is None:
+            if session is None:
+                raise ValueError("give a session (stage-1 rating) or a screen")
+            screen = AnnotateScreen(session, image_mode)
+        self.first_screen = screen
 
     def on_mount(self) -> None:
-        self.push_screen(AnnotateScreen(self.session, self.image_mode))
+        self.push_screen(self.first_screen)

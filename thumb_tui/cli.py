@@ -151,24 +151,14 @@ def status_command() -> None:
         "images with every caption rated",
         f"{status['complete_images']} ({100 * status['complete_images'] / images:.0f}%)",
     )
+    table.add_row("images for blind double rating", str(status["double_images"]))
+    table.add_row("stage-1/2 disagreements unresolved", str(status["unresolved"]))
+    table.add_row("captions awaiting the fluency round", str(status["fluency_pending"]))
     console.print(table)
 
 
-@app.command("annotate")
-def annotate_command(
-    annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
-    image_mode: Annotated[
-        str,
-        typer.Option("--image-mode", help="auto, tgp, sixel, halfcell, unicode or none."),
-    ] = "auto",
-    native: Annotated[
-        bool | None,
-        typer.Option("--native/--non-native", help="Are you a native English speaker?"),
-    ] = None,
-) -> None:
-    """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
-    from storage.annotation import AnnotationSession
-    from thumb_tui.app import ThumbApp
+def _image_mode(image_mode: str) -> str:
+    """Validate --image-mode and probe the terminal before Textual takes it over."""
     from thumb_tui.widgets.image_view import IMAGE_MODES, image_backend
 
     if image_mode not in IMAGE_MODES:
@@ -177,13 +167,185 @@ def annotate_command(
     if image_mode != "none" and image_backend() is None:
         typer.echo("warning: this terminal could not be probed for images; showing none",
                    err=True)
-        image_mode = "none"
+        return "none"
+    return image_mode
+
+
+def _name(annotator: str) -> str:
     if not annotator.strip():
         typer.echo("error: --annotator needs a name", err=True)
         raise typer.Exit(2)
-    session = AnnotationSession(state.existing_engine, annotator.strip(),
+    return annotator.strip()
+
+
+ImageModeOption = Annotated[
+    str, typer.Option("--image-mode", help="auto, tgp, sixel, halfcell, unicode or none.")
+]
+NativeOption = Annotated[
+    bool | None, typer.Option("--native/--non-native", help="Are you a native English speaker?")
+]
+
+
+@app.command("review")
+def review_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
+    image_mode: ImageModeOption = "auto",
+    native: NativeOption = None,
+) -> None:
+    """THUMB stage 2: check and modify another annotator's stage-1 scores."""
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.annotate import ReviewScreen
+
+    mode = _image_mode(image_mode)
+    session = AnnotationSession(state.existing_engine, _name(annotator), stage=Stage.SECOND,
                                 native_english=native)
-    ThumbApp(session, image_mode).run()
+    ThumbApp(screen=ReviewScreen(session, mode)).run()
+
+
+@app.command("resolve")
+def resolve_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
+    image_mode: ImageModeOption = "auto",
+) -> None:
+    """Settle captions whose stage-1 and stage-2 values differ, worst first."""
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+    from storage.workflow import disagreements
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.resolve import ResolveScreen
+
+    mode = _image_mode(image_mode)
+    engine = state.existing_engine
+    session = AnnotationSession(engine, _name(annotator), stage=Stage.FINAL)
+    ThumbApp(screen=ResolveScreen(session, disagreements(engine), mode)).run()
+
+
+@app.command("fluency-round")
+def fluency_round_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="A native English speaker.")],
+) -> None:
+    """Check the fluency of captions neither of whose raters was a native speaker."""
+    from sqlalchemy import select
+
+    from rubrics import THUMB_1_0
+    from storage.models import Annotator
+    from storage.workflow import fluency_queue
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.fluency_round import FluencyRoundScreen
+
+    engine, name = state.existing_engine, _name(annotator)
+    with engine.connect() as connection:
+        native = connection.execute(select(Annotator.__table__.c.native_english)
+                                    .where(Annotator.__table__.c.name == name)).scalar()
+    if not native:
+        typer.echo(f"error: {name!r} is not recorded as a native English speaker (set it with "
+                   "`thumb annotate --annotator NAME --native`)", err=True)
+        raise typer.Exit(2)
+    ThumbApp(screen=FluencyRoundScreen(engine, name, THUMB_1_0, fluency_queue(engine))).run()
+
+
+@app.command("assign")
+def assign_command(
+    double: Annotated[float, typer.Option("--double", help="Share of images (0-1) that get a "
+                                                           "second, blind stage-1 rating.")],
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random choice.")] = 0,
+    by: ActorOption = "",
+) -> None:
+    """Choose images for blind double rating (the basis of honest agreement figures)."""
+    from storage.workflow import assign_double
+
+    try:
+        marked = assign_double(state.existing_engine, double, seed=seed,
+                               actor=by or default_actor())
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{marked} images now get two blind stage-1 ratings")
+
+
+@app.command("annotate")
+def annotate_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
+    image_mode: ImageModeOption = "auto",
+    native: NativeOption = None,
+) -> None:
+    """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
+    from storage.annotation import AnnotationSession
+    from thumb_tui.app import ThumbApp
+
+    mode = _image_mode(image_mode)
+    session = AnnotationSession(state.existing_engine, _name(annotator), native_english=native)
+    ThumbApp(session, mode).run()
+
+
+KIND_LABELS = {
+    "blind": "blind double rating: two independent stage-1 ratings",
+    "stage1-vs-stage2": "stage 1 vs stage 2: the second annotator SAW the first's scores",
+}
+
+
+@app.command("agreement")
+def agreement_command(
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or md.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0,
+                                           help="Bootstrap resamples of images.")] = 1000,
+    ci: Annotated[float, typer.Option("--ci", help="Confidence level.")] = 0.90,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Agreement on P, R, "fluency penalty > 0" and Total: Cohen's kappa (plain, linear,
+    quadratic), Krippendorff's alpha (ordinal, interval), exact and within-1 agreement,
+    change rate, confusion matrices; per pair and overall, with bootstrap CIs."""
+    from metrics.agreement import agreement_report
+
+    if fmt not in ("table", "csv", "json", "md"):
+        typer.echo("error: --format must be table, csv, json or md", err=True)
+        raise typer.Exit(2)
+    report = agreement_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    if report.empty:
+        typer.echo("no pairs of ratings to compare yet (blind double ratings or stage 2)")
+        return
+    if fmt == "json":
+        text = report.to_json(orient="records", indent=1)
+    elif fmt == "csv":
+        text = report.to_csv(index=False)
+    else:
+        text = _agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {len(report)} records to {out}")
+
+
+def _agreement_text(report: object, *, markdown: bool, ci: float, bootstrap: int) -> str:
+    """Human-readable agreement: a table per kind of pair, undefined values explained."""
+    import pandas as pd
+
+    frame: pd.DataFrame = report  # type: ignore[assignment]
+    main = frame[~frame["statistic"].str.startswith("confusion:")].copy()
+
+    def cell(row: pd.Series) -> str:
+        if row["value"] is None or pd.isna(row["value"]):
+            return str(row["note"])
+        text = f"{row['value']:.3f}"
+        if row["ci_low"] is not None and not pd.isna(row["ci_low"]):
+            text += f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        return text
+
+    main["shown"] = main.apply(cell, axis=1)
+    lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)", ""]
+    for kind, part in main.groupby("kind"):
+        lines += [("## " if markdown else "") + KIND_LABELS.get(str(kind), str(kind)), ""]
+        table = part.pivot_table(index=["pair", "statistic"], columns="dimension",
+                                 values="shown", aggfunc="first")
+        table["n"] = part.groupby(["pair", "statistic"])["n"].first()
+        lines.append(table.reset_index().to_markdown(index=False) if markdown
+                     else table.to_string())
+        lines.append("")
+    return "\n".join(lines)
 
 
 metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",

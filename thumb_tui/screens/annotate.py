@@ -153,7 +153,7 @@ class AnnotateScreen(Screen[None]):
         try:
             new = self.session.set_values(group, values, image_index=self.image_index,
                                           focus=self.focus_index)
-        except ValueError as exc:
+        except (ValueError, PermissionError) as exc:
             self.say(f"not saved: {exc}")
             return
         self.groups[self.focus_index] = new
@@ -302,3 +302,38 @@ class AnnotateScreen(Screen[None]):
         if self.session.images:
             self.session.remember_position(self.image_index, self.focus_index)
         self.app.exit()
+
+
+def reviewed_values(group: CaptionGroup) -> dict[str, object]:
+    """The stage-1 scores and penalties to confirm (the note stays the reviewer's own)."""
+    assert group.reference is not None
+    return {key: value for key, value in group.reference.items() if key != "note"}
+
+
+class ReviewScreen(AnnotateScreen):
+    """THUMB stage 2: the stage-1 values are shown under each caption; confirm them (`a`,
+    or `A` for the whole image) or change them. Changes are stage-2 ratings."""
+
+    CSS_PATH = ["annotate.tcss", "review.tcss"]
+    BINDINGS = [
+        *AnnotateScreen.BINDINGS[:-2],
+        Binding("a", "accept", "accept stage 1", id="accept"),
+        Binding("A", "accept_all", "accept all", key_display="A", id="accept-all"),
+        *AnnotateScreen.BINDINGS[-2:],
+    ]
+
+    def action_accept(self) -> None:
+        group = self.group
+        if group is None or group.reference is None:
+            return
+        self.change(reviewed_values(group))
+        if self.focus_index < len(self.groups) - 1:
+            self.focus_index += 1
+        self.update_focus()
+
+    def action_accept_all(self) -> None:
+        for index, group in enumerate(self.groups):
+            if group.reference is not None and not group.complete:
+                self.focus_index = index
+                self.change(reviewed_values(group))
+        self.update_focus()

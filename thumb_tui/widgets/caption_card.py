@@ -19,6 +19,14 @@ def _amount(amount: object) -> str:
     return f"{amount:g}" if amount else "-"
 
 
+def score_line(values: dict[str, object]) -> str:
+    """P, R and penalties in one short line, e.g. `P 4  R 3  F 0.1  C -  I -`."""
+    parts = [f"P {_score(values['precision'])}", f"R {_score(values['recall'])}"]
+    parts += [f"{label} {_amount(values[key])}" for key, label in
+              (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I"))]
+    return "  ".join(parts)
+
+
 class CaptionCard(Horizontal):
     """Renders a caption group: its number in a narrow column, text and scores beside it
     (so wrapped lines hang under the text); the focused dimension is highlighted."""
@@ -69,4 +77,6 @@ class CaptionCard(Horizontal):
             body.append("\n" + "; ".join(kinds), style="dim")
         if values["note"]:
             body.append(f"\nnote: {values['note']}", style="italic")
+        if self.group.reference is not None:
+            body.append("\nstage 1: " + score_line(self.group.reference), style="dim")
         self._body.update(body)

@@ -1,0 +1,216 @@
+"""Inter-annotator agreement, as plain functions over long-format data
+(`data, targets, raters, ratings`), and the project report built from them.
+
+Two kinds of pairs are reported apart: blind pairs (two independent stage-1 ratings of the
+images chosen for double rating) and stage 1 vs stage 2 (the second annotator saw the
+first's scores, so this agreement is inflated by design). A statistic that is undefined
+(one category only, too few items) is reported as undefined with the reason, never NaN."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine
+
+WEIGHTS = (None, "linear", "quadratic")
+DIMENSIONS = ("precision", "recall", "fluency_error", "total")
+
+
+class UndefinedStatistic(ValueError):
+    """The statistic has no value on this data; the message says why."""
+
+
+def _pairs(data: pd.DataFrame, targets: str, raters: str, ratings: str
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The two ratings of each target, in a fixed rater order (sorted rater names)."""
+    for column in (targets, raters, ratings):
+        if column not in data.columns:
+            raise ValueError(f"column {column!r} not in data (columns: {list(data.columns)})")
+    clean = data.dropna(subset=[ratings])
+    counts = clean.groupby(targets)[raters].nunique()
+    if (counts != 2).any():
+        bad = counts[counts != 2].index[0]
+        raise ValueError(f"every target needs ratings by exactly two raters; {bad} has "
+                         f"{counts[bad]}")
+    ordered = clean.sort_values([targets, raters])
+    values = ordered[ratings].to_numpy(dtype=float).reshape(-1, 2)
+    return values[:, 0], values[:, 1]
+
+
+def kappa_from_pairs(first: np.ndarray, second: np.ndarray, weights: str | None = None,
+                     categories: Sequence[float] | None = None) -> float:
+    """Cohen's kappa of two label arrays; weights None, 'linear' or 'quadratic' (on the
+    index distance between categories, as scikit-learn does)."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
+    if len(first) < 2:
+        raise UndefinedStatistic("fewer than 2 items")
+    labels = np.asarray(sorted(set(first) | set(second)) if categories is None
+                        else categories, dtype=float)
+    index = {value: position for position, value in enumerate(labels)}
+    try:
+        a = np.array([index[v] for v in first])
+        b = np.array([index[v] for v in second])
+    except KeyError as exc:
+        raise ValueError(f"rating {exc.args[0]} is not among the categories") from None
+    k = len(labels)
+    observed = np.bincount(a * k + b, minlength=k * k).reshape(k, k) / len(a)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k)))
+    weight = {None: (grid > 0).astype(float), "linear": grid.astype(float),
+              "quadratic": grid.astype(float) ** 2}[weights]
+    disagreement = (weight * expected).sum()
+    if disagreement == 0:
+        raise UndefinedStatistic("one category only: chance agreement is perfect")
+    return float(1 - (weight * observed).sum() / disagreement)
+
+
+def cohen_kappa(data: pd.DataFrame, targets: str, raters: str, ratings: str,
+                weights: str | None = None,
+                categories: Sequence[float] | None = None) -> float:
+    """Cohen's kappa of two raters over long-format data (one row per target and rater)."""
+    return kappa_from_pairs(*_pairs(data, targets, raters, ratings), weights, categories)
+
+
+def alpha_from_matrix(matrix: np.ndarray, level: str) -> float:
+    """Krippendorff's alpha (the `krippendorff` package) of a raters x units matrix."""
+    import krippendorff
+
+    values = matrix[~np.isnan(matrix)]
+    if matrix.shape[1] < 2:
+        raise UndefinedStatistic("fewer than 2 items")
+    if len(np.unique(values)) < 2:
+        raise UndefinedStatistic("one value only: expected disagreement is zero")
+    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
+
+
+def krippendorff_alpha(data: pd.DataFrame, targets: str, raters: str, ratings: str,
+                       level: str = "ordinal") -> float:
+    """Krippendorff's alpha over long-format data; any number of raters, missing allowed."""
+    for column in (targets, raters, ratings):
+        if column not in data.columns:
+            raise ValueError(f"column {column!r} not in data (columns: {list(data.columns)})")
+    matrix = data.pivot_table(index=raters, columns=targets, values=ratings, aggfunc="first")
+    return alpha_from_matrix(matrix.to_numpy(dtype=float), level)
+
+
+def _statistics(first: np.ndarray, second: np.ndarray, binary: bool,
+                categories: Sequence[float] | None) -> dict[str, float]:
+    """Every statistic of one set of pairs; undefined ones raise when asked for."""
+    pairs = np.vstack([first, second])
+    stats: dict[str, object] = {
+        "exact": lambda: float(np.mean(first == second)),
+        "change_rate": lambda: float(np.mean(first != second)),
+        "kappa": lambda: kappa_from_pairs(first, second, None, categories),
+        "kappa_linear": lambda: kappa_from_pairs(first, second, "linear", categories),
+        "kappa_quadratic": lambda: kappa_from_pairs(first, second, "quadratic", categories),
+        "alpha_ordinal": lambda: alpha_from_matrix(pairs, "ordinal"),
+        "alpha_interval": lambda: alpha_from_matrix(pairs, "interval"),
+    }
+    if not binary:
+        stats["within_1"] = lambda: float(np.mean(np.abs(first - second) <= 1))
+    return stats  # type: ignore[return-value]
+
+
+def pair_table(engine: Engine) -> pd.DataFrame:
+    """One row per caption and compared pair of ratings: kind, pair, image, and for each
+    dimension the two values (`<dimension>_a`, `<dimension>_b`)."""
+    from storage.queries import ratings_frame
+    from storage.workflow import primary_first_ratings
+
+    ratings = ratings_frame(engine).dropna(subset=["precision", "recall"])
+    ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
+    with engine.connect() as connection:
+        primary = {c: r["id"] for c, r in primary_first_ratings(connection).items()}
+        from sqlalchemy import select
+
+        from storage.models import Caption, Image
+
+        double = dict(connection.execute(
+            select(Caption.__table__.c.id, Image.__table__.c.double_rating)
+            .join(Image.__table__, Caption.__table__.c.image_id == Image.__table__.c.id)
+        ).all())
+    rows = []
+    first = ratings[ratings["stage"] == 1]
+    for caption_id, group in first.groupby("caption_id"):
+        if double.get(caption_id) and len(group) >= 2:
+            a, b = sorted(group.head(2).to_dict("records"), key=lambda r: r["annotator"])
+            rows.append(_pair_row("blind", caption_id, a, b))
+    second = ratings[ratings["stage"] == 2].drop_duplicates("caption_id")
+    by_id = ratings.set_index("rating_id")
+    for record in second.to_dict("records"):
+        if record["caption_id"] in primary:
+            a = by_id.loc[primary[record["caption_id"]]].to_dict()
+            rows.append(_pair_row("stage1-vs-stage2", record["caption_id"], a, record))
+    return pd.DataFrame(rows)
+
+
+def _pair_row(kind: str, caption_id: int, a: dict, b: dict) -> dict[str, object]:
+    row: dict[str, object] = {"kind": kind, "caption_id": caption_id, "image": a["image_id"],
+                              "pair": f"{a['annotator']}|{b['annotator']}"}
+    for dimension in DIMENSIONS:
+        row[f"{dimension}_a"], row[f"{dimension}_b"] = float(a[dimension]), float(b[dimension])
+    return row
+
+
+def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
+                     seed: int = 0) -> pd.DataFrame:
+    """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n, note}:
+    per annotator pair and overall (`all`), bootstrap CIs resampling images."""
+    pairs = pair_table(engine)
+    records: list[dict[str, object]] = []
+    if pairs.empty:
+        return pd.DataFrame(columns=["dimension", "pair", "kind", "statistic", "value",
+                                     "ci_low", "ci_high", "n", "note"])
+    rng = np.random.default_rng(seed)
+    for kind, of_kind in pairs.groupby("kind"):
+        groups = [("all", of_kind), *of_kind.groupby("pair")]
+        for pair, subset in groups:
+            images = subset["image"].to_numpy()
+            unique_images = np.unique(images)
+            rows_of = {img: np.flatnonzero(images == img) for img in unique_images}
+            samples = [np.concatenate([rows_of[i] for i in rng.choice(unique_images,
+                                                                      len(unique_images))])
+                       for _ in range(bootstrap)]
+            for dimension in DIMENSIONS:
+                a = subset[f"{dimension}_a"].to_numpy()
+                b = subset[f"{dimension}_b"].to_numpy()
+                categories = [1, 2, 3, 4, 5] if dimension in ("precision", "recall") else None
+                binary = dimension == "fluency_error"
+                for name, compute in _statistics(a, b, binary, categories).items():
+                    record = {"dimension": dimension, "pair": pair, "kind": kind,
+                              "statistic": name, "n": len(a), "value": None, "ci_low": None,
+                              "ci_high": None, "note": None}
+                    try:
+                        record["value"] = compute()
+                    except UndefinedStatistic as exc:
+                        record["note"] = f"undefined: {exc}"
+                    if record["value"] is not None and bootstrap:
+                        record["ci_low"], record["ci_high"] = _bootstrap_ci(
+                            name, a, b, binary, categories, samples, ci)
+                    records.append(record)
+                for (x, y), count in pd.Series(list(zip(a, b, strict=True))).value_counts(
+                        ).sort_index().items():
+                    records.append({"dimension": dimension, "pair": pair, "kind": kind,
+                                    "statistic": f"confusion:{x:g}->{y:g}", "n": len(a),
+                                    "value": float(count), "ci_low": None, "ci_high": None,
+                                    "note": None})
+    return pd.DataFrame(records)
+
+
+def _bootstrap_ci(name: str, a: np.ndarray, b: np.ndarray, binary: bool,
+                  categories: Sequence[float] | None, samples: list[np.ndarray],
+                  ci: float) -> tuple[float | None, float | None]:
+    values = []
+    for sample in samples:
+        try:
+            values.append(_statistics(a[sample], b[sample], binary, categories)[name]())
+        except UndefinedStatistic:
+            continue
+    if not values:
+        return None, None
+    tail = (1 - ci) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)

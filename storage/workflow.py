@@ -1,0 +1,277 @@
+"""THUMB's two-stage protocol: who may rate which image at which stage, blind double
+rating, the disagreement queue, resolutions and the native-speaker fluency round."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, func, select, update
+
+from storage.models import (
+    Annotator,
+    Caption,
+    Event,
+    FluencyCheck,
+    Image,
+    Rating,
+    Resolution,
+    Stage,
+    utcnow,
+)
+
+COMPARED = ("precision", "recall", "fluency", "conciseness", "inclusive")
+
+
+class ProtocolError(PermissionError):
+    """An action the THUMB protocol does not allow this annotator."""
+
+
+def _stage_raters(connection: Connection, stage: Stage) -> dict[int, set[int]]:
+    """image id -> annotators with at least one rating of it at `stage`."""
+    rating, caption = Rating.__table__, Caption.__table__
+    raters: dict[int, set[int]] = {}
+    for image_id, annotator_id in connection.execute(
+        select(caption.c.image_id, rating.c.annotator_id)
+        .join(caption, rating.c.caption_id == caption.c.id)
+        .where(rating.c.stage == int(stage))
+        .distinct()
+    ):
+        raters.setdefault(image_id, set()).add(annotator_id)
+    return raters
+
+
+def primary_first_ratings(connection: Connection) -> dict[int, dict[str, object]]:
+    """caption id -> the first complete stage-1 rating (the one stage 2 reviews)."""
+    rating = Rating.__table__
+    rows = connection.execute(
+        select(rating)
+        .where(rating.c.stage == int(Stage.FIRST), rating.c.precision.is_not(None),
+               rating.c.recall.is_not(None))
+        .order_by(rating.c.id)
+    ).all()
+    first: dict[int, dict[str, object]] = {}
+    for row in rows:
+        first.setdefault(row.caption_id, dict(row._mapping))
+    return first
+
+
+def eligible_images(connection: Connection, annotator_id: int, stage: Stage) -> set[int]:
+    """Images this annotator may work on at `stage`.
+
+    Stage 1: images they started, or that fewer other annotators started than the image
+    takes (one; two for blind double rating). Stage 2: images whose every caption has a
+    complete stage-1 rating by someone else, that they did not rate at stage 1, and that no
+    other reviewer started."""
+    image, caption = Image.__table__, Caption.__table__
+    capacity = {row.id: 2 if row.double_rating else 1
+                for row in connection.execute(select(image.c.id, image.c.double_rating))}
+    first = _stage_raters(connection, Stage.FIRST)
+    if stage == Stage.FIRST:
+        return {
+            image_id for image_id, slots in capacity.items()
+            if annotator_id in first.get(image_id, set())
+            or len(first.get(image_id, set())) < slots
+        }
+    if stage != Stage.SECOND:
+        raise ValueError("eligibility is defined for stages 1 and 2")
+    second = _stage_raters(connection, Stage.SECOND)
+    reviewed = primary_first_ratings(connection)
+    captions_of: dict[int, list[int]] = {}
+    for caption_id, image_id in connection.execute(select(caption.c.id, caption.c.image_id)):
+        captions_of.setdefault(image_id, []).append(caption_id)
+    eligible = set()
+    for image_id, captions in captions_of.items():
+        if annotator_id in first.get(image_id, set()):
+            continue
+        others = second.get(image_id, set()) - {annotator_id}
+        if others or not all(c in reviewed for c in captions):
+            continue
+        eligible.add(image_id)
+    return eligible
+
+
+def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
+                   image_id: int) -> None:
+    """Raise ProtocolError unless the annotator may rate this image at this stage (the
+    per-image form of `eligible_images`, cheap enough to run on every change)."""
+    if stage not in (Stage.FIRST, Stage.SECOND):
+        return
+    rating, caption, image = Rating.__table__, Caption.__table__, Image.__table__
+
+    def raters(at: Stage) -> set[int]:
+        return set(connection.execute(
+            select(rating.c.annotator_id).join(caption, rating.c.caption_id == caption.c.id)
+            .where(caption.c.image_id == image_id, rating.c.stage == int(at)).distinct()
+        ).scalars())
+
+    first = raters(Stage.FIRST)
+    if stage == Stage.FIRST:
+        double = connection.execute(
+            select(image.c.double_rating).where(image.c.id == image_id)).scalar()
+        if annotator_id not in first and len(first) >= (2 if double else 1):
+            raise ProtocolError("another annotator already rates this image at stage 1")
+        return
+    if annotator_id in first:
+        raise ProtocolError("you rated this image at stage 1: another annotator must review it")
+    if raters(Stage.SECOND) - {annotator_id}:
+        raise ProtocolError("another annotator already reviews this image")
+    captions = set(connection.execute(
+        select(caption.c.id).where(caption.c.image_id == image_id)).scalars())
+    complete = set(connection.execute(
+        select(rating.c.caption_id).where(
+            rating.c.caption_id.in_(captions), rating.c.stage == int(Stage.FIRST),
+            rating.c.precision.is_not(None), rating.c.recall.is_not(None))).scalars())
+    if captions - complete:
+        raise ProtocolError("this image's stage-1 rating is not complete yet")
+
+
+def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> int:
+    """Mark a seeded random `share` of the images for blind double stage-1 rating (images
+    already marked stay marked). Returns how many images are marked now."""
+    if not 0 <= share <= 1:
+        raise ValueError("the share of double-rated images must be between 0 and 1")
+    image = Image.__table__
+    with engine.begin() as connection:
+        ids = sorted(connection.execute(select(image.c.id)).scalars())
+        chosen = random.Random(seed).sample(ids, round(share * len(ids)))
+        if chosen:
+            connection.execute(
+                update(image).where(image.c.id.in_(chosen)).values(double_rating=True))
+        marked = connection.execute(
+            select(func.count()).where(image.c.double_rating.is_(True))).scalar()
+        connection.execute(Event.__table__.insert().values(
+            at=utcnow(), actor=actor, action="assign", table_name="image",
+            field_name="double_rating",
+            new_value=json.dumps({"share": share, "seed": seed, "marked": marked})))
+    return int(marked)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    caption_id: int
+    image_id: int
+    text: str
+    first: dict[str, object]
+    second: dict[str, object]
+
+    @property
+    def severity(self) -> tuple[float, float, float]:
+        """Worst first: the largest P/R gap, then the summed P/R gap, then penalties."""
+        gaps = [abs(float(self.first[d]) - float(self.second[d]))  # type: ignore[arg-type]
+                for d in ("precision", "recall")]
+        penalties = sum(abs(float(self.first[p]) - float(self.second[p]))  # type: ignore[arg-type]
+                        for p in ("fluency", "conciseness", "inclusive"))
+        return max(gaps), sum(gaps), penalties
+
+
+def disagreements(engine: Engine, include_resolved: bool = False) -> list[Disagreement]:
+    """Captions whose stage-1 and stage-2 values differ, worst first."""
+    rating, caption = Rating.__table__, Caption.__table__
+    with engine.connect() as connection:
+        first = primary_first_ratings(connection)
+        resolved = set(connection.execute(
+            select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
+            select(rating.c.caption_id).where(
+                rating.c.stage == int(Stage.FINAL), rating.c.precision.is_not(None),
+                rating.c.recall.is_not(None))).scalars())
+        rows = connection.execute(
+            select(rating, caption.c.image_id, caption.c.text)
+            .join(caption, rating.c.caption_id == caption.c.id)
+            .where(rating.c.stage == int(Stage.SECOND), rating.c.precision.is_not(None),
+                   rating.c.recall.is_not(None))
+            .order_by(rating.c.id)
+        ).all()
+    found = []
+    seen: set[int] = set()
+    for row in rows:
+        if row.caption_id in seen or row.caption_id not in first:
+            continue
+        seen.add(row.caption_id)
+        second = dict(row._mapping)
+        if all(first[row.caption_id][k] == second[k] for k in COMPARED):
+            continue
+        if row.caption_id in resolved and not include_resolved:
+            continue
+        found.append(Disagreement(row.caption_id, row.image_id, row.text,
+                                  first[row.caption_id], second))
+    return sorted(found, key=lambda d: d.severity, reverse=True)
+
+
+def record_resolution(engine: Engine, caption_id: int, resolver: str,
+                      reasons: Sequence[str], note: str, valid_codes: Sequence[str]) -> None:
+    """Store (or replace) why a disagreement was settled; logged like every change."""
+    unknown = [code for code in reasons if code not in valid_codes]
+    if not reasons or unknown:
+        raise ValueError(f"give at least one reason from: {', '.join(valid_codes)}")
+    table, annotator = Resolution.__table__, Annotator.__table__
+    with engine.begin() as connection:
+        resolver_id = connection.execute(
+            select(annotator.c.id).where(annotator.c.name == resolver)).scalar_one()
+        old = connection.execute(select(table).where(table.c.caption_id == caption_id)
+                                 ).one_or_none()
+        values = {"reasons": ",".join(reasons), "note": note, "resolver_id": resolver_id}
+        if old is None:
+            row_id = connection.execute(table.insert().values(
+                caption_id=caption_id, created_at=utcnow(), **values)).inserted_primary_key[0]
+        else:
+            row_id = old.id
+            connection.execute(update(table).where(table.c.id == old.id).values(**values))
+        connection.execute(Event.__table__.insert().values(
+            at=utcnow(), actor=resolver, action="update", table_name="resolution",
+            row_id=row_id, field_name="reasons",
+            old_value=json.dumps(None if old is None else old.reasons),
+            new_value=json.dumps(values["reasons"]), change_id=uuid.uuid4().hex))
+
+
+def fluency_queue(engine: Engine) -> list[tuple[int, str, dict[str, object]]]:
+    """(caption id, text, stage-2 values) for captions whose stage-1 and stage-2 raters are
+    both not native English speakers and that no native speaker has checked yet."""
+    rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
+    with engine.connect() as connection:
+        native = {row.id: bool(row.native_english) for row in connection.execute(
+            select(annotator.c.id, annotator.c.native_english))}
+        first = primary_first_ratings(connection)
+        checked = set(connection.execute(
+            select(FluencyCheck.__table__.c.caption_id)).scalars())
+        rows = connection.execute(
+            select(rating, caption.c.text).join(caption, rating.c.caption_id == caption.c.id)
+            .where(rating.c.stage == int(Stage.SECOND), rating.c.precision.is_not(None))
+            .order_by(rating.c.caption_id)
+        ).all()
+    queue = []
+    for row in rows:
+        if row.caption_id in checked or row.caption_id not in first:
+            continue
+        if native[first[row.caption_id]["annotator_id"]] or native[row.annotator_id]:
+            continue
+        queue.append((row.caption_id, row.text, dict(row._mapping)))
+    return queue
+
+
+def record_fluency_check(engine: Engine, caption_id: int, checker: str, fluency: float,
+                         fluency_type: str | None) -> None:
+    """Store (or replace) a native speaker's fluency verdict; only native speakers may."""
+    table, annotator = FluencyCheck.__table__, Annotator.__table__
+    with engine.begin() as connection:
+        row = connection.execute(select(annotator.c.id, annotator.c.native_english)
+                                 .where(annotator.c.name == checker)).one()
+        if not row.native_english:
+            raise ProtocolError("only native English speakers do the fluency round")
+        old = connection.execute(select(table).where(table.c.caption_id == caption_id)
+                                 ).one_or_none()
+        values = {"checker_id": row.id, "fluency": fluency, "fluency_type": fluency_type}
+        if old is None:
+            row_id = connection.execute(table.insert().values(
+                caption_id=caption_id, created_at=utcnow(), **values)).inserted_primary_key[0]
+        else:
+            row_id = old.id
+            connection.execute(update(table).where(table.c.id == old.id).values(**values))
+        connection.execute(Event.__table__.insert().values(
+            at=utcnow(), actor=checker, action="update", table_name="fluency_check",
+            row_id=row_id, field_name="fluency",
+            old_value=json.dumps(None if old is None else old.fluency),
+            new_value=json.dumps(fluency), change_id=uuid.uuid4().hex))

@@ -1,0 +1,104 @@
+"""Agreement statistics against textbook examples, scikit-learn and krippendorff."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metrics.agreement import (
+    UndefinedStatistic,
+    cohen_kappa,
+    kappa_from_pairs,
+    krippendorff_alpha,
+)
+
+
+def long_format(a, b) -> pd.DataFrame:
+    rows = [{"item": i, "rater": "A", "score": x} for i, x in enumerate(a)]
+    rows += [{"item": i, "rater": "B", "score": y} for i, y in enumerate(b)]
+    return pd.DataFrame(rows)
+
+
+def test_kappa_textbook_example():
+    # 50 items: both yes 20, A yes/B no 5, A no/B yes 10, both no 15 -> po .7, pe .5, kappa .4
+    a = [1] * 20 + [1] * 5 + [0] * 10 + [0] * 15
+    b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
+    assert cohen_kappa(long_format(a, b), "item", "rater", "score") == pytest.approx(0.4)
+
+
+def test_alpha_interval_hand_computed():
+    # units (1,2), (2,2), (3,3): Do = 2/6, De = 34/30 -> alpha = 12/17
+    data = long_format([1, 2, 3], [2, 2, 3])
+    assert krippendorff_alpha(data, "item", "rater", "score", "interval") == pytest.approx(
+        12 / 17)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_kappa_matches_scikit_learn_on_random_data(seed, weights):
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(1, 6, 80)
+    b = np.clip(a + rng.integers(-1, 2, 80), 1, 5)
+    expected = cohen_kappa_score(a, b, weights=weights, labels=[1, 2, 3, 4, 5])
+    ours = kappa_from_pairs(a, b, weights, categories=[1, 2, 3, 4, 5])
+    assert ours == pytest.approx(expected)
+    assert cohen_kappa(long_format(a, b), "item", "rater", "score", weights) == pytest.approx(
+        cohen_kappa_score(a, b, weights=weights))
+
+
+@pytest.mark.parametrize("level", ["ordinal", "interval"])
+def test_alpha_matches_krippendorff_with_missing_values(level):
+    import krippendorff
+
+    rng = np.random.default_rng(7)
+    matrix = rng.integers(1, 6, (3, 40)).astype(float)
+    matrix[rng.random(matrix.shape) < 0.2] = np.nan
+    rows = [{"item": j, "rater": f"r{i}", "score": matrix[i, j]}
+            for i in range(3) for j in range(40) if not np.isnan(matrix[i, j])]
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement=level)
+    assert krippendorff_alpha(pd.DataFrame(rows), "item", "rater", "score", level) == (
+        pytest.approx(expected))
+
+
+def test_undefined_values_say_why():
+    with pytest.raises(UndefinedStatistic, match="one category only"):
+        kappa_from_pairs(np.array([3, 3, 3]), np.array([3, 3, 3]))
+    with pytest.raises(UndefinedStatistic, match="fewer than 2 items"):
+        kappa_from_pairs(np.array([3]), np.array([4]))
+    with pytest.raises(UndefinedStatistic, match="one value only"):
+        krippendorff_alpha(long_format([2, 2], [2, 2]), "item", "rater", "score")
+
+
+def test_precise_errors_on_bad_input():
+    with pytest.raises(ValueError, match="column 'grade' not in data"):
+        cohen_kappa(long_format([1, 2], [1, 2]), "item", "rater", "grade")
+    three = pd.concat([long_format([1, 2], [1, 2]),
+                       pd.DataFrame([{"item": 0, "rater": "C", "score": 1}])])
+    with pytest.raises(ValueError, match="exactly two raters; 0 has 3"):
+        cohen_kappa(three, "item", "rater", "score")
+    with pytest.raises(ValueError, match="weights must be one of"):
+        kappa_from_pairs(np.array([1, 2]), np.array([1, 2]), "cubic")
+
+
+def test_bootstrap_is_reproducible_with_a_seed(tmp_path):
+    from metrics.agreement import agreement_report
+    from storage.annotation import AnnotationSession
+    from storage.workflow import assign_double
+    from tests.app_helpers import sample_engine
+    from tests.test_workflow import rate_everything
+
+    engine = sample_engine(tmp_path)
+    assign_double(engine, 0.5, seed=2, actor="lead")
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    rate_everything(AnnotationSession(engine, "bob"), 2)
+    first = agreement_report(engine, bootstrap=40, seed=11)
+    again = agreement_report(engine, bootstrap=40, seed=11)
+    other = agreement_report(engine, bootstrap=40, seed=12)
+    pd.testing.assert_frame_equal(first, again)
+    assert not first["ci_low"].equals(other["ci_low"])
+    kappa = first[(first.statistic == "kappa") & (first.dimension == "precision")
+                  & (first.pair == "all")].iloc[0]
+    assert kappa["ci_low"] <= kappa["value"] <= kappa["ci_high"]

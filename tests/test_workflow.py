@@ -1,0 +1,226 @@
+"""Stage 2, resolution, the fluency round and blind double rating: the protocol's rules
+asserted on the database, and the screens driven with Pilot."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from sqlalchemy import select, update
+from textual.widgets import Static
+
+from storage import Annotator, Rating, final_scores
+from storage.annotation import AnnotationSession
+from storage.models import FluencyCheck, Image, Resolution, Stage
+from storage.workflow import (
+    ProtocolError,
+    assign_double,
+    disagreements,
+    fluency_queue,
+    record_fluency_check,
+)
+from tests.app_helpers import sample_engine
+from thumb_tui.app import ThumbApp
+from thumb_tui.screens.annotate import ReviewScreen
+from thumb_tui.screens.fluency_round import FluencyRoundScreen
+from thumb_tui.screens.resolve import ResolveScreen
+
+
+@pytest.fixture
+def engine(tmp_path):
+    return sample_engine(tmp_path)
+
+
+def rate_everything(session: AnnotationSession, seed: int, note: str = "") -> None:
+    """Give every caption of every open image seeded P/R scores through the session API."""
+    rng = random.Random(seed)
+    for index in range(len(session.images)):
+        for group in session.open_image(index):
+            values = {"precision": rng.randint(3, 5), "recall": rng.randint(2, 5)}
+            if note:
+                values["note"] = note
+            session.set_values(group, values, image_index=index, focus=0)
+
+
+def stage_rows(engine, stage: int) -> list:
+    with engine.connect() as connection:
+        return connection.execute(
+            select(Rating.__table__).where(Rating.__table__.c.stage == stage)).all()
+
+
+def test_stage_one_annotator_cannot_review_their_own_image(engine):
+    alice = AnnotationSession(engine, "alice")
+    rate_everything(alice, 1)
+    assert AnnotationSession(engine, "alice", stage=Stage.SECOND).images == []
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    assert len(bob.images) == 15
+    # written around the screens, the API refuses too
+    intruder = AnnotationSession(engine, "alice", stage=Stage.SECOND)
+    intruder.images = bob.images
+    group = bob.open_image(0)[0]
+    with pytest.raises(ProtocolError, match="you rated this image at stage 1"):
+        intruder.set_values(group, {"precision": 1}, image_index=0, focus=0)
+    assert stage_rows(engine, 2) == []
+
+
+def test_blind_pairs_cannot_see_each_other(engine):
+    assert assign_double(engine, 0.2, seed=3, actor="lead") == 3
+    alice = AnnotationSession(engine, "alice")
+    rate_everything(alice, 1, note="alice was here")
+    bob = AnnotationSession(engine, "bob")
+    with engine.connect() as connection:
+        doubles = set(connection.execute(select(Image.__table__.c.id).where(
+            Image.__table__.c.double_rating.is_(True))).scalars())
+    assert {image.id for image in bob.images} == doubles  # only the double images are open
+    for index in range(len(bob.images)):
+        for group in bob.open_image(index):
+            assert group.reference is None
+            assert group.values["precision"] is None and group.values["note"] == ""
+    rate_everything(bob, 2)
+    carol = AnnotationSession(engine, "carol")
+    assert carol.images == []  # two blind ratings already: nobody else rates them
+
+
+async def test_review_screen_confirms_and_changes_stage_one_scores(engine):
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    before = sorted((r.caption_id, r.precision, r.recall) for r in stage_rows(engine, 1))
+    session = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    app = ThumbApp(screen=ReviewScreen(session, "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        groups = list(screen.groups)
+        assert all(g.reference is not None for g in groups)
+        await pilot.press("a")  # caption 1: confirm stage 1
+        await pilot.press("1", "1")  # caption 2: change to P1 R1
+        await pilot.press("A")  # the rest: confirm
+        await pilot.pause()
+        text = app.export_screenshot()
+        assert "stage" in text
+    second = {r.caption_id: r for r in stage_rows(engine, 2)}
+    assert len(second) == len({c for g in groups for c in g.caption_ids})
+    changed = groups[1].caption_ids[0]
+    assert (second[changed].precision, second[changed].recall) == (1, 1)
+    kept = groups[0].caption_ids[0]
+    assert (second[kept].precision, second[kept].recall) == (
+        groups[0].reference["precision"], groups[0].reference["recall"])
+    assert sorted((r.caption_id, r.precision, r.recall) for r in stage_rows(engine, 1)) == before
+    assert any(d.caption_id == changed for d in disagreements(engine))
+
+
+def review_with_changes(engine) -> None:
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    for index in range(len(bob.images)):
+        for number, group in enumerate(bob.open_image(index)):
+            values = {k: group.reference[k] for k in ("precision", "recall")}
+            if index < 3 and number == 0:
+                values["precision"] = 1 if values["precision"] > 2 else 5
+            bob.set_values(group, values, image_index=index, focus=0)
+
+
+async def test_resolve_screen_sets_final_values_and_reasons(engine):
+    review_with_changes(engine)
+    queue = disagreements(engine)
+    assert len(queue) == 3 and queue[0].severity >= queue[-1].severity
+    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    app = ThumbApp(screen=ResolveScreen(session, queue, "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a")  # take the stage-1 values
+        await pilot.press("r", "space", "enter")  # reason: first-right
+        await pilot.pause()
+        compare = str(app.screen.query_one("#compare", Static).content)
+        assert "reasons: first-right" in compare
+    first = queue[0]
+    with engine.connect() as connection:
+        resolution = connection.execute(select(Resolution.__table__)).one()
+        final = connection.execute(select(Rating.__table__).where(
+            Rating.__table__.c.stage == 3)).one()
+    assert resolution.caption_id == first.caption_id and resolution.reasons == "first-right"
+    assert (final.precision, final.recall) == (first.first["precision"], first.first["recall"])
+    scores = final_scores(engine).set_index("caption_id")
+    assert scores.loc[first.caption_id, "final_source"] == "resolution"
+    assert len(disagreements(engine)) == 2
+
+
+async def test_fluency_round_sets_the_final_fluency(engine):
+    with engine.begin() as connection:
+        connection.execute(Annotator.__table__.insert().values(
+            name="dave", native_english=True, created_at=__import__("datetime").datetime.now()))
+    review_with_changes(engine)  # alice and bob: native_english unknown, so not native
+    queue = fluency_queue(engine)
+    assert len(queue) == 60
+    with pytest.raises(ProtocolError, match="only native English speakers"):
+        record_fluency_check(engine, queue[0][0], "alice", 0.0, None)
+    from rubrics import THUMB_1_0
+
+    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, queue))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f", "enter")  # obvious spelling error: 0.1
+        await pilot.press("]", "x")  # next caption is fluent
+        await pilot.pause()
+    with engine.connect() as connection:
+        checks = {r.caption_id: r for r in connection.execute(
+            select(FluencyCheck.__table__))}
+    assert checks[queue[0][0]].fluency == pytest.approx(0.1)
+    assert checks[queue[0][0]].fluency_type == "spelling"
+    assert checks[queue[1][0]].fluency == 0.0
+    scores = final_scores(engine).set_index("caption_id")
+    row = scores.loc[queue[0][0]]
+    assert row["fluency"] == pytest.approx(0.1) and row["final_source"].endswith("fluency round")
+    assert row["total"] == pytest.approx((row["precision"] + row["recall"]) / 2 - 0.1)
+    assert len(fluency_queue(engine)) == 58
+
+
+def test_native_speakers_skip_the_fluency_round(engine):
+    with engine.begin() as connection:
+        connection.execute(update(Annotator.__table__).values(native_english=True))
+    review_with_changes(engine)
+    with engine.begin() as connection:
+        connection.execute(update(Annotator.__table__).where(
+            Annotator.__table__.c.name == "alice").values(native_english=True))
+    assert fluency_queue(engine) == []
+
+
+def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    assign_double(engine, 0.2, seed=1, actor="lead")
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    rate_everything(AnnotationSession(engine, "bob"), 2)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    assert bob.images  # the images alice rated alone
+    for index in range(len(bob.images)):
+        for number, group in enumerate(bob.open_image(index)):
+            values = dict(group.reference)
+            if number == 0:
+                values["recall"] = max(1, values["recall"] - 1)
+            bob.set_values(group, values, image_index=index, focus=0)
+    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    for item in disagreements(engine)[:5]:
+        group = carol.group_for_caption(item.caption_id)
+        carol.set_values(group, {"precision": item.second["precision"],
+                                 "recall": item.second["recall"]},
+                         image_index=carol.image_index_of_caption(item.caption_id), focus=0)
+        from storage.workflow import record_resolution
+
+        record_resolution(engine, item.caption_id, "carol", ["second-right"], "",
+                          ["second-right"])
+    db = str(engine.url.database)
+    out = tmp_path / "agreement.json"
+    result = CliRunner().invoke(app, ["--db", db, "agreement", "--format", "json",
+                                      "--out", str(out), "--bootstrap", "50"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(out.read_text(encoding="utf-8"))
+    assert {r["kind"] for r in records} == {"blind", "stage1-vs-stage2"}
+    assert set(records[0]) == {"dimension", "pair", "kind", "statistic", "value", "ci_low",
+                               "ci_high", "n", "note"}
+    blind = [r for r in records if r["kind"] == "blind" and r["pair"] == "alice|bob"
+             and r["dimension"] == "precision" and r["statistic"] == "kappa_quadratic"]
+    assert blind and blind[0]["n"] == 12
+    status = CliRunner().invoke(app, ["--db", db, "status"])
+    assert "disagreements unresolved" in status.output
+    table = CliRunner().invoke(app, ["--db", db, "agreement", "--bootstrap", "20"])
+    assert "SAW the first's scores" in table.output and "independent" in table.output

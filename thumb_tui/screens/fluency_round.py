@@ -1,0 +1,104 @@
+"""The fluency round (THUMB section 2.1): a native English speaker checks the fluency of
+captions neither of whose raters was native; the answer sets the final fluency penalty."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from sqlalchemy import Engine
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Static
+
+from rubrics import Rubric
+from storage.annotation import fluency_value
+from storage.workflow import record_fluency_check
+from thumb_tui.screens.fluency import CLEAR, FluencyScreen
+from thumb_tui.widgets.keybar import KeyBar
+
+
+class FluencyRoundScreen(Screen[None]):
+    CSS_PATH = "fluency_round.tcss"
+    BINDINGS = [
+        Binding("f", "add_error", "add fluency error", id="round-add"),
+        Binding("x", "no_errors", "fluent (no errors)", id="round-fluent"),
+        Binding("right_square_bracket,pagedown", "step(1)", "next", key_display="[ ]",
+                id="round-next"),
+        Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
+                id="round-previous"),
+        Binding("q", "quit_app", "quit", id="round-quit"),
+    ]
+
+    def __init__(self, engine: Engine, checker: str, rubric: Rubric,
+                 queue: list[tuple[int, str, dict[str, object]]]) -> None:
+        super().__init__()
+        self.engine, self.checker, self.rubric, self.queue = engine, checker, rubric, queue
+        self.position = 0
+        self.verdicts: dict[int, tuple[float, str | None]] = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="round"):
+            yield Static(id="round-title")
+            yield Static(id="round-caption")
+            yield Static(id="round-message")
+        yield KeyBar(self.BINDINGS)
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        title = self.query_one("#round-title", Static)
+        if not self.queue:
+            title.update("No captions are waiting for the fluency round.")
+            return
+        caption_id, text, rated = self.queue[self.position]
+        title.update(Text.assemble(
+            (f"Fluency round {self.position + 1}/{len(self.queue)}  ", "bold"),
+            (f"{self.checker} (native speaker)", "dim")))
+        body = Text(text + "\n\n", style="bold")
+        body.append(f"raters' fluency penalty: {rated['fluency']:g}"
+                    + (f" ({rated['fluency_type']})" if rated["fluency_type"] else "") + "\n")
+        verdict = self.verdicts.get(caption_id)
+        body.append("your verdict: " + ("-" if verdict is None else
+                    f"{verdict[0]:g}" + (f" ({verdict[1]})" if verdict[1] else " (fluent)")))
+        self.query_one("#round-caption", Static).update(body)
+
+    def save(self, fluency: float, types: str | None) -> None:
+        caption_id = self.queue[self.position][0]
+        record_fluency_check(self.engine, caption_id, self.checker, fluency, types)
+        self.verdicts[caption_id] = (fluency, types)
+        self.query_one("#round-message", Static).update("saved")
+        self.redraw()
+
+    def action_add_error(self) -> None:
+        if not self.queue:
+            return
+        caption_id, text, _ = self.queue[self.position]
+        current = self.verdicts.get(caption_id, (0.0, None))
+
+        def chosen(result: tuple[str, float] | None) -> None:
+            if result is None:
+                return
+            code, value = result
+            if code == CLEAR:
+                self.save(0.0, None)
+                return
+            types = [t for t in (current[1] or "").split(",") if t]
+            amount, type_text = fluency_value([*types, code], [current[0], value])
+            self.save(min(amount, self.rubric.penalty("fluency").max_total), type_text)
+
+        self.app.push_screen(FluencyScreen(self.rubric, text, current[1] or "none"), chosen)
+
+    def action_no_errors(self) -> None:
+        if self.queue:
+            self.save(0.0, None)
+            self.action_step(1)
+
+    def action_step(self, step: int) -> None:
+        if self.queue:
+            self.position = (self.position + step) % len(self.queue)
+            self.redraw()
+
+    def action_quit_app(self) -> None:
+        self.app.exit()

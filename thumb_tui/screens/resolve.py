@@ -1,0 +1,187 @@
+"""Resolve stage-1/stage-2 disagreements, worst first: stage-1 and stage-2 values side by
+side with the image and the rubric; the resolver sets the final values and the reasons."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, SelectionList, Static
+
+from storage.annotation import AnnotationSession
+from storage.workflow import Disagreement, record_resolution
+from thumb_tui.screens.annotate import AnnotateScreen
+from thumb_tui.widgets.caption_card import score_line
+from thumb_tui.widgets.image_view import ImageView
+from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.rubric_panel import RubricPanel
+
+PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "help", "undo", "toggle-dimension")
+
+
+class ReasonScreen(ModalScreen[list[str] | None]):
+    """Pick one or more reason codes (space toggles, Enter saves, Esc cancels)."""
+
+    CSS_PATH = "resolve.tcss"
+    BINDINGS = [
+        Binding("enter", "save", "save", id="reasons-save", priority=True),
+        Binding("escape", "cancel", "cancel", id="reasons-cancel"),
+    ]
+
+    def __init__(self, reasons: list[tuple[str, str]], chosen: list[str]) -> None:
+        super().__init__()
+        self.reasons, self.chosen = reasons, chosen
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="reasons-dialog"):
+            yield Label("Why are the final values right? (space toggles, Enter saves)")
+            yield SelectionList[str](*[(label, code, code in self.chosen)
+                                       for code, label in self.reasons], id="reasons")
+        yield KeyBar([Binding("space", "", "toggle"), *self.BINDINGS])
+
+    def action_save(self) -> None:
+        self.dismiss(list(self.query_one(SelectionList).selected))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ResolveScreen(AnnotateScreen):
+    """Reuses the rating keys of AnnotateScreen on one disagreement at a time."""
+
+    CSS_PATH = ["annotate.tcss", "resolve.tcss"]
+    BINDINGS = [
+        *[b for b in AnnotateScreen.BINDINGS
+          if b.id and (b.id.startswith("score-") or b.id in PASSED_ON)],
+        Binding("a", "take(1)", "take stage 1", id="take-first"),
+        Binding("b", "take(2)", "take stage 2", id="take-second"),
+        Binding("r", "reasons", "reasons", id="reasons"),
+        Binding("right_square_bracket,pagedown", "step(1)", "next", key_display="[ ]",
+                id="next-disagreement"),
+        Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
+                id="previous-disagreement"),
+        Binding("q", "quit_app", "quit", id="quit"),
+    ]
+
+    def __init__(self, session: AnnotationSession, queue: list[Disagreement],
+                 image_mode: str) -> None:
+        super().__init__(session, image_mode)
+        self.queue = queue
+        self.position = 0
+        self.reasons: dict[int, list[str]] = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="annotate"):
+            yield Static(id="title")
+            with Horizontal(id="body"):
+                with Vertical(id="left"):
+                    yield ImageView(self.image_mode, id="image")
+                    yield RubricPanel(self.session.rubric, id="rubric")
+                yield VerticalScroll(Static(id="compare"), id="captions", can_focus=False)
+            yield Static(id="message")
+        yield KeyBar(self.BINDINGS)
+
+    def on_mount(self) -> None:
+        if not self.queue:
+            self.query_one("#title", Static).update("No unresolved disagreements.")
+            return
+        self.show_item()
+
+    @property
+    def item(self) -> Disagreement:
+        return self.queue[self.position]
+
+    def show_item(self) -> None:
+        item = self.item
+        self.image_index = self.session.image_index_of_caption(item.caption_id)
+        self.groups = [self.session.group_for_caption(item.caption_id)]
+        self.focus_index = 0
+        image = self.session.images[self.image_index]
+        self.query_one(ImageView).show(image.path, image.key)
+        self.dimension = "precision"
+        self.say("")
+        self.redraw()
+
+    def redraw(self) -> None:
+        group, item = self.groups[0], self.item
+        done = group.complete and bool(self.reasons.get(item.caption_id))
+        self.query_one("#title", Static).update(Text.assemble(
+            (f"Disagreement {self.position + 1}/{len(self.queue)} ", "bold"),
+            ("(worst first)  ", "dim"), ("resolved" if done else "to resolve")))
+        text = Text(group.text + "\n\n", style="bold")
+        text.append(f"stage 1  {score_line(item.first)}\n")
+        text.append(f"stage 2  {score_line(item.second)}\n")
+        text.append("final    ")
+        for key, label in (("precision", "P"), ("recall", "R")):
+            value = group.values[key]
+            style = "bold reverse" if self.dimension == key else "bold"
+            text.append(f" {label} {'-' if value is None else value} ", style=style)
+        text.append("  " + score_line(group.values).split("  ", 2)[2])
+        total = group.total(self.session.rubric)
+        text.append(f"  = {total:.1f}" if total is not None else "  = -", style="bold")
+        chosen = self.reasons.get(item.caption_id, [])
+        text.append(f"\n\nreasons: {', '.join(chosen) or '- (press r)'}")
+        if group.values["note"]:
+            text.append(f"\nnote: {group.values['note']}", style="italic")
+        self.query_one("#compare", Static).update(text)
+
+    # The rating actions of AnnotateScreen call these two hooks.
+    def update_focus(self) -> None:
+        if self.queue:
+            self.redraw()
+
+    def update_title(self) -> None:
+        if self.queue:
+            self.redraw()
+
+    def change(self, values: dict[str, object]) -> None:
+        """Commit a change to the final values of the current disagreement."""
+        try:
+            self.groups[0] = self.session.set_values(self.groups[0], values,
+                                                     image_index=self.image_index, focus=0)
+        except (ValueError, PermissionError) as exc:
+            self.say(f"not saved: {exc}")
+            return
+        self.say("saved")
+        self.redraw()
+
+    def load_image(self, index: int, focus: int = 0) -> None:
+        """Undo may point at another caption: show the disagreement it belongs to."""
+        self.show_item()
+
+    def action_take(self, stage: int) -> None:
+        source = self.item.first if stage == 1 else self.item.second
+        self.change({key: source[key] for key in
+                     ("precision", "recall", "fluency", "fluency_type", "conciseness",
+                      "conciseness_type", "inclusive", "inclusive_type")})
+
+    def action_reasons(self) -> None:
+        item = self.item
+        codes = [(r.code, r.label) for r in self.session.rubric.resolution_reasons]
+
+        def chosen(result: list[str] | None) -> None:
+            if not result:
+                return
+            try:
+                record_resolution(self.session.engine, item.caption_id,
+                                  self.session.annotator, result,
+                                  str(self.groups[0].values["note"]), [c for c, _ in codes])
+            except ValueError as exc:
+                self.say(f"not saved: {exc}")
+                return
+            self.reasons[item.caption_id] = result
+            self.say("reasons saved")
+            self.redraw()
+
+        self.app.push_screen(ReasonScreen(codes, self.reasons.get(item.caption_id, [])),
+                             chosen)
+
+    def action_step(self, step: int) -> None:
+        if self.queue:
+            self.position = (self.position + step) % len(self.queue)
+            self.show_item()
+
+    def action_quit_app(self) -> None:
+        self.app.exit()
