@@ -67,6 +67,23 @@ class Progress:
     captions_total: int
 
 
+def register_annotator(engine: Engine, name: str, native_english: bool | None) -> bool | None:
+    """Create the annotator if new; record native_english when given. Returns what is
+    recorded now."""
+    table = Annotator.__table__
+    with engine.begin() as connection:
+        row = connection.execute(select(table).where(table.c.name == name)).one_or_none()
+        if row is None:
+            connection.execute(table.insert().values(name=name, native_english=native_english,
+                                                     created_at=utcnow()))
+            return native_english
+        if native_english is not None and native_english != row.native_english:
+            connection.execute(update(table).where(table.c.id == row.id)
+                               .values(native_english=native_english))
+            return native_english
+        return row.native_english
+
+
 def shown_captions(captions_of: dict[int, list[int]]) -> set[int]:
     return {caption for captions in captions_of.values() for caption in captions}
 
@@ -139,20 +156,10 @@ class AnnotationSession:
     # -- set-up -----------------------------------------------------------------------------
 
     def _annotator_id(self, connection: Connection, native_english: bool | None) -> int:
+        register_annotator(self.engine, self.annotator, native_english)
         table = Annotator.__table__
-        row = connection.execute(
-            select(table.c.id, table.c.native_english).where(table.c.name == self.annotator)
-        ).one_or_none()
-        if row is None:
-            return connection.execute(
-                table.insert().values(name=self.annotator, native_english=native_english,
-                                      created_at=utcnow())
-            ).inserted_primary_key[0]
-        if native_english is not None and row.native_english != native_english:
-            connection.execute(
-                update(table).where(table.c.id == row.id).values(native_english=native_english)
-            )
-        return row.id
+        return connection.execute(
+            select(table.c.id).where(table.c.name == self.annotator)).scalar_one()
 
     def _assignment(self, connection: Connection, image_id: int) -> dict[str, object]:
         table = Assignment.__table__

@@ -68,3 +68,14 @@ def test_annotate_needs_a_name(tmp_path):
     runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
     result = runner.invoke(app, ["--db", db, "annotate", "--annotator", "  "])
     assert result.exit_code == 2 and "--annotator needs a name" in result.output
+
+
+def test_annotator_records_native_speaker(tmp_path):
+    db = str(tmp_path / "n.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    result = runner.invoke(app, ["--db", db, "annotator", "dave", "--native"])
+    assert result.exit_code == 0 and "dave: a native English speaker" in result.output
+    result = runner.invoke(app, ["--db", db, "annotator", "dave"])
+    assert "dave: a native English speaker" in result.output
+    result = runner.invoke(app, ["--db", db, "fluency-round", "--annotator", "erin"])
+    assert result.exit_code == 2 and "not recorded as a native English speaker" in result.output

@@ -246,6 +246,19 @@ def fluency_round_command(
     ThumbApp(screen=FluencyRoundScreen(engine, name, THUMB_1_0, fluency_queue(engine))).run()
 
 
+@app.command("annotator")
+def annotator_command(
+    name: Annotated[str, typer.Argument(help="Annotator name.")],
+    native: NativeOption = None,
+) -> None:
+    """Add an annotator or record whether they are a native English speaker."""
+    from storage.annotation import register_annotator
+
+    native_english = register_annotator(state.existing_engine, _name(name), native)
+    word = {True: "a native", False: "not a native", None: "unknown as a"}[native_english]
+    typer.echo(f"{name}: {word} English speaker")
+
+
 @app.command("assign")
 def assign_command(
     double: Annotated[float, typer.Option("--double", help="Share of images (0-1) that get a "
