@@ -4,11 +4,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
 DEMO_ANNOTATOR ?= demo
+DEMO_REPORT_DB ?= demo-report.db
+DEMO_REPORT ?= reports/sample
 # The CPU wheel of torch lies on disk here; installing it first stops pip from
 # pulling a multi-GB CUDA build when the metrics extra asks for torch.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo demo-reset test lint bench clean
+.PHONY: install demo demo-report demo-reset test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,15 +30,27 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 
 ## Load the sample project into $(DEMO_DB) (once; ratings are kept across runs), show its
-## status and open the rating app on it.
+## status and open the rating app on it; then write the report of the sample project with
+## its example ratings (stage 1 and 2 by two annotators) into $(DEMO_REPORT).
 demo: install
 	@if [ ! -f $(DEMO_DB) ]; then $(BIN)/thumb --db $(DEMO_DB) import sample_data/captions.csv; fi
 	$(BIN)/thumb --db $(DEMO_DB) status
 	$(BIN)/thumb --db $(DEMO_DB) annotate --annotator $(DEMO_ANNOTATOR)
+	@$(MAKE) --no-print-directory demo-report
+
+demo-report: install
+	@if [ ! -f $(DEMO_REPORT_DB) ]; then \
+	    $(BIN)/thumb --db $(DEMO_REPORT_DB) import sample_data/captions.csv && \
+	    $(BIN)/thumb --db $(DEMO_REPORT_DB) import sample_data/example_ratings.csv; fi
+	HF_HUB_OFFLINE=1 $(BIN)/thumb --db $(DEMO_REPORT_DB) metrics compute --metric bleu \
+	    --metric rouge-l --metric cider-d --metric spice-approx
+	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format html --out $(DEMO_REPORT)
+	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format md --out $(DEMO_REPORT)
+	@echo "The sample project's report: $(DEMO_REPORT)/report.html (and report.md)"
 
 ## Start the demo over from the sample data (deletes $(DEMO_DB) and its ratings).
 demo-reset:
-	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm $(DEMO_REPORT_DB)*
 	$(MAKE) demo
 
 test: install
@@ -49,6 +63,7 @@ bench: install
 	$(BIN)/python benchmarks/import_speed.py
 	$(BIN)/python benchmarks/annotate_latency.py
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/metrics.py
+	$(BIN)/python benchmarks/report_speed.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -361,6 +361,34 @@ def _agreement_text(report: object, *, markdown: bool, ci: float, bootstrap: int
     return "\n".join(lines)
 
 
+@app.command("report")
+def report_command(
+    fmt: Annotated[str, typer.Option("--format", help="md, html or json.")] = "md",
+    out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = Path(
+        "reports"),
+    exclude_system: Annotated[
+        list[str] | None,
+        typer.Option("--exclude-system", help="Also report correlations without this "
+                                              "system (repeatable; default: Human)."),
+    ] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0)] = 1000,
+    ci: Annotated[float, typer.Option("--ci", help="Confidence level.")] = 0.90,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """The THUMB paper's analyses for this project: systems table, strictly best/worst,
+    metric-human correlations with Williams tests, BISON-style pairwise accuracy."""
+    from metrics.report import build_report, write_report
+
+    try:
+        report = build_report(state.existing_engine, exclude_systems=exclude_system,
+                              bootstrap=bootstrap, ci=ci, seed=seed)
+        path = write_report(report, out, fmt)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"report written to {path}")
+
+
 metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",
                           no_args_is_help=True)
 app.add_typer(metrics_app, name="metrics")
