@@ -35,6 +35,7 @@ class Report:
     williams: pd.DataFrame
     pairwise: pd.DataFrame
     data: pd.DataFrame = field(repr=False)
+    bison: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def metric_columns(engine: Engine) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -95,7 +96,20 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         else pd.DataFrame(),
         pairwise=pairwise_records(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
         data=data,
+        bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
     )
+
+
+def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:
+    """BISON accuracy tables when the project has BISON items, else none."""
+    from storage.models import BisonItem
+
+    with engine.connect() as connection:
+        if connection.execute(select(BisonItem.__table__.c.id).limit(1)).first() is None:
+            return {}
+    from metrics.bison import bison_report
+
+    return bison_report(engine, **options)  # type: ignore[arg-type]
 
 
 def to_json(report: Report) -> str:
@@ -107,6 +121,7 @@ def to_json(report: Report) -> str:
         "systems": records(report.systems), "strict": records(report.strict),
         "correlations": records(report.correlations), "williams": records(report.williams),
         "pairwise": records(report.pairwise),
+        "bison": {name: records(table) for name, table in report.bison.items()},
     }, indent=1)
 
 
@@ -131,6 +146,9 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
         ("BISON-style pairwise choices (pairs of one image's captions whose Totals differ)",
          report.pairwise.to_markdown(index=False, floatfmt=".3f")),
     ]
+    for name, table in report.bison.items():
+        sections.append((f"BISON: {name}", table.to_markdown(index=False, floatfmt=".3f")
+                         if len(table) else "none yet"))
     if not report.williams.empty:
         significant = report.williams[report.williams["p"] < 0.05]
         sections.append(("Williams test: metric correlates better than versus (p < 0.05)",

@@ -220,6 +220,66 @@ class MetricScore(SQLModel, table=True):
     computed_at: datetime = _timestamp()
 
 
+class BisonItem(SQLModel, table=True):
+    """A BISON item (Hu et al. 2019): which of two similar images does the query describe?"""
+
+    __tablename__ = "bison_item"
+    __table_args__ = (
+        CheckConstraint("image_a_id <> image_b_id", name="bison_two_images"),
+        CheckConstraint("true_image_id IN (image_a_id, image_b_id)",
+                        name="bison_true_image_is_a_candidate"),
+        CheckConstraint("length(query) > 0", name="bison_query_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(unique=True, index=True, description="bison_id")
+    query: str
+    caption_key: str | None = None
+    image_a_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
+    image_b_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
+    true_image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
+
+
+class BisonAnswer(SQLModel, table=True):
+    """An annotator's answer to a BISON item, with the left/right order they saw."""
+
+    __tablename__ = "bison_answer"
+    __table_args__ = (
+        UniqueConstraint("item_id", "annotator_id", name="bison_answer_unique"),
+        CheckConstraint("answer IS NULL OR answer IN ('left', 'right', 'both', 'neither')",
+                        name="bison_answer_valid"),
+        CheckConstraint("seconds >= 0", name="bison_answer_seconds"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="bison_item.id", index=True, ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
+    left_image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
+    answer: str | None = None
+    seconds: float = 0.0
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+class BisonPrediction(SQLModel, table=True):
+    """A model's (or a caption-metric baseline's) choice for a BISON item."""
+
+    __tablename__ = "bison_prediction"
+    __table_args__ = (
+        UniqueConstraint("item_id", "signature", name="bison_prediction_unique"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="bison_item.id", index=True, ondelete="RESTRICT")
+    scorer: str
+    signature: str = Field(index=True)
+    score_a: float
+    score_b: float
+    chosen_image_id: int | None = Field(default=None, foreign_key="image.id",
+                                        description="NULL when the scores tie")
+    computed_at: datetime = _timestamp()
+
+
 class SchemaVersion(SQLModel, table=True):
     __tablename__ = "schema_version"
 

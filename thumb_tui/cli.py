@@ -389,6 +389,97 @@ def report_command(
     typer.echo(f"report written to {path}")
 
 
+bison_app = typer.Typer(help="BISON: binary image selection by annotators and models.",
+                        no_args_is_help=True)
+app.add_typer(bison_app, name="bison")
+
+
+@bison_app.command("import")
+def bison_import_command(
+    file: Annotated[Path, typer.Argument(help="COCO-BISON .json, or our .csv/.jsonl.")],
+    captions: Annotated[Path | None, typer.Option(
+        "--captions", help="COCO captions file (needed for COCO-BISON).")] = None,
+    images: Annotated[Path | None, typer.Option(
+        "--images", help="Folder with the COCO images.")] = None,
+    by: ActorOption = "",
+) -> None:
+    """Import BISON items (all or nothing)."""
+    from storage.bison import import_bison
+
+    try:
+        added = import_bison(state.existing_engine, file, actor=by or default_actor(),
+                             captions=captions, images_dir=images)
+    except InputError as exc:
+        _fail_on_input_error(exc)
+    typer.echo(f"{file}: {added} BISON item{'' if added == 1 else 's'} imported")
+
+
+@bison_app.command("annotate")
+def bison_annotate_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
+    image_mode: ImageModeOption = "auto",
+) -> None:
+    """Answer BISON items: which of the two images does the caption describe?"""
+    from storage.bison import BisonSession
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.bison import BisonScreen
+
+    mode = _image_mode(image_mode)
+    session = BisonSession(state.existing_engine, _name(annotator))
+    ThumbApp(screen=BisonScreen(session, mode)).run()
+
+
+@bison_app.command("evaluate")
+def bison_evaluate_command(
+    scorer: Annotated[str, typer.Option("--scorer", help="clip, or a caption metric for the "
+                                                         "BISON baseline (bleu, cider-d, …).")]
+    = "clip",
+    model: Annotated[str, typer.Option("--model", help="CLIP model name or local folder.")]
+    = "openai/clip-vit-base-patch32",
+    device: Annotated[str, typer.Option("--device")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    seed: Annotated[int, typer.Option("--seed", help="Baseline: reference sampling.")] = 0,
+) -> None:
+    """Let a model (or a caption-metric baseline) choose an image for every item."""
+    from metrics.bison import ClipScorer, baseline, evaluate
+    from metrics.registry import BUILDERS, MetricOptions
+
+    engine = state.existing_engine
+    try:
+        if scorer == "clip":
+            signature, count = evaluate(engine, ClipScorer(model, device, batch_size))
+        elif scorer in BUILDERS:
+            signature, count = baseline(engine, scorer, seed=seed, options=MetricOptions(
+                device=device, batch_size=batch_size))
+        else:
+            raise ValueError(f"unknown scorer {scorer!r}: clip or one of {', '.join(BUILDERS)}")
+    except (ValueError, RuntimeError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{count} items scored\n  {signature}")
+
+
+@bison_app.command("report")
+def bison_report_command(
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0)] = 1000,
+    ci: Annotated[float, typer.Option("--ci")] = 0.90,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Human accuracy, model and baseline accuracy, human-model agreement."""
+    import json
+
+    from metrics.bison import bison_report
+
+    tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    if fmt == "json":
+        typer.echo(json.dumps({k: json.loads(v.to_json(orient="records"))
+                               for k, v in tables.items()}, indent=1))
+        return
+    for name, table in tables.items():
+        typer.echo(f"\n{name}\n" + (table.to_string(index=False) if len(table) else "(none)"))
+
+
 metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",
                           no_args_is_help=True)
 app.add_typer(metrics_app, name="metrics")

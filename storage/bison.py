@@ -1,0 +1,290 @@
+"""BISON items (Hu et al. 2019) in storage: import from the COCO-BISON annotation format or
+our own CSV/JSONL, all or nothing, with `file:line` errors like every import."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, select
+
+from storage.errors import InputError, Problem, Problems
+from storage.models import (
+    Annotator,
+    BisonAnswer,
+    BisonItem,
+    Event,
+    Image,
+    ImageReference,
+    utcnow,
+)
+from storage.records import read_records, read_text
+
+BISON_COLUMNS = {"bison_id", "caption", "image_a", "image_b", "true_image"}
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    line: int
+    key: str
+    query: str
+    caption_key: str | None
+    images: tuple[tuple[str, str | None], tuple[str, str | None]]  # (key, path) a and b
+    true_key: str
+
+
+def _json_array_items(path: Path, text: str, key: str) -> list[tuple[int, object]]:
+    """The elements of the top-level `key` array with the line each starts on."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError([Problem(path, exc.lineno, f"malformed JSON: {exc.msg}")]) from exc
+    match = re.search(rf'"{re.escape(key)}"\s*:\s*\[', text)
+    if match is None:
+        raise InputError([Problem(path, 1, f"expected a top-level \"{key}\" list")])
+    decoder, position, items = json.JSONDecoder(), match.end(), []
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position >= len(text) or text[position] == "]":
+            return items
+        value, end = decoder.raw_decode(text, position)
+        items.append((text.count("\n", 0, position) + 1, value))
+        position = end
+
+
+def _coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """caption id -> text and image id -> its captions, from a COCO captions file."""
+    try:
+        data = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError([Problem(path, exc.lineno, f"malformed JSON: {exc.msg}")]) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
+        raise InputError([Problem(path, 1, 'expected a COCO captions file with "annotations"')])
+    texts, per_image = {}, {}
+    for annotation in data["annotations"]:
+        texts[str(annotation["id"])] = str(annotation["caption"]).strip()
+        per_image.setdefault(str(annotation["image_id"]), []).append(
+            str(annotation["caption"]).strip())
+    return texts, per_image
+
+
+def read_coco_bison(path: Path, captions: Path, images_dir: Path | None, problems: Problems
+                    ) -> tuple[list[ItemRow], dict[str, list[str]]]:
+    texts, references = _coco_captions(captions)
+    rows = []
+    for line, item in _json_array_items(path, read_text(path), "data"):
+        try:
+            if not isinstance(item, dict):
+                raise ValueError("expected an object")
+            candidates = item["image_candidates"]
+            if not isinstance(candidates, list) or len(candidates) != 2:
+                raise ValueError("image_candidates must list exactly two images")
+            images = []
+            for candidate in candidates:
+                key, name = str(candidate["image_id"]), str(candidate["image_filename"])
+                image_path = name
+                if images_dir is not None:
+                    image_path = str((images_dir / name).resolve())
+                    if not Path(image_path).is_file():
+                        raise ValueError(f"image file not found: {name}")
+                images.append((key, image_path))
+            caption_key = str(item["caption_id"])
+            if caption_key not in texts:
+                raise ValueError(f"caption_id {caption_key} is not in {captions.name}")
+            true_key = str(item["true_image_id"])
+            rows.append(ItemRow(line, str(item["bison_id"]), texts[caption_key], caption_key,
+                                (images[0], images[1]), true_key))
+        except KeyError as exc:
+            problems.add(line, f"missing key {exc.args[0]!r}")
+        except ValueError as exc:
+            problems.add(line, str(exc))
+    return rows, references
+
+
+def read_own_bison(path: Path, problems: Problems) -> list[ItemRow]:
+    """CSV/JSONL with bison_id, caption, image_a, image_b, true_image (image paths relative
+    to the file, or keys of images already in the database)."""
+    records = read_records(path)
+    columns = set().union(*(record.keys() for _, record in records))
+    missing = sorted(BISON_COLUMNS - columns)
+    if missing:
+        raise InputError([Problem(path, 1, f"missing column(s): {', '.join(missing)}")])
+    rows = []
+    for line, record in records:
+        values = {c: (str(record[c]).strip() if record.get(c) is not None else "")
+                  for c in BISON_COLUMNS}
+        empty = sorted(c for c, v in values.items() if not v)
+        if empty:
+            problems.add(line, f"empty {', '.join(empty)}")
+            continue
+        if values["true_image"] not in (values["image_a"], values["image_b"]):
+            problems.add(line, "true_image must be image_a or image_b")
+            continue
+        images = []
+        for column in ("image_a", "image_b"):
+            candidate = (path.parent / values[column]).resolve()
+            images.append((values[column], str(candidate) if candidate.is_file() else None))
+        rows.append(ItemRow(line, values["bison_id"], values["caption"], None,
+                            (images[0], images[1]), values["true_image"]))
+    return rows
+
+
+def import_bison(engine: Engine, path: str | Path, *, actor: str,
+                 captions: str | Path | None = None, images_dir: str | Path | None = None
+                 ) -> int:
+    """Import BISON items (COCO-BISON JSON with `captions`, else our CSV/JSONL). All or
+    nothing; returns the number of items added."""
+    path = Path(path)
+    problems = Problems(path)
+    references: dict[str, list[str]] = {}
+    if path.suffix.lower() == ".json":
+        if captions is None:
+            raise InputError([Problem(path, 0, "a COCO-BISON file needs --captions "
+                                               "(the COCO captions file)")])
+        rows, references = read_coco_bison(path, Path(captions),
+                                           Path(images_dir) if images_dir else None, problems)
+    else:
+        rows = read_own_bison(path, problems)
+    with engine.begin() as connection:
+        image = Image.__table__
+        known: dict[str, int] = {}
+        by_path: dict[str, int] = {}
+        for row in connection.execute(select(image.c.key, image.c.id, image.c.path)):
+            known[row.key] = row.id
+            if row.path:
+                by_path[row.path] = row.id
+        # an image given by a path that the database already has is that image
+        for row in rows:
+            for key, image_path in row.images:
+                if key not in known and image_path in by_path:
+                    known[key] = by_path[image_path]
+        existing = set(connection.execute(select(BisonItem.__table__.c.key)).scalars())
+        seen: dict[str, int] = {}
+        for row in rows:
+            if row.key in existing:
+                problems.add(row.line, f"duplicate bison_id {row.key!r}: already imported")
+            elif row.key in seen:
+                problems.add(row.line, f"duplicate bison_id {row.key!r} (also line "
+                                       f"{seen[row.key]})")
+            seen.setdefault(row.key, row.line)
+            if row.images[0][0] == row.images[1][0]:
+                problems.add(row.line, "the two candidate images are the same")
+            if row.true_key not in (row.images[0][0], row.images[1][0]):
+                problems.add(row.line, "true_image_id is not one of the candidates")
+            for key, image_path in row.images:
+                if key not in known and image_path is None:
+                    problems.add(row.line, f"unknown image {key!r}: not a file next to "
+                                           f"{path.name} nor an image in the database")
+        problems.raise_if_any()
+        added = _write(connection, rows, known, references)
+        connection.execute(Event.__table__.insert().values(
+            at=utcnow(), actor=actor, action="import", table_name="bison_item",
+            field_name=str(path), new_value=json.dumps({"items": added})))
+    return added
+
+
+def _write(connection: Connection, rows: list[ItemRow], known: dict[str, int],
+           references: dict[str, list[str]]) -> int:
+    image, ref = Image.__table__, ImageReference.__table__
+    for row in rows:
+        for key, image_path in row.images:
+            if key not in known:
+                known[key] = connection.execute(
+                    image.insert().values(key=key, path=image_path)).inserted_primary_key[0]
+    with_refs = set(connection.execute(select(ref.c.image_id).distinct()).scalars())
+    new_refs = [
+        {"image_id": known[key], "position": position, "text": text}
+        for key, texts in references.items() if key in known and known[key] not in with_refs
+        for position, text in enumerate(texts)
+    ]
+    if new_refs:
+        connection.execute(ref.insert(), new_refs)
+    connection.execute(BisonItem.__table__.insert(), [
+        {"key": row.key, "query": row.query, "caption_key": row.caption_key,
+         "image_a_id": known[row.images[0][0]], "image_b_id": known[row.images[1][0]],
+         "true_image_id": known[row.true_key]}
+        for row in rows
+    ])
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class BisonView:
+    """An item as one annotator sees it: the query and the images in their stored order."""
+
+    item_id: int
+    key: str
+    query: str
+    left: tuple[int, str, str | None]  # image id, key, path
+    right: tuple[int, str, str | None]
+    answer: str | None
+
+
+class BisonSession:
+    """One annotator's BISON answers: left/right order randomised once per item and
+    stored; every answer committed at once and logged; time per item recorded."""
+
+    def __init__(self, engine: Engine, annotator: str, *,
+                 coin: Callable[[], float] | None = None) -> None:
+        from storage.annotation import register_annotator
+
+        self.engine, self.annotator = engine, annotator
+        register_annotator(engine, annotator, None)
+        self._coin = coin or random.SystemRandom().random
+        with engine.connect() as connection:
+            self.annotator_id = connection.execute(
+                select(Annotator.__table__.c.id).where(Annotator.__table__.c.name == annotator)
+            ).scalar_one()
+            self.item_ids = list(connection.execute(
+                select(BisonItem.__table__.c.id).order_by(BisonItem.__table__.c.id)).scalars())
+
+    def view(self, index: int) -> BisonView:
+        item_table, answer, image = BisonItem.__table__, BisonAnswer.__table__, Image.__table__
+        item_id = self.item_ids[index]
+        with self.engine.begin() as connection:
+            item = connection.execute(select(item_table).where(item_table.c.id == item_id)).one()
+            row = connection.execute(select(answer).where(
+                answer.c.item_id == item_id, answer.c.annotator_id == self.annotator_id)
+            ).one_or_none()
+            if row is None:
+                left = item.image_a_id if self._coin() < 0.5 else item.image_b_id
+                now = utcnow()
+                connection.execute(answer.insert().values(
+                    item_id=item_id, annotator_id=self.annotator_id, left_image_id=left,
+                    answer=None, seconds=0.0, created_at=now, updated_at=now))
+                chosen = None
+            else:
+                left, chosen = row.left_image_id, row.answer
+            right = item.image_b_id if left == item.image_a_id else item.image_a_id
+            images = {r.id: (r.id, r.key, r.path) for r in connection.execute(
+                select(image.c.id, image.c.key, image.c.path).where(
+                    image.c.id.in_([left, right])))}
+        return BisonView(item_id, item.key, item.query, images[left], images[right], chosen)
+
+    def answer(self, view: BisonView, choice: str, seconds: float) -> None:
+        if choice not in ("left", "right", "both", "neither"):
+            raise ValueError("answer must be left, right, both or neither")
+        table = BisonAnswer.__table__
+        with self.engine.begin() as connection:
+            row = connection.execute(select(table).where(
+                table.c.item_id == view.item_id, table.c.annotator_id == self.annotator_id)
+            ).one()
+            connection.execute(table.update().where(table.c.id == row.id).values(
+                answer=choice, seconds=row.seconds + max(seconds, 0.0), updated_at=utcnow()))
+            connection.execute(Event.__table__.insert().values(
+                at=utcnow(), actor=self.annotator, action="update", table_name="bison_answer",
+                row_id=row.id, field_name="answer", old_value=json.dumps(row.answer),
+                new_value=json.dumps(choice)))
+
+    def first_unanswered(self) -> int:
+        table = BisonAnswer.__table__
+        with self.engine.connect() as connection:
+            done = set(connection.execute(select(table.c.item_id).where(
+                table.c.annotator_id == self.annotator_id, table.c.answer.is_not(None))
+            ).scalars())
+        return next((i for i, item in enumerate(self.item_ids) if item not in done), 0)

@@ -1,0 +1,222 @@
+"""BISON: imports (file:line errors, nothing written), the annotator screen, CLIP and
+caption-metric choices, and embedding each distinct image and caption once."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+from sqlalchemy import func, select
+
+from metrics.bison import ClipScorer, baseline, bison_report, evaluate
+from storage import InputError, import_captions, open_database
+from storage.bison import BisonSession, import_bison
+from storage.models import BisonAnswer, BisonItem, BisonPrediction
+from tests.conftest import SAMPLE_CSV, database_dump
+from tests.tiny_clip import save_tiny_clip
+from thumb_tui.app import ThumbApp
+from thumb_tui.screens.bison import BisonScreen
+
+SAMPLE_BISON = SAMPLE_CSV.parent / "bison.jsonl"
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = open_database(tmp_path / "b.db")
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    return engine
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory) -> str:
+    return str(save_tiny_clip(tmp_path_factory.mktemp("models") / "clip"))
+
+
+def count(engine, model) -> int:
+    with engine.connect() as connection:
+        return connection.execute(select(func.count()).select_from(model.__table__)).scalar()
+
+
+def test_sample_items_import_onto_the_sample_images(engine):
+    assert import_bison(engine, SAMPLE_BISON, actor="t") == 8
+    with engine.connect() as connection:
+        images = connection.execute(select(func.count()).select_from(
+            __import__("storage").Image.__table__)).scalar()
+    assert images == 15  # the items reuse the project's images, add none
+
+
+@pytest.mark.parametrize(("content", "line", "words"), [
+    ('{"bison_id": "x", "caption": "A.", "image_a": "images/01_red_balls.png", '
+     '"image_b": "images/02_yellow_house.png", "true_image": "images/03_blue_boxes.png"}\n',
+     1, "true_image must be image_a or image_b"),
+    ('{"bison_id": "x", "caption": "A.", "image_a": "images/01_red_balls.png", '
+     '"image_b": "nope.png", "true_image": "nope.png"}\n', 1, "unknown image 'nope.png'"),
+    ('{"bison_id": "x", "caption": "", "image_a": "a", "image_b": "b", "true_image": "a"}\n',
+     1, "empty caption"),
+])
+def test_bad_own_format_names_line_and_writes_nothing(engine, tmp_path, content, line, words):
+    bad = SAMPLE_CSV.parent / f"tmp-bad-{tmp_path.name}.jsonl"
+    bad.write_text(content, encoding="utf-8")
+    before = database_dump(engine)
+    try:
+        with pytest.raises(InputError) as caught:
+            import_bison(engine, bad, actor="t")
+    finally:
+        bad.unlink()
+    assert f"{bad}:{line}: " in str(caught.value) and words in str(caught.value)
+    assert database_dump(engine) == before
+
+
+def coco_files(folder, items: list[dict]) -> tuple:
+    images = folder / "coco"
+    images.mkdir(exist_ok=True)
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        PILImage.new("RGB", (8, 8), "red").save(images / name)
+    captions = folder / "captions.json"
+    captions.write_text(json.dumps({"annotations": [
+        {"id": 11, "image_id": 1, "caption": "A red square."},
+        {"id": 12, "image_id": 1, "caption": "A small red tile."},
+        {"id": 21, "image_id": 2, "caption": "Another red picture."},
+        {"id": 31, "image_id": 3, "caption": "A third red picture."}]}), encoding="utf-8")
+    annotations = folder / "bison.json"
+    annotations.write_text(json.dumps({"data": items}, indent=2), encoding="utf-8")
+    return annotations, captions, images
+
+
+def coco_item(bison_id: int, true: int = 1, other: int = 2, caption: int = 11) -> dict:
+    names = {1: "a.jpg", 2: "b.jpg", 3: "c.jpg"}
+    return {"bison_id": bison_id, "caption_id": caption, "true_image_id": true,
+            "image_candidates": [{"image_id": true, "image_filename": names[true]},
+                                 {"image_id": other, "image_filename": names[other]}]}
+
+
+def test_coco_bison_format(tmp_path):
+    engine = open_database(tmp_path / "c.db")
+    annotations, captions, images = coco_files(tmp_path, [coco_item(1), coco_item(2, 3, 1, 31)])
+    assert import_bison(engine, annotations, actor="t", captions=captions,
+                        images_dir=images) == 2
+    with engine.connect() as connection:
+        queries = connection.execute(select(BisonItem.__table__.c.query)).scalars().all()
+    assert queries == ["A red square.", "A third red picture."]
+
+
+def test_coco_bison_errors_name_the_line_of_the_item(tmp_path):
+    engine = open_database(tmp_path / "c.db")
+    annotations, captions, images = coco_files(
+        tmp_path, [coco_item(1), coco_item(2, caption=99), coco_item(1)])
+    before = database_dump(engine)
+    with pytest.raises(InputError) as caught:
+        import_bison(engine, annotations, actor="t", captions=captions, images_dir=images)
+    message = str(caught.value)
+    # with indent=2 each item spans 15 lines: the items start at lines 3, 18 and 33
+    assert f"{annotations}:18: caption_id 99 is not in captions.json" in message
+    assert f"{annotations}:33: duplicate bison_id '1' (also line 3)" in message
+    assert database_dump(engine) == before
+    with pytest.raises(InputError, match="needs --captions"):
+        import_bison(engine, annotations, actor="t")
+
+
+async def test_bison_screen_stores_answers_and_order(engine):
+    import_bison(engine, SAMPLE_BISON, actor="t")
+    coins = iter([0.1, 0.9] * 10)
+    session = BisonSession(engine, "alice", coin=lambda: next(coins))
+    app = ThumbApp(screen=BisonScreen(session, "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("l", "r", "b", "n")
+        await pilot.pause()
+    with engine.connect() as connection:
+        answers = connection.execute(select(BisonAnswer.__table__).order_by(
+            BisonAnswer.__table__.c.item_id)).all()
+        items = {r.id: r for r in connection.execute(select(BisonItem.__table__))}
+    assert [a.answer for a in answers[:4]] == ["left", "right", "both", "neither"]
+    first, second = answers[0], answers[1]
+    assert first.left_image_id == items[first.item_id].image_a_id  # coin 0.1: a on the left
+    assert second.left_image_id == items[second.item_id].image_b_id
+    assert all(a.seconds >= 0 for a in answers)
+    report = bison_report(engine, bootstrap=20)
+    human = report["human"].set_index("annotator")
+    assert human.loc["alice", "n"] == 4 and human.loc["alice", "both"] == 1
+
+
+def test_clip_evaluation_is_stored_with_accuracy(engine, tiny_clip):
+    import_bison(engine, SAMPLE_BISON, actor="t")
+    signature, scored = evaluate(engine, ClipScorer(tiny_clip, "cpu"))
+    assert scored == 8 and signature.startswith("bison-clip|model:local:clip#")
+    assert evaluate(engine, ClipScorer(tiny_clip, "cpu"))[1] == 0  # nothing recomputed
+    models = bison_report(engine, bootstrap=20)["models"]
+    assert models.loc[0, "n"] == 8 and 0.0 <= models.loc[0, "accuracy"] <= 1.0
+    assert count(engine, BisonPrediction) == 8
+
+
+def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
+    folder = tmp_path
+    for name in ("dog", "cat", "car"):
+        (folder / f"{name}.png").write_bytes(b"x")
+    data = folder / "captions.jsonl"
+    refs = {"dog": ["A brown dog runs on the grass.", "A dog running on a lawn.",
+                    "A happy brown dog on grass.", "The dog runs across the grass."],
+            "cat": ["A grey cat sleeps on a sofa.", "A cat asleep on the couch.",
+                    "A sleeping grey cat on a sofa.", "The cat naps on a sofa."],
+            "car": ["A red car parked on the street.", "A red car by the road.",
+                    "A parked red car on a street.", "The red car is parked outside."]}
+    data.write_text("".join(json.dumps({"image": f"{k}.png", "image_id": k, "system": "S",
+                                        "caption": v[0], "references": v}) + "\n"
+                            for k, v in refs.items()), encoding="utf-8")
+    engine = open_database(folder / "k.db")
+    import_captions(engine, data, actor="t")
+    items = folder / "items.jsonl"
+    items.write_text("".join(json.dumps({"bison_id": f"i{n}", "caption": caption,
+                                         "image_a": a, "image_b": b, "true_image": true})
+                             + "\n" for n, (caption, a, b, true) in enumerate([
+        ("A brown dog runs on the grass.", "dog", "cat", "dog"),
+        ("A grey cat sleeps on a sofa.", "car", "cat", "cat"),
+        ("A red car parked on the street.", "car", "dog", "car")])), encoding="utf-8")
+    import_bison(engine, items, actor="t")
+    for metric in ("bleu", "cider-d", "rouge-l"):
+        signature, scored = baseline(engine, metric, seed=1)
+        assert scored == 3 and "sampled:4" in signature
+    models = bison_report(engine, bootstrap=0)["models"]
+    assert (models["accuracy"] == 1.0).all() and len(models) == 3
+
+
+def test_ten_thousand_items_embed_each_image_and_caption_once(tmp_path, tiny_clip):
+    from metrics.clip import embedder
+
+    embedder.cache_clear()
+    folder = tmp_path
+    for index in range(20):
+        PILImage.new("RGB", (16, 16), (index * 12, 40, 200 - index * 9)).save(
+            folder / f"i{index}.png")
+    captions = [f"Caption number {n} of a coloured square." for n in range(100)]
+    lines = []
+    for n in range(10_000):
+        a, b = n % 20, (n * 7 + 1) % 20
+        if a == b:
+            b = (b + 1) % 20
+        lines.append(json.dumps({"bison_id": str(n), "caption": captions[n % 100],
+                                 "image_a": f"i{a}.png", "image_b": f"i{b}.png",
+                                 "true_image": f"i{a}.png"}))
+    (folder / "items.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    engine = open_database(folder / "big.db")
+    assert import_bison(engine, folder / "items.jsonl", actor="t") == 10_000
+    scorer = ClipScorer(tiny_clip, "cpu", batch_size=64)
+    calls = {"images": 0, "texts": 0}
+    model = scorer.clip.model
+    image_features, text_features = model.get_image_features, model.get_text_features
+
+    def count_images(*args, **kwargs):
+        calls["images"] += len(kwargs["pixel_values"])
+        return image_features(*args, **kwargs)
+
+    def count_texts(*args, **kwargs):
+        calls["texts"] += len(kwargs["input_ids"])
+        return text_features(*args, **kwargs)
+
+    model.get_image_features, model.get_text_features = count_images, count_texts
+    _, scored = evaluate(engine, scorer)
+    assert scored == 10_000
+    assert calls == {"images": 20, "texts": 100}
+    assert np.isfinite(bison_report(engine, bootstrap=0)["models"]["accuracy"]).all()
+    embedder.cache_clear()

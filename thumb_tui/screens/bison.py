@@ -1,0 +1,92 @@
+"""BISON for annotators: a query caption and two images side by side (order randomised
+once per item and stored); which image does the caption describe?"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Label, Static
+
+from storage.bison import BisonSession, BisonView
+from thumb_tui.widgets.image_view import ImageView
+from thumb_tui.widgets.keybar import KeyBar
+
+CHOICES = {"left": "left", "right": "right", "both": "both", "neither": "neither"}
+
+
+class BisonScreen(Screen[None]):
+    CSS_PATH = "bison.tcss"
+    BINDINGS = [
+        Binding("l,left", "choose('left')", "left image", key_display="l ←", id="bison-left"),
+        Binding("r,right", "choose('right')", "right image", key_display="r →",
+                id="bison-right"),
+        Binding("b", "choose('both')", "both", id="bison-both"),
+        Binding("n", "choose('neither')", "neither", id="bison-neither"),
+        Binding("right_square_bracket,pagedown", "step(1)", "item", key_display="[ ]",
+                id="bison-next"),
+        Binding("left_square_bracket,pageup", "step(-1)", "previous item", show=False,
+                id="bison-previous"),
+        Binding("q", "quit_app", "quit", id="bison-quit"),
+    ]
+
+    def __init__(self, session: BisonSession, image_mode: str) -> None:
+        super().__init__()
+        self.session, self.image_mode = session, image_mode
+        self.index = session.first_unanswered()
+        self.view: BisonView | None = None
+        self.shown_at = time.monotonic()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="bison"):
+            yield Static(id="bison-title")
+            yield Static(id="bison-query")
+            with Horizontal(id="bison-images"):
+                with Vertical(classes="bison-side"):
+                    yield Label("left (l)", classes="bison-label")
+                    yield ImageView(self.image_mode, id="bison-left-image")
+                with Vertical(classes="bison-side"):
+                    yield Label("right (r)", classes="bison-label")
+                    yield ImageView(self.image_mode, id="bison-right-image")
+            yield Static(id="bison-message")
+        yield KeyBar(self.BINDINGS)
+
+    def on_mount(self) -> None:
+        if not self.session.item_ids:
+            self.query_one("#bison-title", Static).update(
+                "No BISON items: import some with `thumb bison import FILE`.")
+            return
+        self.show()
+
+    def show(self) -> None:
+        self.view = self.session.view(self.index)
+        self.shown_at = time.monotonic()
+        view = self.view
+        self.query_one("#bison-title", Static).update(Text.assemble(
+            (f"BISON item {self.index + 1}/{len(self.session.item_ids)}  ", "bold"),
+            (f"answer: {view.answer or '-'}", "dim")))
+        self.query_one("#bison-query", Static).update(
+            Text(f"Which image does this caption describe?\n{view.query}", style="bold"))
+        self.query_one("#bison-left-image", ImageView).show(view.left[2], view.left[1])
+        self.query_one("#bison-right-image", ImageView).show(view.right[2], view.right[1])
+
+    def action_choose(self, choice: str) -> None:
+        if self.view is None:
+            return
+        self.session.answer(self.view, CHOICES[choice], time.monotonic() - self.shown_at)
+        self.query_one("#bison-message", Static).update(f"saved: {choice}")
+        if self.index < len(self.session.item_ids) - 1:
+            self.index += 1
+        self.show()
+
+    def action_step(self, step: int) -> None:
+        if self.session.item_ids:
+            self.index = (self.index + step) % len(self.session.item_ids)
+            self.show()
+
+    def action_quit_app(self) -> None:
+        self.app.exit()
