@@ -41,9 +41,11 @@ demo: install
 demo-report: install
 	@if [ ! -f $(DEMO_REPORT_DB) ]; then \
 	    $(BIN)/thumb --db $(DEMO_REPORT_DB) import sample_data/captions.csv && \
-	    $(BIN)/thumb --db $(DEMO_REPORT_DB) import sample_data/example_ratings.csv; fi
+	    $(BIN)/thumb --db $(DEMO_REPORT_DB) import sample_data/example_ratings.csv && \
+	    $(BIN)/thumb --db $(DEMO_REPORT_DB) bison import sample_data/bison.jsonl; fi
 	HF_HUB_OFFLINE=1 $(BIN)/thumb --db $(DEMO_REPORT_DB) metrics compute --metric bleu \
 	    --metric rouge-l --metric cider-d --metric spice-approx
+	$(BIN)/thumb --db $(DEMO_REPORT_DB) bison evaluate --scorer cider-d
 	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format html --out $(DEMO_REPORT)
 	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format md --out $(DEMO_REPORT)
 	@echo "The sample project's report: $(DEMO_REPORT)/report.html (and report.md)"
