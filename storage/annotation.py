@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Engine, and_, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, and_, select, update
 
 from rubrics import THUMB_1_0, Rubric
 from storage.models import Annotator, Assignment, Caption, Event, Image, Rating, Stage, utcnow
@@ -82,6 +82,13 @@ def register_annotator(engine: Engine, name: str, native_english: bool | None) -
                                .values(native_english=native_english))
             return native_english
         return row.native_english
+
+
+def _filled(row: object) -> dict[str, object]:
+    """A rating row's values, with the empty defaults where it has none yet."""
+    values = {f: getattr(row, f) for f in RATING_FIELDS}
+    return {f: EMPTY_RATING[f] if values[f] is None and f in EMPTY_RATING else values[f]
+            for f in RATING_FIELDS}
 
 
 def shown_captions(captions_of: dict[int, list[int]]) -> set[int]:
@@ -215,18 +222,10 @@ class AnnotationSession:
         """The image's captions as the annotator sees them: identical texts merged, then
         shuffled with the seed stored for this (image, annotator)."""
         image = self.images[index]
-        caption, rating = Caption.__table__, Rating.__table__
+        caption = Caption.__table__
         with self.engine.begin() as connection:
             seed = int(self._assignment(connection, image.id)["shuffle_seed"])
-            rows = connection.execute(
-                select(caption.c.id, caption.c.text, *[rating.c[f] for f in RATING_FIELDS])
-                .select_from(caption)
-                .outerjoin(rating, and_(rating.c.caption_id == caption.c.id,
-                                        rating.c.annotator_id == self.annotator_id,
-                                        rating.c.stage == int(self.stage)))
-                .where(caption.c.image_id == image.id)
-                .order_by(caption.c.id)
-            ).all()
+            rows = self._caption_rows(connection, caption.c.image_id == image.id)
         reviewed = {}
         if self.stage == Stage.SECOND:
             with self.engine.connect() as connection:
@@ -237,10 +236,7 @@ class AnnotationSession:
         result = []
         for text, members in groups.items():
             first = members[0]
-            values = {f: getattr(first, f) for f in RATING_FIELDS}
-            for field, empty in EMPTY_RATING.items():
-                if values[field] is None:
-                    values[field] = empty
+            values = _filled(first)
             reference = reviewed.get(first.id)
             result.append(CaptionGroup(
                 tuple(m.id for m in members), text, values,
@@ -405,21 +401,22 @@ class AnnotationSession:
 
     def group_for_caption(self, caption_id: int) -> CaptionGroup:
         """One caption as a group of one, with this annotator's values at this stage."""
-        caption, rating = Caption.__table__, Rating.__table__
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(caption.c.id, caption.c.text, *[rating.c[f] for f in RATING_FIELDS])
-                .select_from(caption)
-                .outerjoin(rating, and_(rating.c.caption_id == caption.c.id,
-                                        rating.c.annotator_id == self.annotator_id,
-                                        rating.c.stage == int(self.stage)))
-                .where(caption.c.id == caption_id)
-            ).one()
-        values = {f: getattr(row, f) for f in RATING_FIELDS}
-        for field, empty in EMPTY_RATING.items():
-            if values[field] is None:
-                values[field] = empty
-        return CaptionGroup((caption_id,), row.text.strip(), values)
+            (row,) = self._caption_rows(connection, Caption.__table__.c.id == caption_id)
+        return CaptionGroup((caption_id,), row.text.strip(), _filled(row))
+
+    def _caption_rows(self, connection: Connection, where: ColumnElement[bool]) -> list:
+        """Captions matching `where` with this annotator's rating values at this stage."""
+        caption, rating = Caption.__table__, Rating.__table__
+        return connection.execute(
+            select(caption.c.id, caption.c.text, *[rating.c[f] for f in RATING_FIELDS])
+            .select_from(caption)
+            .outerjoin(rating, and_(rating.c.caption_id == caption.c.id,
+                                    rating.c.annotator_id == self.annotator_id,
+                                    rating.c.stage == int(self.stage)))
+            .where(where)
+            .order_by(caption.c.id)
+        ).all()
 
     def image_index_of_caption(self, caption_id: int) -> int:
         with self.engine.connect() as connection:

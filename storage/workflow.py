@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, func, select, update
+from sqlalchemy import Connection, Engine, Table, func, select, update
 
 from storage.models import (
     Annotator,
@@ -211,20 +211,25 @@ def record_resolution(engine: Engine, caption_id: int, resolver: str,
     with engine.begin() as connection:
         resolver_id = connection.execute(
             select(annotator.c.id).where(annotator.c.name == resolver)).scalar_one()
-        old = connection.execute(select(table).where(table.c.caption_id == caption_id)
-                                 ).one_or_none()
-        values = {"reasons": ",".join(reasons), "note": note, "resolver_id": resolver_id}
-        if old is None:
-            row_id = connection.execute(table.insert().values(
-                caption_id=caption_id, created_at=utcnow(), **values)).inserted_primary_key[0]
-        else:
-            row_id = old.id
-            connection.execute(update(table).where(table.c.id == old.id).values(**values))
-        connection.execute(Event.__table__.insert().values(
-            at=utcnow(), actor=resolver, action="update", table_name="resolution",
-            row_id=row_id, field_name="reasons",
-            old_value=json.dumps(None if old is None else old.reasons),
-            new_value=json.dumps(values["reasons"]), change_id=uuid.uuid4().hex))
+        _upsert_logged(connection, table, caption_id, resolver, "reasons",
+                       {"reasons": ",".join(reasons), "note": note, "resolver_id": resolver_id})
+
+
+def _upsert_logged(connection: Connection, table: Table, caption_id: int, actor: str,
+                   logged: str, values: dict[str, object]) -> None:
+    """Insert or replace the caption's row of `table` and log the `logged` field's change."""
+    old = connection.execute(select(table).where(table.c.caption_id == caption_id)
+                             ).one_or_none()
+    if old is None:
+        row_id = connection.execute(table.insert().values(
+            caption_id=caption_id, created_at=utcnow(), **values)).inserted_primary_key[0]
+    else:
+        row_id = old.id
+        connection.execute(update(table).where(table.c.id == old.id).values(**values))
+    connection.execute(Event.__table__.insert().values(
+        at=utcnow(), actor=actor, action="update", table_name=table.name, row_id=row_id,
+        field_name=logged, old_value=json.dumps(None if old is None else old._mapping[logged]),
+        new_value=json.dumps(values[logged]), change_id=uuid.uuid4().hex))
 
 
 def fluency_queue(engine: Engine) -> list[tuple[int, str, dict[str, object]]]:
@@ -261,17 +266,5 @@ def record_fluency_check(engine: Engine, caption_id: int, checker: str, fluency:
                                  .where(annotator.c.name == checker)).one()
         if not row.native_english:
             raise ProtocolError("only native English speakers do the fluency round")
-        old = connection.execute(select(table).where(table.c.caption_id == caption_id)
-                                 ).one_or_none()
-        values = {"checker_id": row.id, "fluency": fluency, "fluency_type": fluency_type}
-        if old is None:
-            row_id = connection.execute(table.insert().values(
-                caption_id=caption_id, created_at=utcnow(), **values)).inserted_primary_key[0]
-        else:
-            row_id = old.id
-            connection.execute(update(table).where(table.c.id == old.id).values(**values))
-        connection.execute(Event.__table__.insert().values(
-            at=utcnow(), actor=checker, action="update", table_name="fluency_check",
-            row_id=row_id, field_name="fluency",
-            old_value=json.dumps(None if old is None else old.fluency),
-            new_value=json.dumps(fluency), change_id=uuid.uuid4().hex))
+        _upsert_logged(connection, table, caption_id, checker, "fluency",
+                       {"checker_id": row.id, "fluency": fluency, "fluency_type": fluency_type})
