@@ -5,7 +5,7 @@ annotation app starts without importing pandas."""
 
 from importlib import import_module
 
-from storage.db import database_url, make_engine, open_database, session
+from storage.db import database_url, make_engine, open_database
 from storage.errors import InputError, Problem
 from storage.importer import ImportSummary, import_captions
 from storage.models import (
@@ -60,5 +60,4 @@ __all__ = [
     "open_database",
     "project_status",
     "ratings_frame",
-    "session",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import Engine, event
-from sqlmodel import Session, create_engine
+from sqlmodel import create_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -43,7 +43,3 @@ def open_database(target: str | Path) -> Engine:
     engine = make_engine(target)
     migrate(engine)
     return engine
-
-
-def session(engine: Engine) -> Session:
-    return Session(engine, expire_on_commit=False)
