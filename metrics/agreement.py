@@ -109,9 +109,14 @@ def _statistics(first: np.ndarray, second: np.ndarray, binary: bool,
         "alpha_ordinal": lambda: alpha_from_matrix(pairs, "ordinal"),
         "alpha_interval": lambda: alpha_from_matrix(pairs, "interval"),
     }
-    if not binary:
-        stats["within_1"] = lambda: float(np.mean(np.abs(first - second) <= 1))
+    stats["within_1"] = lambda: _within_one(first, second, binary)
     return stats  # type: ignore[return-value]
+
+
+def _within_one(first: np.ndarray, second: np.ndarray, binary: bool) -> float:
+    if binary:
+        raise UndefinedStatistic("within-1 is not meaningful for a yes/no dimension")
+    return float(np.mean(np.abs(first - second) <= 1))
 
 
 def pair_table(engine: Engine) -> pd.DataFrame:

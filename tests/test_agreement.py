@@ -102,3 +102,25 @@ def test_bootstrap_is_reproducible_with_a_seed(tmp_path):
     kappa = first[(first.statistic == "kappa") & (first.dimension == "precision")
                   & (first.pair == "all")].iloc[0]
     assert kappa["ci_low"] <= kappa["value"] <= kappa["ci_high"]
+
+
+def test_no_statistic_is_ever_nan(tmp_path):
+    from metrics.agreement import agreement_report
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+    from tests.app_helpers import sample_engine
+    from tests.test_workflow import rate_everything
+
+    engine = sample_engine(tmp_path)
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    for index in range(len(bob.images)):
+        for group in bob.open_image(index):
+            bob.set_values(group, {k: group.reference[k] for k in ("precision", "recall")},
+                           image_index=index, focus=0)
+    report = agreement_report(engine, bootstrap=10)
+    main = report[~report["statistic"].str.startswith("confusion:")]
+    undefined = main[main["value"].isna()]
+    assert (undefined["note"].str.startswith("undefined: ")).all()
+    binary = main[(main["dimension"] == "fluency_error") & (main["statistic"] == "within_1")]
+    assert binary["note"].str.contains("yes/no").all()
