@@ -162,13 +162,14 @@ def _pair_row(kind: str, caption_id: int, a: dict, b: dict) -> dict[str, object]
 
 def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                      seed: int = 0) -> pd.DataFrame:
-    """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n, note}:
+    """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n (captions),
+    images, note}:
     per annotator pair and overall (`all`), bootstrap CIs resampling images."""
     pairs = pair_table(engine)
     records: list[dict[str, object]] = []
     if pairs.empty:
         return pd.DataFrame(columns=["dimension", "pair", "kind", "statistic", "value",
-                                     "ci_low", "ci_high", "n", "note"])
+                                     "ci_low", "ci_high", "n", "images", "note"])
     rng = np.random.default_rng(seed)
     for kind, of_kind in pairs.groupby("kind"):
         groups = [("all", of_kind), *of_kind.groupby("pair")]
@@ -186,13 +187,15 @@ def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                 binary = dimension == "fluency_error"
                 for name, compute in _statistics(a, b, binary, categories).items():
                     record = {"dimension": dimension, "pair": pair, "kind": kind,
-                              "statistic": name, "n": len(a), "value": None, "ci_low": None,
-                              "ci_high": None, "note": None}
+                              "statistic": name, "n": len(a), "images": len(unique_images),
+                              "value": None, "ci_low": None, "ci_high": None, "note": None}
                     try:
                         record["value"] = compute()
                     except UndefinedStatistic as exc:
                         record["note"] = f"undefined: {exc}"
-                    if record["value"] is not None and bootstrap:
+                    if record["value"] is not None and bootstrap and len(unique_images) < 2:
+                        record["note"] = "no CI: resampling needs at least 2 images"
+                    elif record["value"] is not None and bootstrap:
                         record["ci_low"], record["ci_high"] = _bootstrap_ci(
                             name, a, b, binary, categories, samples, ci)
                     records.append(record)
@@ -200,8 +203,8 @@ def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                         ).sort_index().items():
                     records.append({"dimension": dimension, "pair": pair, "kind": kind,
                                     "statistic": f"confusion:{x:g}->{y:g}", "n": len(a),
-                                    "value": float(count), "ci_low": None, "ci_high": None,
-                                    "note": None})
+                                    "images": len(unique_images), "value": float(count),
+                                    "ci_low": None, "ci_high": None, "note": None})
     return pd.DataFrame(records)
 
 

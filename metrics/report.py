@@ -125,6 +125,16 @@ def to_json(report: Report) -> str:
     }, indent=1)
 
 
+def _md(frame: pd.DataFrame, **options: object) -> str:
+    """A Markdown table whose cells cannot break it (a `|` inside a cell is escaped)."""
+    escaped = frame.copy()
+    for column in escaped.columns:
+        if escaped[column].dtype == object:
+            escaped[column] = escaped[column].map(
+                lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    return escaped.to_markdown(**options)
+
+
 def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     """(title, markdown table) sections shared by the Markdown and HTML reports."""
     pearson = report.correlations[report.correlations["method"] == "pearson"]
@@ -136,23 +146,23 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
                                      else f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"), axis=1)
     sections = [
         ("Systems (THUMB Table 2; Total CI over images)",
-         report.systems.to_markdown(index=False, floatfmt=".3f")),
+         _md(report.systems, index=False, floatfmt=".3f")),
         ("Strictly best / worst in both P and R (THUMB Table 3)",
-         report.strict.to_markdown(index=False)),
-        ("Instance-level Pearson r (THUMB Table 4)", table4.to_markdown(floatfmt=".3f")),
+         _md(report.strict, index=False)),
+        ("Instance-level Pearson r (THUMB Table 4)", _md(table4, floatfmt=".3f")),
         ("All correlations with bootstrap CIs (no CI for Kendall's tau)",
-         all_methods[["metric", "dimension", "subset", "method", "r [CI]", "n"]].to_markdown(
+         _md(all_methods[["metric", "dimension", "subset", "method", "r [CI]", "n"]],
              index=False)),
         ("BISON-style pairwise choices (pairs of one image's captions whose Totals differ)",
-         report.pairwise.to_markdown(index=False, floatfmt=".3f")),
+         _md(report.pairwise, index=False, floatfmt=".3f")),
     ]
     for name, table in report.bison.items():
-        sections.append((f"BISON: {name}", table.to_markdown(index=False, floatfmt=".3f")
+        sections.append((f"BISON: {name}", _md(table, index=False, floatfmt=".3f")
                          if len(table) else "none yet"))
     if not report.williams.empty:
         significant = report.williams[report.williams["p"] < 0.05]
         sections.append(("Williams test: metric correlates better than versus (p < 0.05)",
-                         significant.to_markdown(index=False, floatfmt=".3f")
+                         _md(significant, index=False, floatfmt=".3f")
                          if len(significant) else "none"))
     return sections
 

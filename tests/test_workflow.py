@@ -216,7 +216,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     records = json.loads(out.read_text(encoding="utf-8"))
     assert {r["kind"] for r in records} == {"blind", "stage1-vs-stage2"}
     assert set(records[0]) == {"dimension", "pair", "kind", "statistic", "value", "ci_low",
-                               "ci_high", "n", "note"}
+                               "ci_high", "n", "images", "note"}
     blind = [r for r in records if r["kind"] == "blind" and r["pair"] == "alice|bob"
              and r["dimension"] == "precision" and r["statistic"] == "kappa_quadratic"]
     assert blind and blind[0]["n"] == 12
@@ -224,3 +224,37 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     assert "disagreements unresolved" in status.output
     table = CliRunner().invoke(app, ["--db", db, "agreement", "--bootstrap", "20"])
     assert "SAW the first's scores" in table.output and "independent" in table.output
+
+
+async def test_review_edits_start_from_stage_one_and_accept_all_keeps_them(engine):
+    alice = AnnotationSession(engine, "alice")
+    for index in range(len(alice.images)):
+        for group in alice.open_image(index):
+            alice.set_values(group, {"precision": 4, "recall": 4, "fluency": 0.2,
+                                     "fluency_type": "punctuation", "conciseness": 0.5,
+                                     "conciseness_type": "redundant"},
+                             image_index=index, focus=0)
+    session = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    app = ThumbApp(screen=ReviewScreen(session, "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        groups = list(app.screen.groups)
+        await pilot.press("3", "3")  # caption 1: new P and R, penalties kept
+        await pilot.press("i")  # caption 2: only an inclusive penalty
+        await pilot.press("A")  # the rest: accepted; captions 1 and 2 keep their edits
+        await pilot.pause()
+    second = {r.caption_id: r for r in stage_rows(engine, 2)}
+    first_row = second[groups[0].caption_ids[0]]
+    assert (first_row.precision, first_row.recall, first_row.fluency,
+            first_row.conciseness) == (3, 3, 0.2, 0.5)
+    edited = second[groups[1].caption_ids[0]]
+    assert (edited.precision, edited.inclusive, edited.conciseness) == (4, 0.5, 0.5)
+    rest = [second[g.caption_ids[0]] for g in groups[2:]]
+    assert all((r.precision, r.recall, r.inclusive) == (4, 4, 0.0) for r in rest)
+
+
+async def test_empty_review_queue_says_so(engine):
+    app = ThumbApp(screen=ReviewScreen(AnnotationSession(engine, "bob", stage=Stage.SECOND),
+                                       "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "Nothing to review" in str(app.screen.query_one("#title", Static).content)

@@ -342,7 +342,7 @@ def _agreement_text(report: object, *, markdown: bool, ci: float, bootstrap: int
 
     def cell(row: pd.Series) -> str:
         if row["value"] is None or pd.isna(row["value"]):
-            return str(row["note"])
+            return str(row["note"]).removeprefix("undefined: ").split(":")[0] + " (undefined)"
         text = f"{row['value']:.3f}"
         if row["ci_low"] is not None and not pd.isna(row["ci_low"]):
             text += f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
@@ -355,8 +355,11 @@ def _agreement_text(report: object, *, markdown: bool, ci: float, bootstrap: int
         table = part.pivot_table(index=["pair", "statistic"], columns="dimension",
                                  values="shown", aggfunc="first")
         table["n"] = part.groupby(["pair", "statistic"])["n"].first()
-        lines.append(table.reset_index().to_markdown(index=False) if markdown
-                     else table.to_string())
+        table["images"] = part.groupby(["pair", "statistic"])["images"].first()
+        table = table.reset_index()
+        table["pair"] = table["pair"].str.replace("|", " & ", regex=False)
+        lines.append(table.to_markdown(index=False) if markdown
+                     else table.to_string(index=False))
         lines.append("")
     return "\n".join(lines)
 

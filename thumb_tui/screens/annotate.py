@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
 from storage.annotation import AnnotationSession, CaptionGroup, fluency_value
+from storage.models import Stage
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen
 from thumb_tui.screens.note import NoteScreen
@@ -26,6 +27,15 @@ FIELD_LABELS = {"precision": "P", "recall": "R", "fluency": "fluency",
                 "fluency_type": "fluency", "conciseness": "conciseness",
                 "conciseness_type": "conciseness", "inclusive": "inclusive language",
                 "inclusive_type": "inclusive language", "note": "note"}
+
+
+EMPTY_QUEUE = {
+    Stage.FIRST: "No image is open to you at stage 1: the project has none, or every one was "
+                 "started by someone else (import with `thumb import FILE`).",
+    Stage.SECOND: "Nothing to review: no image has a complete stage-1 rating by someone else "
+                  "that nobody else reviews.",
+    Stage.FINAL: "Nothing to resolve.",
+}
 
 
 def next_missing(group: CaptionGroup) -> str | None:
@@ -89,8 +99,7 @@ class AnnotateScreen(Screen[None]):
 
     def on_mount(self) -> None:
         if not self.session.images:
-            self.query_one("#title", Static).update("No images in this project: import some "
-                                                    "with `thumb import FILE`.")
+            self.query_one("#title", Static).update(EMPTY_QUEUE[self.session.stage])
             return
         self.load_image(self.image_index, self.focus_index)
 
@@ -322,6 +331,28 @@ class ReviewScreen(AnnotateScreen):
         *AnnotateScreen.BINDINGS[-2:],
     ]
 
+    def change(self, values: dict[str, object]) -> None:
+        """A first edit of a caption starts from the stage-1 values (penalties included),
+        so changing P does not silently drop the stage-1 penalties."""
+        group = self.group
+        if group is not None and group.reference is not None and group.values[
+                "precision"] is None and group.values["recall"] is None:
+            values = {**reviewed_values(group), **values}
+        super().change(values)
+
+    def action_score(self, value: int) -> None:
+        """Reviewing: P, then R of the same caption, then the next caption (stage-1 values
+        already fill both, so "what is missing" cannot drive the order here)."""
+        if self.group is None:
+            return
+        self.change({self.dimension: value})
+        if self.dimension == "precision":
+            self.dimension = "recall"
+        elif self.focus_index < len(self.groups) - 1:
+            self.focus_index += 1
+            self.dimension = "precision"
+        self.update_focus()
+
     def action_accept(self) -> None:
         group = self.group
         if group is None or group.reference is None:
@@ -333,7 +364,8 @@ class ReviewScreen(AnnotateScreen):
 
     def action_accept_all(self) -> None:
         for index, group in enumerate(self.groups):
-            if group.reference is not None and not group.complete:
+            untouched = group.values["precision"] is None and group.values["recall"] is None
+            if group.reference is not None and untouched:
                 self.focus_index = index
                 self.change(reviewed_values(group))
         self.update_focus()

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
+from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from rubrics import ErrorType, Rubric
@@ -43,7 +43,7 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fluency-dialog"):
-            yield Label(self.caption, id="fluency-caption", markup=False)
+            yield Static(self.caption, id="fluency-caption", markup=False)
             yield Label(f"Fluency errors now: {self.current}", id="fluency-current")
             yield Label("Add a fluency error (Enter), or clear them:", id="fluency-prompt")
             options = [
