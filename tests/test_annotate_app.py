@@ -221,7 +221,7 @@ async def test_empty_project_does_not_crash(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("o", "g", "]", "5", "u", "f")
         await pilot.pause()
-        assert "No images in this project" in str(app.screen.query_one("#title",
+        assert "No image is open to you" in str(app.screen.query_one("#title",
                                                                         Static).content)
 
 
