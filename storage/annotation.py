@@ -120,8 +120,11 @@ class AnnotationSession:
         self.rubric = rubric
         self._seed_source = seed_source or (lambda: secrets.randbits(31))
         self._clock = clock
+        register_annotator(engine, annotator, native_english)
         with engine.begin() as connection:
-            self.annotator_id = self._annotator_id(connection, native_english)
+            self.annotator_id = connection.execute(
+                select(Annotator.__table__.c.id).where(Annotator.__table__.c.name == annotator)
+            ).scalar_one()
             open_to_me = (eligible_images(connection, self.annotator_id, stage)
                           if stage in (Stage.FIRST, Stage.SECOND) else None)
             self.images = [
@@ -161,12 +164,6 @@ class AnnotationSession:
         self._opened: tuple[int, float] | None = None
 
     # -- set-up -----------------------------------------------------------------------------
-
-    def _annotator_id(self, connection: Connection, native_english: bool | None) -> int:
-        register_annotator(self.engine, self.annotator, native_english)
-        table = Annotator.__table__
-        return connection.execute(
-            select(table.c.id).where(table.c.name == self.annotator)).scalar_one()
 
     def _assignment(self, connection: Connection, image_id: int) -> dict[str, object]:
         table = Assignment.__table__
@@ -229,7 +226,7 @@ class AnnotationSession:
         reviewed = {}
         if self.stage == Stage.SECOND:
             with self.engine.connect() as connection:
-                reviewed = primary_first_ratings(connection)
+                reviewed = primary_first_ratings(connection, [row.id for row in rows])
         groups: dict[str, list] = {}
         for row in rows:
             groups.setdefault(row.text.strip(), []).append(row)

@@ -44,15 +44,20 @@ def _stage_raters(connection: Connection, stage: Stage) -> dict[int, set[int]]:
     return raters
 
 
-def primary_first_ratings(connection: Connection) -> dict[int, dict[str, object]]:
-    """caption id -> the first complete stage-1 rating (the one stage 2 reviews)."""
+def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None
+                          ) -> dict[int, dict[str, object]]:
+    """caption id -> the first complete stage-1 rating (the one stage 2 reviews), for all
+    captions or only `caption_ids`."""
     rating = Rating.__table__
-    rows = connection.execute(
+    query = (
         select(rating)
         .where(rating.c.stage == int(Stage.FIRST), rating.c.precision.is_not(None),
                rating.c.recall.is_not(None))
         .order_by(rating.c.id)
-    ).all()
+    )
+    if caption_ids is not None:
+        query = query.where(rating.c.caption_id.in_(caption_ids))
+    rows = connection.execute(query).all()
     first: dict[int, dict[str, object]] = {}
     for row in rows:
         first.setdefault(row.caption_id, dict(row._mapping))
