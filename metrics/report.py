@@ -19,6 +19,7 @@ from metrics.correlation import (
     system_table,
     williams_records,
 )
+from metrics.signature import signature_labels
 from storage.models import MetricScore
 from storage.queries import final_scores
 
@@ -45,12 +46,8 @@ def metric_columns(engine: Engine) -> tuple[pd.DataFrame, dict[str, str]]:
     with engine.connect() as connection:
         scores = pd.read_sql(select(table.c.caption_id, table.c.metric, table.c.signature,
                                     table.c.value), connection)
-    signatures: dict[str, str] = {}
-    labels: dict[str, str] = {}
-    for (metric, signature), _ in scores.groupby(["metric", "signature"], sort=True):
-        count = sum(1 for s in signatures.values() if s.split("|")[0] == metric)
-        label = metric if count == 0 else f"{metric}#{count + 1}"
-        signatures[label], labels[signature] = signature, label
+    labels = signature_labels(scores["signature"])
+    signatures = {label: signature for signature, label in labels.items()}
     scores["label"] = scores["signature"].map(labels)
     wide = scores.pivot_table(index="caption_id", columns="label", values="value")
     return wide, signatures
@@ -80,7 +77,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         "tool": f"thumb-tui {__version__}",
         "captions": len(data), "images": int(data["image_id"].nunique()),
         "systems": systems, "rubric": sorted(data["rubric"].unique()),
-        "annotators": sorted(data["annotator"].unique()),
+        "annotators_of_final_scores": sorted(data["annotator"].unique()),
         "final_scores": data["final_source"].value_counts().to_dict(),
         "bootstrap": bootstrap, "ci": ci, "seed": seed,
         "metrics_skipped": {m: "not computed for every caption" for m in missing},
@@ -125,51 +122,107 @@ def to_json(report: Report) -> str:
     }, indent=1)
 
 
-def _md(frame: pd.DataFrame, **options: object) -> str:
-    """A Markdown table whose cells cannot break it (a `|` inside a cell is escaped)."""
-    escaped = frame.copy()
-    for column in escaped.columns:
-        if escaped[column].dtype == object:
-            escaped[column] = escaped[column].map(
-                lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+def markdown_table(frame: pd.DataFrame, **options: object) -> str:
+    """A Markdown table whose cells cannot break it (a `|` inside any text cell is
+    escaped, whatever the column's dtype)."""
+    escaped = frame.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    escaped.columns = [str(c).replace("|", "\\|") for c in frame.columns]
     return escaped.to_markdown(**options)
+
+
+DIMENSION_SHORT = {"precision": "P", "recall": "R", "total": "Total"}
+
+
+def _with_ci(value: float, low: float, high: float) -> str:
+    return f"{value:.3f}" + ("" if pd.isna(low) else f" [{low:.2f}, {high:.2f}]")
+
+
+def _systems_tables(systems: pd.DataFrame, metrics: list[str]) -> tuple[str, str]:
+    """Table 2 as two narrow tables: the human means (Total with its CI) and the metric
+    means, one row per metric and one column per system."""
+    human = systems[["system", "n"]].copy()
+    for column, label, digits in (("precision", "P", 2), ("recall", "R", 2),
+                                  ("fluency", "Fl", 3), ("conciseness", "Con", 3),
+                                  ("inclusive", "Inc", 3)):
+        human[label] = systems[column].map(lambda v, d=digits: f"{v:.{d}f}")
+    human["Total [CI]"] = [f"{total:.2f}" + ("" if pd.isna(low) else
+                                             f" [{low:.2f}, {high:.2f}]")
+                           for total, low, high in systems[
+                               ["total", "total_ci_low", "total_ci_high"]].itertuples(
+                               index=False)]
+    means = systems.set_index("system")[metrics].T.rename_axis("metric mean")
+    return (markdown_table(human, index=False, disable_numparse=True,
+                           colalign=("left", *["right"] * 7)),
+            markdown_table(means, floatfmt=".3f") if metrics else "no metrics computed")
+
+
+def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    """BISON tables with each model named by a short label; signatures listed below."""
+    labels = signature_labels([s for table in bison.values() if "signature" in table
+                               for s in table["signature"]])
+    sections = []
+    for name, table in bison.items():
+        shown = table.copy()
+        if "signature" in shown:
+            shown.insert(0, "model", shown.pop("signature").map(labels))
+            shown = shown.drop(columns=["scorer"], errors="ignore")
+        text = markdown_table(shown, index=False, floatfmt=".3f") if len(shown) else "none yet"
+        if "signature" in table and len(table):
+            text += "\n\n" + "\n".join(f"- `{labels[s]}`: `{s}`"
+                                        for s in dict.fromkeys(table["signature"]))
+        sections.append((f"BISON: {name}", text))
+    return sections
 
 
 def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     """(title, markdown table) sections shared by the Markdown and HTML reports."""
-    pearson = report.correlations[report.correlations["method"] == "pearson"]
-    table4 = pearson.pivot_table(index="metric", columns=["subset", "dimension"], values="r")
-    table4.columns = [f"{subset} {dimension[0].upper()}" for subset, dimension in table4.columns]
-    all_methods = report.correlations.copy()
-    all_methods["r [CI]"] = all_methods.apply(
-        lambda r: f"{r['r']:.3f}" + ("" if pd.isna(r["ci_low"])
-                                     else f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"), axis=1)
+    correlations = report.correlations
+    pearson = correlations[correlations["method"] == "pearson"]
+    table4 = pearson.pivot_table(index=["metric", "subset"], columns="dimension", values="r",
+                                 sort=False)
+    table4 = table4.reindex(columns=["precision", "recall", "total"]).reset_index()
+    table4.columns = ["metric", "subset", "P", "R", "Total"]
+    all_methods = correlations.copy()
+    all_methods["dim"] = all_methods["dimension"].map(DIMENSION_SHORT)
+    all_methods["r [CI]"] = [_with_ci(*values) for values in all_methods[
+        ["r", "ci_low", "ci_high"]].itertuples(index=False)]
+    human, means = _systems_tables(report.systems, list(report.signatures))
     sections = [
-        ("Systems (THUMB Table 2; Total CI over images)",
-         _md(report.systems, index=False, floatfmt=".3f")),
+        ("Systems: human scores (THUMB Table 2; Total CI over images)", human),
+        ("Systems: metric means", means),
         ("Strictly best / worst in both P and R (THUMB Table 3)",
-         _md(report.strict, index=False)),
-        ("Instance-level Pearson r (THUMB Table 4)", _md(table4, floatfmt=".3f")),
+         markdown_table(report.strict, index=False)),
+        ("Instance-level Pearson r (THUMB Table 4)",
+         markdown_table(table4, index=False, floatfmt=".3f")),
         ("All correlations with bootstrap CIs (no CI for Kendall's tau)",
-         _md(all_methods[["metric", "dimension", "subset", "method", "r [CI]", "n"]],
-             index=False)),
-        ("BISON-style pairwise choices (pairs of one image's captions whose Totals differ)",
-         _md(report.pairwise, index=False, floatfmt=".3f")),
+         markdown_table(all_methods[["metric", "dim", "subset", "method", "r [CI]",
+                                     "n"]], index=False)),
+        ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
+         markdown_table(report.pairwise, index=False, floatfmt=".3f")),
+        *_bison_sections(report.bison),
     ]
-    for name, table in report.bison.items():
-        sections.append((f"BISON: {name}", _md(table, index=False, floatfmt=".3f")
-                         if len(table) else "none yet"))
     if not report.williams.empty:
-        significant = report.williams[report.williams["p"] < 0.05]
+        significant = report.williams[report.williams["p"] < 0.05].rename(
+            columns={"dimension": "dim", "r_metric": "r", "r_versus": "r vs"}).drop(
+            columns="n")  # each subset's n is in the correlations table
+        significant["dim"] = significant["dim"].map(DIMENSION_SHORT)
         sections.append(("Williams test: metric correlates better than versus (p < 0.05)",
-                         _md(significant, index=False, floatfmt=".3f")
+                         markdown_table(significant, index=False, floatfmt=".3f")
                          if len(significant) else "none"))
     return sections
 
 
+def _header_value(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {item}" for key, item in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
 def _header_lines(report: Report) -> list[str]:
-    header = report.header
-    lines = [f"- {key}: {value}" for key, value in header.items()]
+    lines = [f"- {key.replace('_', ' ')}: {_header_value(value)}"
+             for key, value in report.header.items()]
     lines += ["", "Signatures:", ""]
     lines += [f"- `{label}`: `{signature}`" for label, signature in report.signatures.items()]
     return lines
@@ -222,6 +275,7 @@ def draw_figures(report: Report, folder: Path) -> dict[str, Path]:
                   density=True, label=["machine", "Human"])
         axis.set_title(dimension.capitalize())
         axis.set_xlabel("score")
+        axis.set_ylabel("share of captions")
     axes[0].legend()
     figure.tight_layout()
     figures["Precision and recall: human vs machine captions"] = folder / "figure2.png"

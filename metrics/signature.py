@@ -39,3 +39,15 @@ def parse_signature(signature: str) -> dict[str, str]:
         key, _, value = field.partition(":")
         parsed[key] = value
     return parsed
+
+
+def signature_labels(signatures: Iterable[str]) -> dict[str, str]:
+    """Short unique labels for long signatures: the metric or scorer name, then `name#2`,
+    `name#3`… for further signatures of the same name (in sorted order)."""
+    labels: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for signature in sorted(set(signatures)):
+        name = signature.split("|", 1)[0]
+        counts[name] = counts.get(name, 0) + 1
+        labels[signature] = name if counts[name] == 1 else f"{name}#{counts[name]}"
+    return labels

@@ -124,3 +124,44 @@ def test_no_statistic_is_ever_nan(tmp_path):
     assert (undefined["note"].str.startswith("undefined: ")).all()
     binary = main[(main["dimension"] == "fluency_error") & (main["statistic"] == "within_1")]
     assert binary["note"].str.contains("yes/no").all()
+
+
+def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path):
+    from metrics.agreement import agreement_report
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+    from tests.app_helpers import sample_engine
+    from tests.test_workflow import rate_everything
+    from thumb_tui.text_output import agreement_text
+
+    engine = sample_engine(tmp_path)
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    lowered = 0
+    for index in range(len(bob.images)):
+        for group in bob.open_image(index):
+            values = {k: group.reference[k] for k in ("precision", "recall")}
+            if lowered < 3 and values["precision"] > 1:
+                values["precision"] -= 1
+                lowered += 1
+            bob.set_values(group, values, image_index=index, focus=0)
+    report = agreement_report(engine, bootstrap=10)
+    text = agreement_text(report, markdown=False, ci=0.9, bootstrap=10)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "alice & bob" in text and "all pairs" not in text  # one pair: no repeat
+    number = text.split("undefined (")[-1].split(")")[0]  # within-1 of fluency>0, last
+    assert f"({number}) within-1 is not meaningful for a yes/no dimension" in text
+    precision = report[(report["dimension"] == "precision")
+                       & report["statistic"].str.startswith("confusion:")
+                       & (report["pair"] == "all")]
+    off_diagonal = {s: v for s, v in zip(precision["statistic"], precision["value"],
+                                         strict=True)
+                    if s.split(":")[1].split("->")[0] != s.split("->")[1]}
+    assert sum(off_diagonal.values()) == lowered
+    matrix = text[text.index("rows: stage 1, columns: stage 2"):].splitlines()[2:8]
+    first, second = next(iter(off_diagonal)).removeprefix("confusion:").split("->")
+    header = matrix[0].split()[:6]
+    row = next(line.split() for line in matrix[1:] if line.split()[0] == first)
+    assert int(row[header.index(second)]) == off_diagonal[f"confusion:{first}->{second}"]
+    markdown = agreement_text(report, markdown=True, ci=0.9, bootstrap=10)
+    assert "### alice & bob" in markdown and "| kappa " in markdown

@@ -18,6 +18,7 @@ from tests.conftest import SAMPLE_CSV, database_dump
 from tests.tiny_clip import save_tiny_clip
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.bison import BisonScreen
+from thumb_tui.text_output import bison_text
 
 SAMPLE_BISON = SAMPLE_CSV.parent / "bison.jsonl"
 
@@ -177,8 +178,15 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
     for metric in ("bleu", "cider-d", "rouge-l"):
         signature, scored = baseline(engine, metric, seed=1)
         assert scored == 3 and "sampled:4" in signature
-    models = bison_report(engine, bootstrap=0)["models"]
+    tables = bison_report(engine, bootstrap=0)
+    models = tables["models"]
     assert (models["accuracy"] == 1.0).all() and len(models) == 3
+    text = bison_text(tables)
+    table_rows = text[:text.index("signatures:")].splitlines()
+    assert max(len(line) for line in table_rows) <= 80
+    for signature in models["signature"]:
+        assert text.count(signature) == 1  # listed once, under the tables
+        assert f"  {signature.split('|')[0]}: {signature}" in text
 
 
 def test_ten_thousand_items_embed_each_image_and_caption_once(tmp_path, tiny_clip):

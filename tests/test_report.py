@@ -21,7 +21,7 @@ from metrics.correlation import (
 )
 from metrics.engine import compute_metrics
 from metrics.registry import MetricOptions
-from metrics.report import build_report, write_report
+from metrics.report import build_report, markdown_table, write_report
 from storage import import_captions, import_thumb, open_database
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
 
@@ -117,6 +117,27 @@ def test_report_formats(sample_report_db, tmp_path, fmt):
             assert "data:image/png;base64," in text
         else:
             assert "(figure2.png)" in text and (tmp_path / "out" / "figure2.png").is_file()
+
+
+def test_markdown_report_reads_in_an_80_column_terminal(sample_report_db, tmp_path):
+    report = build_report(sample_report_db, bootstrap=20, seed=1)
+    text = write_report(report, tmp_path / "out", "md").read_text(encoding="utf-8")
+    wide = [line for line in text.splitlines() if line.startswith("|") and len(line) > 80]
+    assert wide == []
+    assert "- systems: Human, Show-Tell, Up-Down, VinVL-base" in text
+    assert "- final scores: stage 2: 60" in text and "- metrics skipped: none" in text
+    human = report.systems.set_index("system").loc["Human"]
+    row = next(line for line in text.splitlines() if line.startswith("| Human "))
+    assert row.endswith(f"{human['total']:.2f} [{human['total_ci_low']:.2f}, "
+                        f"{human['total_ci_high']:.2f}] |")
+
+
+def test_markdown_table_escapes_pipes_in_string_columns():
+    frame = pd.DataFrame({"model": ["a|b", "c"], "value": [1.0, 2.0]})
+    frame["model"] = frame["model"].astype("string")
+    rows = markdown_table(frame, index=False).splitlines()
+    assert [row.replace("\\|", "").count("|") for row in rows] == [3, 3, 3, 3]
+    assert "a\\|b" in rows[2]
 
 
 def test_unknown_excluded_system_is_an_error(sample_report_db):

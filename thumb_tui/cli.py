@@ -293,12 +293,6 @@ def annotate_command(
     ThumbApp(session, mode).run()
 
 
-KIND_LABELS = {
-    "blind": "blind double rating: two independent stage-1 ratings",
-    "stage1-vs-stage2": "stage 1 vs stage 2: the second annotator SAW the first's scores",
-}
-
-
 @app.command("agreement")
 def agreement_command(
     fmt: Annotated[str, typer.Option("--format", help="table, csv, json or md.")] = "table",
@@ -312,6 +306,7 @@ def agreement_command(
     quadratic), Krippendorff's alpha (ordinal, interval), exact and within-1 agreement,
     change rate, confusion matrices; per pair and overall, with bootstrap CIs."""
     from metrics.agreement import agreement_report
+    from thumb_tui.text_output import agreement_text
 
     if fmt not in ("table", "csv", "json", "md"):
         typer.echo("error: --format must be table, csv, json or md", err=True)
@@ -325,43 +320,12 @@ def agreement_command(
     elif fmt == "csv":
         text = report.to_csv(index=False)
     else:
-        text = _agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap)
+        text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap)
     if out is None:
         typer.echo(text)
     else:
         out.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {len(report)} records to {out}")
-
-
-def _agreement_text(report: object, *, markdown: bool, ci: float, bootstrap: int) -> str:
-    """Human-readable agreement: a table per kind of pair, undefined values explained."""
-    import pandas as pd
-
-    frame: pd.DataFrame = report  # type: ignore[assignment]
-    main = frame[~frame["statistic"].str.startswith("confusion:")].copy()
-
-    def cell(row: pd.Series) -> str:
-        if row["value"] is None or pd.isna(row["value"]):
-            return str(row["note"]).removeprefix("undefined: ").split(":")[0] + " (undefined)"
-        text = f"{row['value']:.3f}"
-        if row["ci_low"] is not None and not pd.isna(row["ci_low"]):
-            text += f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-        return text
-
-    main["shown"] = main.apply(cell, axis=1)
-    lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)", ""]
-    for kind, part in main.groupby("kind"):
-        lines += [("## " if markdown else "") + KIND_LABELS.get(str(kind), str(kind)), ""]
-        table = part.pivot_table(index=["pair", "statistic"], columns="dimension",
-                                 values="shown", aggfunc="first")
-        table["n"] = part.groupby(["pair", "statistic"])["n"].first()
-        table["images"] = part.groupby(["pair", "statistic"])["images"].first()
-        table = table.reset_index()
-        table["pair"] = table["pair"].str.replace("|", " & ", regex=False)
-        lines.append(table.to_markdown(index=False) if markdown
-                     else table.to_string(index=False))
-        lines.append("")
-    return "\n".join(lines)
 
 
 @app.command("report")
@@ -473,14 +437,14 @@ def bison_report_command(
     import json
 
     from metrics.bison import bison_report
+    from thumb_tui.text_output import bison_text
 
     tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if fmt == "json":
         typer.echo(json.dumps({k: json.loads(v.to_json(orient="records"))
                                for k, v in tables.items()}, indent=1))
         return
-    for name, table in tables.items():
-        typer.echo(f"\n{name}\n" + (table.to_string(index=False) if len(table) else "(none)"))
+    typer.echo(bison_text(tables))
 
 
 metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",

@@ -1,0 +1,171 @@
+"""Terminal renderings of the agreement and BISON tables: 80 columns wide, with long
+signatures and explanations moved under the tables instead of into every row."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from tabulate import tabulate
+
+from metrics.report import markdown_table
+from metrics.signature import signature_labels
+
+KIND_LABELS = {
+    "blind": "blind double rating: two independent stage-1 ratings",
+    "stage1-vs-stage2": "stage 1 vs stage 2: the second annotator SAW the first's scores",
+}
+DIMENSION_LABELS = {"precision": "P", "recall": "R", "fluency_error": "fluency>0",
+                    "total": "Total"}
+STATISTICS = ("kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "alpha_interval",
+              "exact", "within_1", "change_rate")
+CONFUSION_DIMENSIONS = ("precision", "recall", "fluency_error")
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _pair_label(pair: str) -> str:
+    return "all pairs" if pair == "all" else pair.replace("|", " & ")
+
+
+def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
+                   bootstrap: int) -> str:
+    """One block per kind of pair and per pair: statistics by dimension (CI under the
+    value in the terminal, beside it in Markdown), footnotes for undefined values, then
+    the confusion matrices of P, R and "fluency penalty > 0"."""
+    lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)", ""]
+    confusion = report["statistic"].str.startswith("confusion:")
+    for kind, of_kind in report[~confusion].groupby("kind", sort=False):
+        lines += [("## " if markdown else "") + KIND_LABELS.get(str(kind), str(kind)), ""]
+        pairs = of_kind.groupby("pair", sort=False)
+        for pair, part in pairs:
+            if pair == "all" and pairs.ngroups == 2:
+                continue  # one pair of annotators: "all pairs" would repeat it
+            first = part.iloc[0]
+            lines += [("### " if markdown else "") + f"{_pair_label(str(pair))}: "
+                      f"{first['n']} captions, {first['images']} images", ""]
+            lines += _statistics_table(part, markdown)
+            matrices = report[confusion & (report["kind"] == kind)
+                              & (report["pair"] == pair)]
+            lines += _confusion_lines(matrices, str(kind), str(pair), markdown)
+    return "\n".join(lines)
+
+
+def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
+    notes: list[str] = []
+    rows = []
+    for statistic in STATISTICS:
+        row: list[str] = [statistic]
+        for dimension in DIMENSION_LABELS:
+            match = part[(part["statistic"] == statistic) & (part["dimension"] == dimension)]
+            if match.empty:
+                row.append("")
+                continue
+            record = match.iloc[0]
+            if _missing(record["value"]):
+                note = str(record["note"]).removeprefix("undefined: ")
+                if note not in notes:
+                    notes.append(note)
+                row.append(f"undefined ({notes.index(note) + 1})")
+                continue
+            cell = f"{record['value']:.3f}"
+            if not _missing(record["ci_low"]):
+                bounds = f"[{record['ci_low']:.2f}, {record['ci_high']:.2f}]"
+                cell += (" " if markdown else "\n") + bounds
+            elif not _missing(record["note"]):
+                if record["note"] not in notes:
+                    notes.append(str(record["note"]))
+                cell += f" ({notes.index(str(record['note'])) + 1})"
+            row.append(cell)
+        rows.append(row)
+    headers = ["statistic", *DIMENSION_LABELS.values()]
+    table = (markdown_table(pd.DataFrame(rows, columns=headers), index=False) if markdown
+             else tabulate(rows, headers=headers, tablefmt="simple", stralign="left"))
+    lines = [table, ""]
+    lines += [f"({number}) {note}" for number, note in enumerate(notes, start=1)]
+    return lines + ([""] if notes else [])
+
+
+def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str,
+                     markdown: bool) -> list[str]:
+    """Counts of (first rating, second rating) as matrices, side by side in the terminal."""
+    if matrices.empty:
+        return []
+    if kind == "stage1-vs-stage2":
+        axes = "rows: stage 1, columns: stage 2"
+    elif pair == "all":
+        axes = "rows: first annotator by name, columns: second"
+    else:
+        first, second = pair.split("|", 1)
+        axes = f"rows: {first}, columns: {second}"
+    blocks = []
+    for dimension in CONFUSION_DIMENSIONS:
+        counts = matrices[matrices["dimension"] == dimension]
+        if counts.empty:
+            continue
+        cells = counts["statistic"].str.removeprefix("confusion:").str.split("->")
+        frame = pd.DataFrame({"a": [float(c[0]) for c in cells],
+                              "b": [float(c[1]) for c in cells],
+                              "count": counts["value"].to_numpy(int)})
+        values = ([0.0, 1.0] if dimension == "fluency_error"
+                  else [1.0, 2.0, 3.0, 4.0, 5.0])
+        matrix = (frame.pivot_table(index="a", columns="b", values="count", aggfunc="sum")
+                  .reindex(index=values, columns=values, fill_value=0).fillna(0).astype(int))
+        names = ["no", "yes"] if dimension == "fluency_error" else [f"{v:g}" for v in values]
+        rows = [[names[i], *matrix.iloc[i].tolist()] for i in range(len(values))]
+        label = DIMENSION_LABELS[dimension]
+        if markdown:
+            blocks.append(markdown_table(pd.DataFrame(rows, columns=[label, *names]),
+                                         index=False))
+        else:
+            blocks.append(_matrix_text(label, names, rows))
+    title = f"Confusion matrices ({axes}):"
+    if markdown:
+        return [title, "", *(line for block in blocks for line in (block, ""))]
+    return [title, "", *_side_by_side(blocks), ""]
+
+
+def _matrix_text(label: str, names: list[str], rows: list[list[object]]) -> str:
+    """A compact count matrix: row names under the label, four columns per count."""
+    width = max(len(label), *(len(name) for name in names))
+    lines = [label.ljust(width) + "".join(f"{name:>5}" for name in names)]
+    lines += [str(row[0]).ljust(width) + "".join(f"{count:>5}" for count in row[1:])
+              for row in rows]
+    return "\n".join(lines)
+
+
+def _side_by_side(blocks: list[str], gap: int = 4) -> list[str]:
+    split = [block.splitlines() for block in blocks]
+    widths = [max(len(line) for line in lines) for lines in split]
+    height = max(len(lines) for lines in split)
+    out = []
+    for row in range(height):
+        parts = [(lines[row] if row < len(lines) else "").ljust(width)
+                 for lines, width in zip(split, widths, strict=True)]
+        out.append((" " * gap).join(parts).rstrip())
+    return out
+
+
+def bison_text(tables: dict[str, pd.DataFrame]) -> str:
+    """The BISON tables, each model named by a short label whose signature is listed once
+    below."""
+    signatures = [s for table in tables.values() if "signature" in table
+                  for s in table["signature"]]
+    labels = signature_labels(signatures)
+    lines = []
+    for name, table in tables.items():
+        lines += ["", name]
+        if table.empty:
+            lines.append("(none)")
+            continue
+        shown = table.copy()
+        if "signature" in shown:
+            shown.insert(0, "model", shown.pop("signature").map(labels))
+            shown = shown.drop(columns=["scorer"], errors="ignore")
+        lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if labels:
+        lines += ["", "signatures:"]
+        lines += [f"  {label}: {signature}" for signature, label in labels.items()]
+    return "\n".join(lines)
