@@ -8,8 +8,9 @@ import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from sqlalchemy import Connection, Engine, Table, func, select, update
+from sqlalchemy import Connection, Engine, Table, select, update
 
 from storage.models import (
     Annotator,
@@ -134,9 +135,9 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
         raise ProtocolError("this image's stage-1 rating is not complete yet")
 
 
-def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> int:
+def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> list[str]:
     """Mark a seeded random `share` of the images for blind double stage-1 rating (images
-    already marked stay marked). Returns how many images are marked now."""
+    already marked stay marked). Returns the keys of all images marked now, sorted."""
     if not 0 <= share <= 1:
         raise ValueError("the share of double-rated images must be between 0 and 1")
     image = Image.__table__
@@ -146,13 +147,13 @@ def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> int
         if chosen:
             connection.execute(
                 update(image).where(image.c.id.in_(chosen)).values(double_rating=True))
-        marked = connection.execute(
-            select(func.count()).where(image.c.double_rating.is_(True))).scalar()
+        marked = sorted(connection.execute(
+            select(image.c.key).where(image.c.double_rating.is_(True))).scalars())
         connection.execute(Event.__table__.insert().values(
             at=utcnow(), actor=actor, action="assign", table_name="image",
             field_name="double_rating",
-            new_value=json.dumps({"share": share, "seed": seed, "marked": marked})))
-    return int(marked)
+            new_value=json.dumps({"share": share, "seed": seed, "marked": len(marked)})))
+    return marked
 
 
 @dataclass(frozen=True)
@@ -237,9 +238,18 @@ def _upsert_logged(connection: Connection, table: Table, caption_id: int, actor:
         new_value=json.dumps(values[logged]), change_id=uuid.uuid4().hex))
 
 
-def fluency_queue(engine: Engine) -> list[tuple[int, str, dict[str, object]]]:
-    """(caption id, text, stage-2 values) for captions whose stage-1 and stage-2 raters are
-    both not native English speakers and that no native speaker has checked yet."""
+class FluencyItem(NamedTuple):
+    """A caption waiting for the fluency round, with both stages' fluency values."""
+
+    caption_id: int
+    text: str
+    first: dict[str, object]
+    second: dict[str, object]
+
+
+def fluency_queue(engine: Engine) -> list[FluencyItem]:
+    """Captions whose stage-1 and stage-2 raters are both not native English speakers and
+    that no native speaker has checked yet."""
     rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
         native = {row.id: bool(row.native_english) for row in connection.execute(
@@ -258,7 +268,8 @@ def fluency_queue(engine: Engine) -> list[tuple[int, str, dict[str, object]]]:
             continue
         if native[first[row.caption_id]["annotator_id"]] or native[row.annotator_id]:
             continue
-        queue.append((row.caption_id, row.text, dict(row._mapping)))
+        queue.append(FluencyItem(row.caption_id, row.text, first[row.caption_id],
+                                 dict(row._mapping)))
     return queue
 
 

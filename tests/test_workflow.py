@@ -65,7 +65,8 @@ def test_stage_one_annotator_cannot_review_their_own_image(engine):
 
 
 def test_blind_pairs_cannot_see_each_other(engine):
-    assert assign_double(engine, 0.2, seed=3, actor="lead") == 3
+    marked = assign_double(engine, 0.2, seed=3, actor="lead")
+    assert len(marked) == 3
     alice = AnnotationSession(engine, "alice")
     rate_everything(alice, 1, note="alice was here")
     bob = AnnotationSession(engine, "bob")
@@ -73,6 +74,7 @@ def test_blind_pairs_cannot_see_each_other(engine):
         doubles = set(connection.execute(select(Image.__table__.c.id).where(
             Image.__table__.c.double_rating.is_(True))).scalars())
     assert {image.id for image in bob.images} == doubles  # only the double images are open
+    assert sorted(image.key for image in bob.images) == marked
     for index in range(len(bob.images)):
         for group in bob.open_image(index):
             assert group.reference is None
@@ -126,6 +128,11 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
     session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
     app = ThumbApp(screen=ResolveScreen(session, queue, "none"))
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a", "]")  # values taken, but moving on without reasons
+        message = str(app.screen.query_one("#message", Static).content)
+        assert "disagreement 1 has values but no reasons (r): still unresolved" in message
+        await pilot.press("[")  # back, from an untouched disagreement: nothing to warn of
+        assert str(app.screen.query_one("#message", Static).content) == ""
         await pilot.press("a")  # take the stage-1 values
         await pilot.press("r", "space", "enter")  # reason: first-right
         await pilot.pause()
@@ -150,12 +157,21 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     review_with_changes(engine)  # alice and bob: native_english unknown, so not native
     queue = fluency_queue(engine)
     assert len(queue) == 60
+    rating = Rating.__table__
+    with engine.begin() as connection:  # alice saw a spelling error that bob then removed
+        connection.execute(update(rating).where(
+            rating.c.id == queue[0].first["id"]).values(fluency=0.2, fluency_type="spelling"))
+    queue = fluency_queue(engine)
+    assert queue[0].first["fluency"] == pytest.approx(0.2) and not queue[0].second["fluency"]
     with pytest.raises(ProtocolError, match="only native English speakers"):
         record_fluency_check(engine, queue[0][0], "alice", 0.0, None)
     from rubrics import THUMB_1_0
 
     app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, queue))
     async with app.run_test(size=(80, 24)) as pilot:
+        shown = str(app.screen.query_one("#round-caption", Static).content)
+        assert "stage 1 fluency penalty: 0.2 (spelling)" in shown
+        assert "stage 2 fluency penalty: none" in shown
         await pilot.press("f", "enter")  # obvious spelling error: 0.1
         await pilot.press("]", "x")  # next caption is fluent
         await pilot.pause()

@@ -275,7 +275,13 @@ def assign_command(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"{marked} images now get two blind stage-1 ratings")
+    import textwrap
+
+    typer.echo(f"{len(marked)} image{'' if len(marked) == 1 else 's'} now get two blind "
+               f"stage-1 ratings" + (":" if marked else "."))
+    if marked:
+        typer.echo(textwrap.fill(", ".join(marked), width=78, initial_indent="  ",
+                                 subsequent_indent="  ", break_on_hyphens=False))
 
 
 @app.command("annotate")

@@ -13,9 +13,17 @@ from textual.widgets import Static
 
 from rubrics import Rubric
 from storage.annotation import fluency_value
-from storage.workflow import record_fluency_check
+from storage.workflow import FluencyItem, record_fluency_check
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.widgets.keybar import KeyBar
+
+
+def penalty_text(rated: dict[str, object]) -> str:
+    """`0.2 (spelling, grammar)`, or `none` for a rating without fluency errors."""
+    amount = float(rated.get("fluency") or 0.0)
+    if not amount:
+        return "none"
+    return f"{amount:g}" + (f" ({rated['fluency_type']})" if rated.get("fluency_type") else "")
 
 
 class FluencyRoundScreen(Screen[None]):
@@ -31,7 +39,7 @@ class FluencyRoundScreen(Screen[None]):
     ]
 
     def __init__(self, engine: Engine, checker: str, rubric: Rubric,
-                 queue: list[tuple[int, str, dict[str, object]]]) -> None:
+                 queue: list[FluencyItem]) -> None:
         super().__init__()
         self.engine, self.checker, self.rubric, self.queue = engine, checker, rubric, queue
         self.position = 0
@@ -52,20 +60,20 @@ class FluencyRoundScreen(Screen[None]):
         if not self.queue:
             title.update("No captions are waiting for the fluency round.")
             return
-        caption_id, text, rated = self.queue[self.position]
+        item = self.queue[self.position]
         title.update(Text.assemble(
             (f"Fluency round {self.position + 1}/{len(self.queue)}  ", "bold"),
             (f"{self.checker} (native speaker)", "dim")))
-        body = Text(text + "\n\n", style="bold")
-        body.append(f"raters' fluency penalty: {rated['fluency']:g}"
-                    + (f" ({rated['fluency_type']})" if rated["fluency_type"] else "") + "\n")
-        verdict = self.verdicts.get(caption_id)
+        body = Text(item.text + "\n\n", style="bold")
+        for label, rated in (("stage 1", item.first), ("stage 2", item.second)):
+            body.append(f"{label} fluency penalty: {penalty_text(rated)}\n")
+        verdict = self.verdicts.get(item.caption_id)
         body.append("your verdict: " + ("-" if verdict is None else
                     f"{verdict[0]:g}" + (f" ({verdict[1]})" if verdict[1] else " (fluent)")))
         self.query_one("#round-caption", Static).update(body)
 
     def save(self, fluency: float, types: str | None) -> None:
-        caption_id = self.queue[self.position][0]
+        caption_id = self.queue[self.position].caption_id
         record_fluency_check(self.engine, caption_id, self.checker, fluency, types)
         self.verdicts[caption_id] = (fluency, types)
         self.query_one("#round-message", Static).update("saved")
@@ -74,7 +82,7 @@ class FluencyRoundScreen(Screen[None]):
     def action_add_error(self) -> None:
         if not self.queue:
             return
-        caption_id, text, _ = self.queue[self.position]
+        caption_id, text = self.queue[self.position][:2]
         current = self.verdicts.get(caption_id, (0.0, None))
 
         def chosen(result: tuple[str, float] | None) -> None:

@@ -36,7 +36,7 @@ class ReasonScreen(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reasons-dialog"):
-            yield Label("Why are the final values right? (space toggles, Enter saves)")
+            yield Label("Why are the final values right? Space ticks (X), Enter saves")
             yield SelectionList[str](*[(label, code, code in self.chosen)
                                        for code, label in self.reasons], id="reasons")
         yield KeyBar([Binding("space", "", "toggle"), *self.BINDINGS])
@@ -179,9 +179,16 @@ class ResolveScreen(AnnotateScreen):
                              chosen)
 
     def action_step(self, step: int) -> None:
-        if self.queue:
-            self.position = (self.position + step) % len(self.queue)
-            self.show_item()
+        if not self.queue:
+            return
+        left = self.position + 1
+        values = self.groups[0].values
+        half_done = (values["precision"] is not None or values["recall"] is not None) and (
+            not self.reasons.get(self.item.caption_id))
+        self.position = (self.position + step) % len(self.queue)
+        self.show_item()
+        if half_done and len(self.queue) > 1:
+            self.say(f"disagreement {left} has values but no reasons (r): still unresolved")
 
     def action_quit_app(self) -> None:
         self.app.exit()
