@@ -165,6 +165,9 @@ def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
     """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n (captions),
     images, note}:
     per annotator pair and overall (`all`), bootstrap CIs resampling images."""
+    from metrics.correlation import check_ci
+
+    check_ci(ci)
     pairs = pair_table(engine)
     records: list[dict[str, object]] = []
     if pairs.empty:

@@ -14,7 +14,7 @@ import pandas as pd
 from sqlalchemy import Engine, select
 
 from metrics.base import CaptionItem
-from metrics.correlation import image_weights, percentile_ci
+from metrics.correlation import check_ci, image_weights, percentile_ci
 from metrics.signature import format_signature
 from rubrics import clean_caption
 from storage.models import (
@@ -159,6 +159,7 @@ def bison_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                  seed: int = 0) -> dict[str, pd.DataFrame]:
     """Tidy tables: human accuracy per annotator, accuracy of each model/baseline
     signature, and human-model agreement, with bootstrap CIs over items."""
+    check_ci(ci)
     item, answer, prediction, annotator = (BisonItem.__table__, BisonAnswer.__table__,
                                            BisonPrediction.__table__, Annotator.__table__)
     with engine.connect() as connection:

@@ -24,6 +24,13 @@ def image_weights(images: Sequence[object], bootstrap: int, seed: int) -> np.nda
     return counts[:, codes].astype(float)
 
 
+def check_ci(ci: float) -> None:
+    """Refuse a confidence level outside (0, 1) before any work is done."""
+    if not 0 < ci < 1:
+        raise ValueError(f"the confidence level must be between 0 and 1 (0.90 for 90%), "
+                         f"not {ci:g}")
+
+
 def percentile_ci(values: np.ndarray, ci: float) -> tuple[float, float]:
     finite = values[np.isfinite(values)]
     if not len(finite):

@@ -13,6 +13,7 @@ import pandas as pd
 from sqlalchemy import Engine, select
 
 from metrics.correlation import (
+    check_ci,
     correlation_records,
     pairwise_records,
     strict_best_worst,
@@ -57,6 +58,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
     from thumb_tui import __version__
 
+    check_ci(ci)
     human = final_scores(engine)
     if human.empty:
         raise ValueError("no final human scores yet: rate, review or import ratings first")

@@ -69,7 +69,8 @@ def eligible_images(connection: Connection, annotator_id: int, stage: Stage) -> 
     """Images this annotator may work on at `stage`.
 
     Stage 1: images they started, or that fewer other annotators started than the image
-    takes (one; two for blind double rating). Stage 2: images whose every caption has a
+    takes (one; two for blind double rating) and whose scores they have not seen (at stage
+    2 or in a resolution). Stage 2: images whose every caption has a
     complete stage-1 rating by someone else, that they did not rate at stage 1, and that no
     other reviewer started."""
     image, caption = Image.__table__, Caption.__table__
@@ -77,10 +78,13 @@ def eligible_images(connection: Connection, annotator_id: int, stage: Stage) -> 
                 for row in connection.execute(select(image.c.id, image.c.double_rating))}
     first = _stage_raters(connection, Stage.FIRST)
     if stage == Stage.FIRST:
+        seen = {image_id for at in (Stage.SECOND, Stage.FINAL)
+                for image_id, raters in _stage_raters(connection, at).items()
+                if annotator_id in raters}
         return {
             image_id for image_id, slots in capacity.items()
             if annotator_id in first.get(image_id, set())
-            or len(first.get(image_id, set())) < slots
+            or (len(first.get(image_id, set())) < slots and image_id not in seen)
         }
     if stage != Stage.SECOND:
         raise ValueError("eligibility is defined for stages 1 and 2")
@@ -120,6 +124,10 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
             select(image.c.double_rating).where(image.c.id == image_id)).scalar()
         if annotator_id not in first and len(first) >= (2 if double else 1):
             raise ProtocolError("another annotator already rates this image at stage 1")
+        if annotator_id not in first and annotator_id in raters(Stage.SECOND) | raters(
+                Stage.FINAL):
+            raise ProtocolError("you have seen this image's scores (stage 2 or resolution), "
+                                "so you cannot rate it blind at stage 1")
         return
     if annotator_id in first:
         raise ProtocolError("you rated this image at stage 1: another annotator must review it")
@@ -135,25 +143,46 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
         raise ProtocolError("this image's stage-1 rating is not complete yet")
 
 
-def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> list[str]:
-    """Mark a seeded random `share` of the images for blind double stage-1 rating (images
-    already marked stay marked). Returns the keys of all images marked now, sorted."""
+@dataclass(frozen=True)
+class DoubleAssignment:
+    """What `assign_double` did: keys of all marked images, of the newly marked ones, and
+    how many images could not be marked because someone has already seen their scores."""
+
+    marked: list[str]
+    added: list[str]
+    seen: int
+
+
+def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> DoubleAssignment:
+    """Mark images for blind double stage-1 rating until `share` of all images is marked,
+    choosing at random with `seed` among images whose scores nobody has seen yet (no
+    stage-2 or final rating). Marks are never removed: a second blind rating may exist."""
     if not 0 <= share <= 1:
         raise ValueError("the share of double-rated images must be between 0 and 1")
-    image = Image.__table__
+    image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
     with engine.begin() as connection:
-        ids = sorted(connection.execute(select(image.c.id)).scalars())
-        chosen = random.Random(seed).sample(ids, round(share * len(ids)))
+        rows = connection.execute(select(image.c.id, image.c.key, image.c.double_rating)
+                                  .order_by(image.c.id)).all()
+        seen = set(connection.execute(
+            select(caption.c.image_id).join(rating, rating.c.caption_id == caption.c.id)
+            .where(rating.c.stage >= int(Stage.SECOND)).distinct()).scalars())
+        already = [row for row in rows if row.double_rating]
+        candidates = [row for row in rows if not row.double_rating and row.id not in seen]
+        wanted = max(0, round(share * len(rows)) - len(already))
+        chosen = random.Random(seed).sample(candidates, min(wanted, len(candidates)))
         if chosen:
-            connection.execute(
-                update(image).where(image.c.id.in_(chosen)).values(double_rating=True))
-        marked = sorted(connection.execute(
-            select(image.c.key).where(image.c.double_rating.is_(True))).scalars())
+            connection.execute(update(image).where(image.c.id.in_([r.id for r in chosen]))
+                               .values(double_rating=True))
+        result = DoubleAssignment(
+            marked=sorted(row.key for row in [*already, *chosen]),
+            added=sorted(row.key for row in chosen),
+            seen=len([row for row in rows if not row.double_rating and row.id in seen]))
         connection.execute(Event.__table__.insert().values(
             at=utcnow(), actor=actor, action="assign", table_name="image",
             field_name="double_rating",
-            new_value=json.dumps({"share": share, "seed": seed, "marked": len(marked)})))
-    return marked
+            new_value=json.dumps({"share": share, "seed": seed, "added": result.added,
+                                  "marked": len(result.marked)})))
+    return result
 
 
 @dataclass(frozen=True)

@@ -190,3 +190,25 @@ def test_thumb_table_4_from_the_report(thumb_report):
         observed = [part[(subset, dimension)] for subset in ("all", "without:Human")
                     for dimension in ("precision", "recall", "total")]
         assert observed == pytest.approx(expected, abs=0.01), metric
+
+
+@pytest.mark.parametrize("command", [["agreement"], ["report"], ["bison", "report"]])
+@pytest.mark.parametrize("level", ["1.5", "90", "0"])
+def test_a_confidence_level_outside_0_1_is_refused(sample_report_db, command, level):
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    result = CliRunner().invoke(app, ["--db", str(sample_report_db.url.database), *command,
+                                      "--ci", level])
+    assert result.exit_code == 2
+    assert "Invalid value for '--ci'" in result.output and "between 0 and 1" in result.output
+
+
+def test_library_calls_refuse_a_bad_confidence_level(sample_report_db):
+    from metrics.agreement import agreement_report
+    from metrics.bison import bison_report
+
+    for call in (build_report, agreement_report, bison_report):
+        with pytest.raises(ValueError, match="must be between 0 and 1"):
+            call(sample_report_db, ci=90)

@@ -16,6 +16,7 @@ from storage.models import FluencyCheck, Image, Resolution, Stage
 from storage.workflow import (
     ProtocolError,
     assign_double,
+    check_may_rate,
     disagreements,
     fluency_queue,
     record_fluency_check,
@@ -65,7 +66,7 @@ def test_stage_one_annotator_cannot_review_their_own_image(engine):
 
 
 def test_blind_pairs_cannot_see_each_other(engine):
-    marked = assign_double(engine, 0.2, seed=3, actor="lead")
+    marked = assign_double(engine, 0.2, seed=3, actor="lead").marked
     assert len(marked) == 3
     alice = AnnotationSession(engine, "alice")
     rate_everything(alice, 1, note="alice was here")
@@ -82,6 +83,36 @@ def test_blind_pairs_cannot_see_each_other(engine):
     rate_everything(bob, 2)
     carol = AnnotationSession(engine, "carol")
     assert carol.images == []  # two blind ratings already: nobody else rates them
+
+
+def test_double_rating_never_goes_to_someone_who_saw_the_scores(engine):
+    first = assign_double(engine, 0.2, seed=3, actor="lead")
+    assert len(first.marked) == 3
+    assert assign_double(engine, 0.2, seed=9, actor="lead").added == []  # share reached
+    rate_everything(AnnotationSession(engine, "alice"), 1)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    reviewed = []
+    for index, image in enumerate(bob.images):
+        if image.key not in first.marked and len(reviewed) < 4:
+            for group in bob.open_image(index):
+                bob.set_values(group, dict(group.reference), image_index=index, focus=0)
+            reviewed.append(image.key)
+    later = assign_double(engine, 0.6, seed=3, actor="lead")  # 9 of 15 images
+    assert len(later.added) == 6 and set(later.added).isdisjoint(reviewed)
+    assert later.seen == 4 and set(first.marked) <= set(later.marked)
+    blind = AnnotationSession(engine, "bob")  # stage 1: the blind second ratings
+    assert sorted(image.key for image in blind.images) == later.marked
+    image = Image.__table__
+    with engine.begin() as connection:  # marked around the API: still refused
+        connection.execute(update(image).where(image.c.key == reviewed[0])
+                           .values(double_rating=True))
+        seen_id = connection.execute(select(image.c.id).where(
+            image.c.key == reviewed[0])).scalar()
+        bob_id = connection.execute(select(Annotator.__table__.c.id).where(
+            Annotator.__table__.c.name == "bob")).scalar()
+        with pytest.raises(ProtocolError, match="you have seen this image's scores"):
+            check_may_rate(connection, bob_id, Stage.FIRST, seen_id)
+    assert reviewed[0] not in {i.key for i in AnnotationSession(engine, "bob").images}
 
 
 async def test_review_screen_confirms_and_changes_stage_one_scores(engine):

@@ -46,6 +46,16 @@ ActorOption = Annotated[
 ]
 
 
+def _check_ci(value: float) -> float:
+    if not 0 < value < 1:
+        raise typer.BadParameter("must be between 0 and 1 (0.90 for 90%)")
+    return value
+
+
+CiOption = Annotated[float, typer.Option("--ci", callback=_check_ci,
+                                         help="Confidence level of the bootstrap CIs.")]
+
+
 def default_actor() -> str:
     try:
         return getpass.getuser()
@@ -270,18 +280,22 @@ def assign_command(
     from storage.workflow import assign_double
 
     try:
-        marked = assign_double(state.existing_engine, double, seed=seed,
+        result = assign_double(state.existing_engine, double, seed=seed,
                                actor=by or default_actor())
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     import textwrap
 
-    typer.echo(f"{len(marked)} image{'' if len(marked) == 1 else 's'} now get two blind "
-               f"stage-1 ratings" + (":" if marked else "."))
-    if marked:
-        typer.echo(textwrap.fill(", ".join(marked), width=78, initial_indent="  ",
+    typer.echo(f"{len(result.added)} image(s) newly marked; {len(result.marked)} image(s) "
+               "get two blind stage-1 ratings (marks are never removed)"
+               + (":" if result.marked else "."))
+    if result.marked:
+        typer.echo(textwrap.fill(", ".join(result.marked), width=78, initial_indent="  ",
                                  subsequent_indent="  ", break_on_hyphens=False))
+    if result.seen:
+        typer.echo(f"{result.seen} image(s) could not be chosen: someone has already seen "
+                   "their scores (stage 2 or resolution), so they cannot be rated blind")
 
 
 @app.command("annotate")
@@ -305,7 +319,7 @@ def agreement_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0,
                                            help="Bootstrap resamples of images.")] = 1000,
-    ci: Annotated[float, typer.Option("--ci", help="Confidence level.")] = 0.90,
+    ci: CiOption = 0.90,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Agreement on P, R, "fluency penalty > 0" and Total: Cohen's kappa (plain, linear,
@@ -345,7 +359,7 @@ def report_command(
                                               "system (repeatable; default: Human)."),
     ] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0)] = 1000,
-    ci: Annotated[float, typer.Option("--ci", help="Confidence level.")] = 0.90,
+    ci: CiOption = 0.90,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """The THUMB paper's analyses for this project: systems table, strictly best/worst,
@@ -436,7 +450,7 @@ def bison_evaluate_command(
 def bison_report_command(
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0)] = 1000,
-    ci: Annotated[float, typer.Option("--ci")] = 0.90,
+    ci: CiOption = 0.90,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Human accuracy, model and baseline accuracy, human-model agreement."""
