@@ -29,6 +29,23 @@ def test_bad_input_exits_2_with_file_and_line(tmp_path):
     assert result.exit_code == 2
     assert f"{bad}:2: image file not found: missing.png" in result.output
     assert "database is unchanged" in result.output
+    assert list(tmp_path.iterdir()) == [bad]  # no empty database left behind
+
+
+def test_empty_queues_say_why_and_open_no_screen(tmp_path):
+    db = str(tmp_path / "q.db")
+    assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    expected = {
+        ("review",): "Nothing to review",
+        ("resolve",): "Nothing to resolve",
+        ("bison", "annotate"): "No BISON items",
+    }
+    for command, message in expected.items():
+        result = runner.invoke(app, ["--db", db, *command, "--annotator", "zoe"])
+        assert result.exit_code == 0 and message in result.output, (command, result.output)
+    assert runner.invoke(app, ["--db", db, "annotator", "dan", "--native"]).exit_code == 0
+    result = runner.invoke(app, ["--db", db, "fluency-round", "--annotator", "dan"])
+    assert result.exit_code == 0 and "No captions are waiting" in result.output
 
 
 def test_unknown_export_format(tmp_path):

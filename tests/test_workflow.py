@@ -8,7 +8,7 @@ import random
 
 import pytest
 from sqlalchemy import select, update
-from textual.widgets import Static
+from textual.widgets import SelectionList, Static
 
 from storage import Annotator, Rating, final_scores
 from storage.annotation import AnnotationSession
@@ -165,7 +165,11 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
         await pilot.press("[")  # back, from an untouched disagreement: nothing to warn of
         assert str(app.screen.query_one("#message", Static).content) == ""
         await pilot.press("a")  # take the stage-1 values
-        await pilot.press("r", "space", "enter")  # reason: first-right
+        message = str(app.screen.query_one("#message", Static).content)
+        assert message == "saved; now r: the reasons, to resolve it"
+        await pilot.press("r")
+        assert app.screen.query_one(SelectionList).selected == ["first-right"]  # pre-ticked
+        await pilot.press("enter")
         await pilot.pause()
         compare = str(app.screen.query_one("#compare", Static).content)
         assert "reasons: first-right" in compare

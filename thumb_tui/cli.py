@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import getpass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -56,6 +58,13 @@ CiOption = Annotated[float, typer.Option("--ci", callback=_check_ci,
                                          help="Confidence level of the bootstrap CIs.")]
 
 
+def _stop_if_empty(queue: object, message: str) -> None:
+    """Say why there is nothing to do and end, instead of opening an empty screen."""
+    if not queue:
+        typer.echo(message)
+        raise typer.Exit(0)
+
+
 def default_actor() -> str:
     try:
         return getpass.getuser()
@@ -76,6 +85,23 @@ def main(
     state.db = db
 
 
+@contextmanager
+def _database_for_import() -> Iterator[Engine]:
+    """The database to import into, created if need be. A SQLite file that this import
+    created is removed again when the input is rejected: a failed import leaves nothing."""
+    path = None if "://" in state.db else Path(state.db).expanduser()
+    existed = path is None or path.exists()
+    engine = state.engine
+    try:
+        yield engine
+    except InputError:
+        if path is not None and not existed:
+            engine.dispose()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        raise
+
+
 def _fail_on_input_error(exc: InputError) -> None:
     typer.echo("error: input rejected; the database is unchanged.", err=True)
     typer.echo(str(exc), err=True)
@@ -89,7 +115,8 @@ def import_command(
 ) -> None:
     """Import captions, references and optional ratings (all or nothing)."""
     try:
-        summary = import_captions(state.engine, file, actor=by or default_actor())
+        with _database_for_import() as engine:
+            summary = import_captions(engine, file, actor=by or default_actor())
     except InputError as exc:
         _fail_on_input_error(exc)
     typer.echo(str(summary))
@@ -108,9 +135,9 @@ def import_thumb_command(
 ) -> None:
     """Import the public THUMB 1.0 release; its scores become annotator `thumb-1.0`, final."""
     try:
-        summary = storage.import_thumb(
-            state.engine, file, references, actor=by or default_actor(), images_dir=images
-        )
+        with _database_for_import() as engine:
+            summary = storage.import_thumb(engine, file, references,
+                                           actor=by or default_actor(), images_dir=images)
     except InputError as exc:
         _fail_on_input_error(exc)
     typer.echo(str(summary))
@@ -206,11 +233,12 @@ def review_command(
     from storage.annotation import AnnotationSession
     from storage.models import Stage
     from thumb_tui.app import ThumbApp
-    from thumb_tui.screens.annotate import ReviewScreen
+    from thumb_tui.screens.annotate import EMPTY_QUEUE, ReviewScreen
 
     mode = _image_mode(image_mode)
     session = AnnotationSession(state.existing_engine, _name(annotator), stage=Stage.SECOND,
                                 native_english=native)
+    _stop_if_empty(session.images, EMPTY_QUEUE[Stage.SECOND])
     ThumbApp(screen=ReviewScreen(session, mode)).run()
 
 
@@ -228,8 +256,11 @@ def resolve_command(
 
     mode = _image_mode(image_mode)
     engine = state.existing_engine
+    queue = disagreements(engine)
+    _stop_if_empty(queue, "Nothing to resolve: no caption's stage-1 and stage-2 values "
+                          "differ without a resolution.")
     session = AnnotationSession(engine, _name(annotator), stage=Stage.FINAL)
-    ThumbApp(screen=ResolveScreen(session, disagreements(engine), mode)).run()
+    ThumbApp(screen=ResolveScreen(session, queue, mode)).run()
 
 
 @app.command("fluency-round")
@@ -253,7 +284,9 @@ def fluency_round_command(
         typer.echo(f"error: {name!r} is not recorded as a native English speaker (set it with "
                    "`thumb annotate --annotator NAME --native`)", err=True)
         raise typer.Exit(2)
-    ThumbApp(screen=FluencyRoundScreen(engine, name, THUMB_1_0, fluency_queue(engine))).run()
+    queue = fluency_queue(engine)
+    _stop_if_empty(queue, "No captions are waiting for the fluency round.")
+    ThumbApp(screen=FluencyRoundScreen(engine, name, THUMB_1_0, queue)).run()
 
 
 @app.command("annotator")
@@ -306,10 +339,13 @@ def annotate_command(
 ) -> None:
     """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
     from storage.annotation import AnnotationSession
+    from storage.models import Stage
     from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.annotate import EMPTY_QUEUE
 
     mode = _image_mode(image_mode)
     session = AnnotationSession(state.existing_engine, _name(annotator), native_english=native)
+    _stop_if_empty(session.images, EMPTY_QUEUE[Stage.FIRST])
     ThumbApp(session, mode).run()
 
 
@@ -394,8 +430,9 @@ def bison_import_command(
     from storage.bison import import_bison
 
     try:
-        added = import_bison(state.existing_engine, file, actor=by or default_actor(),
-                             captions=captions, images_dir=images)
+        with _database_for_import() as engine:
+            added = import_bison(engine, file, actor=by or default_actor(),
+                                 captions=captions, images_dir=images)
     except InputError as exc:
         _fail_on_input_error(exc)
     typer.echo(f"{file}: {added} BISON item{'' if added == 1 else 's'} imported")
@@ -413,6 +450,8 @@ def bison_annotate_command(
 
     mode = _image_mode(image_mode)
     session = BisonSession(state.existing_engine, _name(annotator))
+    _stop_if_empty(session.item_ids, "No BISON items: import some with `thumb bison import "
+                                     "FILE`.")
     ThumbApp(screen=BisonScreen(session, mode)).run()
 
 

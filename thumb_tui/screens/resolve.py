@@ -71,6 +71,7 @@ class ResolveScreen(AnnotateScreen):
         self.queue = queue
         self.position = 0
         self.reasons: dict[int, list[str]] = {}
+        self.taken: dict[int, str] = {}  # the side taken, ticked first in the reasons
 
     def compose(self) -> ComposeResult:
         with Vertical(id="annotate"):
@@ -144,7 +145,8 @@ class ResolveScreen(AnnotateScreen):
         except (ValueError, PermissionError) as exc:
             self.say(f"not saved: {exc}")
             return
-        self.say("saved")
+        done = bool(self.reasons.get(self.item.caption_id))
+        self.say("saved" if done else "saved; now r: the reasons, to resolve it")
         self.redraw()
 
     def load_image(self, index: int, focus: int = 0) -> None:
@@ -153,6 +155,7 @@ class ResolveScreen(AnnotateScreen):
 
     def action_take(self, stage: int) -> None:
         source = self.item.first if stage == 1 else self.item.second
+        self.taken[self.item.caption_id] = "first-right" if stage == 1 else "second-right"
         self.change({key: source[key] for key in
                      ("precision", "recall", "fluency", "fluency_type", "conciseness",
                       "conciseness_type", "inclusive", "inclusive_type")})
@@ -175,8 +178,9 @@ class ResolveScreen(AnnotateScreen):
             self.say("reasons saved")
             self.redraw()
 
-        self.app.push_screen(ReasonScreen(codes, self.reasons.get(item.caption_id, [])),
-                             chosen)
+        ticked = self.reasons.get(item.caption_id) or [
+            code for code in [self.taken.get(item.caption_id)] if code in dict(codes)]
+        self.app.push_screen(ReasonScreen(codes, ticked), chosen)
 
     def action_step(self, step: int) -> None:
         if not self.queue:
