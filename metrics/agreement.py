@@ -193,14 +193,15 @@ def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                               "statistic": name, "n": len(a), "images": len(unique_images),
                               "value": None, "ci_low": None, "ci_high": None, "note": None}
                     try:
-                        record["value"] = compute()
+                        record["value"] = _tidy(compute())
                     except UndefinedStatistic as exc:
                         record["note"] = f"undefined: {exc}"
                     if record["value"] is not None and bootstrap and len(unique_images) < 2:
                         record["note"] = "no CI: resampling needs at least 2 images"
                     elif record["value"] is not None and bootstrap:
-                        record["ci_low"], record["ci_high"] = _bootstrap_ci(
-                            name, a, b, binary, categories, samples, ci)
+                        low, high = _bootstrap_ci(name, a, b, binary, categories, samples,
+                                                  ci)
+                        record["ci_low"], record["ci_high"] = _tidy(low), _tidy(high)
                     records.append(record)
                 for (x, y), count in pd.Series(list(zip(a, b, strict=True))).value_counts(
                         ).sort_index().items():
@@ -209,6 +210,11 @@ def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                                     "images": len(unique_images), "value": float(count),
                                     "ci_low": None, "ci_high": None, "note": None})
     return pd.DataFrame(records)
+
+
+def _tidy(value: float | None) -> float | None:
+    """Drop floating-point noise (1e-16 for an exact 0) from a reported value."""
+    return None if value is None else round(value, 12) + 0.0
 
 
 def _bootstrap_ci(name: str, a: np.ndarray, b: np.ndarray, binary: bool,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 def resolve_device(device: str = "auto") -> str:
     import torch
@@ -31,8 +33,10 @@ def model_label(name_or_path: str) -> str:
 
 
 def load_error(kind: str, name: str, exc: Exception) -> RuntimeError:
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     return RuntimeError(
         f"cannot load the {kind} model {name!r} ({type(exc).__name__}: {exc}). Without "
         "internet access, download it elsewhere (e.g. save_pretrained) and pass its local "
-        "folder instead of the name; set HF_HUB_OFFLINE=1 to stop network attempts."
+        "folder instead of the name"
+        + ("." if offline else "; set HF_HUB_OFFLINE=1 to stop network attempts.")
     )

@@ -75,35 +75,56 @@ def _coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
 
 def read_coco_bison(path: Path, captions: Path, images_dir: Path | None, problems: Problems
                     ) -> tuple[list[ItemRow], dict[str, list[str]]]:
+    """Items of a COCO-BISON file; every problem of an item is reported, at the line where
+    the item starts."""
     texts, references = _coco_captions(captions)
     rows = []
     for line, item in _json_array_items(path, read_text(path), "data"):
-        try:
-            if not isinstance(item, dict):
-                raise ValueError("expected an object")
-            candidates = item["image_candidates"]
-            if not isinstance(candidates, list) or len(candidates) != 2:
-                raise ValueError("image_candidates must list exactly two images")
-            images = []
-            for candidate in candidates:
-                key, name = str(candidate["image_id"]), str(candidate["image_filename"])
-                image_path = name
-                if images_dir is not None:
-                    image_path = str((images_dir / name).resolve())
-                    if not Path(image_path).is_file():
-                        raise ValueError(f"image file not found: {name}")
-                images.append((key, image_path))
-            caption_key = str(item["caption_id"])
-            if caption_key not in texts:
-                raise ValueError(f"caption_id {caption_key} is not in {captions.name}")
-            true_key = str(item["true_image_id"])
+        if not isinstance(item, dict):
+            problems.add(line, "expected an object")
+            continue
+        found: list[str] = []
+        missing = [k for k in ("bison_id", "caption_id", "image_candidates", "true_image_id")
+                   if k not in item]
+        found += [f"missing key {key!r}" for key in missing]
+        images = _coco_candidates(item.get("image_candidates"), images_dir, found)
+        caption_key = str(item.get("caption_id"))
+        if "caption_id" in item and caption_key not in texts:
+            found.append(f"caption_id {caption_key} is not in {captions.name}")
+        true_key = str(item.get("true_image_id"))
+        if images and "true_image_id" in item and true_key not in (images[0][0],
+                                                                   images[1][0]):
+            found.append("true_image_id is not one of the candidates")
+        for problem in found:
+            problems.add(line, problem)
+        if not found and images:
             rows.append(ItemRow(line, str(item["bison_id"]), texts[caption_key], caption_key,
                                 (images[0], images[1]), true_key))
-        except KeyError as exc:
-            problems.add(line, f"missing key {exc.args[0]!r}")
-        except ValueError as exc:
-            problems.add(line, str(exc))
     return rows, references
+
+
+def _coco_candidates(candidates: object, images_dir: Path | None, found: list[str]
+                     ) -> list[tuple[str, str]]:
+    """(image key, path) of an item's two candidates; problems go into `found`."""
+    if candidates is None:
+        return []
+    if not isinstance(candidates, list) or len(candidates) != 2:
+        found.append("image_candidates must list exactly two images")
+        return []
+    images = []
+    for candidate in candidates:
+        if not isinstance(candidate, dict) or not {"image_id", "image_filename"} <= set(
+                candidate):
+            found.append("each image candidate needs image_id and image_filename")
+            return []
+        key, name = str(candidate["image_id"]), str(candidate["image_filename"])
+        image_path = name
+        if images_dir is not None:
+            image_path = str((images_dir / name).resolve())
+            if not Path(image_path).is_file():
+                found.append(f"image file not found: {name}")
+        images.append((key, image_path))
+    return images
 
 
 def read_own_bison(path: Path, problems: Problems) -> list[ItemRow]:

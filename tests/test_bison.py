@@ -105,8 +105,10 @@ def test_coco_bison_format(tmp_path):
 
 def test_coco_bison_errors_name_the_line_of_the_item(tmp_path):
     engine = open_database(tmp_path / "c.db")
+    both_wrong = coco_item(4, caption=98)
+    both_wrong["true_image_id"] = 3
     annotations, captions, images = coco_files(
-        tmp_path, [coco_item(1), coco_item(2, caption=99), coco_item(1)])
+        tmp_path, [coco_item(1), coco_item(2, caption=99), coco_item(1), both_wrong])
     before = database_dump(engine)
     with pytest.raises(InputError) as caught:
         import_bison(engine, annotations, actor="t", captions=captions, images_dir=images)
@@ -114,6 +116,8 @@ def test_coco_bison_errors_name_the_line_of_the_item(tmp_path):
     # with indent=2 each item spans 15 lines: the items start at lines 3, 18 and 33
     assert f"{annotations}:18: caption_id 99 is not in captions.json" in message
     assert f"{annotations}:33: duplicate bison_id '1' (also line 3)" in message
+    assert f"{annotations}:48: caption_id 98 is not in captions.json" in message
+    assert f"{annotations}:48: true_image_id is not one of the candidates" in message
     assert database_dump(engine) == before
     with pytest.raises(InputError, match="needs --captions"):
         import_bison(engine, annotations, actor="t")

@@ -67,12 +67,15 @@ def test_bertscore_needs_a_layer_for_other_models(minilm):
         BertScore(minilm)
 
 
-def test_unloadable_model_names_the_model_and_the_offline_way(sample):
+def test_unloadable_model_names_the_model_and_the_offline_way(sample, monkeypatch):
     from metrics.clip import embedder
 
     with pytest.raises(RuntimeError, match=r"cannot load the CLIP model '/no/such/clip'.*"
-                                           "local folder.*HF_HUB_OFFLINE"):
-        embedder("/no/such/clip", "cpu", 8)
+                                           r"local folder instead of the name\.$"):
+        embedder("/no/such/clip", "cpu", 8)  # the tests run with HF_HUB_OFFLINE=1
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    with pytest.raises(RuntimeError, match="set HF_HUB_OFFLINE=1 to stop network attempts"):
+        embedder("/no/such/clip/either", "cpu", 8)
 
 
 def direct_clip_scores(model_path: str, items) -> tuple[np.ndarray, np.ndarray]:

@@ -208,8 +208,15 @@ async def test_fluency_round_sets_the_final_fluency(engine):
         assert "stage 1 fluency penalty: 0.2 (spelling)" in shown
         assert "stage 2 fluency penalty: none" in shown
         await pilot.press("f", "enter")  # obvious spelling error: 0.1
+        message = str(app.screen.query_one("#round-message", Static).content)
+        assert message == "saved; 59 to check (] next)"
         await pilot.press("]", "x")  # next caption is fluent
         await pilot.pause()
+    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, queue[2:4]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("x", "x")
+        message = str(app.screen.query_one("#round-message", Static).content)
+        assert message == "saved; all 2 captions checked: q quits"
     with engine.connect() as connection:
         checks = {r.caption_id: r for r in connection.execute(
             select(FluencyCheck.__table__))}
@@ -220,7 +227,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     row = scores.loc[queue[0][0]]
     assert row["fluency"] == pytest.approx(0.1) and row["final_source"].endswith("fluency round")
     assert row["total"] == pytest.approx((row["precision"] + row["recall"]) / 2 - 0.1)
-    assert len(fluency_queue(engine)) == 58
+    assert len(fluency_queue(engine)) == 56
 
 
 def test_native_speakers_skip_the_fluency_round(engine):

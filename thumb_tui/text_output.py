@@ -35,7 +35,8 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
     """One block per kind of pair and per pair: statistics by dimension (CI under the
     value in the terminal, beside it in Markdown), footnotes for undefined values, then
     the confusion matrices of P, R and "fluency penalty > 0"."""
-    lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)", ""]
+    lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)"
+             if bootstrap else "Agreement (no CIs: --bootstrap 0)", ""]
     confusion = report["statistic"].str.startswith("confusion:")
     for kind, of_kind in report[~confusion].groupby("kind", sort=False):
         lines += [("## " if markdown else "") + KIND_LABELS.get(str(kind), str(kind)), ""]

@@ -9,7 +9,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
 from storage.annotation import AnnotationSession, CaptionGroup, fluency_value
@@ -19,7 +18,7 @@ from thumb_tui.screens.help import HelpScreen
 from thumb_tui.screens.note import NoteScreen
 from thumb_tui.widgets.caption_card import CaptionCard
 from thumb_tui.widgets.image_view import ImageView
-from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
 DIMENSIONS = ("precision", "recall")
@@ -51,7 +50,7 @@ def _score_bindings() -> list[Binding]:
     ]
 
 
-class AnnotateScreen(Screen[None]):
+class AnnotateScreen(KeyBarScreen):
     CSS_PATH = "annotate.tcss"
     BINDINGS = [
         *_score_bindings(),
@@ -298,11 +297,11 @@ class AnnotateScreen(Screen[None]):
             return
         image = self.session.images[self.image_index]
         if not image.path or not Path(image.path).is_file():
-            self.say("image file not found")
+            self.say(f"image file not found: {image.path or image.key}")
         elif webbrowser.open(Path(image.path).resolve().as_uri()):
             self.say(f"opened {Path(image.path).name} in the system viewer")
         else:
-            self.say("no system viewer found to open the image")
+            self.say(f"no system viewer found; the image is {image.path}")
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.session.rubric, self.BINDINGS))

@@ -9,17 +9,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from storage.bison import BisonSession, BisonView
 from thumb_tui.widgets.image_view import ImageView
-from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 CHOICES = {"left": "left", "right": "right", "both": "both", "neither": "neither"}
 
 
-class BisonScreen(Screen[None]):
+class BisonScreen(KeyBarScreen):
     CSS_PATH = "bison.tcss"
     BINDINGS = [
         Binding("l,left", "choose('left')", "left image", key_display="l ←", id="bison-left"),

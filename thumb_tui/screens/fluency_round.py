@@ -8,14 +8,13 @@ from sqlalchemy import Engine
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Static
 
 from rubrics import Rubric
 from storage.annotation import fluency_value
 from storage.workflow import FluencyItem, record_fluency_check
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
-from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 
 def penalty_text(rated: dict[str, object]) -> str:
@@ -26,7 +25,7 @@ def penalty_text(rated: dict[str, object]) -> str:
     return f"{amount:g}" + (f" ({rated['fluency_type']})" if rated.get("fluency_type") else "")
 
 
-class FluencyRoundScreen(Screen[None]):
+class FluencyRoundScreen(KeyBarScreen):
     CSS_PATH = "fluency_round.tcss"
     BINDINGS = [
         Binding("f", "add_error", "add fluency error", id="round-add"),
@@ -35,6 +34,7 @@ class FluencyRoundScreen(Screen[None]):
                 id="round-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
                 id="round-previous"),
+        Binding("question_mark", "help", "help", key_display="?", id="round-help"),
         Binding("q", "quit_app", "quit", id="round-quit"),
     ]
 
@@ -76,7 +76,10 @@ class FluencyRoundScreen(Screen[None]):
         caption_id = self.queue[self.position].caption_id
         record_fluency_check(self.engine, caption_id, self.checker, fluency, types)
         self.verdicts[caption_id] = (fluency, types)
-        self.query_one("#round-message", Static).update("saved")
+        left = len(self.queue) - len(self.verdicts)
+        self.query_one("#round-message", Static).update(
+            "saved" + (f"; {left} to check (] next)" if left else
+                       f"; all {len(self.queue)} captions checked: q quits"))
         self.redraw()
 
     def action_add_error(self) -> None:
@@ -107,6 +110,11 @@ class FluencyRoundScreen(Screen[None]):
         if self.queue:
             self.position = (self.position + step) % len(self.queue)
             self.redraw()
+
+    def action_help(self) -> None:
+        from thumb_tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.rubric, self.BINDINGS))
 
     def action_quit_app(self) -> None:
         self.app.exit()

@@ -57,7 +57,10 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
             yield Markdown(help_markdown(self.rubric, self.keys))
-        yield KeyBar([Binding("up,down", "", "scroll", key_display="↑↓"), *self.BINDINGS])
+        yield KeyBar([Binding("up,down", "", "scroll", key_display="↑↓"),
+                      Binding("pageup,pagedown", "", "page", key_display="PgUp PgDn"),
+                      Binding("home,end", "", "top/end", key_display="Home End"),
+                      *self.BINDINGS])
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

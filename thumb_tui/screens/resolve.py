@@ -114,12 +114,12 @@ class ResolveScreen(AnnotateScreen):
         text = Text(group.text + "\n\n", style="bold")
         text.append(f"stage 1  {score_line(item.first)}\n")
         text.append(f"stage 2  {score_line(item.second)}\n")
-        text.append("final    ")
+        text.append("final   ")  # each value below is padded by one space
         for key, label in (("precision", "P"), ("recall", "R")):
             value = group.values[key]
             style = "bold reverse" if self.dimension == key else "bold"
             text.append(f" {label} {'-' if value is None else value} ", style=style)
-        text.append("  " + score_line(group.values).split("  ", 2)[2])
+        text.append(" " + score_line(group.values).split("  ", 2)[2])
         total = group.total(self.session.rubric)
         text.append(f"  = {total:.1f}" if total is not None else "  = -", style="bold")
         chosen = self.reasons.get(item.caption_id, [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 from textual.events import Resize
+from textual.screen import Screen
 from textual.widgets import Static
 
 
@@ -49,3 +50,14 @@ class KeyBar(Static):
             text.append(description)
             used += length
         self.update(text)
+
+
+class KeyBarScreen(Screen[None]):
+    """A work screen whose KeyBar hides while a dialog covers it, so the footer lists only
+    the keys that act (the dialog's own)."""
+
+    def on_screen_suspend(self) -> None:
+        self.query(KeyBar).set(display=False)
+
+    def on_screen_resume(self) -> None:
+        self.query(KeyBar).set(display=True)

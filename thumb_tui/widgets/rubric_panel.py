@@ -12,7 +12,8 @@ from rubrics import Rubric
 
 def rubric_summary(rubric: Rubric) -> Text:
     text = Text()
-    text.append(f"{rubric.title}\n", style="bold")
+    text.append(f"{rubric.title}", style="bold")
+    text.append(" (? full rubric)\n", style="dim")
     for dimension in rubric.dimensions:
         text.append(f"{dimension.short} {dimension.min}-{dimension.max}: ", style="bold")
         text.append(f"{dimension.question}\n")
