@@ -7,34 +7,51 @@ import os
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, and_, func, select
 
-from storage.models import Annotator, Assignment, Caption, Image, Stage
+from storage.models import (
+    Annotator,
+    Assignment,
+    Caption,
+    FluencyCheck,
+    Image,
+    Rating,
+    Resolution,
+    Stage,
+)
 from storage.queries import ratings_frame, references_by_image
 
 TABULAR_FORMATS = ("csv", "jsonl", "parquet")
 RATING_COLUMNS = [
     "annotator", "stage", "precision", "recall", "fluency", "fluency_type", "conciseness",
     "conciseness_type", "inclusive", "inclusive_type", "note", "seconds", "total", "rubric",
-    "created_at", "updated_at",
+    "created_at", "updated_at", "native_english", "resolution_reasons", "resolution_note",
 ]
 
 
 def export_frame(engine: Engine, out: Path) -> pd.DataFrame:
     """One row per rating (a caption without ratings gets one row with empty rating fields),
     in the import schema; image paths are written relative to the output file's folder."""
-    caption, image = Caption.__table__, Image.__table__
+    caption, image, check = Caption.__table__, Image.__table__, FluencyCheck.__table__
+    checker = Annotator.__table__.alias("checker")
     query = (
         select(
             caption.c.id.label("caption_pk"), image.c.path.label("image"),
             image.c.key.label("image_id"), caption.c.system, caption.c.text.label("caption"),
-            caption.c.external_id.label("caption_id"),
+            caption.c.external_id.label("caption_id"), image.c.double_rating,
+            check.c.fluency.label("fluency_round"),
+            check.c.fluency_type.label("fluency_round_type"),
+            checker.c.name.label("fluency_round_by"),
         )
         .join(image, caption.c.image_id == image.c.id)
+        .outerjoin(check, check.c.caption_id == caption.c.id)
+        .outerjoin(checker, check.c.checker_id == checker.c.id)
         .order_by(caption.c.id)
     )
     with engine.connect() as connection:
         captions = pd.read_sql(query, connection)
+        workflow = pd.read_sql(_workflow_query(), connection)
+    captions["double_rating"] = captions["double_rating"].astype(bool)
     base = out.resolve().parent
 
     def relative(path: object) -> object:
@@ -46,18 +63,47 @@ def export_frame(engine: Engine, out: Path) -> pd.DataFrame:
     references = references_by_image(engine)
     captions["references"] = captions["image_id"].map(lambda key: references.get(key, []))
     ratings = ratings_frame(engine).rename(columns={"caption_id": "caption_pk"})
+    ratings = ratings.dropna(subset=["precision", "recall"])  # see in_progress_ratings
     ratings["stage"] = ratings["stage"].map(lambda s: Stage(s).label)
     for column in ("created_at", "updated_at"):
         ratings[column] = pd.to_datetime(ratings[column], utc=True).map(
             lambda t: t.isoformat() if pd.notna(t) else None
         )
     ratings = ratings.merge(image_seconds(engine), on=["image_id", "annotator", "stage"],
-                            how="left")
+                            how="left").merge(workflow, on="rating_id", how="left")
     frame = captions.merge(
         ratings[["caption_pk", *RATING_COLUMNS, "image_seconds"]], on="caption_pk",
         how="left", sort=False,
     )
+    frame["native_english"] = pd.Series(
+        [None if pd.isna(v) else bool(v) for v in frame["native_english"]], dtype=object,
+        index=frame.index)
     return frame.drop(columns="caption_pk")
+
+
+def _workflow_query() -> Select:
+    """Per rating: the annotator's native-speaker flag and, on a resolver's final-stage
+    rating, the resolution's reasons and note."""
+    rating, annotator, resolution = Rating.__table__, Annotator.__table__, Resolution.__table__
+    return (
+        select(rating.c.id.label("rating_id"), annotator.c.native_english,
+               resolution.c.reasons.label("resolution_reasons"),
+               resolution.c.note.label("resolution_note"))
+        .join(annotator, rating.c.annotator_id == annotator.c.id)
+        .outerjoin(resolution, and_(resolution.c.caption_id == rating.c.caption_id,
+                                    resolution.c.resolver_id == rating.c.annotator_id,
+                                    rating.c.stage == int(Stage.FINAL)))
+    )
+
+
+def in_progress_ratings(engine: Engine) -> int:
+    """Ratings whose P or R is not set yet. Exports leave them out: an import requires both,
+    so that a file with a forgotten score is refused rather than read as work in progress."""
+    rating = Rating.__table__
+    with engine.connect() as connection:
+        return int(connection.execute(
+            select(func.count()).where(rating.c.precision.is_(None) | rating.c.recall.is_(None))
+        ).scalar())
 
 
 def image_seconds(engine: Engine) -> pd.DataFrame:

@@ -7,14 +7,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, select, update
 
 from rubrics import THUMB_1_0, Rubric
 from storage.errors import Problems
-from storage.models import Annotator, Caption, Event, Image, ImageReference, Rating, utcnow
+from storage.models import (
+    Annotator,
+    Caption,
+    Event,
+    FluencyCheck,
+    Image,
+    ImageReference,
+    Rating,
+    Resolution,
+    utcnow,
+)
 from storage.records import read_records
 from storage.rows import (
     CaptionRow,
+    FluencyRoundRow,
     RatingRow,
     RowError,
     caption_row,
@@ -33,11 +44,18 @@ class ImportSummary:
     references: int = 0
     annotators: int = 0
     ratings: int = 0
+    resolutions: int = 0
+    fluency_checks: int = 0
+    double_images: int = 0
 
     def __str__(self) -> str:
         counts = [(self.images, "image"), (self.captions, "caption"),
                   (self.references, "reference"), (self.annotators, "annotator"),
                   (self.ratings, "rating")]
+        counts += [(n, word) for n, word in ((self.resolutions, "resolution"),
+                                             (self.fluency_checks, "fluency-round verdict"),
+                                             (self.double_images, "double-rating mark"))
+                   if n]
         listed = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts)
         return f"{self.file}: {listed} imported"
 
@@ -52,6 +70,10 @@ class ImportPlan:
     captions: dict[CaptionKey, CaptionRow] = field(default_factory=dict)
     annotators: set[str] = field(default_factory=set)
     ratings: list[tuple[CaptionKey, RatingRow]] = field(default_factory=list)
+    double_images: set[str] = field(default_factory=set)
+    native: dict[str, bool] = field(default_factory=dict)
+    resolutions: dict[CaptionKey, RatingRow] = field(default_factory=dict)
+    fluency_checks: dict[CaptionKey, FluencyRoundRow] = field(default_factory=dict)
 
 
 class _Existing:
@@ -59,10 +81,13 @@ class _Existing:
 
     def __init__(self, connection: Connection) -> None:
         image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
-        self.images = {
-            row.key: (row.id, row.path)
-            for row in connection.execute(select(image.c.id, image.c.key, image.c.path))
-        }
+        self.images: dict[str, tuple[int, str | None]] = {}
+        self.double: set[str] = set()
+        for row in connection.execute(
+                select(image.c.id, image.c.key, image.c.path, image.c.double_rating)):
+            self.images[row.key] = (row.id, row.path)
+            if row.double_rating:
+                self.double.add(row.key)
         key_of = {image_id: key for key, (image_id, _) in self.images.items()}
         self.captions: dict[CaptionKey, tuple[int, str, str | None]] = {}
         self.caption_ids: dict[str, CaptionKey] = {}
@@ -80,9 +105,12 @@ class _Existing:
         ):
             self.references.setdefault(key_of[row.image_id], []).append(row.text)
         annotator, rating = Annotator.__table__, Rating.__table__
-        self.annotators = {
-            row.name: row.id for row in connection.execute(select(annotator.c.id, annotator.c.name))
-        }
+        self.annotators: dict[str, int] = {}
+        self.native: dict[str, bool | None] = {}
+        for row in connection.execute(
+                select(annotator.c.id, annotator.c.name, annotator.c.native_english)):
+            self.annotators[row.name] = row.id
+            self.native[row.name] = row.native_english
         caption_key = {cid: key for key, (cid, _, _) in self.captions.items()}
         name_of = {aid: name for name, aid in self.annotators.items()}
         self.ratings = {
@@ -91,6 +119,10 @@ class _Existing:
                 select(rating.c.caption_id, rating.c.annotator_id, rating.c.stage)
             )
         }
+        self.resolved = {caption_key[c] for c in connection.execute(
+            select(Resolution.__table__.c.caption_id)).scalars()}
+        self.fluency_checked = {caption_key[c] for c in connection.execute(
+            select(FluencyCheck.__table__.c.caption_id)).scalars()}
 
 
 def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -> ImportPlan:
@@ -100,6 +132,7 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -
     caption_line: dict[CaptionKey, CaptionRow] = {}
     caption_id_line: dict[str, CaptionRow] = {}
     rating_line: dict[tuple[CaptionKey, str, int], int] = {}
+    workflow = _WorkflowState(existing, problems)
     for row in rows:
         line, key = row.line, (row.image_key, row.system)
         where = f"image {row.image_key!r}, system {row.system!r}"
@@ -177,7 +210,75 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -
                 plan.ratings.append((key, row.rating))
                 if row.rating.annotator not in existing.annotators:
                     plan.annotators.add(row.rating.annotator)
+        workflow.add(row, key, plan)
+    workflow.check_checkers(plan)
     return plan
+
+
+class _WorkflowState:
+    """Checks the workflow columns of an import (double-rating marks, native-speaker
+    flags, resolutions, fluency-round verdicts) against each other and the database."""
+
+    def __init__(self, existing: _Existing, problems: Problems) -> None:
+        self.existing, self.problems = existing, problems
+        self.double_line: dict[str, tuple[int, bool]] = {}
+        self.native_line: dict[str, tuple[int, bool]] = {}
+        self.resolution_line: dict[CaptionKey, int] = {}
+        self.fluency_line: dict[CaptionKey, tuple[int, FluencyRoundRow]] = {}
+
+    def add(self, row: CaptionRow, key: CaptionKey, plan: ImportPlan) -> None:
+        line, add = row.line, self.problems.add
+        if row.double_rating is not None:
+            first = self.double_line.setdefault(row.image_key, (line, row.double_rating))
+            if first[1] != row.double_rating:
+                add(line, f"double_rating of image {row.image_key!r} differs from line "
+                          f"{first[0]}")
+            elif row.double_rating and row.image_key not in self.existing.double:
+                plan.double_images.add(row.image_key)
+        rating = row.rating
+        if rating is not None and rating.native_english is not None:
+            name, value = rating.annotator, rating.native_english
+            first = self.native_line.setdefault(name, (line, value))
+            recorded = self.existing.native.get(name)
+            if first[1] != value:
+                add(line, f"native_english of {name!r} differs from line {first[0]}")
+            elif recorded is not None and recorded != value:
+                add(line, f"the database records {name!r} as "
+                          f"{'a' if recorded else 'not a'} native English speaker")
+            else:
+                plan.native[name] = value
+        if rating is not None and rating.resolution_reasons:
+            if key in self.existing.resolved:
+                add(line, "this caption already has a resolution in the database")
+            elif key in self.resolution_line:
+                add(line, f"a second resolution of this caption (also line "
+                          f"{self.resolution_line[key]})")
+            else:
+                self.resolution_line[key] = line
+                plan.resolutions[key] = rating
+        verdict = row.fluency_round
+        if verdict is not None:
+            if key in self.fluency_line:
+                if self.fluency_line[key][1] != verdict:
+                    add(line, f"fluency_round differs from line {self.fluency_line[key][0]}")
+            elif key in self.existing.fluency_checked:
+                add(line, "this caption already has a fluency-round verdict in the database")
+            else:
+                self.fluency_line[key] = (line, verdict)
+                plan.fluency_checks[key] = verdict
+                if verdict.checker not in self.existing.annotators:
+                    plan.annotators.add(verdict.checker)
+
+    def check_checkers(self, plan: ImportPlan) -> None:
+        """Only native speakers do the fluency round; an unknown checker is recorded as one."""
+        for line, verdict in self.fluency_line.values():
+            name = verdict.checker
+            native = plan.native.get(name, self.existing.native.get(name))
+            if native is False:
+                self.problems.add(line, f"fluency_round_by {name!r} is not a native English "
+                                        "speaker")
+            elif native is None:
+                plan.native[name] = True
 
 
 def _rating_values(rating: RatingRow) -> dict[str, object]:
@@ -240,11 +341,29 @@ def apply_plan(
             rating.insert(),
             [
                 {"caption_id": caption_ids[key], "annotator_id": annotator_ids[r.annotator],
-                 "rubric": rubric.signature, "created_at": now, "updated_at": now,
+                 "rubric": rubric.signature, "created_at": r.created_at or now,
+                 "updated_at": r.updated_at or r.created_at or now,
                  **_rating_values(r)}
                 for key, r in plan.ratings
             ],
         )
+    for name, native in plan.native.items():
+        connection.execute(update(annotator).where(annotator.c.name == name)
+                           .values(native_english=native))
+    if plan.double_images:
+        connection.execute(update(image).where(image.c.key.in_(sorted(plan.double_images)))
+                           .values(double_rating=True))
+    if plan.resolutions:
+        connection.execute(Resolution.__table__.insert(), [
+            {"caption_id": caption_ids[key], "resolver_id": annotator_ids[r.annotator],
+             "reasons": ",".join(r.resolution_reasons), "note": r.resolution_note,
+             "created_at": now}
+            for key, r in plan.resolutions.items()])
+    if plan.fluency_checks:
+        connection.execute(FluencyCheck.__table__.insert(), [
+            {"caption_id": caption_ids[key], "checker_id": annotator_ids[v.checker],
+             "fluency": v.fluency, "fluency_type": v.fluency_type, "created_at": now}
+            for key, v in plan.fluency_checks.items()])
     summary = ImportSummary(
         file=source,
         images=len(plan.images),
@@ -252,6 +371,9 @@ def apply_plan(
         references=len(reference_rows),
         annotators=len(plan.annotators),
         ratings=len(plan.ratings),
+        resolutions=len(plan.resolutions),
+        fluency_checks=len(plan.fluency_checks),
+        double_images=len(plan.double_images),
     )
     connection.execute(
         event.insert().values(

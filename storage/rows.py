@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,9 +28,24 @@ RATING_COLUMNS = {
     "inclusive_type",
     "note",
     "seconds",
+    "created_at",
+    "updated_at",
 }
+# Workflow state our own export writes so that a project survives export and import:
+# the image's blind double-rating mark, the annotator's native-speaker flag, a resolver's
+# reasons (on final-stage rows) and a native speaker's fluency-round verdict on the caption.
+WORKFLOW_COLUMNS = {
+    "double_rating",
+    "native_english",
+    "resolution_reasons",
+    "resolution_note",
+    "fluency_round",
+    "fluency_round_type",
+    "fluency_round_by",
+}
+RATING_ONLY_COLUMNS = {"native_english", "resolution_reasons", "resolution_note"}
 # Columns our own export writes that carry no input: accepted and ignored on import.
-DERIVED_COLUMNS = {"total", "rubric", "created_at", "updated_at", "image_seconds"}
+DERIVED_COLUMNS = {"total", "rubric", "image_seconds"}
 ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
 REFERENCE_COLUMN = re.compile(r"^reference_(\d+)$")
 T = TypeVar("T")
@@ -49,6 +65,20 @@ class RatingRow:
     inclusive_type: str | None
     note: str
     seconds: float
+    native_english: bool | None = None
+    resolution_reasons: tuple[str, ...] = ()
+    resolution_note: str = ""
+    created_at: datetime | None = None  # kept from our own exports: when it was rated
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class FluencyRoundRow:
+    """A native speaker's fluency verdict on a caption (fluency 0 means fluent)."""
+
+    checker: str
+    fluency: float
+    fluency_type: str | None
 
 
 @dataclass(frozen=True)
@@ -61,6 +91,8 @@ class CaptionRow:
     caption_id: str | None
     references: tuple[str, ...] | None
     rating: RatingRow | None
+    double_rating: bool | None = None
+    fluency_round: FluencyRoundRow | None = None
 
 
 class RowError(ValueError):
@@ -90,6 +122,19 @@ def _number(record: Record, name: str) -> float | None:
     if not math.isfinite(number):
         raise RowError(f"{name} must be a finite number, not {value!r}")
     return number
+
+
+def flag(record: Record, name: str) -> bool | None:
+    """true/false, yes/no or 1/0 (any case), a JSON boolean, or empty for unknown."""
+    value = record.get(name)
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0"):
+        return False
+    raise RowError(f"{name} must be true or false, not {value!r}")
 
 
 def score(record: Record, name: str, rubric: Rubric) -> int:
@@ -165,7 +210,8 @@ def references(record: Record) -> tuple[str, ...] | None:
 
 def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     annotator = _text(record, "annotator")
-    present = [c for c in RATING_COLUMNS - {"annotator"} if record.get(c) is not None]
+    present = [c for c in (RATING_COLUMNS | RATING_ONLY_COLUMNS) - {"annotator"}
+               if record.get(c) is not None]
     if annotator is None:
         if present:
             raise RowError(f"rating columns ({', '.join(sorted(present))}) need an annotator")
@@ -187,6 +233,10 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     fluency = check(penalty, record, "fluency", rubric)
     conciseness = check(penalty, record, "conciseness", rubric)
     inclusive = check(penalty, record, "inclusive", rubric)
+    native_english = check(flag, record, "native_english")
+    created_at = check(timestamp, record, "created_at")
+    updated_at = check(timestamp, record, "updated_at")
+    reasons = check(resolution_reasons, record, stage, rubric)
     if problems:
         raise RowError("; ".join(problems))
     return RatingRow(
@@ -202,7 +252,60 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
         inclusive_type=inclusive[1],
         note=_text(record, "note") or "",
         seconds=seconds,
+        native_english=native_english,
+        resolution_reasons=reasons,
+        resolution_note=_text(record, "resolution_note") or "",
+        created_at=created_at,
+        updated_at=updated_at,
     )
+
+
+def timestamp(record: Record, name: str) -> datetime | None:
+    """An ISO 8601 time; one without a time zone is taken as UTC."""
+    text = _text(record, name)
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise RowError(f"{name} must be an ISO 8601 time, not {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def resolution_reasons(record: Record, stage: Stage | None, rubric: Rubric
+                       ) -> tuple[str, ...]:
+    """A resolver's reason codes (comma-separated), allowed on final-stage rows only."""
+    text = _text(record, "resolution_reasons")
+    if text is None:
+        if _text(record, "resolution_note") is not None:
+            raise RowError("resolution_note needs resolution_reasons")
+        return ()
+    if stage is not None and stage != Stage.FINAL:
+        raise RowError("resolution_reasons belong on a rating at stage final")
+    codes = tuple(code.strip() for code in text.split(",") if code.strip())
+    known = {reason.code for reason in rubric.resolution_reasons}
+    unknown = [code for code in codes if code not in known]
+    if unknown or not codes:
+        raise RowError(f"unknown resolution reason(s) {', '.join(unknown) or text}; "
+                       f"expected {', '.join(sorted(known))}")
+    return codes
+
+
+def fluency_round(record: Record, rubric: Rubric) -> FluencyRoundRow | None:
+    """The caption's fluency-round verdict: who checked it, and the penalty they set."""
+    checker = _text(record, "fluency_round_by")
+    given = [c for c in ("fluency_round", "fluency_round_type") if record.get(c) is not None]
+    if checker is None:
+        if given:
+            raise RowError(f"{', '.join(given)} need fluency_round_by (the native speaker)")
+        return None
+    try:
+        amount, types = penalty({"fluency": record.get("fluency_round"),
+                                 "fluency_type": record.get("fluency_round_type")},
+                                "fluency", rubric)
+    except RowError as exc:
+        raise RowError(f"fluency_round: {exc}") from None
+    return FluencyRoundRow(checker, amount, types)
 
 
 def _stage(record: Record) -> Stage:
@@ -224,7 +327,7 @@ def _seconds(record: Record) -> float:
 def check_columns(columns: set[str]) -> list[str]:
     """Problems with a file's column set: unknown names and missing required ones."""
     problems = []
-    known = CAPTION_COLUMNS | RATING_COLUMNS | DERIVED_COLUMNS
+    known = CAPTION_COLUMNS | RATING_COLUMNS | WORKFLOW_COLUMNS | DERIVED_COLUMNS
     unknown = sorted(c for c in columns if c not in known and not REFERENCE_COLUMN.match(c))
     if unknown:
         problems.append(f"unknown column(s): {', '.join(unknown)}")
@@ -258,6 +361,18 @@ def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric) -> Ca
         raise RowError("system is missing")
     if caption is None:
         raise RowError("caption is missing")
+    problems = []
+    parts: dict[str, object] = {}
+    for name, parse in (("references", lambda: references(record)),
+                        ("rating", lambda: rating(record, rubric)),
+                        ("double_rating", lambda: flag(record, "double_rating")),
+                        ("fluency_round", lambda: fluency_round(record, rubric))):
+        try:
+            parts[name] = parse()
+        except RowError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise RowError("; ".join(problems))
     return CaptionRow(
         line=line,
         image_key=image_key,
@@ -265,6 +380,5 @@ def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric) -> Ca
         system=system,
         caption=caption,
         caption_id=_text(record, "caption_id"),
-        references=references(record),
-        rating=rating(record, rubric),
+        **parts,  # type: ignore[arg-type]
     )

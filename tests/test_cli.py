@@ -48,6 +48,17 @@ def test_empty_queues_say_why_and_open_no_screen(tmp_path):
     assert result.exit_code == 0 and "No captions are waiting" in result.output
 
 
+def test_references_out_only_with_the_release_format(tmp_path):
+    db = str(tmp_path / "r.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    result = runner.invoke(app, ["--db", db, "export", "--format", "csv", "--out",
+                                 str(tmp_path / "x.csv"), "--references-out",
+                                 str(tmp_path / "refs.jsonl")])
+    assert result.exit_code == 2 and "--references-out is for --format thumb-jsonl" in (
+        result.output)
+    assert not (tmp_path / "x.csv").exists()
+
+
 def test_unknown_export_format(tmp_path):
     result = runner.invoke(
         app, ["--db", str(tmp_path / "x.db"), "export", "--format", "xlsx", "--out", "x"]

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from storage import (
+    Annotator,
     Caption,
     Event,
     InputError,
@@ -18,6 +19,7 @@ from storage import (
     open_database,
     project_status,
 )
+from storage.models import FluencyCheck, Resolution
 from tests.conftest import SAMPLE_CSV, database_dump
 
 HEADER = ["image", "system", "caption", "reference_1", "reference_2"]
@@ -131,6 +133,81 @@ def test_export_then_import_gives_the_same_project(project, tmp_path):
     assert len(pd.read_parquet(parquet)) == 4
 
 
+def test_export_then_import_keeps_the_workflow_state(tmp_path):
+    """Double-rating marks, native-speaker flags, resolutions with reasons and fluency-round
+    verdicts survive CSV, JSONL and Parquet; a rating in progress is left out and said so."""
+    from storage.annotation import AnnotationSession, register_annotator
+    from storage.exporter import in_progress_ratings
+    from storage.models import Stage
+    from storage.workflow import (
+        assign_double,
+        disagreements,
+        fluency_queue,
+        record_fluency_check,
+        record_resolution,
+    )
+    from tests.app_helpers import sample_engine
+    from tests.test_workflow import rate_everything
+
+    engine = sample_engine(tmp_path)
+    assign_double(engine, 0.2, seed=1, actor="lead")
+    rate_everything(AnnotationSession(engine, "alice", native_english=False), 1)
+    rate_everything(AnnotationSession(engine, "bob", native_english=False), 2)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    for index in range(len(bob.images)):
+        for number, group in enumerate(bob.open_image(index)):
+            values = dict(group.reference)
+            values["recall"] = max(1, values["recall"] - 1) if number == 0 else values["recall"]
+            bob.set_values(group, values, image_index=index, focus=0)
+    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    codes = [reason.code for reason in carol.rubric.resolution_reasons]
+    for item in disagreements(engine)[:3]:
+        group = carol.group_for_caption(item.caption_id)
+        carol.set_values(group, {"precision": 3, "recall": 3},
+                         image_index=carol.image_index_of_caption(item.caption_id), focus=0)
+        record_resolution(engine, item.caption_id, "carol", ["both-wrong", "rubric-rule"],
+                          "counted twice", codes)
+    register_annotator(engine, "dave", True)
+    waiting = fluency_queue(engine)
+    record_fluency_check(engine, waiting[0].caption_id, "dave", 0.2, "punctuation")
+    record_fluency_check(engine, waiting[1].caption_id, "dave", 0.0, None)
+    unfinished = disagreements(engine)[0]  # carol starts one more but sets only P
+    carol.set_values(carol.group_for_caption(unfinished.caption_id), {"precision": 2},
+                     image_index=carol.image_index_of_caption(unfinished.caption_id), focus=0)
+    assert in_progress_ratings(engine) == 1
+
+    def state(db) -> dict[str, object]:
+        status = project_status(db)
+        with db.connect() as connection:
+            def rows(query):
+                return sorted(tuple(r) for r in connection.execute(query))
+            return {
+                "final": final_scores(db).drop(columns=["rating_id", "caption_id"])
+                .to_dict("records"),
+                "status": {k: status[k] for k in ("double_images", "unresolved",
+                                                  "fluency_pending")},
+                "native": rows(select(Annotator.__table__.c.name,
+                                      Annotator.__table__.c.native_english)),
+                "resolutions": rows(select(Resolution.__table__.c.reasons,
+                                           Resolution.__table__.c.note)),
+                "checks": rows(select(FluencyCheck.__table__.c.fluency,
+                                      FluencyCheck.__table__.c.fluency_type)),
+            }
+
+    before = state(engine)
+    assert before["status"]["double_images"] == 3 and len(before["resolutions"]) == 3
+    for fmt in ("csv", "jsonl", "parquet"):
+        out = tmp_path / f"project.{fmt}"
+        export_ratings(engine, out, fmt)
+        again = open_database(tmp_path / f"again-{fmt}.db")
+        summary = import_captions(again, out, actor="t")
+        assert (summary.resolutions, summary.fluency_checks, summary.double_images) == (3, 2, 3)
+        after = state(again)
+        # carol's unfinished rating is not exported; every other fact of the project is,
+        # the times of the ratings included
+        assert after == before, fmt
+
+
 # Each bad input: the file contents, the line the error must name, and words of the message.
 BAD_INPUTS = {
     "malformed csv": (
@@ -179,6 +256,42 @@ BAD_INPUTS = {
         "differ from line 2"),
     "already in the database": (
         "image,system,caption\nimg/b.png,Human,Two red cars.\n", 2, "already in the database"),
+    "bad double_rating": (
+        "image,system,caption,double_rating\nimg/c.png,H,A dog.,maybe\n", 2,
+        "double_rating must be true or false"),
+    "conflicting double_rating": (
+        "image,system,caption,double_rating\nimg/c.png,H,A dog.,true\nimg/c.png,S,A cat.,false\n",
+        3, "double_rating of image 'img/c.png' differs from line 2"),
+    "conflicting native_english": (
+        "image,system,caption,annotator,stage,precision,recall,native_english\n"
+        "img/c.png,H,A dog.,ann,1,5,4,yes\nimg/c.png,S,A cat.,ann,1,5,4,no\n", 3,
+        "native_english of 'ann' differs from line 2"),
+    "resolution reasons at stage 1": (
+        "image,system,caption,annotator,stage,precision,recall,resolution_reasons\n"
+        "img/c.png,H,A dog.,ann,1,5,4,first-right\n", 2,
+        "resolution_reasons belong on a rating at stage final"),
+    "unknown resolution reason": (
+        "image,system,caption,annotator,stage,precision,recall,resolution_reasons\n"
+        "img/c.png,H,A dog.,ann,final,5,4,gut-feeling\n", 2,
+        "unknown resolution reason(s) gut-feeling"),
+    "resolution note alone": (
+        "image,system,caption,annotator,stage,precision,recall,resolution_note\n"
+        "img/c.png,H,A dog.,ann,final,5,4,why\n", 2, "resolution_note needs resolution_reasons"),
+    "fluency round without checker": (
+        "image,system,caption,fluency_round\nimg/c.png,H,A dog.,0.1\n", 2,
+        "fluency_round need fluency_round_by"),
+    "fluency round by a non-native": (
+        "image,system,caption,annotator,stage,precision,recall,native_english,fluency_round,"
+        "fluency_round_by\nimg/c.png,H,A dog.,ann,1,5,4,false,0.1,ann\n", 2,
+        "fluency_round_by 'ann' is not a native English speaker"),
+    "bad timestamp": (
+        "image,system,caption,annotator,stage,precision,recall,created_at\n"
+        "img/c.png,H,A dog.,ann,1,5,4,yesterday\n", 2,
+        "created_at must be an ISO 8601 time, not 'yesterday'"),
+    "bad fluency round type": (
+        "image,system,caption,fluency_round_type,fluency_round_by\n"
+        "img/c.png,H,A dog.,typo,dan\n", 2,
+        "fluency_round: unknown fluency error type 'typo'"),
 }
 
 

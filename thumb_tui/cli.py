@@ -159,11 +159,21 @@ def export_command(
         typer.echo(f"error: unknown format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}",
                    err=True)
         raise typer.Exit(2)
+    if references_out is not None and fmt != "thumb-jsonl":
+        typer.echo(f"error: --references-out is for --format thumb-jsonl; {fmt} writes the "
+                   "references in every row", err=True)
+        raise typer.Exit(2)
+    engine = state.existing_engine
     if fmt == "thumb-jsonl":
-        count = storage.export_thumb(state.existing_engine, out, references_out)
+        count = storage.export_thumb(engine, out, references_out)
     else:
-        count = storage.export_ratings(state.existing_engine, out, fmt)
+        count = storage.export_ratings(engine, out, fmt)
     typer.echo(f"wrote {count} rows to {out}")
+    from storage.exporter import in_progress_ratings
+
+    if fmt != "thumb-jsonl" and (pending := in_progress_ratings(engine)):
+        typer.echo(f"note: {pending} rating(s) in progress (P or R not set yet) are not "
+                   "exported")
 
 
 @app.command("status")
