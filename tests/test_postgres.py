@@ -73,3 +73,32 @@ def test_postgresql_enforces_values_and_append_only_log(engine):
             "now(), now())"))
     with pytest.raises(DBAPIError, match="append-only"), engine.begin() as connection:
         connection.execute(text("DELETE FROM event_log"))
+
+
+def test_a_sqlite_project_moves_to_postgresql(engine, tmp_path):
+    """Export from SQLite, import into PostgreSQL: the same final scores and workflow."""
+    from storage import export_ratings
+    from storage.workflow import record_resolution
+
+    source = open_database(tmp_path / "source.db")
+    import_captions(source, SAMPLE_CSV, actor="t")
+    import_captions(source, SAMPLE_CSV.parent / "example_ratings.csv", actor="t")
+    carol = AnnotationSession(source, "carol", stage=Stage.FINAL)
+    item = disagreements(source)[0]
+    carol.set_values(carol.group_for_caption(item.caption_id), {"precision": 4, "recall": 4},
+                     image_index=carol.image_index_of_caption(item.caption_id), focus=0)
+    record_resolution(source, item.caption_id, "carol", ["both-wrong"], "", ["both-wrong"])
+    out = tmp_path / "project.jsonl"
+    export_ratings(source, out, "jsonl")
+    summary = import_captions(engine, out, actor="t")
+    assert summary.resolutions == 1
+    import pandas as pd
+
+    def final(db) -> pd.DataFrame:
+        frame = final_scores(db)[["image_id", "system", "annotator", "stage", "precision",
+                                  "recall", "total", "final_source", "created_at"]]
+        # SQLite gives naive UTC times, PostgreSQL zone-aware ones: compare them in UTC
+        return frame.assign(created_at=pd.to_datetime(frame["created_at"], utc=True))
+
+    pd.testing.assert_frame_equal(final(engine), final(source), check_dtype=False)
+    assert len(disagreements(engine)) == len(disagreements(source))
