@@ -79,6 +79,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         "tool": f"thumb-tui {__version__}",
         "captions": len(data), "images": int(data["image_id"].nunique()),
         "systems": systems, "rubric": sorted(data["rubric"].unique()),
+        "annotators": _annotators(engine),
         "annotators_of_final_scores": sorted(data["annotator"].unique()),
         "final_scores": data["final_source"].value_counts().to_dict(),
         "bootstrap": bootstrap, "ci": ci, "seed": seed,
@@ -97,6 +98,19 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         data=data,
         bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
     )
+
+
+def _annotators(engine: Engine) -> list[str]:
+    """Everyone whose work is in the scores: raters at any stage and fluency checkers."""
+    from storage.models import Annotator, FluencyCheck, Rating
+
+    annotator = Annotator.__table__
+    with engine.connect() as connection:
+        return sorted(connection.execute(
+            select(annotator.c.name).where(
+                annotator.c.id.in_(select(Rating.__table__.c.annotator_id))
+                | annotator.c.id.in_(select(FluencyCheck.__table__.c.checker_id)))
+        ).scalars())
 
 
 def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:

@@ -126,6 +126,7 @@ def test_markdown_report_reads_in_an_80_column_terminal(sample_report_db, tmp_pa
     assert wide == []
     assert "- systems: Human, Show-Tell, Up-Down, VinVL-base" in text
     assert "- final scores: stage 2: 60" in text and "- metrics skipped: none" in text
+    assert "- annotators: ann-a, ann-b" in text and "- annotators of final scores: ann-b" in text
     human = report.systems.set_index("system").loc["Human"]
     row = next(line for line in text.splitlines() if line.startswith("| Human "))
     assert row.endswith(f"{human['total']:.2f} [{human['total_ci_low']:.2f}, "
