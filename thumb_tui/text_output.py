@@ -55,7 +55,14 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
 
 
 def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
+    """Statistics by dimension; undefined values and CI-less ones point to numbered notes."""
     notes: list[str] = []
+
+    def footnote(note: str) -> str:
+        if note not in notes:
+            notes.append(note)
+        return f"({notes.index(note) + 1})"
+
     rows = []
     for statistic in STATISTICS:
         row: list[str] = [statistic]
@@ -66,19 +73,15 @@ def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
                 continue
             record = match.iloc[0]
             if _missing(record["value"]):
-                note = str(record["note"]).removeprefix("undefined: ")
-                if note not in notes:
-                    notes.append(note)
-                row.append(f"undefined ({notes.index(note) + 1})")
+                row.append("undefined " + footnote(
+                    str(record["note"]).removeprefix("undefined: ")))
                 continue
             cell = f"{record['value']:.3f}"
             if not _missing(record["ci_low"]):
                 bounds = f"[{record['ci_low']:.2f}, {record['ci_high']:.2f}]"
                 cell += (" " if markdown else "\n") + bounds
             elif not _missing(record["note"]):
-                if record["note"] not in notes:
-                    notes.append(str(record["note"]))
-                cell += f" ({notes.index(str(record['note'])) + 1})"
+                cell += " " + footnote(str(record["note"]))
             row.append(cell)
         rows.append(row)
     headers = ["statistic", *DIMENSION_LABELS.values()]
