@@ -242,6 +242,14 @@ class AnnotationSession:
         self._opened = (image.id, self._clock())
         return result
 
+    def look_at(self, index: int) -> None:
+        """Record that the annotator has this image open: whatever scores the screen shows
+        count as seen from now on (see `seen_scores`)."""
+        image = self.images[index]
+        with self.engine.begin() as connection:
+            self._assignment(connection, image.id)
+        self._opened = (image.id, self._clock())
+
     def remember_position(self, index: int, focus: int) -> None:
         """Store where the annotator is and add the time spent on the image so far."""
         image = self.images[index]
@@ -397,10 +405,18 @@ class AnnotationSession:
         return fields, next(iter(caption_of.values()))
 
     def group_for_caption(self, caption_id: int) -> CaptionGroup:
-        """One caption as a group of one, with this annotator's values at this stage."""
+        """The caption with the identical captions of its image (rated together, as
+        `open_image` shows them), with this annotator's values at this stage."""
+        caption = Caption.__table__
         with self.engine.connect() as connection:
-            (row,) = self._caption_rows(connection, Caption.__table__.c.id == caption_id)
-        return CaptionGroup((caption_id,), row.text.strip(), _filled(row))
+            image_id, text = connection.execute(
+                select(caption.c.image_id, caption.c.text).where(caption.c.id == caption_id)
+            ).one()
+            rows = self._caption_rows(connection, caption.c.image_id == image_id)
+        same = [row for row in rows if row.text.strip() == text.strip()]
+        mine = next(row for row in same if row.id == caption_id)
+        return CaptionGroup((caption_id, *[r.id for r in same if r.id != caption_id]),
+                            text.strip(), _filled(mine))
 
     def _caption_rows(self, connection: Connection, where: ColumnElement[bool]) -> list:
         """Captions matching `where` with this annotator's rating values at this stage."""

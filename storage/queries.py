@@ -71,18 +71,31 @@ def final_scores(engine: Engine) -> pd.DataFrame:
     """One row per caption with its final complete rating: a resolution (final stage) over
     stage 2 over stage 1; within a stage, the first rating made. A native speaker's fluency
     check, where there is one, sets the fluency penalty. `final_source` says which."""
+    from storage.workflow import disagreements
+
     frame = ratings_frame(engine)
     complete = frame.dropna(subset=["precision", "recall"])
-    ordered = complete.sort_values(["caption_id", "stage", "rating_id"],
-                                   ascending=[True, False, True])
-    final = ordered.drop_duplicates("caption_id").sort_values("caption_id").reset_index(
-        drop=True)
-    check = FluencyCheck.__table__
+    check, resolution, annotator = (FluencyCheck.__table__, Resolution.__table__,
+                                    Annotator.__table__)
     with engine.connect() as connection:
         checks = pd.read_sql(select(check.c.caption_id, check.c.fluency, check.c.fluency_type),
                              connection)
-        resolved = set(connection.execute(
-            select(Resolution.__table__.c.caption_id)).scalars())
+        resolvers = dict(connection.execute(
+            select(resolution.c.caption_id, annotator.c.name)
+            .join(annotator, resolution.c.resolver_id == annotator.c.id)).all())
+    resolved = set(resolvers)
+    # A final-stage rating counts when it is the resolver's; on a disagreement still open,
+    # someone's unfinished resolution does not replace the stage-2 values.
+    unresolved = {c for d in disagreements(engine) for c in d.caption_ids}
+    final_stage = complete["stage"] == int(Stage.FINAL)
+    by_resolver = pd.Series([resolvers.get(caption_id, name) == name for caption_id, name in
+                             zip(complete["caption_id"], complete["annotator"], strict=True)],
+                            index=complete.index, dtype=bool)
+    counts = ~final_stage | (by_resolver & ~complete["caption_id"].isin(unresolved))
+    ordered = complete[counts].sort_values(["caption_id", "stage", "rating_id"],
+                                           ascending=[True, False, True])
+    final = ordered.drop_duplicates("caption_id").sort_values("caption_id").reset_index(
+        drop=True)
     final["final_source"] = final["stage"].map(
         {1: "stage 1", 2: "stage 2", 3: "final"}).where(
         ~((final["stage"] == 3) & final["caption_id"].isin(resolved)), "resolution")

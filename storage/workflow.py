@@ -7,13 +7,14 @@ import json
 import random
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from sqlalchemy import Connection, Engine, Table, select, update
+from sqlalchemy import Connection, Engine, Table, func, select, update
 
 from storage.models import (
     Annotator,
+    Assignment,
     Caption,
     Event,
     FluencyCheck,
@@ -47,69 +48,97 @@ def _stage_raters(connection: Connection, stage: Stage) -> dict[int, set[int]]:
 
 def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None
                           ) -> dict[int, dict[str, object]]:
-    """caption id -> the first complete stage-1 rating (the one stage 2 reviews), for all
-    captions or only `caption_ids`."""
-    rating = Rating.__table__
-    query = (
-        select(rating)
+    """caption id -> the stage-1 rating that stage 2 reviews, where complete: the rating by
+    the image's first stage-1 annotator (who started on it first). One annotator per image,
+    fixed once they start, so a reviewer never sees a mix of two blind raters' scores."""
+    rating, caption = Rating.__table__, Caption.__table__
+    query = (select(rating, caption.c.image_id)
+             .join(caption, rating.c.caption_id == caption.c.id)
+             .where(rating.c.stage == int(Stage.FIRST))
+             .order_by(rating.c.id))
+    if caption_ids is not None:
+        images = select(caption.c.image_id).where(caption.c.id.in_(caption_ids))
+        query = query.where(caption.c.image_id.in_(images))
+    primary: dict[int, int] = {}
+    first: dict[int, dict[str, object]] = {}
+    for row in connection.execute(query):
+        if primary.setdefault(row.image_id, row.annotator_id) != row.annotator_id:
+            continue
+        if row.precision is not None and row.recall is not None:
+            first[row.caption_id] = dict(row._mapping)
+    return first
+
+
+def stage_one_done(connection: Connection) -> set[int]:
+    """Images whose stage 1 is over: as many annotators as the image takes (one; two when
+    double-rated) have rated every one of its captions."""
+    image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
+    sizes = dict(connection.execute(
+        select(caption.c.image_id, func.count()).group_by(caption.c.image_id)).all())
+    capacity = {row.id: 2 if row.double_rating else 1
+                for row in connection.execute(select(image.c.id, image.c.double_rating))}
+    finished: dict[int, int] = {}
+    for image_id, _, count in connection.execute(
+        select(caption.c.image_id, rating.c.annotator_id, func.count())
+        .join(caption, rating.c.caption_id == caption.c.id)
         .where(rating.c.stage == int(Stage.FIRST), rating.c.precision.is_not(None),
                rating.c.recall.is_not(None))
-        .order_by(rating.c.id)
-    )
-    if caption_ids is not None:
-        query = query.where(rating.c.caption_id.in_(caption_ids))
-    rows = connection.execute(query).all()
-    first: dict[int, dict[str, object]] = {}
-    for row in rows:
-        first.setdefault(row.caption_id, dict(row._mapping))
-    return first
+        .group_by(caption.c.image_id, rating.c.annotator_id)
+    ):
+        if count == sizes.get(image_id):
+            finished[image_id] = finished.get(image_id, 0) + 1
+    return {image_id for image_id, n in finished.items() if n >= capacity[image_id]}
+
+
+def seen_scores(connection: Connection, annotator_id: int) -> set[int]:
+    """Images whose stage-1 scores this annotator has seen: opened in review or resolution,
+    or rated at stage 2 or final. They can no longer rate these blind."""
+    assignment, rating, caption = Assignment.__table__, Rating.__table__, Caption.__table__
+    opened = set(connection.execute(
+        select(assignment.c.image_id).where(assignment.c.annotator_id == annotator_id,
+                                            assignment.c.stage >= int(Stage.SECOND))
+    ).scalars())
+    rated = set(connection.execute(
+        select(caption.c.image_id).join(rating, rating.c.caption_id == caption.c.id)
+        .where(rating.c.annotator_id == annotator_id, rating.c.stage >= int(Stage.SECOND))
+    ).scalars())
+    return opened | rated
 
 
 def eligible_images(connection: Connection, annotator_id: int, stage: Stage) -> set[int]:
     """Images this annotator may work on at `stage`.
 
-    Stage 1: images they started, or that fewer other annotators started than the image
-    takes (one; two for blind double rating) and whose scores they have not seen (at stage
-    2 or in a resolution). Stage 2: images whose every caption has a
-    complete stage-1 rating by someone else, that they did not rate at stage 1, and that no
-    other reviewer started."""
-    image, caption = Image.__table__, Caption.__table__
+    Stage 1: images not reviewed yet that they started, or that fewer other annotators
+    started than the image takes (one; two for blind double rating) and whose scores they
+    have not seen. Stage 2: images whose stage 1 is over, that they did not rate at stage 1
+    and that no other reviewer started."""
+    image = Image.__table__
     capacity = {row.id: 2 if row.double_rating else 1
                 for row in connection.execute(select(image.c.id, image.c.double_rating))}
     first = _stage_raters(connection, Stage.FIRST)
+    second = _stage_raters(connection, Stage.SECOND)
     if stage == Stage.FIRST:
-        seen = {image_id for at in (Stage.SECOND, Stage.FINAL)
-                for image_id, raters in _stage_raters(connection, at).items()
-                if annotator_id in raters}
+        closed = set(second) | set(_stage_raters(connection, Stage.FINAL))
+        seen = seen_scores(connection, annotator_id)
         return {
             image_id for image_id, slots in capacity.items()
-            if annotator_id in first.get(image_id, set())
-            or (len(first.get(image_id, set())) < slots and image_id not in seen)
+            if image_id not in closed and (
+                annotator_id in first.get(image_id, set())
+                or (len(first.get(image_id, set())) < slots and image_id not in seen))
         }
     if stage != Stage.SECOND:
         raise ValueError("eligibility is defined for stages 1 and 2")
-    second = _stage_raters(connection, Stage.SECOND)
-    reviewed = primary_first_ratings(connection)
-    captions_of: dict[int, list[int]] = {}
-    for caption_id, image_id in connection.execute(select(caption.c.id, caption.c.image_id)):
-        captions_of.setdefault(image_id, []).append(caption_id)
-    eligible = set()
-    for image_id, captions in captions_of.items():
-        if annotator_id in first.get(image_id, set()):
-            continue
-        others = second.get(image_id, set()) - {annotator_id}
-        if others or not all(c in reviewed for c in captions):
-            continue
-        eligible.add(image_id)
-    return eligible
+    return {
+        image_id for image_id in stage_one_done(connection)
+        if annotator_id not in first.get(image_id, set())
+        and not second.get(image_id, set()) - {annotator_id}
+    }
 
 
 def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
                    image_id: int) -> None:
     """Raise ProtocolError unless the annotator may rate this image at this stage (the
     per-image form of `eligible_images`, cheap enough to run on every change)."""
-    if stage not in (Stage.FIRST, Stage.SECOND):
-        return
     rating, caption, image = Rating.__table__, Caption.__table__, Image.__table__
 
     def raters(at: Stage) -> set[int]:
@@ -118,29 +147,32 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
             .where(caption.c.image_id == image_id, rating.c.stage == int(at)).distinct()
         ).scalars())
 
-    first = raters(Stage.FIRST)
+    first, second = raters(Stage.FIRST), raters(Stage.SECOND)
     if stage == Stage.FIRST:
+        if second or raters(Stage.FINAL):
+            raise ProtocolError("this image has been reviewed: its stage 1 is closed")
         double = connection.execute(
             select(image.c.double_rating).where(image.c.id == image_id)).scalar()
-        if annotator_id not in first and len(first) >= (2 if double else 1):
+        if annotator_id in first:
+            return
+        if len(first) >= (2 if double else 1):
             raise ProtocolError("another annotator already rates this image at stage 1")
-        if annotator_id not in first and annotator_id in raters(Stage.SECOND) | raters(
-                Stage.FINAL):
-            raise ProtocolError("you have seen this image's scores (stage 2 or resolution), "
-                                "so you cannot rate it blind at stage 1")
+        if image_id in seen_scores(connection, annotator_id):
+            raise ProtocolError("you have seen this image's scores (in review or "
+                                "resolution), so you cannot rate it blind at stage 1")
         return
-    if annotator_id in first:
-        raise ProtocolError("you rated this image at stage 1: another annotator must review it")
-    if raters(Stage.SECOND) - {annotator_id}:
-        raise ProtocolError("another annotator already reviews this image")
-    captions = set(connection.execute(
-        select(caption.c.id).where(caption.c.image_id == image_id)).scalars())
-    complete = set(connection.execute(
-        select(rating.c.caption_id).where(
-            rating.c.caption_id.in_(captions), rating.c.stage == int(Stage.FIRST),
-            rating.c.precision.is_not(None), rating.c.recall.is_not(None))).scalars())
-    if captions - complete:
-        raise ProtocolError("this image's stage-1 rating is not complete yet")
+    if stage == Stage.SECOND:
+        if annotator_id in first:
+            raise ProtocolError("you rated this image at stage 1: another annotator must "
+                                "review it")
+        if second - {annotator_id}:
+            raise ProtocolError("another annotator already reviews this image")
+        if image_id not in stage_one_done(connection):
+            raise ProtocolError("this image's stage-1 rating is not complete yet")
+        return
+    if annotator_id in first | second:
+        raise ProtocolError("you rated or reviewed this image: someone else must resolve "
+                            "its disagreements")
 
 
 @dataclass(frozen=True)
@@ -155,8 +187,8 @@ class DoubleAssignment:
 
 def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> DoubleAssignment:
     """Mark images for blind double stage-1 rating until `share` of all images is marked,
-    choosing at random with `seed` among images whose scores nobody has seen yet (no
-    stage-2 or final rating). Marks are never removed: a second blind rating may exist."""
+    choosing at random with `seed` among images whose scores nobody has seen yet (none
+    opened in review or resolution). Marks are never removed: a second blind rating may exist."""
     if not 0 <= share <= 1:
         raise ValueError("the share of double-rated images must be between 0 and 1")
     image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
@@ -165,7 +197,9 @@ def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> Dou
                                   .order_by(image.c.id)).all()
         seen = set(connection.execute(
             select(caption.c.image_id).join(rating, rating.c.caption_id == caption.c.id)
-            .where(rating.c.stage >= int(Stage.SECOND)).distinct()).scalars())
+            .where(rating.c.stage >= int(Stage.SECOND)).distinct()).scalars()) | set(
+            connection.execute(select(Assignment.__table__.c.image_id).where(
+                Assignment.__table__.c.stage >= int(Stage.SECOND))).scalars())
         already = [row for row in rows if row.double_rating]
         candidates = [row for row in rows if not row.double_rating and row.id not in seen]
         wanted = max(0, round(share * len(rows)) - len(already))
@@ -192,6 +226,7 @@ class Disagreement:
     text: str
     first: dict[str, object]
     second: dict[str, object]
+    caption_ids: tuple[int, ...] = ()  # the caption and identical ones of its image
 
     @property
     def severity(self) -> tuple[float, float, float]:
@@ -203,10 +238,22 @@ class Disagreement:
         return max(gaps), sum(gaps), penalties
 
 
-def disagreements(engine: Engine, include_resolved: bool = False) -> list[Disagreement]:
-    """Captions whose stage-1 and stage-2 values differ, worst first."""
+def disagreements(engine: Engine, include_resolved: bool = False,
+                  resolver: str | None = None) -> list[Disagreement]:
+    """Captions whose stage-1 and stage-2 values differ, worst first; identical captions of
+    an image (rated together) come once. With `resolver`: only those they may settle, on
+    images they neither rated nor reviewed."""
     rating, caption = Rating.__table__, Caption.__table__
     with engine.connect() as connection:
+        excluded: set[int] = set()
+        if resolver is not None:
+            excluded = set(connection.execute(
+                select(caption.c.image_id)
+                .join(rating, rating.c.caption_id == caption.c.id)
+                .join(Annotator.__table__, Annotator.__table__.c.id == rating.c.annotator_id)
+                .where(Annotator.__table__.c.name == resolver,
+                       rating.c.stage.in_([int(Stage.FIRST), int(Stage.SECOND)]))
+            ).scalars())
         first = primary_first_ratings(connection)
         resolved = set(connection.execute(
             select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
@@ -222,10 +269,14 @@ def disagreements(engine: Engine, include_resolved: bool = False) -> list[Disagr
         ).all()
     found = []
     seen: set[int] = set()
+    texts: set[tuple[int, str]] = set()
     for row in rows:
         if row.caption_id in seen or row.caption_id not in first:
             continue
+        if row.image_id in excluded or (row.image_id, row.text.strip()) in texts:
+            continue
         seen.add(row.caption_id)
+        texts.add((row.image_id, row.text.strip()))
         second = dict(row._mapping)
         if all(first[row.caption_id][k] == second[k] for k in COMPARED):
             continue
@@ -233,6 +284,15 @@ def disagreements(engine: Engine, include_resolved: bool = False) -> list[Disagr
             continue
         found.append(Disagreement(row.caption_id, row.image_id, row.text,
                                   first[row.caption_id], second))
+    same_text: dict[tuple[int, str], list[int]] = {}
+    with engine.connect() as connection:
+        for caption_id, image_id, text in connection.execute(
+                select(caption.c.id, caption.c.image_id, caption.c.text).where(
+                    caption.c.image_id.in_({d.image_id for d in found}))
+                .order_by(caption.c.id)):
+            same_text.setdefault((image_id, text.strip()), []).append(caption_id)
+    found = [replace(d, caption_ids=tuple(same_text[(d.image_id, d.text.strip())]))
+             for d in found]
     return sorted(found, key=lambda d: d.severity, reverse=True)
 
 
@@ -274,6 +334,7 @@ class FluencyItem(NamedTuple):
     text: str
     first: dict[str, object]
     second: dict[str, object]
+    caption_ids: tuple[int, ...]  # the caption and identical ones of its image
 
 
 def fluency_queue(engine: Engine) -> list[FluencyItem]:
@@ -287,18 +348,25 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
         checked = set(connection.execute(
             select(FluencyCheck.__table__.c.caption_id)).scalars())
         rows = connection.execute(
-            select(rating, caption.c.text).join(caption, rating.c.caption_id == caption.c.id)
+            select(rating, caption.c.text, caption.c.image_id)
+            .join(caption, rating.c.caption_id == caption.c.id)
             .where(rating.c.stage == int(Stage.SECOND), rating.c.precision.is_not(None))
             .order_by(rating.c.caption_id)
         ).all()
-    queue = []
+    same_text: dict[tuple[int, str], list[int]] = {}
     for row in rows:
         if row.caption_id in checked or row.caption_id not in first:
             continue
         if native[first[row.caption_id]["annotator_id"]] or native[row.annotator_id]:
             continue
-        queue.append(FluencyItem(row.caption_id, row.text, first[row.caption_id],
-                                 dict(row._mapping)))
+        same_text.setdefault((row.image_id, row.text.strip()), []).append(row.caption_id)
+    queue, listed = [], set()
+    for row in rows:
+        key = (row.image_id, row.text.strip())
+        if key in same_text and key not in listed:
+            listed.add(key)
+            queue.append(FluencyItem(row.caption_id, row.text, first[row.caption_id],
+                                     dict(row._mapping), tuple(same_text[key])))
     return queue
 
 

@@ -37,7 +37,7 @@ def test_empty_queues_say_why_and_open_no_screen(tmp_path):
     assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
     expected = {
         ("review",): "Nothing to review",
-        ("resolve",): "Nothing to resolve",
+        ("resolve",): "Nothing for you to resolve",
         ("bison", "annotate"): "No BISON items",
     }
     for command, message in expected.items():

@@ -12,13 +12,14 @@ from textual.widgets import SelectionList, Static
 
 from storage import Annotator, Rating, final_scores
 from storage.annotation import AnnotationSession
-from storage.models import FluencyCheck, Image, Resolution, Stage
+from storage.models import Caption, FluencyCheck, Image, Resolution, Stage
 from storage.workflow import (
     ProtocolError,
     assign_double,
     check_may_rate,
     disagreements,
     fluency_queue,
+    primary_first_ratings,
     record_fluency_check,
 )
 from tests.app_helpers import sample_engine
@@ -91,28 +92,32 @@ def test_double_rating_never_goes_to_someone_who_saw_the_scores(engine):
     assert assign_double(engine, 0.2, seed=9, actor="lead").added == []  # share reached
     rate_everything(AnnotationSession(engine, "alice"), 1)
     bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    assert not {image.key for image in bob.images} & set(first.marked)  # 1 of 2 blind
     reviewed = []
-    for index, image in enumerate(bob.images):
-        if image.key not in first.marked and len(reviewed) < 4:
-            for group in bob.open_image(index):
-                bob.set_values(group, dict(group.reference), image_index=index, focus=0)
-            reviewed.append(image.key)
+    for index, image in enumerate(bob.images[:4]):
+        for group in bob.open_image(index):
+            bob.set_values(group, dict(group.reference), image_index=index, focus=0)
+        reviewed.append(image.key)
+    carol = AnnotationSession(engine, "carol", stage=Stage.SECOND)
+    carol.open_image(0)  # carol looks at alice's scores of one image, saves nothing
+    looked = carol.images[0].key
     later = assign_double(engine, 0.6, seed=3, actor="lead")  # 9 of 15 images
-    assert len(later.added) == 6 and set(later.added).isdisjoint(reviewed)
-    assert later.seen == 4 and set(first.marked) <= set(later.marked)
+    assert len(later.added) == 6 and not set(later.added) & {*reviewed, looked}
+    assert later.seen == 5 and set(first.marked) <= set(later.marked)
     blind = AnnotationSession(engine, "bob")  # stage 1: the blind second ratings
     assert sorted(image.key for image in blind.images) == later.marked
     image = Image.__table__
     with engine.begin() as connection:  # marked around the API: still refused
-        connection.execute(update(image).where(image.c.key == reviewed[0])
+        connection.execute(update(image).where(image.c.key.in_([looked, reviewed[0]]))
                            .values(double_rating=True))
-        seen_id = connection.execute(select(image.c.id).where(
-            image.c.key == reviewed[0])).scalar()
-        bob_id = connection.execute(select(Annotator.__table__.c.id).where(
-            Annotator.__table__.c.name == "bob")).scalar()
+        ids = dict(connection.execute(select(image.c.key, image.c.id)).all())
+        names = dict(connection.execute(select(Annotator.__table__.c.name,
+                                               Annotator.__table__.c.id)).all())
         with pytest.raises(ProtocolError, match="you have seen this image's scores"):
-            check_may_rate(connection, bob_id, Stage.FIRST, seen_id)
-    assert reviewed[0] not in {i.key for i in AnnotationSession(engine, "bob").images}
+            check_may_rate(connection, names["carol"], Stage.FIRST, ids[looked])
+        with pytest.raises(ProtocolError, match="reviewed: its stage 1 is closed"):
+            check_may_rate(connection, names["alice"], Stage.FIRST, ids[reviewed[0]])
+    assert looked not in {i.key for i in AnnotationSession(engine, "carol").images}
 
 
 async def test_review_screen_confirms_and_changes_stage_one_scores(engine):
@@ -191,7 +196,8 @@ async def test_fluency_round_sets_the_final_fluency(engine):
             name="dave", native_english=True, created_at=__import__("datetime").datetime.now()))
     review_with_changes(engine)  # alice and bob: native_english unknown, so not native
     queue = fluency_queue(engine)
-    assert len(queue) == 60
+    distinct = final_scores(engine).groupby(["image_id", "caption"]).ngroups
+    assert len(queue) == distinct < 60  # identical captions of an image come once
     rating = Rating.__table__
     with engine.begin() as connection:  # alice saw a spelling error that bob then removed
         connection.execute(update(rating).where(
@@ -209,10 +215,12 @@ async def test_fluency_round_sets_the_final_fluency(engine):
         assert "stage 2 fluency penalty: none" in shown
         await pilot.press("f", "enter")  # obvious spelling error: 0.1
         message = str(app.screen.query_one("#round-message", Static).content)
-        assert message == "saved; 59 to check (] next)"
+        assert message == f"saved; {distinct - 1} to check (] next)"
         await pilot.press("]", "x")  # next caption is fluent
         await pilot.pause()
-    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, queue[2:4]))
+    twins = next(item for item in queue[2:] if len(item.caption_ids) > 1)
+    later = [twins, next(item for item in queue[2:] if item is not twins)]
+    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, later))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("x", "x")
         message = str(app.screen.query_one("#round-message", Static).content)
@@ -220,6 +228,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     with engine.connect() as connection:
         checks = {r.caption_id: r for r in connection.execute(
             select(FluencyCheck.__table__))}
+    assert all(checks[c].fluency == 0.0 for c in twins.caption_ids)  # one verdict, both
     assert checks[queue[0][0]].fluency == pytest.approx(0.1)
     assert checks[queue[0][0]].fluency_type == "spelling"
     assert checks[queue[1][0]].fluency == 0.0
@@ -227,7 +236,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     row = scores.loc[queue[0][0]]
     assert row["fluency"] == pytest.approx(0.1) and row["final_source"].endswith("fluency round")
     assert row["total"] == pytest.approx((row["precision"] + row["recall"]) / 2 - 0.1)
-    assert len(fluency_queue(engine)) == 56
+    assert len(fluency_queue(engine)) == distinct - 4
 
 
 def test_native_speakers_skip_the_fluency_round(engine):
@@ -316,3 +325,73 @@ async def test_empty_review_queue_says_so(engine):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "Nothing to review" in str(app.screen.query_one("#title", Static).content)
+
+
+def test_review_shows_one_blind_rater_and_waits_for_both(engine):
+    assign_double(engine, 1.0, seed=0, actor="lead")
+    alice, bob = AnnotationSession(engine, "alice"), AnnotationSession(engine, "bob")
+    groups = alice.open_image(0)
+    alice.set_values(groups[0], {"precision": 1, "recall": 1}, image_index=0, focus=0)
+    for group in bob.open_image(0):  # bob, blind, finishes the image first
+        bob.set_values(group, {"precision": 5, "recall": 5}, image_index=0, focus=0)
+    carol = AnnotationSession(engine, "carol", stage=Stage.SECOND)
+    assert carol.images == []  # stage 1 of a double image ends with both blind ratings
+    for group in groups[1:]:
+        alice.set_values(group, {"precision": 2, "recall": 2}, image_index=0, focus=0)
+    carol = AnnotationSession(engine, "carol", stage=Stage.SECOND)
+    shown = [group.reference for group in carol.open_image(0)]
+    assert {(r["precision"], r["recall"]) for r in shown} <= {(1, 1), (2, 2)}  # alice's only
+    with engine.connect() as connection:
+        first = primary_first_ratings(connection)
+    assert {row["annotator_id"] for row in first.values()} == {alice.annotator_id}
+
+
+def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(engine):
+    review_with_changes(engine)
+    assert disagreements(engine, resolver="alice") == []  # alice rated every image
+    assert disagreements(engine, resolver="bob") == []  # bob reviewed them
+    with engine.connect() as connection, pytest.raises(ProtocolError, match="someone else"):
+        alice_id = connection.execute(select(Annotator.__table__.c.id).where(
+            Annotator.__table__.c.name == "alice")).scalar()
+        check_may_rate(connection, alice_id, Stage.FINAL, 1)
+    # bob changes the goldfish caption written by two systems: one disagreement, not two
+    goldfish = "A goldfish swimming in a bowl of water."
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    with engine.connect() as connection:
+        twins = connection.execute(select(Caption.__table__.c.id).where(
+            Caption.__table__.c.text == goldfish)).scalars().all()
+    assert len(twins) == 2
+    group = bob.group_for_caption(twins[0])
+    index = bob.image_index_of_caption(twins[0])
+    bob.set_values(group, {"recall": 1 if group.values["recall"] != 1 else 2},
+                   image_index=index, focus=0)
+    queue = disagreements(engine, resolver="carol")
+    listed = [d for d in queue if d.text == goldfish]
+    assert len(listed) == 1 and set(listed[0].caption_ids) == set(twins)
+    before = final_scores(engine).set_index("caption_id")
+    erin = AnnotationSession(engine, "erin", stage=Stage.FINAL)  # starts, gives no reasons
+    erin.set_values(erin.group_for_caption(twins[0]), {"precision": 1, "recall": 1},
+                    image_index=erin.image_index_of_caption(twins[0]), focus=0)
+    pending = final_scores(engine).set_index("caption_id")
+    assert pending.loc[twins[0], "annotator"] == "bob"  # still stage 2: not resolved
+    assert pending.loc[twins[0], "recall"] == before.loc[twins[0], "recall"]
+    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    app = ThumbApp(screen=ResolveScreen(carol, [listed[0]], "none"))
+
+    async def resolve() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("b", "r", "enter", "n")
+            await pilot.press(*"ok", "enter")
+            await pilot.pause()
+
+    import asyncio
+
+    asyncio.run(resolve())
+    final = final_scores(engine).set_index("caption_id")
+    for caption_id in twins:
+        assert final.loc[caption_id, "annotator"] == "carol"
+        assert final.loc[caption_id, "final_source"] == "resolution"
+    with engine.connect() as connection:
+        resolutions = connection.execute(select(Resolution.__table__)).all()
+    assert {r.caption_id for r in resolutions} == set(twins)
+    assert {(r.reasons, r.note) for r in resolutions} == {("second-right", "ok")}

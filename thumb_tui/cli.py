@@ -266,10 +266,12 @@ def resolve_command(
 
     mode = _image_mode(image_mode)
     engine = state.existing_engine
-    queue = disagreements(engine)
-    _stop_if_empty(queue, "Nothing to resolve: no caption's stage-1 and stage-2 values "
-                          "differ without a resolution.")
-    session = AnnotationSession(engine, _name(annotator), stage=Stage.FINAL)
+    name = _name(annotator)
+    queue = disagreements(engine, resolver=name)
+    _stop_if_empty(queue, "Nothing for you to resolve: no caption's stage-1 and stage-2 "
+                          "values differ without a resolution, on an image you neither "
+                          "rated nor reviewed.")
+    session = AnnotationSession(engine, name, stage=Stage.FINAL)
     ThumbApp(screen=ResolveScreen(session, queue, mode)).run()
 
 

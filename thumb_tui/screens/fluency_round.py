@@ -74,7 +74,8 @@ class FluencyRoundScreen(KeyBarScreen):
 
     def save(self, fluency: float, types: str | None) -> None:
         caption_id = self.queue[self.position].caption_id
-        record_fluency_check(self.engine, caption_id, self.checker, fluency, types)
+        for same in self.queue[self.position].caption_ids:
+            record_fluency_check(self.engine, same, self.checker, fluency, types)
         self.verdicts[caption_id] = (fluency, types)
         left = len(self.queue) - len(self.verdicts)
         self.query_one("#round-message", Static).update(

@@ -99,6 +99,7 @@ class ResolveScreen(AnnotateScreen):
         self.image_index = self.session.image_index_of_caption(item.caption_id)
         self.groups = [self.session.group_for_caption(item.caption_id)]
         self.focus_index = 0
+        self.session.look_at(self.image_index)
         image = self.session.images[self.image_index]
         self.query_one(ImageView).show(image.path, image.key)
         self.dimension = "precision"
@@ -146,6 +147,8 @@ class ResolveScreen(AnnotateScreen):
             self.say(f"not saved: {exc}")
             return
         done = bool(self.reasons.get(self.item.caption_id))
+        if done and "note" in values:
+            self.save_resolution(self.reasons[self.item.caption_id])  # the note goes too
         self.say("saved" if done else "saved; now r: the reasons, to resolve it")
         self.redraw()
 
@@ -165,12 +168,12 @@ class ResolveScreen(AnnotateScreen):
         codes = [(r.code, r.label) for r in self.session.rubric.resolution_reasons]
 
         def chosen(result: list[str] | None) -> None:
+            if result == []:
+                self.say("no reason ticked, so nothing saved: it stays unresolved")
             if not result:
                 return
             try:
-                record_resolution(self.session.engine, item.caption_id,
-                                  self.session.annotator, result,
-                                  str(self.groups[0].values["note"]), [c for c, _ in codes])
+                self.save_resolution(result)
             except ValueError as exc:
                 self.say(f"not saved: {exc}")
                 return
@@ -181,6 +184,13 @@ class ResolveScreen(AnnotateScreen):
         ticked = self.reasons.get(item.caption_id) or [
             code for code in [self.taken.get(item.caption_id)] if code in dict(codes)]
         self.app.push_screen(ReasonScreen(codes, ticked), chosen)
+
+    def save_resolution(self, reasons: list[str]) -> None:
+        """The reasons (and the note) for every caption of the group being settled."""
+        codes = [reason.code for reason in self.session.rubric.resolution_reasons]
+        for caption_id in self.groups[0].caption_ids:
+            record_resolution(self.session.engine, caption_id, self.session.annotator,
+                              reasons, str(self.groups[0].values["note"]), codes)
 
     def action_step(self, step: int) -> None:
         if not self.queue:
