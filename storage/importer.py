@@ -20,6 +20,7 @@ from storage.models import (
     ImageReference,
     Rating,
     Resolution,
+    Stage,
     utcnow,
 )
 from storage.records import read_records
@@ -212,7 +213,45 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -
                     plan.annotators.add(row.rating.annotator)
         workflow.add(row, key, plan)
     workflow.check_checkers(plan)
+    _check_protocol(plan, existing, rating_line, problems)
     return plan
+
+
+def _check_protocol(plan: ImportPlan, existing: _Existing,
+                    rating_line: dict[tuple[CaptionKey, str, int], int],
+                    problems: Problems) -> None:
+    """Imported ratings follow THUMB's protocol, as ratings made in the app do: one
+    stage-1 annotator per image (two when double-rated), one reviewer who did not rate it
+    at stage 1, and a resolver who neither rated nor reviewed it."""
+    raters: dict[tuple[str, int], dict[str, int | None]] = {}  # name -> file line or None
+    for caption_key, name, stage in existing.ratings:
+        raters.setdefault((caption_key[0], stage), {})[name] = None
+    for (caption_key, name, stage), line in sorted(rating_line.items(), key=lambda i: i[1]):
+        raters.setdefault((caption_key[0], stage), {}).setdefault(name, line)
+
+    def report(image: str, names: dict[str, int | None], message: str) -> None:
+        """At the last line of the file that took part (the database was valid before)."""
+        lines = [line for line in names.values() if line is not None]
+        if lines:
+            problems.add(max(lines), f"image {image!r}: {message}")
+
+    for image in sorted({image for image, _ in raters}):
+        first = raters.get((image, int(Stage.FIRST)), {})
+        second = raters.get((image, int(Stage.SECOND)), {})
+        final = raters.get((image, int(Stage.FINAL)), {})
+        takes = 2 if image in plan.double_images or image in existing.double else 1
+        if len(first) > takes:
+            report(image, first, f"{len(first)} annotators rate it at stage 1 "
+                                 f"({', '.join(first)}) but it takes {takes}"
+                                 + ("" if takes == 2 else " (double_rating=true takes two)"))
+        if len(second) > 1:
+            report(image, second, f"two reviewers at stage 2 ({', '.join(second)})")
+        for name in sorted(second.keys() & first.keys()):
+            report(image, {name: second[name]},
+                   f"{name!r} rated it at stage 1 and cannot review it")
+        for name in sorted(final.keys() & (first.keys() | second.keys())):
+            report(image, {name: final[name]},
+                   f"{name!r} rated or reviewed it and cannot resolve it")
 
 
 class _WorkflowState:

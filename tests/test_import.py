@@ -113,7 +113,7 @@ def test_export_then_import_gives_the_same_project(project, tmp_path):
     engine = open_database(project / "a.db")
     header = [*HEADER, "annotator", "stage", "precision", "recall", "fluency", "fluency_type"]
     rows = [[*valid_rows()[0], "ann", "1", "5", "4", "0.1", "spelling"],
-            [*valid_rows()[0], "ann", "final", "4", "4", "", ""],
+            [*valid_rows()[0], "res", "final", "4", "4", "", ""],
             valid_rows()[1] + ["", "", "", "", "", ""], valid_rows()[2] + ["", "", "", "", "", ""]]
     import_captions(engine, write_csv(project / "in.csv", header, rows), actor="t")
     before = final_scores(engine)
@@ -284,6 +284,27 @@ BAD_INPUTS = {
         "image,system,caption,annotator,stage,precision,recall,native_english,fluency_round,"
         "fluency_round_by\nimg/c.png,H,A dog.,ann,1,5,4,false,0.1,ann\n", 2,
         "fluency_round_by 'ann' is not a native English speaker"),
+    "same annotator at stages 1 and 2": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,ann,1,5,4\nimg/c.png,H,A dog.,ann,2,5,4\n", 3,
+        "image 'img/c.png': 'ann' rated it at stage 1 and cannot review it"),
+    "second stage-1 rater on a single image": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,ann,1,5,4\nimg/c.png,S,A cat.,bea,1,5,4\n", 3,
+        "2 annotators rate it at stage 1 (ann, bea) but it takes 1"),
+    "third stage-1 rater on a double image": (
+        "image,system,caption,annotator,stage,precision,recall,double_rating\n"
+        "img/c.png,H,A dog.,ann,1,5,4,true\nimg/c.png,H,A dog.,bea,1,5,4,true\n"
+        "img/c.png,H,A dog.,cy,1,5,4,true\n", 4, "3 annotators rate it at stage 1"),
+    "two reviewers": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,ann,1,5,4\nimg/c.png,H,A dog.,bea,2,5,4\n"
+        "img/c.png,H,A dog.,cy,2,5,4\n", 4, "two reviewers at stage 2 (bea, cy)"),
+    "resolver who reviewed": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,ann,1,5,4\nimg/c.png,H,A dog.,bea,2,3,4\n"
+        "img/c.png,H,A dog.,bea,final,4,4\n", 4,
+        "'bea' rated or reviewed it and cannot resolve it"),
     "bad timestamp": (
         "image,system,caption,annotator,stage,precision,recall,created_at\n"
         "img/c.png,H,A dog.,ann,1,5,4,yesterday\n", 2,
