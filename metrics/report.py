@@ -80,7 +80,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         "captions": len(data), "images": int(data["image_id"].nunique()),
         "systems": systems, "rubric": sorted(data["rubric"].unique()),
         "annotators": _annotators(engine),
-        "annotators_of_final_scores": sorted(data["annotator"].unique()),
+        "annotators_of_final_scores": sorted(set(data["annotator"]) | _checkers(engine)),
         "final_scores": data["final_source"].value_counts().to_dict(),
         "bootstrap": bootstrap, "ci": ci, "seed": seed,
         "metrics_skipped": {m: "not computed for every caption" for m in missing},
@@ -110,6 +110,17 @@ def _annotators(engine: Engine) -> list[str]:
             select(annotator.c.name).where(
                 annotator.c.id.in_(select(Rating.__table__.c.annotator_id))
                 | annotator.c.id.in_(select(FluencyCheck.__table__.c.checker_id)))
+        ).scalars())
+
+
+def _checkers(engine: Engine) -> set[str]:
+    """Native speakers whose fluency-round verdicts set final fluency penalties."""
+    from storage.models import Annotator, FluencyCheck
+
+    annotator, check = Annotator.__table__, FluencyCheck.__table__
+    with engine.connect() as connection:
+        return set(connection.execute(
+            select(annotator.c.name).join(check, check.c.checker_id == annotator.c.id)
         ).scalars())
 
 

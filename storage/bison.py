@@ -137,11 +137,18 @@ def read_own_bison(path: Path, problems: Problems) -> list[ItemRow]:
         raise InputError([Problem(path, 1, f"missing column(s): {', '.join(missing)}")])
     rows = []
     for line, record in records:
+        unknown = sorted(set(record) - BISON_COLUMNS)
+        if unknown:
+            problems.add(line, f"unknown column(s): {', '.join(unknown)}")
+        absent = sorted(BISON_COLUMNS - set(record))
+        if absent:
+            problems.add(line, f"missing {', '.join(absent)}")
         values = {c: (str(record[c]).strip() if record.get(c) is not None else "")
                   for c in BISON_COLUMNS}
-        empty = sorted(c for c, v in values.items() if not v)
+        empty = sorted(c for c, v in values.items() if not v and c in record)
         if empty:
             problems.add(line, f"empty {', '.join(empty)}")
+        if unknown or absent or empty:
             continue
         if values["true_image"] not in (values["image_a"], values["image_b"]):
             problems.add(line, "true_image must be image_a or image_b")

@@ -30,8 +30,9 @@ from storage.rows import (
     RatingRow,
     RowError,
     caption_row,
-    check_columns,
+    missing_columns,
     normalise_keys,
+    unknown_columns,
 )
 
 CaptionKey = tuple[str, str]  # (image key, system)
@@ -299,7 +300,8 @@ class _WorkflowState:
         if verdict is not None:
             if key in self.fluency_line:
                 if self.fluency_line[key][1] != verdict:
-                    add(line, f"fluency_round differs from line {self.fluency_line[key][0]}")
+                    add(line, "the fluency-round verdict (fluency_round, fluency_round_type, "
+                              f"fluency_round_by) differs from line {self.fluency_line[key][0]}")
             elif key in self.existing.fluency_checked:
                 add(line, "this caption already has a fluency-round verdict in the database")
             else:
@@ -432,8 +434,17 @@ def import_captions(
     path = Path(path)
     records = [(line, normalise_keys(record)) for line, record in read_records(path)]
     problems = Problems(path)
-    columns = set().union(*(record.keys() for _, record in records))
-    for message in check_columns(columns):
+    first_seen: dict[str, int] = {}
+    for line, record in records:
+        for key in record:
+            first_seen.setdefault(key, line)
+    unknown = unknown_columns(set(first_seen))
+    if unknown and path.suffix.lower() == ".csv":
+        problems.add(1, f"unknown column(s): {', '.join(unknown)}")
+    else:  # JSON lines and Parquet: at the first record that has the key
+        for key in unknown:
+            problems.add(first_seen[key], f"unknown column(s): {key}")
+    for message in missing_columns(set(first_seen)):
         problems.add(1, message)
     problems.raise_if_any()
     rows = []

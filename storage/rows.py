@@ -324,16 +324,15 @@ def _seconds(record: Record) -> float:
     return seconds
 
 
-def check_columns(columns: set[str]) -> list[str]:
-    """Problems with a file's column set: unknown names and missing required ones."""
-    problems = []
+def unknown_columns(columns: set[str]) -> list[str]:
     known = CAPTION_COLUMNS | RATING_COLUMNS | WORKFLOW_COLUMNS | DERIVED_COLUMNS
-    unknown = sorted(c for c in columns if c not in known and not REFERENCE_COLUMN.match(c))
-    if unknown:
-        problems.append(f"unknown column(s): {', '.join(unknown)}")
-    for required in ("system", "caption"):
-        if required not in columns:
-            problems.append(f"missing column {required!r}")
+    return sorted(c for c in columns if c not in known and not REFERENCE_COLUMN.match(c))
+
+
+def missing_columns(columns: set[str]) -> list[str]:
+    """Problems with the columns a file has in all: required ones it never gives."""
+    problems = [f"missing column {required!r}" for required in ("system", "caption")
+                if required not in columns]
     if "image" not in columns and "image_id" not in columns:
         problems.append("missing column 'image' (or 'image_id')")
     return problems

@@ -56,6 +56,11 @@ def test_sample_items_import_onto_the_sample_images(engine):
      '"image_b": "nope.png", "true_image": "nope.png"}\n', 1, "unknown image 'nope.png'"),
     ('{"bison_id": "x", "caption": "", "image_a": "a", "image_b": "b", "true_image": "a"}\n',
      1, "empty caption"),
+    ('{"bison_id": "x", "caption": "A.", "image_a": "a", "image_b": "b", "true_image": "a"}\n'
+     '{"bison_id": "y", "image_a": "a", "image_b": "b", "true_image": "a", "score": 1}\n',
+     2, "jsonl:2: missing caption"),
+    ('{"bison_id": "y", "caption": "A.", "image_a": "a", "image_b": "b", "true_image": "a",'
+     ' "score": 1}\n', 1, "jsonl:1: unknown column(s): score"),
 ])
 def test_bad_own_format_names_line_and_writes_nothing(engine, tmp_path, content, line, words):
     bad = SAMPLE_CSV.parent / f"tmp-bad-{tmp_path.name}.jsonl"

@@ -351,6 +351,9 @@ def test_broken_utf8_names_the_line(project):
          '{"image": "img/a.png", "system": "S", "caption": "B.", "references": "x"}\n', 2,
          "references must be a JSON list"),
         ('{"image": "img/a.png", "caption": "A."}\n', 1, "missing column 'system'"),
+        ('{"image": "img/a.png", "system": "H", "caption": "A."}\n'
+         '{"image": "img/b.png", "system": "H", "caption": "B.", "precison": 4}\n', 2,
+         "unknown column(s): precison"),
     ],
 )
 def test_bad_jsonl(project, content, line, words):

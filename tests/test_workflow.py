@@ -216,7 +216,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
         await pilot.press("f", "enter")  # obvious spelling error: 0.1
         message = str(app.screen.query_one("#round-message", Static).content)
         assert message == f"saved; {distinct - 1} to check (] next)"
-        await pilot.press("]", "x")  # next caption is fluent
+        await pilot.press("x")  # the verdict moved on: the next caption is fluent
         await pilot.pause()
     twins = next(item for item in queue[2:] if len(item.caption_ids) > 1)
     later = [twins, next(item for item in queue[2:] if item is not twins)]
@@ -237,6 +237,10 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     assert row["fluency"] == pytest.approx(0.1) and row["final_source"].endswith("fluency round")
     assert row["total"] == pytest.approx((row["precision"] + row["recall"]) / 2 - 0.1)
     assert len(fluency_queue(engine)) == distinct - 4
+    from metrics.report import build_report
+
+    header = build_report(engine, bootstrap=0).header
+    assert "dave" in header["annotators_of_final_scores"] and "dave" in header["annotators"]
 
 
 def test_native_speakers_skip_the_fluency_round(engine):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import webbrowser
 from pathlib import Path
 
@@ -301,7 +302,7 @@ class AnnotateScreen(KeyBarScreen):
         elif webbrowser.open(Path(image.path).resolve().as_uri()):
             self.say(f"opened {Path(image.path).name} in the system viewer")
         else:
-            self.say(f"no system viewer found; the image is {image.path}")
+            self.say(f"no viewer found; open {os.path.relpath(image.path)}")
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.session.rubric, self.BINDINGS))

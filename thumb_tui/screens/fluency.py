@@ -10,7 +10,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from rubrics import ErrorType, Rubric
-from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 
 CLEAR = "__clear__"
 RANGE_STEPS = {"broken": tuple(step / 2 for step in range(1, 11))}  # 0.5, 1.0 … 5.0
@@ -52,7 +52,7 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
             ]
             options.append(Option("          clear all fluency errors", id=CLEAR))
             yield OptionList(*options, id="fluency-options")
-        yield KeyBar([Binding("enter", "select", "choose"), *self.BINDINGS])
+        yield KeyBar([MOVE_KEYS, Binding("enter", "select", "choose"), *self.BINDINGS])
 
     def on_mount(self) -> None:
         self.query_one(OptionList).highlighted = 0

@@ -99,6 +99,7 @@ class FluencyRoundScreen(KeyBarScreen):
             types = [t for t in (current[1] or "").split(",") if t]
             amount, type_text = fluency_value([*types, code], [current[0], value])
             self.save(min(amount, self.rubric.penalty("fluency").max_total), type_text)
+            self.action_step(1)  # like x: a verdict moves on ([ goes back to add another)
 
         self.app.push_screen(FluencyScreen(self.rubric, text, current[1] or "none"), chosen)
 

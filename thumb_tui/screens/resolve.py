@@ -15,7 +15,7 @@ from storage.workflow import Disagreement, record_resolution
 from thumb_tui.screens.annotate import AnnotateScreen
 from thumb_tui.widgets.caption_card import score_line
 from thumb_tui.widgets.image_view import ImageView
-from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
 PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "help", "undo", "toggle-dimension")
@@ -39,7 +39,7 @@ class ReasonScreen(ModalScreen[list[str] | None]):
             yield Label("Why are the final values right? Space ticks (X), Enter saves")
             yield SelectionList[str](*[(label, code, code in self.chosen)
                                        for code, label in self.reasons], id="reasons")
-        yield KeyBar([Binding("space", "", "toggle"), *self.BINDINGS])
+        yield KeyBar([MOVE_KEYS, Binding("space", "", "toggle"), *self.BINDINGS])
 
     def action_save(self) -> None:
         self.dismiss(list(self.query_one(SelectionList).selected))

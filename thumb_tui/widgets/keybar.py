@@ -8,6 +8,9 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Static
 
+# The arrow keys of a list dialog, shown in its footer (the list itself handles them).
+MOVE_KEYS = Binding("up,down", "", "move", key_display="↑↓")
+
 
 def key_label(binding: Binding) -> str:
     return binding.key_display or binding.key
