@@ -173,7 +173,10 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
         message = str(app.screen.query_one("#message", Static).content)
         assert message == "saved; now r: the reasons, to resolve it"
         await pilot.press("r")
-        assert app.screen.query_one(SelectionList).selected == ["first-right"]  # pre-ticked
+        reasons = app.screen.query_one(SelectionList)
+        assert reasons.selected == ["first-right"]  # pre-ticked: the side taken
+        lines = [reasons.render_line(y).text for y in range(2)]
+        assert "X" in lines[0] and "X" not in lines[1]  # an unticked box is empty
         await pilot.press("enter")
         await pilot.pause()
         compare = str(app.screen.query_one("#compare", Static).content)

@@ -3,12 +3,16 @@ side with the image and the rubric; the resolver sets the final values and the r
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.strip import Strip
 from textual.widgets import Label, SelectionList, Static
+from textual.widgets._toggle_button import ToggleButton
+from textual.widgets.option_list import OptionDoesNotExist
 
 from storage.annotation import AnnotationSession
 from storage.workflow import Disagreement, record_resolution
@@ -19,6 +23,25 @@ from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
 PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "help", "undo", "toggle-dimension")
+
+
+class ReasonList(SelectionList[str]):
+    """Unticked reasons show an empty box rather than a dimmed X, so ticked and unticked
+    differ without colour too."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segments = list(strip)
+        if len(segments) < 2 or segments[1].text != ToggleButton.BUTTON_INNER:
+            return strip
+        try:
+            option = self.get_option_at_index(self.scroll_offset.y + y)
+        except OptionDoesNotExist:
+            return strip
+        if option.value in self.selected:
+            return strip
+        segments[1] = Segment(" " * len(segments[1].text), segments[1].style)
+        return Strip(segments, strip.cell_length)
 
 
 class ReasonScreen(ModalScreen[list[str] | None]):
@@ -37,8 +60,8 @@ class ReasonScreen(ModalScreen[list[str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="reasons-dialog"):
             yield Label("Why are the final values right? Space ticks (X), Enter saves")
-            yield SelectionList[str](*[(label, code, code in self.chosen)
-                                       for code, label in self.reasons], id="reasons")
+            yield ReasonList(*[(label, code, code in self.chosen)
+                               for code, label in self.reasons], id="reasons")
         yield KeyBar([MOVE_KEYS, Binding("space", "", "toggle"), *self.BINDINGS])
 
     def action_save(self) -> None:
