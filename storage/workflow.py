@@ -69,25 +69,28 @@ def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | N
     return first
 
 
-def stage_one_done(connection: Connection) -> set[int]:
-    """Images whose stage 1 is over: as many annotators as the image takes (one; two when
-    double-rated) have rated every one of its captions."""
+def stage_one_done(connection: Connection, image_id: int | None = None) -> set[int]:
+    """Images (all, or just `image_id`) whose stage 1 is over: as many annotators as the
+    image takes (one; two when double-rated) have rated every one of its captions."""
     image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
-    sizes = dict(connection.execute(
-        select(caption.c.image_id, func.count()).group_by(caption.c.image_id)).all())
-    capacity = {row.id: 2 if row.double_rating else 1
-                for row in connection.execute(select(image.c.id, image.c.double_rating))}
+    images, captions = select(image.c.id, image.c.double_rating), select(
+        caption.c.image_id, func.count()).group_by(caption.c.image_id)
+    ratings = (select(caption.c.image_id, rating.c.annotator_id, func.count())
+               .join(caption, rating.c.caption_id == caption.c.id)
+               .where(rating.c.stage == int(Stage.FIRST), rating.c.precision.is_not(None),
+                      rating.c.recall.is_not(None))
+               .group_by(caption.c.image_id, rating.c.annotator_id))
+    if image_id is not None:
+        images = images.where(image.c.id == image_id)
+        captions = captions.where(caption.c.image_id == image_id)
+        ratings = ratings.where(caption.c.image_id == image_id)
+    sizes = dict(connection.execute(captions).all())
+    capacity = {row.id: 2 if row.double_rating else 1 for row in connection.execute(images)}
     finished: dict[int, int] = {}
-    for image_id, _, count in connection.execute(
-        select(caption.c.image_id, rating.c.annotator_id, func.count())
-        .join(caption, rating.c.caption_id == caption.c.id)
-        .where(rating.c.stage == int(Stage.FIRST), rating.c.precision.is_not(None),
-               rating.c.recall.is_not(None))
-        .group_by(caption.c.image_id, rating.c.annotator_id)
-    ):
-        if count == sizes.get(image_id):
-            finished[image_id] = finished.get(image_id, 0) + 1
-    return {image_id for image_id, n in finished.items() if n >= capacity[image_id]}
+    for rated, _, count in connection.execute(ratings):
+        if count == sizes.get(rated):
+            finished[rated] = finished.get(rated, 0) + 1
+    return {rated for rated, n in finished.items() if n >= capacity[rated]}
 
 
 def seen_scores(connection: Connection, annotator_id: int) -> set[int]:
@@ -167,7 +170,7 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
                                 "review it")
         if second - {annotator_id}:
             raise ProtocolError("another annotator already reviews this image")
-        if image_id not in stage_one_done(connection):
+        if image_id not in stage_one_done(connection, image_id):
             raise ProtocolError("this image's stage-1 rating is not complete yet")
         return
     if annotator_id in first | second:
