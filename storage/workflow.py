@@ -4,6 +4,7 @@ rating, the disagreement queue, resolutions and the native-speaker fluency round
 from __future__ import annotations
 
 import json
+import math
 import random
 import uuid
 from collections.abc import Sequence
@@ -49,13 +50,14 @@ def _stage_raters(connection: Connection, stage: Stage) -> dict[int, set[int]]:
 def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None
                           ) -> dict[int, dict[str, object]]:
     """caption id -> the stage-1 rating that stage 2 reviews, where complete: the rating by
-    the image's first stage-1 annotator (who started on it first). One annotator per image,
-    fixed once they start, so a reviewer never sees a mix of two blind raters' scores."""
+    the image's first stage-1 annotator (whose first rating of it is the earliest; the
+    times travel through export and import). One annotator per image, fixed once they
+    start, so a reviewer never sees a mix of two blind raters' scores."""
     rating, caption = Rating.__table__, Caption.__table__
     query = (select(rating, caption.c.image_id)
              .join(caption, rating.c.caption_id == caption.c.id)
              .where(rating.c.stage == int(Stage.FIRST))
-             .order_by(rating.c.id))
+             .order_by(rating.c.created_at, rating.c.id))
     if caption_ids is not None:
         images = select(caption.c.image_id).where(caption.c.id.in_(caption_ids))
         query = query.where(caption.c.image_id.in_(images))
@@ -93,41 +95,40 @@ def stage_one_done(connection: Connection, image_id: int | None = None) -> set[i
     return {rated for rated, n in finished.items() if n >= capacity[rated]}
 
 
-def seen_scores(connection: Connection, annotator_id: int) -> set[int]:
-    """Images whose stage-1 scores this annotator has seen: opened in review or resolution,
-    or rated at stage 2 or final. They can no longer rate these blind."""
+def reviewed_images(connection: Connection, image_id: int | None = None) -> set[int]:
+    """Images (all, or just `image_id`) that someone has opened for review or resolution
+    or rated at stage 2 or final: their stage 1 is closed, so what the reviewer saw stays
+    what stage 1 says."""
     assignment, rating, caption = Assignment.__table__, Rating.__table__, Caption.__table__
-    opened = set(connection.execute(
-        select(assignment.c.image_id).where(assignment.c.annotator_id == annotator_id,
-                                            assignment.c.stage >= int(Stage.SECOND))
-    ).scalars())
-    rated = set(connection.execute(
-        select(caption.c.image_id).join(rating, rating.c.caption_id == caption.c.id)
-        .where(rating.c.annotator_id == annotator_id, rating.c.stage >= int(Stage.SECOND))
-    ).scalars())
-    return opened | rated
+    opened = select(assignment.c.image_id).where(assignment.c.stage >= int(Stage.SECOND))
+    rated = (select(caption.c.image_id).join(rating, rating.c.caption_id == caption.c.id)
+             .where(rating.c.stage >= int(Stage.SECOND)))
+    if image_id is not None:
+        opened = opened.where(assignment.c.image_id == image_id)
+        rated = rated.where(caption.c.image_id == image_id)
+    return set(connection.execute(opened.distinct()).scalars()) | set(
+        connection.execute(rated.distinct()).scalars())
 
 
 def eligible_images(connection: Connection, annotator_id: int, stage: Stage) -> set[int]:
     """Images this annotator may work on at `stage`.
 
-    Stage 1: images not reviewed yet that they started, or that fewer other annotators
-    started than the image takes (one; two for blind double rating) and whose scores they
-    have not seen. Stage 2: images whose stage 1 is over, that they did not rate at stage 1
-    and that no other reviewer started."""
+    Stage 1: images nobody has opened for review yet (so nobody has seen their scores)
+    that they started, or that fewer other annotators started than the image takes (one;
+    two for blind double rating). Stage 2: images whose stage 1 is over, that they did
+    not rate at stage 1 and that no other reviewer started."""
     image = Image.__table__
     capacity = {row.id: 2 if row.double_rating else 1
                 for row in connection.execute(select(image.c.id, image.c.double_rating))}
     first = _stage_raters(connection, Stage.FIRST)
     second = _stage_raters(connection, Stage.SECOND)
     if stage == Stage.FIRST:
-        closed = set(second) | set(_stage_raters(connection, Stage.FINAL))
-        seen = seen_scores(connection, annotator_id)
+        closed = reviewed_images(connection)
         return {
             image_id for image_id, slots in capacity.items()
             if image_id not in closed and (
                 annotator_id in first.get(image_id, set())
-                or (len(first.get(image_id, set())) < slots and image_id not in seen))
+                or len(first.get(image_id, set())) < slots)
         }
     if stage != Stage.SECOND:
         raise ValueError("eligibility is defined for stages 1 and 2")
@@ -152,17 +153,15 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
 
     first, second = raters(Stage.FIRST), raters(Stage.SECOND)
     if stage == Stage.FIRST:
-        if second or raters(Stage.FINAL):
-            raise ProtocolError("this image has been reviewed: its stage 1 is closed")
+        if reviewed_images(connection, image_id):
+            raise ProtocolError("this image has been opened for review: its stage 1 is "
+                                "closed")
         double = connection.execute(
             select(image.c.double_rating).where(image.c.id == image_id)).scalar()
         if annotator_id in first:
             return
         if len(first) >= (2 if double else 1):
             raise ProtocolError("another annotator already rates this image at stage 1")
-        if image_id in seen_scores(connection, annotator_id):
-            raise ProtocolError("you have seen this image's scores (in review or "
-                                "resolution), so you cannot rate it blind at stage 1")
         return
     if stage == Stage.SECOND:
         if annotator_id in first:
@@ -176,6 +175,8 @@ def check_may_rate(connection: Connection, annotator_id: int, stage: Stage,
     if annotator_id in first | second:
         raise ProtocolError("you rated or reviewed this image: someone else must resolve "
                             "its disagreements")
+    if not second:
+        raise ProtocolError("this image has not been reviewed: there is nothing to resolve")
 
 
 @dataclass(frozen=True)
@@ -194,18 +195,14 @@ def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> Dou
     opened in review or resolution). Marks are never removed: a second blind rating may exist."""
     if not 0 <= share <= 1:
         raise ValueError("the share of double-rated images must be between 0 and 1")
-    image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
+    image = Image.__table__
     with engine.begin() as connection:
         rows = connection.execute(select(image.c.id, image.c.key, image.c.double_rating)
                                   .order_by(image.c.id)).all()
-        seen = set(connection.execute(
-            select(caption.c.image_id).join(rating, rating.c.caption_id == caption.c.id)
-            .where(rating.c.stage >= int(Stage.SECOND)).distinct()).scalars()) | set(
-            connection.execute(select(Assignment.__table__.c.image_id).where(
-                Assignment.__table__.c.stage >= int(Stage.SECOND))).scalars())
+        seen = reviewed_images(connection)
         already = [row for row in rows if row.double_rating]
         candidates = [row for row in rows if not row.double_rating and row.id not in seen]
-        wanted = max(0, round(share * len(rows)) - len(already))
+        wanted = max(0, math.floor(share * len(rows) + 0.5) - len(already))  # half up
         chosen = random.Random(seed).sample(candidates, min(wanted, len(candidates)))
         if chosen:
             connection.execute(update(image).where(image.c.id.in_([r.id for r in chosen]))
@@ -305,10 +302,20 @@ def record_resolution(engine: Engine, caption_id: int, resolver: str,
     unknown = [code for code in reasons if code not in valid_codes]
     if not reasons or unknown:
         raise ValueError(f"give at least one reason from: {', '.join(valid_codes)}")
-    table, annotator = Resolution.__table__, Annotator.__table__
+    table, annotator, caption, rating = (Resolution.__table__, Annotator.__table__,
+                                         Caption.__table__, Rating.__table__)
     with engine.begin() as connection:
         resolver_id = connection.execute(
             select(annotator.c.id).where(annotator.c.name == resolver)).scalar_one()
+        image_id = connection.execute(
+            select(caption.c.image_id).where(caption.c.id == caption_id)).scalar_one()
+        check_may_rate(connection, resolver_id, Stage.FINAL, image_id)
+        final = connection.execute(select(rating.c.id).where(
+            rating.c.caption_id == caption_id, rating.c.annotator_id == resolver_id,
+            rating.c.stage == int(Stage.FINAL), rating.c.precision.is_not(None),
+            rating.c.recall.is_not(None))).first()
+        if final is None:
+            raise ProtocolError("set the final P and R before the reasons")
         _upsert_logged(connection, table, caption_id, resolver, "reasons",
                        {"reasons": ",".join(reasons), "note": note, "resolver_id": resolver_id})
 
@@ -376,11 +383,16 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
 def record_fluency_check(engine: Engine, caption_id: int, checker: str, fluency: float,
                          fluency_type: str | None) -> None:
     """Store (or replace) a native speaker's fluency verdict; only native speakers may."""
-    table, annotator = FluencyCheck.__table__, Annotator.__table__
+    table, annotator, rating = FluencyCheck.__table__, Annotator.__table__, Rating.__table__
     with engine.begin() as connection:
         row = connection.execute(select(annotator.c.id, annotator.c.native_english)
                                  .where(annotator.c.name == checker)).one()
         if not row.native_english:
             raise ProtocolError("only native English speakers do the fluency round")
+        reviewed = connection.execute(select(rating.c.id).where(
+            rating.c.caption_id == caption_id, rating.c.stage == int(Stage.SECOND),
+            rating.c.precision.is_not(None))).first()
+        if reviewed is None:
+            raise ProtocolError("the fluency round comes after review (stage 2)")
         _upsert_logged(connection, table, caption_id, checker, "fluency",
                        {"checker_id": row.id, "fluency": fluency, "fluency_type": fluency_type})
