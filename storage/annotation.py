@@ -16,8 +16,23 @@ from dataclasses import dataclass, replace
 from sqlalchemy import ColumnElement, Connection, Engine, and_, select, update
 
 from rubrics import THUMB_1_0, Rubric
-from storage.models import Annotator, Assignment, Caption, Event, Image, Rating, Stage, utcnow
-from storage.workflow import check_may_rate, eligible_images, primary_first_ratings
+from storage.models import (
+    Annotator,
+    Assignment,
+    Caption,
+    Event,
+    FluencyCheck,
+    Image,
+    Rating,
+    Stage,
+    utcnow,
+)
+from storage.workflow import (
+    ProtocolError,
+    check_may_rate,
+    eligible_images,
+    primary_first_ratings,
+)
 
 RATING_FIELDS = (
     "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
@@ -78,8 +93,18 @@ def register_annotator(engine: Engine, name: str, native_english: bool | None) -
                                                      created_at=utcnow()))
             return native_english
         if native_english is not None and native_english != row.native_english:
+            check = FluencyCheck.__table__
+            if not native_english and connection.execute(
+                    select(check.c.id).where(check.c.checker_id == row.id)).first():
+                raise ProtocolError(f"{name} gave fluency-round verdicts as a native English "
+                                    "speaker; that record stays")
             connection.execute(update(table).where(table.c.id == row.id)
                                .values(native_english=native_english))
+            connection.execute(Event.__table__.insert().values(
+                at=utcnow(), actor=name, action="update", table_name="annotator",
+                row_id=row.id, field_name="native_english",
+                old_value=json.dumps(row.native_english), new_value=json.dumps(native_english),
+                change_id=uuid.uuid4().hex))
             return native_english
         return row.native_english
 
@@ -367,7 +392,9 @@ class AnnotationSession:
 
     def undo(self) -> tuple[list[str], int] | None:
         """Revert this annotator's latest change not yet undone. Returns the fields reverted
-        and one caption it touched (so the screen can show it), or None if nothing is left."""
+        and one caption it touched (so the screen can show it), or None if nothing is left.
+        Raises ProtocolError where the protocol no longer allows the change (e.g. stage 1
+        of an image opened for review)."""
         event, rating = Event.__table__, Rating.__table__
         undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
         with self.engine.begin() as connection:
@@ -396,6 +423,10 @@ class AnnotationSession:
                     select(rating.c.id, rating.c.caption_id).where(rating.c.id.in_(restore))
                 ).all()
             )
+            images = set(connection.execute(select(Caption.__table__.c.image_id).where(
+                Caption.__table__.c.id.in_(caption_of.values()))).scalars())
+            for image_id in images:  # an undo is a change like any other
+                check_may_rate(connection, self.annotator_id, self.stage, image_id)
             for rating_id, values in restore.items():
                 after = self._write(connection, caption_of[rating_id], values, undo_id,
                                     action="undo", reverts=change_id)

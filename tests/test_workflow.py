@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select, update
 from textual.widgets import SelectionList, Static
 
-from storage import Annotator, Rating, final_scores
+from storage import Annotator, Event, Rating, final_scores
 from storage.annotation import AnnotationSession
 from storage.models import Caption, FluencyCheck, Image, Resolution, Stage
 from storage.workflow import (
@@ -21,6 +21,7 @@ from storage.workflow import (
     fluency_queue,
     primary_first_ratings,
     record_fluency_check,
+    record_resolution,
 )
 from tests.app_helpers import sample_engine
 from thumb_tui.app import ThumbApp
@@ -401,3 +402,55 @@ def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(en
         resolutions = connection.execute(select(Resolution.__table__)).all()
     assert {r.caption_id for r in resolutions} == set(twins)
     assert {(r.reasons, r.note) for r in resolutions} == {("second-right", "ok")}
+
+
+def test_the_protocol_holds_for_undo_resolutions_checks_and_native_flags(engine):
+    from storage.annotation import register_annotator
+
+    alice = AnnotationSession(engine, "alice")
+    rate_everything(alice, 1)
+    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    caption_id = carol.group_for_caption(1).caption_ids[0]
+    with pytest.raises(ProtocolError, match="not been reviewed: there is nothing to resolve"):
+        carol.set_values(carol.group_for_caption(caption_id), {"precision": 3},
+                         image_index=carol.image_index_of_caption(caption_id), focus=0)
+    register_annotator(engine, "dave", True)
+    with pytest.raises(ProtocolError, match="comes after review"):
+        record_fluency_check(engine, caption_id, "dave", 0.1, "spelling")
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    bob.open_image(0)  # opening it for review closes its stage 1: alice cannot undo there
+    opened = bob.images[0].id
+    last = alice.images[-1].id
+    assert opened != last  # alice's latest change is on her last image, still open
+    assert alice.undo() is not None
+    with engine.connect() as connection:
+        on_opened = set(connection.execute(select(Caption.__table__.c.id).where(
+            Caption.__table__.c.image_id == opened)).scalars())
+
+    def opened_scores() -> list:
+        return [(r.caption_id, r.precision, r.recall) for r in stage_rows(engine, 1)
+                if r.caption_id in on_opened]
+
+    before, refusal = opened_scores(), None
+    while refusal is None:  # undo back until a change on the image bob opened
+        try:
+            assert alice.undo() is not None, "undo went past the reviewed image"
+        except ProtocolError as exc:
+            refusal = str(exc)
+    assert "opened for review: its stage 1 is closed" in refusal
+    assert opened_scores() == before
+    for group in bob.open_image(0):
+        bob.set_values(group, dict(group.reference), image_index=0, focus=0)
+    with pytest.raises(ProtocolError, match="someone else must resolve"):
+        record_resolution(engine, caption_id, "alice", ["first-right"], "", ["first-right"])
+    with pytest.raises(ProtocolError, match="set the final P and R before the reasons"):
+        record_resolution(engine, caption_id, "carol", ["first-right"], "", ["first-right"])
+    record_fluency_check(engine, caption_id, "dave", 0.1, "spelling")
+    with pytest.raises(ProtocolError, match="gave fluency-round verdicts"):
+        register_annotator(engine, "dave", False)
+    register_annotator(engine, "alice", False)
+    with engine.connect() as connection:
+        logged = connection.execute(select(Event.__table__).where(
+            Event.__table__.c.table_name == "annotator")).all()
+    assert [(e.actor, e.field_name, e.new_value) for e in logged] == [
+        ("alice", "native_english", "false")]

@@ -58,6 +58,18 @@ CiOption = Annotated[float, typer.Option("--ci", callback=_check_ci,
                                          help="Confidence level of the bootstrap CIs.")]
 
 
+@contextmanager
+def _protocol() -> Iterator[None]:
+    """What the THUMB protocol refuses ends the command with its reason, not a traceback."""
+    from storage.workflow import ProtocolError
+
+    try:
+        yield
+    except ProtocolError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _stop_if_empty(queue: object, message: str) -> None:
     """Say why there is nothing to do and end, instead of opening an empty screen."""
     if not queue:
@@ -246,8 +258,9 @@ def review_command(
     from thumb_tui.screens.annotate import EMPTY_QUEUE, ReviewScreen
 
     mode = _image_mode(image_mode)
-    session = AnnotationSession(state.existing_engine, _name(annotator), stage=Stage.SECOND,
-                                native_english=native)
+    with _protocol():
+        session = AnnotationSession(state.existing_engine, _name(annotator),
+                                    stage=Stage.SECOND, native_english=native)
     _stop_if_empty(session.images, EMPTY_QUEUE[Stage.SECOND])
     ThumbApp(screen=ReviewScreen(session, mode)).run()
 
@@ -309,7 +322,8 @@ def annotator_command(
     """Add an annotator or record whether they are a native English speaker."""
     from storage.annotation import register_annotator
 
-    native_english = register_annotator(state.existing_engine, _name(name), native)
+    with _protocol():
+        native_english = register_annotator(state.existing_engine, _name(name), native)
     word = {True: "a native", False: "not a native", None: "unknown as a"}[native_english]
     typer.echo(f"{name}: {word} English speaker")
 
@@ -356,7 +370,9 @@ def annotate_command(
     from thumb_tui.screens.annotate import EMPTY_QUEUE
 
     mode = _image_mode(image_mode)
-    session = AnnotationSession(state.existing_engine, _name(annotator), native_english=native)
+    with _protocol():
+        session = AnnotationSession(state.existing_engine, _name(annotator),
+                                    native_english=native)
     _stop_if_empty(session.images, EMPTY_QUEUE[Stage.FIRST])
     ThumbApp(session, mode).run()
 

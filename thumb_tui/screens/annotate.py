@@ -14,6 +14,7 @@ from textual.widgets import ProgressBar, Static
 
 from storage.annotation import AnnotationSession, CaptionGroup, fluency_value
 from storage.models import Stage
+from storage.workflow import ProtocolError
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen
 from thumb_tui.screens.note import NoteScreen
@@ -260,7 +261,11 @@ class AnnotateScreen(KeyBarScreen):
         self.app.push_screen(NoteScreen(group.text, str(group.values["note"])), saved)
 
     def action_undo(self) -> None:
-        result = self.session.undo()
+        try:
+            result = self.session.undo()
+        except ProtocolError as exc:
+            self.say(f"cannot undo: {exc}")
+            return
         if result is None:
             self.say("nothing to undo")
             return
