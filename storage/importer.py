@@ -34,6 +34,7 @@ from storage.rows import (
     normalise_keys,
     unknown_columns,
 )
+from storage.workflow import reviewed_images
 
 CaptionKey = tuple[str, str]  # (image key, system)
 
@@ -115,12 +116,16 @@ class _Existing:
             self.native[row.name] = row.native_english
         caption_key = {cid: key for key, (cid, _, _) in self.captions.items()}
         name_of = {aid: name for name, aid in self.annotators.items()}
-        self.ratings = {
-            (caption_key[row.caption_id], name_of[row.annotator_id], row.stage)
-            for row in connection.execute(
-                select(rating.c.caption_id, rating.c.annotator_id, rating.c.stage)
-            )
-        }
+        self.ratings: set[tuple[CaptionKey, str, int]] = set()
+        self.complete_first: set[tuple[CaptionKey, str]] = set()
+        for row in connection.execute(select(rating.c.caption_id, rating.c.annotator_id,
+                                             rating.c.stage, rating.c.precision,
+                                             rating.c.recall)):
+            key, name = caption_key[row.caption_id], name_of[row.annotator_id]
+            self.ratings.add((key, name, row.stage))
+            if row.stage == Stage.FIRST and None not in (row.precision, row.recall):
+                self.complete_first.add((key, name))
+        self.closed = {key_of[i] for i in reviewed_images(connection)}
         self.resolved = {caption_key[c] for c in connection.execute(
             select(Resolution.__table__.c.caption_id)).scalars()}
         self.fluency_checked = {caption_key[c] for c in connection.execute(
@@ -222,13 +227,19 @@ def _check_protocol(plan: ImportPlan, existing: _Existing,
                     rating_line: dict[tuple[CaptionKey, str, int], int],
                     problems: Problems) -> None:
     """Imported ratings follow THUMB's protocol, as ratings made in the app do: one
-    stage-1 annotator per image (two when double-rated), one reviewer who did not rate it
-    at stage 1, and a resolver who neither rated nor reviewed it."""
+    stage-1 annotator per image (two when double-rated), stage 1 closed once reviewed and
+    over before review, one reviewer who did not rate it at stage 1, a resolver who
+    neither rated nor reviewed it, and resolutions only of reviewed captions."""
     raters: dict[tuple[str, int], dict[str, int | None]] = {}  # name -> file line or None
     for caption_key, name, stage in existing.ratings:
         raters.setdefault((caption_key[0], stage), {})[name] = None
     for (caption_key, name, stage), line in sorted(rating_line.items(), key=lambda i: i[1]):
         raters.setdefault((caption_key[0], stage), {}).setdefault(name, line)
+    captions: dict[str, set[CaptionKey]] = {}
+    for key in [*existing.captions, *plan.captions]:
+        captions.setdefault(key[0], set()).add(key)
+    complete = existing.complete_first | {
+        (key, rating.annotator) for key, rating in plan.ratings if rating.stage == Stage.FIRST}
 
     def report(image: str, names: dict[str, int | None], message: str) -> None:
         """At the last line of the file that took part (the database was valid before)."""
@@ -245,6 +256,12 @@ def _check_protocol(plan: ImportPlan, existing: _Existing,
             report(image, first, f"{len(first)} annotators rate it at stage 1 "
                                  f"({', '.join(first)}) but it takes {takes}"
                                  + ("" if takes == 2 else " (double_rating=true takes two)"))
+        if image in existing.closed:
+            report(image, first, "it has been opened for review: its stage 1 is closed")
+        done = sum(all((key, name) in complete for key in captions[image]) for name in first)
+        if second and done < takes:
+            report(image, {**first, **second}, f"stage 2 before its stage 1 is over ({done} "
+                                               f"of {takes} complete stage-1 ratings)")
         if len(second) > 1:
             report(image, second, f"two reviewers at stage 2 ({', '.join(second)})")
         for name in sorted(second.keys() & first.keys()):
@@ -253,6 +270,11 @@ def _check_protocol(plan: ImportPlan, existing: _Existing,
         for name in sorted(final.keys() & (first.keys() | second.keys())):
             report(image, {name: final[name]},
                    f"{name!r} rated or reviewed it and cannot resolve it")
+    rated = {(key, stage) for key, _, stage in [*existing.ratings, *rating_line]}
+    for key, rating in plan.resolutions.items():
+        if (key, int(Stage.FIRST)) not in rated or (key, int(Stage.SECOND)) not in rated:
+            problems.add(rating_line[(key, rating.annotator, int(Stage.FINAL))],
+                         "a resolution needs stage-1 and stage-2 ratings of the caption")
 
 
 class _WorkflowState:

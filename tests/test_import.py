@@ -208,6 +208,56 @@ def test_export_then_import_keeps_the_workflow_state(tmp_path):
         assert after == before, fmt
 
 
+def test_stage_one_closed_by_review_in_the_database_refuses_a_late_blind_rating(project):
+    engine = open_database(project / "late.db")
+    reviewed = write_csv(project / "reviewed.csv",
+                         ["image", "system", "caption", "annotator", "stage", "precision",
+                          "recall"],
+                         [["img/c.png", "H", "A dog.", "ann", "1", "5", "4"],
+                          ["img/c.png", "H", "A dog.", "bea", "2", "5", "4"]])
+    import_captions(engine, reviewed, actor="t")
+    late = write_csv(project / "late.csv",
+                     ["image", "system", "caption", "annotator", "stage", "precision",
+                      "recall", "double_rating"],
+                     [["img/c.png", "H", "A dog.", "cy", "1", "3", "3", "true"]])
+    before = database_dump(engine)
+    with pytest.raises(InputError, match=r"late.csv:2: image 'img/c.png': it has been "
+                                         r"opened for review: its stage 1 is closed"):
+        import_captions(engine, late, actor="t")
+    assert database_dump(engine) == before
+
+
+def test_the_reviewed_annotator_survives_export_and_import(tmp_path):
+    """On a double image, whoever rated first stays the one stage 2 reviews, even when the
+    other blind rater's ratings come first in the exported file."""
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+    from storage.workflow import assign_double, disagreements
+    from tests.app_helpers import sample_engine
+
+    engine = sample_engine(tmp_path)
+    assign_double(engine, 1.0, seed=0, actor="lead")
+    alice, bob = AnnotationSession(engine, "alice"), AnnotationSession(engine, "bob")
+    bob_groups = sorted(bob.open_image(0), key=lambda g: max(g.caption_ids), reverse=True)
+    # bob starts on the image's last caption, so the export lists alice's ratings first
+    bob.set_values(bob_groups[0], {"precision": 1, "recall": 1}, image_index=0, focus=0)
+    for group in alice.open_image(0):
+        alice.set_values(group, {"precision": 5, "recall": 5}, image_index=0, focus=0)
+    for group in bob_groups[1:]:
+        bob.set_values(group, {"precision": 1, "recall": 1}, image_index=0, focus=0)
+    review = AnnotationSession(engine, "rev", stage=Stage.SECOND)
+    for group in review.open_image(0):
+        assert (group.reference["precision"], group.reference["recall"]) == (1, 1)  # bob's
+        review.set_values(group, dict(group.reference), image_index=0, focus=0)
+    assert disagreements(engine) == []
+    for fmt in ("csv", "jsonl", "parquet"):
+        out = tmp_path / f"p.{fmt}"
+        export_ratings(engine, out, fmt)
+        again = open_database(tmp_path / f"again-{fmt}.db")
+        import_captions(again, out, actor="t")
+        assert disagreements(again) == [], fmt  # still bob's ratings under review
+
+
 # Each bad input: the file contents, the line the error must name, and words of the message.
 BAD_INPUTS = {
     "malformed csv": (
@@ -305,6 +355,18 @@ BAD_INPUTS = {
         "img/c.png,H,A dog.,ann,1,5,4\nimg/c.png,H,A dog.,bea,2,3,4\n"
         "img/c.png,H,A dog.,bea,final,4,4\n", 4,
         "'bea' rated or reviewed it and cannot resolve it"),
+    "review before stage 1 is over": (
+        "image,system,caption,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,ann,1,5,4\nimg/c.png,S,A cat.,bea,2,5,4\n", 3,
+        "stage 2 before its stage 1 is over (0 of 1 complete stage-1 ratings)"),
+    "review of a double image with one blind rating": (
+        "image,system,caption,annotator,stage,precision,recall,double_rating\n"
+        "img/c.png,H,A dog.,ann,1,5,4,true\nimg/c.png,H,A dog.,bea,2,5,4,true\n", 3,
+        "stage 2 before its stage 1 is over (1 of 2 complete stage-1 ratings)"),
+    "resolution of an unreviewed caption": (
+        "image,system,caption,annotator,stage,precision,recall,resolution_reasons\n"
+        "img/c.png,H,A dog.,cy,final,5,4,other\n", 2,
+        "a resolution needs stage-1 and stage-2 ratings of the caption"),
     "bad timestamp": (
         "image,system,caption,annotator,stage,precision,recall,created_at\n"
         "img/c.png,H,A dog.,ann,1,5,4,yesterday\n", 2,
