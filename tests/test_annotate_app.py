@@ -240,3 +240,13 @@ async def test_time_per_image_is_exported(engine, tmp_path):
     frame = export_frame(engine, tmp_path / "x.csv")
     timed = frame[frame["annotator"] == "timer"]
     assert len(timed) == 1 and timed["image_seconds"].iloc[0] > 0
+
+
+async def test_caption_keys_stop_at_the_first_and_last_caption(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("up")
+        assert screen.focus_index == 0
+        await pilot.press(*["down"] * (len(screen.groups) + 2))
+        assert screen.focus_index == len(screen.groups) - 1

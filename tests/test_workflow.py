@@ -181,6 +181,9 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
         await pilot.pause()
         compare = str(app.screen.query_one("#compare", Static).content)
         assert "reasons: first-right" in compare
+        await pilot.press("]", "2", "2", "r")  # values neither side gave: "both wrong"
+        assert app.screen.query_one(SelectionList).selected == ["both-wrong"]
+        await pilot.press("escape")
     first = queue[0]
     with engine.connect() as connection:
         resolution = connection.execute(select(Resolution.__table__)).one()

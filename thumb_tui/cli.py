@@ -307,7 +307,7 @@ def fluency_round_command(
                                     .where(Annotator.__table__.c.name == name)).scalar()
     if not native:
         typer.echo(f"error: {name!r} is not recorded as a native English speaker (set it with "
-                   "`thumb annotate --annotator NAME --native`)", err=True)
+                   "`thumb annotator NAME --native`)", err=True)
         raise typer.Exit(2)
     queue = fluency_queue(engine)
     _stop_if_empty(queue, "No captions are waiting for the fluency round.")

@@ -195,7 +195,8 @@ class AnnotateScreen(KeyBarScreen):
     def action_move(self, step: int) -> None:
         if not self.groups:
             return
-        self.focus_index = (self.focus_index + step) % len(self.groups)
+        # stop at the first and last caption: wrapping round sent scores to the wrong one
+        self.focus_index = min(max(self.focus_index + step, 0), len(self.groups) - 1)
         self.dimension = "precision"
         self.update_focus()
         self.session.remember_position(self.image_index, self.focus_index)

@@ -15,7 +15,7 @@ from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 
 from storage.annotation import AnnotationSession
-from storage.workflow import Disagreement, record_resolution
+from storage.workflow import COMPARED, Disagreement, record_resolution
 from thumb_tui.screens.annotate import AnnotateScreen
 from thumb_tui.widgets.caption_card import score_line
 from thumb_tui.widgets.image_view import ImageView
@@ -94,7 +94,6 @@ class ResolveScreen(AnnotateScreen):
         self.queue = queue
         self.position = 0
         self.reasons: dict[int, list[str]] = {}
-        self.taken: dict[int, str] = {}  # the side taken, ticked first in the reasons
 
     def compose(self) -> ComposeResult:
         with Vertical(id="annotate"):
@@ -179,9 +178,18 @@ class ResolveScreen(AnnotateScreen):
         """Undo may point at another caption: show the disagreement it belongs to."""
         self.show_item()
 
+    def suggested_reason(self) -> str | None:
+        """The reason the final values speak for: a side they equal, or new values."""
+        values = self.groups[0].values
+        if values["precision"] is None or values["recall"] is None:
+            return None
+        for code, side in (("first-right", self.item.first), ("second-right", self.item.second)):
+            if all(values[key] == side[key] for key in COMPARED):
+                return code
+        return "both-wrong"
+
     def action_take(self, stage: int) -> None:
         source = self.item.first if stage == 1 else self.item.second
-        self.taken[self.item.caption_id] = "first-right" if stage == 1 else "second-right"
         self.change({key: source[key] for key in
                      ("precision", "recall", "fluency", "fluency_type", "conciseness",
                       "conciseness_type", "inclusive", "inclusive_type")})
@@ -205,7 +213,7 @@ class ResolveScreen(AnnotateScreen):
             self.redraw()
 
         ticked = self.reasons.get(item.caption_id) or [
-            code for code in [self.taken.get(item.caption_id)] if code in dict(codes)]
+            code for code in [self.suggested_reason()] if code in dict(codes)]
         self.app.push_screen(ReasonScreen(codes, ticked), chosen)
 
     def save_resolution(self, reasons: list[str]) -> None:
