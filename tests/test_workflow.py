@@ -188,7 +188,8 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
     with engine.connect() as connection:
         resolution = connection.execute(select(Resolution.__table__)).one()
         final = connection.execute(select(Rating.__table__).where(
-            Rating.__table__.c.stage == 3)).one()
+            Rating.__table__.c.stage == 3, Rating.__table__.c.caption_id == queue[0].caption_id
+        )).one()
     assert resolution.caption_id == first.caption_id and resolution.reasons == "first-right"
     assert (final.precision, final.recall) == (first.first["precision"], first.first["recall"])
     scores = final_scores(engine).set_index("caption_id")
