@@ -8,7 +8,7 @@ import math
 import random
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, Table, func, select, update
@@ -243,17 +243,15 @@ def disagreements(engine: Engine, include_resolved: bool = False,
     """Captions whose stage-1 and stage-2 values differ, worst first; identical captions of
     an image (rated together) come once. With `resolver`: only those they may settle, on
     images they neither rated nor reviewed."""
-    rating, caption = Rating.__table__, Caption.__table__
+    rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
         excluded: set[int] = set()
         if resolver is not None:
-            excluded = set(connection.execute(
-                select(caption.c.image_id)
-                .join(rating, rating.c.caption_id == caption.c.id)
-                .join(Annotator.__table__, Annotator.__table__.c.id == rating.c.annotator_id)
-                .where(Annotator.__table__.c.name == resolver,
-                       rating.c.stage.in_([int(Stage.FIRST), int(Stage.SECOND)]))
-            ).scalars())
+            resolver_id = connection.execute(
+                select(annotator.c.id).where(annotator.c.name == resolver)).scalar()
+            excluded = {image_id for at in (Stage.FIRST, Stage.SECOND)
+                        for image_id, ids in _stage_raters(connection, at).items()
+                        if resolver_id in ids}
         first = primary_first_ratings(connection)
         resolved = set(connection.execute(
             select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
@@ -267,33 +265,35 @@ def disagreements(engine: Engine, include_resolved: bool = False,
                    rating.c.recall.is_not(None))
             .order_by(rating.c.id)
         ).all()
+        twins = _same_text(connection, {row.image_id for row in rows})
     found = []
-    seen: set[int] = set()
     texts: set[tuple[int, str]] = set()
     for row in rows:
-        if row.caption_id in seen or row.caption_id not in first:
+        key = (row.image_id, row.text.strip())
+        if row.caption_id not in first or row.image_id in excluded or key in texts:
             continue
-        if row.image_id in excluded or (row.image_id, row.text.strip()) in texts:
-            continue
-        seen.add(row.caption_id)
-        texts.add((row.image_id, row.text.strip()))
+        texts.add(key)
         second = dict(row._mapping)
         if all(first[row.caption_id][k] == second[k] for k in COMPARED):
             continue
         if row.caption_id in resolved and not include_resolved:
             continue
         found.append(Disagreement(row.caption_id, row.image_id, row.text,
-                                  first[row.caption_id], second))
-    same_text: dict[tuple[int, str], list[int]] = {}
-    with engine.connect() as connection:
-        for caption_id, image_id, text in connection.execute(
-                select(caption.c.id, caption.c.image_id, caption.c.text).where(
-                    caption.c.image_id.in_({d.image_id for d in found}))
-                .order_by(caption.c.id)):
-            same_text.setdefault((image_id, text.strip()), []).append(caption_id)
-    found = [replace(d, caption_ids=tuple(same_text[(d.image_id, d.text.strip())]))
-             for d in found]
+                                  first[row.caption_id], second, twins[key]))
     return sorted(found, key=lambda d: d.severity, reverse=True)
+
+
+def _same_text(connection: Connection, image_ids: set[int]
+               ) -> dict[tuple[int, str], tuple[int, ...]]:
+    """(image id, text) -> ids of that image's captions with this text, which the screens
+    show and rate as one caption."""
+    caption = Caption.__table__
+    groups: dict[tuple[int, str], list[int]] = {}
+    for caption_id, image_id, text in connection.execute(
+            select(caption.c.id, caption.c.image_id, caption.c.text)
+            .where(caption.c.image_id.in_(image_ids)).order_by(caption.c.id)):
+        groups.setdefault((image_id, text.strip()), []).append(caption_id)
+    return {key: tuple(ids) for key, ids in groups.items()}
 
 
 def record_resolution(engine: Engine, caption_id: int, resolver: str,
