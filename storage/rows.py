@@ -99,6 +99,22 @@ class RowError(ValueError):
     """A problem with one record; the caller adds file and line."""
 
 
+class _Collected(list[str]):
+    """The problems of one record's fields, so that all of them are reported at once."""
+
+    def check(self, parse: Callable[..., T], *args: object) -> T | None:
+        """Run one field's parser; collect its problem, if any, and return None then."""
+        try:
+            return parse(*args)
+        except RowError as exc:
+            self.append(str(exc))
+            return None
+
+    def raise_if_any(self) -> None:
+        if self:
+            raise RowError("; ".join(self))
+
+
 def _text(record: Record, name: str) -> str | None:
     value = record.get(name)
     if value is None:
@@ -216,16 +232,8 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
         if present:
             raise RowError(f"rating columns ({', '.join(sorted(present))}) need an annotator")
         return None
-    problems: list[str] = []
-
-    def check(parse: Callable[..., T], *args: object) -> T | None:
-        """Run one field's parser, collecting its problem so all are reported at once."""
-        try:
-            return parse(*args)
-        except RowError as exc:
-            problems.append(str(exc))
-            return None
-
+    problems = _Collected()
+    check = problems.check
     stage = check(_stage, record)
     seconds = check(_seconds, record)
     precision = check(score, record, "precision", rubric)
@@ -237,8 +245,7 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     created_at = check(timestamp, record, "created_at")
     updated_at = check(timestamp, record, "updated_at")
     reasons = check(resolution_reasons, record, stage, rubric)
-    if problems:
-        raise RowError("; ".join(problems))
+    problems.raise_if_any()
     return RatingRow(
         annotator=annotator,
         stage=stage,
@@ -360,18 +367,12 @@ def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric) -> Ca
         raise RowError("system is missing")
     if caption is None:
         raise RowError("caption is missing")
-    problems = []
-    parts: dict[str, object] = {}
-    for name, parse in (("references", lambda: references(record)),
-                        ("rating", lambda: rating(record, rubric)),
-                        ("double_rating", lambda: flag(record, "double_rating")),
-                        ("fluency_round", lambda: fluency_round(record, rubric))):
-        try:
-            parts[name] = parse()
-        except RowError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise RowError("; ".join(problems))
+    problems = _Collected()
+    parsed_references = problems.check(references, record)
+    parsed_rating = problems.check(rating, record, rubric)
+    double_rating = problems.check(flag, record, "double_rating")
+    verdict = problems.check(fluency_round, record, rubric)
+    problems.raise_if_any()
     return CaptionRow(
         line=line,
         image_key=image_key,
@@ -379,5 +380,8 @@ def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric) -> Ca
         system=system,
         caption=caption,
         caption_id=_text(record, "caption_id"),
-        **parts,  # type: ignore[arg-type]
+        references=parsed_references,
+        rating=parsed_rating,
+        double_rating=double_rating,
+        fluency_round=verdict,
     )
