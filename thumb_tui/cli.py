@@ -6,7 +6,7 @@ import getpass
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +15,10 @@ from sqlalchemy import Engine
 
 import storage
 from storage import EXPORT_FORMATS, InputError, import_captions, open_database
+
+if TYPE_CHECKING:
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
 
 app = typer.Typer(
     help="Rate image captions with the THUMB 1.0 rubric and analyse the ratings.",
@@ -245,6 +249,19 @@ NativeOption = Annotated[
 ]
 
 
+def _rating_session(annotator: str, stage: Stage, native: bool | None) -> AnnotationSession:
+    """The annotator's session at stage 1 or 2; ends the command with the reason when the
+    protocol refuses or there is nothing to rate."""
+    from storage.annotation import AnnotationSession
+    from thumb_tui.screens.annotate import EMPTY_QUEUE
+
+    with _protocol():
+        session = AnnotationSession(state.existing_engine, _name(annotator), stage=stage,
+                                    native_english=native)
+    _stop_if_empty(session.images, EMPTY_QUEUE[stage])
+    return session
+
+
 @app.command("review")
 def review_command(
     annotator: Annotated[str, typer.Option("--annotator", help="Your annotator name.")],
@@ -252,16 +269,12 @@ def review_command(
     native: NativeOption = None,
 ) -> None:
     """THUMB stage 2: check and modify another annotator's stage-1 scores."""
-    from storage.annotation import AnnotationSession
     from storage.models import Stage
     from thumb_tui.app import ThumbApp
-    from thumb_tui.screens.annotate import EMPTY_QUEUE, ReviewScreen
+    from thumb_tui.screens.annotate import ReviewScreen
 
     mode = _image_mode(image_mode)
-    with _protocol():
-        session = AnnotationSession(state.existing_engine, _name(annotator),
-                                    stage=Stage.SECOND, native_english=native)
-    _stop_if_empty(session.images, EMPTY_QUEUE[Stage.SECOND])
+    session = _rating_session(annotator, Stage.SECOND, native)
     ThumbApp(screen=ReviewScreen(session, mode)).run()
 
 
@@ -354,7 +367,8 @@ def assign_command(
                                  subsequent_indent="  ", break_on_hyphens=False))
     if result.seen:
         typer.echo(f"{result.seen} image(s) could not be chosen: someone has already seen "
-                   "their scores (stage 2 or resolution), so they cannot be rated blind")
+                   "their scores (opened for review or resolution), so they cannot be "
+                   "rated blind")
 
 
 @app.command("annotate")
@@ -364,16 +378,11 @@ def annotate_command(
     native: NativeOption = None,
 ) -> None:
     """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
-    from storage.annotation import AnnotationSession
     from storage.models import Stage
     from thumb_tui.app import ThumbApp
-    from thumb_tui.screens.annotate import EMPTY_QUEUE
 
     mode = _image_mode(image_mode)
-    with _protocol():
-        session = AnnotationSession(state.existing_engine, _name(annotator),
-                                    native_english=native)
-    _stop_if_empty(session.images, EMPTY_QUEUE[Stage.FIRST])
+    session = _rating_session(annotator, Stage.FIRST, native)
     ThumbApp(session, mode).run()
 
 
