@@ -183,17 +183,30 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str]) -> tuple[str, str
             markdown_table(means, floatfmt=".3f") if metrics else "no metrics computed")
 
 
-def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
-    """BISON tables with each model named by a short label; signatures listed below."""
+def labelled_bison_tables(bison: dict[str, pd.DataFrame]
+                          ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """The BISON tables with each model named by a short label instead of its long
+    signature (and without the scorer the label repeats), and signature -> label, so a
+    report lists each signature once."""
     labels = signature_labels([s for table in bison.values() if "signature" in table
                                for s in table["signature"]])
+    shown = {}
+    for name, table in bison.items():
+        table = table.copy()
+        if "signature" in table:
+            table.insert(0, "model", table.pop("signature").map(labels))
+            table = table.drop(columns=["scorer"], errors="ignore")
+        shown[name] = table
+    return shown, labels
+
+
+def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    """BISON tables with each model named by a short label; signatures listed below."""
+    shown, labels = labelled_bison_tables(bison)
     sections = []
     for name, table in bison.items():
-        shown = table.copy()
-        if "signature" in shown:
-            shown.insert(0, "model", shown.pop("signature").map(labels))
-            shown = shown.drop(columns=["scorer"], errors="ignore")
-        text = markdown_table(shown, index=False, floatfmt=".3f") if len(shown) else "none yet"
+        text = (markdown_table(shown[name], index=False, floatfmt=".3f") if len(table)
+                else "none yet")
         if "signature" in table and len(table):
             text += "\n\n" + "\n".join(f"- `{labels[s]}`: `{s}`"
                                         for s in dict.fromkeys(table["signature"]))

@@ -8,8 +8,7 @@ import math
 import pandas as pd
 from tabulate import tabulate
 
-from metrics.report import markdown_table
-from metrics.signature import signature_labels
+from metrics.report import labelled_bison_tables, markdown_table
 
 KIND_LABELS = {
     "blind": "blind double rating: two independent stage-1 ratings",
@@ -155,20 +154,12 @@ def _side_by_side(blocks: list[str], gap: int = 4) -> list[str]:
 def bison_text(tables: dict[str, pd.DataFrame]) -> str:
     """The BISON tables, each model named by a short label whose signature is listed once
     below."""
-    signatures = [s for table in tables.values() if "signature" in table
-                  for s in table["signature"]]
-    labels = signature_labels(signatures)
+    shown, labels = labelled_bison_tables(tables)
     lines = []
-    for name, table in tables.items():
+    for name, table in shown.items():
         lines += ["", name]
-        if table.empty:
-            lines.append("(none)")
-            continue
-        shown = table.copy()
-        if "signature" in shown:
-            shown.insert(0, "model", shown.pop("signature").map(labels))
-            shown = shown.drop(columns=["scorer"], errors="ignore")
-        lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+                     if len(table) else "(none)")
     if labels:
         lines += ["", "signatures:"]
         lines += [f"  {label}: {signature}" for signature, label in labels.items()]
