@@ -1,0 +1,319 @@
+"""Positive sets for image-text retrieval: which captions are correct for an image, and
+which images for a caption (many-to-many, as in ECCV Caption, Chun et al. 2022).
+
+Ids. An id is an `int` when it is written as a canonical decimal integer (`391895`,
+`"391895"`, `"-3"`) and a `str` otherwise (`"img-01"`, `"007"`, `"1.5"`). `normalize_id`
+applies this everywhere an id enters — positive sets, ranked lists, matrix id arrays — so
+the JSON key `"391895"` and the list value `391895` of the `eccv-caption` files are the
+same id, COCO ids stay the integers that package uses, and a thumb project's string keys
+survive unchanged. `"007"` is not `7`: only the canonical spelling becomes an integer, so
+no two distinct strings collapse into one id. Booleans, floats and empty strings are not
+ids.
+
+Files. The `eccv-caption` layout is a directory with exactly one `*_image_to_caption.json`
+and one `*_caption_to_image.json`; each maps query id strings to lists of positive item ids
+(integers in the package's files; strings allowed here for project ids). The two maps
+are independent: each defines the queries of its direction (ECCV has 1,261 image queries
+and 1,332 caption queries). Duplicate items are dropped (R counts distinct positives).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib.util import find_spec
+from pathlib import Path
+from types import MappingProxyType
+
+Id = int | str
+IdMap = Mapping[Id, tuple[Id, ...]]
+
+IMAGE_TO_CAPTION = "_image_to_caption.json"
+CAPTION_TO_IMAGE = "_caption_to_image.json"
+SHIPPED = {"eccv": "eccv", "cxc": "cxc", "coco-5k": "original"}
+SHIPPED_NAMES = ("eccv", "cxc", "coco-5k", "coco-1k")
+COCO_1K_FOLDS = 5
+
+_CANONICAL_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+class PositivesError(ValueError):
+    """A positive-set file or value is unusable; the message names the file (and line)."""
+
+
+def normalize_id(value: object) -> Id:
+    """The one spelling of an id (see the module docstring); ValueError for a non-id."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"an id must be an integer or a string, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if not value:
+        raise ValueError("an id must not be empty")
+    return int(value) if _CANONICAL_INT.fullmatch(value) else value
+
+
+@dataclass(frozen=True)
+class PositiveSet:
+    """A named set of positives in both directions.
+
+    `images` / `captions`, when set, restrict every ranking to those items before it is
+    scored (a COCO 1K fold); None scores rankings as given. Build one from untrusted data
+    with `positive_set` or `positive_set_from_pairs`, which normalise ids and drop
+    duplicates."""
+
+    name: str
+    image_to_captions: IdMap
+    caption_to_images: IdMap
+    images: frozenset[Id] | None = field(default=None, compare=False)
+    captions: frozenset[Id] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a positive set needs a name")
+
+    def direction(self, direction: str) -> IdMap:
+        """The query → positives map of `i2t` or `t2i`."""
+        if direction == "i2t":
+            return self.image_to_captions
+        if direction == "t2i":
+            return self.caption_to_images
+        raise ValueError(f"direction must be 'i2t' or 't2i', not {direction!r}")
+
+    def restriction(self, direction: str) -> frozenset[Id] | None:
+        """The items a ranking of `direction` is filtered to (None: no filter)."""
+        return self.captions if direction == "i2t" else self.images
+
+    @cached_property
+    def size(self) -> dict[str, int]:
+        """Queries and (query, positive) pairs per direction, for summaries."""
+        return {
+            "i2t_queries": len(self.image_to_captions),
+            "i2t_pairs": sum(map(len, self.image_to_captions.values())),
+            "t2i_queries": len(self.caption_to_images),
+            "t2i_pairs": sum(map(len, self.caption_to_images.values())),
+        }
+
+
+class _BadQuery(ValueError):
+    """A problem with one query's entry; `key` is the query as written."""
+
+    def __init__(self, key: object, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _normalized_map(raw: Mapping[object, Iterable[object]], what: str) -> IdMap:
+    interned: dict[Id, Id] = {}
+    result: dict[Id, tuple[Id, ...]] = {}
+    for key, values in raw.items():
+        try:
+            query = normalize_id(key)
+            items = [normalize_id(value) for value in values]
+        except (ValueError, TypeError) as error:
+            raise _BadQuery(key, f"{what} {key!r}: {error}") from None
+        if query in result:
+            raise _BadQuery(key, f"{what} {key!r} appears twice (as {query!r})")
+        result[query] = tuple(interned.setdefault(item, item) for item in dict.fromkeys(items))
+    return MappingProxyType(result)
+
+
+def positive_set(
+    name: str,
+    image_to_captions: Mapping[object, Iterable[object]],
+    caption_to_images: Mapping[object, Iterable[object]],
+) -> PositiveSet:
+    """A PositiveSet from two maps of raw ids (normalised, duplicates dropped)."""
+    return PositiveSet(
+        name,
+        _normalized_map(image_to_captions, "image"),
+        _normalized_map(caption_to_images, "caption"),
+    )
+
+
+def positive_set_from_pairs(name: str, pairs: Iterable[tuple[object, object]]) -> PositiveSet:
+    """A symmetric PositiveSet from (image id, caption id) pairs: each pair is a positive
+    in both directions (e.g. a project's original captions, or verified matches)."""
+    image_to_captions: dict[object, list[object]] = {}
+    caption_to_images: dict[object, list[object]] = {}
+    for image, caption in pairs:
+        image_to_captions.setdefault(image, []).append(caption)
+        caption_to_images.setdefault(caption, []).append(image)
+    return positive_set(name, image_to_captions, caption_to_images)
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line where `"key"` first appears as a JSON key (1 if it cannot be found)."""
+    found = re.search(r'"' + re.escape(key) + r'"\s*:', text)
+    return text.count("\n", 0, found.start()) + 1 if found else 1
+
+
+def read_id_map(path: Path) -> dict[Id, tuple[Id, ...]]:
+    """One `{query id: [item ids…]}` JSON file, ids normalised; PositivesError names the
+    file and line of the first problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PositivesError(f"{path}: cannot read: {error}") from None
+    try:
+        raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+    except json.JSONDecodeError as error:
+        raise PositivesError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    except _DuplicateKey as duplicate:
+        raise PositivesError(
+            f"{path}:{_line_of(text, duplicate.key)}: key {duplicate.key!r} appears twice"
+        ) from None
+    if not isinstance(raw, dict):
+        raise PositivesError(f"{path}:1: expected a JSON object {{query id: [item ids…]}}")
+    for key, values in raw.items():
+        if not isinstance(values, list):
+            raise PositivesError(
+                f"{path}:{_line_of(text, key)}: the value of {key!r} must be a list of ids"
+            )
+    try:
+        return dict(_normalized_map(raw, "query"))
+    except _BadQuery as error:
+        raise PositivesError(f"{path}:{_line_of(text, str(error.key))}: {error}") from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def positive_files(directory: Path) -> tuple[Path, Path]:
+    """The (image→caption, caption→image) files of an eccv-caption layout directory."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise PositivesError(f"{directory}: not a directory of positives")
+    found = []
+    for suffix in (IMAGE_TO_CAPTION, CAPTION_TO_IMAGE):
+        matches = sorted(directory.glob(f"*{suffix}"))
+        if len(matches) != 1:
+            listed = ", ".join(m.name for m in matches) or "none"
+            raise PositivesError(
+                f"{directory}: expected exactly one *{suffix} file, found {listed}"
+            )
+        found.append(matches[0])
+    return found[0], found[1]
+
+
+def read_positive_dir(directory: Path, name: str | None = None) -> PositiveSet:
+    """A positive set in the eccv-caption layout. Its name defaults to the files' common
+    prefix (`eccv` for `eccv_image_to_caption.json`), else the directory's name."""
+    image_file, caption_file = positive_files(directory)
+    if name is None:
+        prefix = image_file.name.removesuffix(IMAGE_TO_CAPTION)
+        same = prefix == caption_file.name.removesuffix(CAPTION_TO_IMAGE)
+        name = prefix if same and prefix else Path(directory).resolve().name
+    return PositiveSet(
+        name,
+        MappingProxyType(read_id_map(image_file)),
+        MappingProxyType(read_id_map(caption_file)),
+    )
+
+
+def write_positive_dir(positives: PositiveSet, directory: Path, prefix: str | None = None) -> None:
+    """Write `positives` in the eccv-caption layout (`PREFIX_image_to_caption.json` and
+    `PREFIX_caption_to_image.json`; prefix defaults to the set's name). Refuses a
+    directory that already holds files of another prefix (it would become unreadable)."""
+    directory = Path(directory)
+    prefix = prefix or positives.name
+    if "/" in prefix or not prefix.strip():
+        raise ValueError(f"unusable file prefix {prefix!r}")
+    directory.mkdir(parents=True, exist_ok=True)
+    targets = (directory / f"{prefix}{IMAGE_TO_CAPTION}", directory / f"{prefix}{CAPTION_TO_IMAGE}")
+    for suffix, target in zip((IMAGE_TO_CAPTION, CAPTION_TO_IMAGE), targets, strict=True):
+        others = [p for p in directory.glob(f"*{suffix}") if p != target]
+        if others:
+            raise PositivesError(f"{directory}: already holds {others[0].name}")
+    for mapping, target in zip(
+        (positives.image_to_captions, positives.caption_to_images), targets, strict=True
+    ):
+        payload = {str(query): list(items) for query, items in mapping.items()}
+        target.write_text(json.dumps(payload), encoding="utf-8")
+
+
+def _shipped_data_dir() -> Path | None:
+    spec = find_spec("eccv_caption")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return data if data.is_dir() else None
+
+
+def eccv_caption_available() -> bool:
+    """Whether the `eccv-caption` package (and its positive files) is installed."""
+    return _shipped_data_dir() is not None
+
+
+def _require_shipped() -> Path:
+    data = _shipped_data_dir()
+    if data is None:
+        raise PositivesError(
+            "the eccv-caption package is not installed (pip install eccv-caption): "
+            "it ships the ECCV, CxC and COCO positive sets"
+        )
+    return data
+
+
+def coco_test_ids() -> list[int]:
+    """The 25,000 COCO 5K test caption ids, in the package's order (defines the 1K folds)."""
+    import numpy as np
+
+    return [int(i) for i in np.load(_require_shipped() / "coco_test_ids.npy")]
+
+
+def shipped_positive_set(name: str) -> PositiveSet:
+    """`eccv`, `cxc` or `coco-5k` (the original COCO captions) from eccv-caption."""
+    if name not in SHIPPED:
+        raise PositivesError(f"unknown shipped positive set {name!r}; known: {', '.join(SHIPPED)}")
+    data = _require_shipped()
+    stem = SHIPPED[name]
+    return PositiveSet(
+        name,
+        MappingProxyType(read_id_map(data / f"{stem}{IMAGE_TO_CAPTION}")),
+        MappingProxyType(read_id_map(data / f"{stem}{CAPTION_TO_IMAGE}")),
+    )
+
+
+def coco_1k_folds(coco: PositiveSet | None = None) -> tuple[PositiveSet, ...]:
+    """The five COCO 1K folds as eccv-caption defines them: fold f holds the captions
+    `coco_test_ids[5000f : 5000(f+1)]` and the images of their first positive; each
+    query keeps all of its COCO positives; rankings are filtered to the fold's items."""
+    coco = coco or shipped_positive_set("coco-5k")
+    caption_ids = coco_test_ids()
+    size = len(caption_ids) // COCO_1K_FOLDS
+    folds = []
+    for fold in range(COCO_1K_FOLDS):
+        captions = caption_ids[fold * size : (fold + 1) * size]
+        images = list(dict.fromkeys(coco.caption_to_images[c][0] for c in captions))
+        folds.append(
+            PositiveSet(
+                f"coco-1k/fold{fold}",
+                MappingProxyType({i: coco.image_to_captions[i] for i in images}),
+                MappingProxyType({c: coco.caption_to_images[c] for c in captions}),
+                images=frozenset(images),
+                captions=frozenset(captions),
+            )
+        )
+    return tuple(folds)
+
+
+def shipped_positive_sets(name: str) -> tuple[PositiveSet, ...]:
+    """A shipped set as the folds it is averaged over: five for `coco-1k`, else one."""
+    if name == "coco-1k":
+        return coco_1k_folds()
+    return (shipped_positive_set(name),)
