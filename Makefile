@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
 DEMO_ANNOTATOR ?= demo
 DEMO_REPORT_DB ?= demo-report.db
-DEMO_REPORT ?= reports/sample
+DEMO_REPORT ?= demo-report
 # The CPU wheel of torch lies on disk here; installing it first stops pip from
 # pulling a multi-GB CUDA build when the metrics extra asks for torch.
 TORCH_SPEC ?= torch==2.13.0

@@ -17,7 +17,8 @@ import numpy as np  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
 from benchmarks.synthetic import generate  # noqa: E402
-from metrics.report import build_report, write_report  # noqa: E402
+from reports.render import write_report  # noqa: E402
+from reports.tables import build_report  # noqa: E402
 from storage import import_captions, import_thumb, open_database  # noqa: E402
 from storage.models import Caption, MetricScore, utcnow  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Inter-annotator agreement, as plain functions over long-format data
-(`data, targets, raters, ratings`), and the project report built from them.
+(`data, targets, raters, ratings`), and the agreement table of compared rating pairs.
 
 Two kinds of pairs are reported apart: blind pairs (two independent stage-1 ratings of the
 images chosen for double rating) and stage 1 vs stage 2 (the second annotator saw the
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine
 
 WEIGHTS = (None, "linear", "quadratic")
 DIMENSIONS = ("precision", "recall", "fluency_error", "total")
@@ -119,56 +118,16 @@ def _within_one(first: np.ndarray, second: np.ndarray, binary: bool) -> float:
     return float(np.mean(np.abs(first - second) <= 1))
 
 
-def pair_table(engine: Engine) -> pd.DataFrame:
-    """One row per caption and compared pair of ratings: kind, pair, image, and for each
-    dimension the two values (`<dimension>_a`, `<dimension>_b`)."""
-    from storage.queries import ratings_frame
-    from storage.workflow import primary_first_ratings
-
-    ratings = ratings_frame(engine).dropna(subset=["precision", "recall"])
-    ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
-    with engine.connect() as connection:
-        primary = {c: r["id"] for c, r in primary_first_ratings(connection).items()}
-        from sqlalchemy import select
-
-        from storage.models import Caption, Image
-
-        double = dict(connection.execute(
-            select(Caption.__table__.c.id, Image.__table__.c.double_rating)
-            .join(Image.__table__, Caption.__table__.c.image_id == Image.__table__.c.id)
-        ).all())
-    rows = []
-    first = ratings[ratings["stage"] == 1]
-    for caption_id, group in first.groupby("caption_id"):
-        if double.get(caption_id) and len(group) >= 2:
-            a, b = sorted(group.head(2).to_dict("records"), key=lambda r: r["annotator"])
-            rows.append(_pair_row("blind", caption_id, a, b))
-    second = ratings[ratings["stage"] == 2].drop_duplicates("caption_id")
-    by_id = ratings.set_index("rating_id")
-    for record in second.to_dict("records"):
-        if record["caption_id"] in primary:
-            a = by_id.loc[primary[record["caption_id"]]].to_dict()
-            rows.append(_pair_row("stage1-vs-stage2", record["caption_id"], a, record))
-    return pd.DataFrame(rows)
-
-
-def _pair_row(kind: str, caption_id: int, a: dict, b: dict) -> dict[str, object]:
-    row: dict[str, object] = {"kind": kind, "caption_id": caption_id, "image": a["image_id"],
-                              "pair": f"{a['annotator']}|{b['annotator']}"}
-    for dimension in DIMENSIONS:
-        row[f"{dimension}_a"], row[f"{dimension}_b"] = float(a[dimension]), float(b[dimension])
-    return row
-
-
-def agreement_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
-                     seed: int = 0) -> pd.DataFrame:
+def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0.90,
+                    seed: int = 0) -> pd.DataFrame:
     """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n (captions),
-    images, note}:
-    per annotator pair and overall (`all`), bootstrap CIs resampling images."""
+    images, note}: per annotator pair and overall (`all`), bootstrap CIs resampling images.
+
+    `pairs`: one row per caption and compared pair of ratings, with columns kind, pair,
+    image and `<dimension>_a`, `<dimension>_b` for each of DIMENSIONS."""
     from metrics.correlation import check_ci
 
     check_ci(ci)
-    pairs = pair_table(engine)
     records: list[dict[str, object]] = []
     if pairs.empty:
         return pd.DataFrame(columns=["dimension", "pair", "kind", "statistic", "value",

@@ -14,6 +14,15 @@ def package_version(name: str) -> str:
         return "missing"
 
 
+def tool_version() -> str:
+    """thumb-tui's own version, from the package metadata (a source tree that is not
+    installed says so)."""
+    try:
+        return version("thumb-tui")
+    except PackageNotFoundError:
+        return "0.0.0+source"
+
+
 def digest(parts: Iterable[str], length: int = 10) -> str:
     """A short stable hash of some texts (e.g. the corpus a metric's statistics come from)."""
     sha = hashlib.sha256()
@@ -25,10 +34,8 @@ def digest(parts: Iterable[str], length: int = 10) -> str:
 
 def format_signature(metric: str, fields: dict[str, str]) -> str:
     """`metric|key:value|…` with the thumb-tui version last, as sacrebleu prints it."""
-    from thumb_tui import __version__
-
     parts = [metric, *(f"{key}:{value}" for key, value in fields.items())]
-    parts.append(f"thumb-tui:{__version__}")
+    parts.append(f"thumb-tui:{tool_version()}")
     return "|".join(parts)
 
 

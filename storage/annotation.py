@@ -109,6 +109,14 @@ def register_annotator(engine: Engine, name: str, native_english: bool | None) -
         return row.native_english
 
 
+def is_native_speaker(engine: Engine, name: str) -> bool:
+    """Whether the annotator is recorded as a native English speaker (unknown counts as no)."""
+    table = Annotator.__table__
+    with engine.connect() as connection:
+        return bool(connection.execute(select(table.c.native_english)
+                                       .where(table.c.name == name)).scalar())
+
+
 def _filled(row: object) -> dict[str, object]:
     """A rating row's values, with the empty defaults where it has none yet."""
     values = {f: getattr(row, f) for f in RATING_FIELDS}

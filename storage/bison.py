@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, select
 
@@ -17,12 +18,16 @@ from storage.models import (
     Annotator,
     BisonAnswer,
     BisonItem,
+    BisonPrediction,
     Event,
     Image,
     ImageReference,
     utcnow,
 )
-from storage.records import read_records, read_text
+from storage.import_files import read_records, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BISON_COLUMNS = {"bison_id", "caption", "image_a", "image_b", "true_image"}
 
@@ -316,3 +321,77 @@ class BisonSession:
                 table.c.annotator_id == self.annotator_id, table.c.answer.is_not(None))
             ).scalars())
         return next((i for i, item in enumerate(self.item_ids) if item not in done), 0)
+
+
+def bison_items(engine: Engine) -> tuple[pd.DataFrame, dict[int, tuple[str | None, list[str]]]]:
+    """All items (item_id, query, image_a, image_b, true_image), and image id -> (path,
+    references): what a model or a caption-metric baseline chooses from."""
+    import pandas as pd
+
+    item, image, ref = BisonItem.__table__, Image.__table__, ImageReference.__table__
+    with engine.connect() as connection:
+        items = pd.read_sql(select(item.c.id.label("item_id"), item.c.query,
+                                   item.c.image_a_id.label("image_a"),
+                                   item.c.image_b_id.label("image_b"),
+                                   item.c.true_image_id.label("true_image"))
+                            .order_by(item.c.id), connection)
+        images = {r.id: (r.path, []) for r in connection.execute(select(image.c.id,
+                                                                        image.c.path))}
+        for r in connection.execute(select(ref.c.image_id, ref.c.text)
+                                    .order_by(ref.c.image_id, ref.c.position)):
+            images[r.image_id][1].append(r.text)
+    return items, images
+
+
+def has_bison_items(engine: Engine) -> bool:
+    with engine.connect() as connection:
+        return connection.execute(select(BisonItem.__table__.c.id).limit(1)).first() is not None
+
+
+def predicted_item_ids(engine: Engine, signature: str) -> set[int]:
+    """Items that already have a choice under this signature."""
+    table = BisonPrediction.__table__
+    with engine.connect() as connection:
+        return set(connection.execute(select(table.c.item_id).where(
+            table.c.signature == signature)).scalars())
+
+
+def store_bison_predictions(engine: Engine, scorer: str, signature: str,
+                            predictions: pd.DataFrame) -> int:
+    """Store choices (item_id, score_a, score_b, chosen_image_id) not stored yet under this
+    signature, in one transaction; returns how many were new."""
+    import pandas as pd
+
+    table = BisonPrediction.__table__
+    with engine.begin() as connection:
+        done = set(connection.execute(select(table.c.item_id).where(
+            table.c.signature == signature)).scalars())
+        now = utcnow()
+        rows = [{"item_id": int(row.item_id), "scorer": scorer, "signature": signature,
+                 "score_a": float(row.score_a), "score_b": float(row.score_b),
+                 "chosen_image_id": None if pd.isna(row.chosen_image_id)
+                 else int(row.chosen_image_id), "computed_at": now}
+                for row in predictions.itertuples(index=False) if row.item_id not in done]
+        if rows:
+            connection.execute(table.insert(), rows)
+    return len(rows)
+
+
+def bison_frames(engine: Engine) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(items, given answers, stored predictions) as the BISON statistics take them."""
+    import pandas as pd
+
+    item, answer, prediction, annotator = (BisonItem.__table__, BisonAnswer.__table__,
+                                           BisonPrediction.__table__, Annotator.__table__)
+    with engine.connect() as connection:
+        items = pd.read_sql(select(item.c.id.label("item_id"), item.c.image_a_id,
+                                   item.c.image_b_id, item.c.true_image_id), connection)
+        answers = pd.read_sql(
+            select(answer.c.item_id, answer.c.answer, answer.c.left_image_id,
+                   answer.c.seconds, annotator.c.name.label("annotator"))
+            .join(annotator, answer.c.annotator_id == annotator.c.id)
+            .where(answer.c.answer.is_not(None)), connection)
+        predictions = pd.read_sql(select(prediction.c.item_id, prediction.c.scorer,
+                                         prediction.c.signature,
+                                         prediction.c.chosen_image_id), connection)
+    return items, answers, predictions

@@ -23,8 +23,8 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.records import read_records
-from storage.rows import (
+from storage.import_files import read_records
+from storage.import_rows import (
     CaptionRow,
     FluencyRoundRow,
     RatingRow,

@@ -10,7 +10,9 @@ import pytest
 from PIL import Image as PILImage
 from sqlalchemy import func, select
 
-from metrics.bison import ClipScorer, baseline, bison_report, evaluate
+from metrics.bison import ClipScorer
+from reports.bison import baseline, bison_report, evaluate
+from reports.text import bison_text
 from storage import InputError, import_captions, open_database
 from storage.bison import BisonSession, import_bison
 from storage.models import BisonAnswer, BisonItem, BisonPrediction
@@ -18,7 +20,6 @@ from tests.conftest import SAMPLE_CSV, database_dump
 from tests.tiny_clip import save_tiny_clip
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.bison import BisonScreen
-from thumb_tui.text_output import bison_text
 
 SAMPLE_BISON = SAMPLE_CSV.parent / "bison.jsonl"
 

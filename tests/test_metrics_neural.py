@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.engine import compute_metrics, load_items
 from metrics.registry import MetricOptions
+from reports.scoring import compute_metrics, load_items
 from storage import import_captions, open_database
 from tests.conftest import SAMPLE_CSV
 from tests.tiny_clip import save_tiny_clip

@@ -11,11 +11,11 @@ from sqlalchemy import select
 
 from metrics.base import CaptionItem
 from metrics.cider import CiderD, cider_d
-from metrics.engine import compute_metrics, load_items
 from metrics.registry import MetricOptions
 from metrics.signature import parse_signature
 from metrics.text_metrics import Bleu, RougeL
 from metrics.tokenize import java_available, tokenize_java, tokenize_python
+from reports.scoring import compute_metrics, load_items
 from storage import final_scores, import_captions, import_thumb, open_database
 from storage.models import MetricScore
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors

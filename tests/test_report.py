@@ -19,9 +19,10 @@ from metrics.correlation import (
     weighted_ranks,
     williams_test,
 )
-from metrics.engine import compute_metrics
 from metrics.registry import MetricOptions
-from metrics.report import build_report, markdown_table, write_report
+from reports.render import markdown_table, write_report
+from reports.scoring import compute_metrics
+from reports.tables import build_report
 from storage import import_captions, import_thumb, open_database
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
 
@@ -207,8 +208,8 @@ def test_a_confidence_level_outside_0_1_is_refused(sample_report_db, command, le
 
 
 def test_library_calls_refuse_a_bad_confidence_level(sample_report_db):
-    from metrics.agreement import agreement_report
-    from metrics.bison import bison_report
+    from reports.agreement import agreement_report
+    from reports.bison import bison_report
 
     for call in (build_report, agreement_report, bison_report):
         with pytest.raises(ValueError, match="must be between 0 and 1"):

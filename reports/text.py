@@ -8,7 +8,7 @@ import math
 import pandas as pd
 from tabulate import tabulate
 
-from metrics.report import labelled_bison_tables, markdown_table
+from reports.render import labelled_bison_tables, markdown_table
 
 KIND_LABELS = {
     "blind": "blind double rating: two independent stage-1 ratings",

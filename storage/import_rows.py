@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from rubrics import Rubric
 from storage.models import Stage
-from storage.records import Record
+from storage.import_files import Record
 
 CAPTION_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references"}
 RATING_COLUMNS = {

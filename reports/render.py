@@ -1,139 +1,18 @@
-"""`thumb report`: final human scores and stored metric scores turned into the THUMB paper's
-analyses (Tables 2-4, Figure 2, BISON-style pairwise choices), as Markdown, HTML or JSON.
-Every number carries the signature of the metric that produced it."""
+"""`thumb report`'s renderers: the tables of a `Report` as Markdown, HTML (with figures) or
+JSON. Every number is shown with the signature of the metric that produced it."""
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import Engine, select
 
-from metrics.correlation import (
-    check_ci,
-    correlation_records,
-    pairwise_records,
-    strict_best_worst,
-    system_table,
-    williams_records,
-)
 from metrics.signature import signature_labels
-from storage.models import MetricScore
-from storage.queries import final_scores
+from reports.tables import Report
 
 FORMATS = ("md", "html", "json")
-
-
-@dataclass
-class Report:
-    header: dict[str, object]
-    signatures: dict[str, str]
-    systems: pd.DataFrame
-    strict: pd.DataFrame
-    correlations: pd.DataFrame
-    williams: pd.DataFrame
-    pairwise: pd.DataFrame
-    data: pd.DataFrame = field(repr=False)
-    bison: dict[str, pd.DataFrame] = field(default_factory=dict)
-
-
-def metric_columns(engine: Engine) -> tuple[pd.DataFrame, dict[str, str]]:
-    """caption_id x metric label table of stored scores, and label -> signature. A metric
-    stored under several signatures gets one column per signature (`bleu`, `bleu#2`…)."""
-    table = MetricScore.__table__
-    with engine.connect() as connection:
-        scores = pd.read_sql(select(table.c.caption_id, table.c.metric, table.c.signature,
-                                    table.c.value), connection)
-    labels = signature_labels(scores["signature"])
-    signatures = {label: signature for signature, label in labels.items()}
-    scores["label"] = scores["signature"].map(labels)
-    wide = scores.pivot_table(index="caption_id", columns="label", values="value")
-    return wide, signatures
-
-
-def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
-                 bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
-    from thumb_tui import __version__
-
-    check_ci(ci)
-    human = final_scores(engine)
-    if human.empty:
-        raise ValueError("no final human scores yet: rate, review or import ratings first")
-    wide, signatures = metric_columns(engine)
-    data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
-    metrics = [m for m in signatures if data[m].notna().all()]
-    missing = [m for m in signatures if m not in metrics]
-    systems = list(dict.fromkeys(data["system"]))
-    if exclude_systems is None:
-        exclude_systems = ["Human"] if "Human" in systems else []
-    unknown = [s for s in exclude_systems if s not in systems]
-    if unknown:
-        raise ValueError(f"--exclude-system {unknown[0]!r} is not a system here "
-                         f"({', '.join(systems)})")
-    subsets = {"all": data["system"].notna()}
-    subsets.update({f"without:{s}": data["system"] != s for s in exclude_systems})
-    header = {
-        "tool": f"thumb-tui {__version__}",
-        "captions": len(data), "images": int(data["image_id"].nunique()),
-        "systems": systems, "rubric": sorted(data["rubric"].unique()),
-        "annotators": _annotators(engine),
-        "annotators_of_final_scores": sorted(set(data["annotator"]) | _checkers(engine)),
-        "final_scores": data["final_source"].value_counts().to_dict(),
-        "bootstrap": bootstrap, "ci": ci, "seed": seed,
-        "metrics_skipped": {m: "not computed for every caption" for m in missing},
-    }
-    return Report(
-        header=header,
-        signatures={m: signatures[m] for m in metrics},
-        systems=system_table(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
-        strict=strict_best_worst(data),
-        correlations=correlation_records(data, metrics, subsets, bootstrap=bootstrap, ci=ci,
-                                         seed=seed),
-        williams=williams_records(data, metrics, subsets) if len(metrics) > 1
-        else pd.DataFrame(),
-        pairwise=pairwise_records(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
-        data=data,
-        bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
-    )
-
-
-def _annotators(engine: Engine) -> list[str]:
-    """Everyone whose work is in the scores: raters at any stage and fluency checkers."""
-    from storage.models import Annotator, FluencyCheck, Rating
-
-    annotator = Annotator.__table__
-    with engine.connect() as connection:
-        return sorted(connection.execute(
-            select(annotator.c.name).where(
-                annotator.c.id.in_(select(Rating.__table__.c.annotator_id))
-                | annotator.c.id.in_(select(FluencyCheck.__table__.c.checker_id)))
-        ).scalars())
-
-
-def _checkers(engine: Engine) -> set[str]:
-    """Native speakers whose fluency-round verdicts set final fluency penalties."""
-    from storage.models import Annotator, FluencyCheck
-
-    annotator, check = Annotator.__table__, FluencyCheck.__table__
-    with engine.connect() as connection:
-        return set(connection.execute(
-            select(annotator.c.name).join(check, check.c.checker_id == annotator.c.id)
-        ).scalars())
-
-
-def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:
-    """BISON accuracy tables when the project has BISON items, else none."""
-    from storage.models import BisonItem
-
-    with engine.connect() as connection:
-        if connection.execute(select(BisonItem.__table__.c.id).limit(1)).first() is None:
-            return {}
-    from metrics.bison import bison_report
-
-    return bison_report(engine, **options)  # type: ignore[arg-type]
 
 
 def to_json(report: Report) -> str:
@@ -144,7 +23,7 @@ def to_json(report: Report) -> str:
         "header": report.header, "signatures": report.signatures,
         "systems": records(report.systems), "strict": records(report.strict),
         "correlations": records(report.correlations), "williams": records(report.williams),
-        "pairwise": records(report.pairwise),
+        "pairwise": records(report.pairwise), "table4": records(report.table4),
         "bison": {name: records(table) for name, table in report.bison.items()},
     }, indent=1)
 
@@ -216,13 +95,7 @@ def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
 
 def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     """(title, markdown table) sections shared by the Markdown and HTML reports."""
-    correlations = report.correlations
-    pearson = correlations[correlations["method"] == "pearson"]
-    table4 = pearson.pivot_table(index=["metric", "subset"], columns="dimension", values="r",
-                                 sort=False)
-    table4 = table4.reindex(columns=["precision", "recall", "total"]).reset_index()
-    table4.columns = ["metric", "subset", "P", "R", "Total"]
-    all_methods = correlations.copy()
+    all_methods = report.correlations.copy()
     all_methods["dim"] = all_methods["dimension"].map(DIMENSION_SHORT)
     all_methods["r [CI]"] = [_with_ci(*values) for values in all_methods[
         ["r", "ci_low", "ci_high"]].itertuples(index=False)]
@@ -233,7 +106,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
         ("Strictly best / worst in both P and R (THUMB Table 3)",
          markdown_table(report.strict, index=False)),
         ("Instance-level Pearson r (THUMB Table 4)",
-         markdown_table(table4, index=False, floatfmt=".3f")),
+         markdown_table(report.table4, index=False, floatfmt=".3f")),
         ("All correlations with bootstrap CIs (no CI for Kendall's tau)",
          markdown_table(all_methods[["metric", "dim", "subset", "method", "r [CI]",
                                      "n"]], index=False)),

@@ -1,0 +1,4 @@
+"""Reports: the layer that joins storage and metrics. It scores a project's captions
+(load from storage, compute in metrics, store back), builds the report tables (agreement,
+the THUMB paper's analyses, BISON) and renders them as Markdown, HTML, JSON or terminal
+text. Nothing below it imports it; the command line and the screens sit on top."""

@@ -1,0 +1,44 @@
+"""BISON over a project: items and answers from storage, choices and statistics from
+`metrics.bison`, choices stored under their signatures."""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from metrics.bison import ImageTextScorer, baseline_choices, bison_tables, model_choices
+from metrics.registry import MetricOptions, build_metric
+from storage.bison import (
+    bison_frames,
+    bison_items,
+    predicted_item_ids,
+    store_bison_predictions,
+)
+
+
+def evaluate(engine: Engine, scorer: ImageTextScorer) -> tuple[str, int]:
+    """Score both candidates of every item not yet predicted under this signature; store
+    the choices. Returns (signature, items scored)."""
+    items, images = bison_items(engine)
+    signature = scorer.signature()
+    todo = items[~items["item_id"].isin(predicted_item_ids(engine, signature))]
+    if todo.empty:
+        return signature, 0
+    chosen = model_choices(todo, {image: path for image, (path, _) in images.items()}, scorer)
+    return signature, store_bison_predictions(engine, scorer.name, signature, chosen)
+
+
+def baseline(engine: Engine, metric_name: str, *, seed: int = 0, sampled: int = 4,
+             options: MetricOptions | None = None) -> tuple[str, int]:
+    """A caption metric's choices (BISON section 6), stored under their signature."""
+    metric = build_metric(metric_name, options or MetricOptions())
+    items, images = bison_items(engine)
+    signature, chosen = baseline_choices(items, images, metric, seed=seed, sampled=sampled)
+    return signature, store_bison_predictions(engine, f"baseline-{metric.name}", signature,
+                                              chosen)
+
+
+def bison_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
+                 seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Human, model and baseline accuracy and human-model agreement (metrics.bison)."""
+    return bison_tables(*bison_frames(engine), bootstrap=bootstrap, ci=ci, seed=seed)

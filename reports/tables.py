@@ -1,0 +1,113 @@
+"""`thumb report`'s tables: final human scores and stored metric scores (storage) turned
+into the THUMB paper's analyses (Tables 2-4, Figure 2, BISON-style pairwise choices) by the
+statistics in `metrics`. Every number carries the signature of the metric behind it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from metrics.correlation import (
+    check_ci,
+    correlation_records,
+    pairwise_records,
+    strict_best_worst,
+    system_table,
+    williams_records,
+)
+from metrics.signature import signature_labels, tool_version
+from reports.bison import bison_report
+from storage.bison import has_bison_items
+from storage.queries import final_scores
+from storage.readers import contributing_annotators, fluency_checkers, metric_scores
+
+
+def pearson_table(correlations: pd.DataFrame) -> pd.DataFrame:
+    """THUMB Table 4: instance-level Pearson r of each metric and subset with P, R, Total."""
+    if correlations.empty:
+        return pd.DataFrame(columns=["metric", "subset", "P", "R", "Total"])
+    pearson = correlations[correlations["method"] == "pearson"]
+    table = pearson.pivot_table(index=["metric", "subset"], columns="dimension", values="r",
+                                sort=False)
+    table = table.reindex(columns=["precision", "recall", "total"]).reset_index()
+    table.columns = ["metric", "subset", "P", "R", "Total"]
+    return table
+
+
+@dataclass
+class Report:
+    header: dict[str, object]
+    signatures: dict[str, str]
+    systems: pd.DataFrame
+    strict: pd.DataFrame
+    correlations: pd.DataFrame
+    williams: pd.DataFrame
+    pairwise: pd.DataFrame
+    table4: pd.DataFrame
+    data: pd.DataFrame = field(repr=False)
+    bison: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """caption_id x metric label table of stored scores, and label -> signature. A metric
+    stored under several signatures gets one column per signature (`bleu`, `bleu#2`…)."""
+    labels = signature_labels(scores["signature"])
+    signatures = {label: signature for signature, label in labels.items()}
+    scores["label"] = scores["signature"].map(labels)
+    wide = scores.pivot_table(index="caption_id", columns="label", values="value")
+    return wide, signatures
+
+
+def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
+                 bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
+    check_ci(ci)
+    human = final_scores(engine)
+    if human.empty:
+        raise ValueError("no final human scores yet: rate, review or import ratings first")
+    wide, signatures = metric_columns(metric_scores(engine))
+    data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
+    metrics = [m for m in signatures if data[m].notna().all()]
+    missing = [m for m in signatures if m not in metrics]
+    systems = list(dict.fromkeys(data["system"]))
+    if exclude_systems is None:
+        exclude_systems = ["Human"] if "Human" in systems else []
+    unknown = [s for s in exclude_systems if s not in systems]
+    if unknown:
+        raise ValueError(f"--exclude-system {unknown[0]!r} is not a system here "
+                         f"({', '.join(systems)})")
+    subsets = {"all": data["system"].notna()}
+    subsets.update({f"without:{s}": data["system"] != s for s in exclude_systems})
+    header = {
+        "tool": f"thumb-tui {tool_version()}",
+        "captions": len(data), "images": int(data["image_id"].nunique()),
+        "systems": systems, "rubric": sorted(data["rubric"].unique()),
+        "annotators": contributing_annotators(engine),
+        "annotators_of_final_scores": sorted(set(data["annotator"]) | fluency_checkers(engine)),
+        "final_scores": data["final_source"].value_counts().to_dict(),
+        "bootstrap": bootstrap, "ci": ci, "seed": seed,
+        "metrics_skipped": {m: "not computed for every caption" for m in missing},
+    }
+    correlations = correlation_records(data, metrics, subsets, bootstrap=bootstrap, ci=ci,
+                                       seed=seed)
+    return Report(
+        header=header,
+        signatures={m: signatures[m] for m in metrics},
+        systems=system_table(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
+        strict=strict_best_worst(data),
+        correlations=correlations,
+        table4=pearson_table(correlations),
+        williams=williams_records(data, metrics, subsets) if len(metrics) > 1
+        else pd.DataFrame(),
+        pairwise=pairwise_records(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
+        data=data,
+        bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
+    )
+
+
+def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:
+    """BISON accuracy tables when the project has BISON items, else none."""
+    if not has_bison_items(engine):
+        return {}
+    return bison_report(engine, **options)  # type: ignore[arg-type]

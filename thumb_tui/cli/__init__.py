@@ -1,0 +1,36 @@
+"""The `thumb` command line: one module per command group, assembled here."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from thumb_tui.cli import analysis, bison, project, rating
+from thumb_tui.cli.common import state
+
+app = typer.Typer(
+    help="Rate image captions with the THUMB 1.0 rubric and analyse the ratings.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db", envvar="THUMB_DB",
+            help="SQLite file path or any SQLAlchemy URL (e.g. postgresql://…).",
+        ),
+    ] = "thumb.db",
+) -> None:
+    state.db = db
+
+
+for group in (project, rating, analysis):
+    app.add_typer(group.app)
+app.add_typer(bison.app, name="bison")
+
+__all__ = ["app"]

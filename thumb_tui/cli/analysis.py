@@ -1,0 +1,159 @@
+"""Analysis commands: agreement, the project report, and the automatic metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from thumb_tui.cli.common import (
+    BootstrapOption,
+    CiOption,
+    SeedOption,
+    console,
+    fail,
+    state,
+    value_errors,
+    write_or_echo,
+)
+
+app = typer.Typer()
+metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",
+                          no_args_is_help=True)
+app.add_typer(metrics_app, name="metrics")
+
+
+@app.command("agreement")
+def agreement_command(
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or md.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    bootstrap: BootstrapOption = 1000,
+    ci: CiOption = 0.90,
+    seed: SeedOption = 0,
+) -> None:
+    """Agreement on P, R, "fluency penalty > 0" and Total: Cohen's kappa (plain, linear,
+    quadratic), Krippendorff's alpha (ordinal, interval), exact and within-1 agreement,
+    change rate, confusion matrices; per pair and overall, with bootstrap CIs."""
+    from reports.agreement import agreement_report
+    from reports.text import agreement_text
+
+    if fmt not in ("table", "csv", "json", "md"):
+        fail("--format must be table, csv, json or md")
+    report = agreement_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    if report.empty:
+        typer.echo("no pairs of ratings to compare yet (blind double ratings or stage 2)")
+        return
+    if fmt == "json":
+        text = report.to_json(orient="records", indent=1)
+    elif fmt == "csv":
+        text = report.to_csv(index=False)
+    else:
+        text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap)
+    write_or_echo(text, out, f"{len(report)} records")
+
+
+@app.command("report")
+def report_command(
+    fmt: Annotated[str, typer.Option("--format", help="md, html or json.")] = "md",
+    out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = Path(
+        "thumb-report"),
+    exclude_system: Annotated[
+        list[str] | None,
+        typer.Option("--exclude-system", help="Also report correlations without this "
+                                              "system (repeatable; default: Human)."),
+    ] = None,
+    bootstrap: BootstrapOption = 1000,
+    ci: CiOption = 0.90,
+    seed: SeedOption = 0,
+) -> None:
+    """The THUMB paper's analyses for this project: systems table, strictly best/worst,
+    metric-human correlations with Williams tests, BISON-style pairwise accuracy."""
+    from reports.render import write_report
+    from reports.tables import build_report
+
+    with value_errors():
+        report = build_report(state.existing_engine, exclude_systems=exclude_system,
+                              bootstrap=bootstrap, ci=ci, seed=seed)
+        path = write_report(report, out, fmt)
+    typer.echo(f"report written to {path}")
+
+
+@metrics_app.command("compute")
+def metrics_compute_command(
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric to compute (repeatable); default: bleu, "
+                                      "rouge-l and cider-d."),
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    cider_corpus: Annotated[
+        str, typer.Option("--cider-corpus", help="per-system (THUMB) or pooled.")
+    ] = "per-system",
+    tokenizer: Annotated[
+        str, typer.Option("--tokenizer", help="auto, ptb-java or ptb-python (CIDEr-D).")
+    ] = "auto",
+    keep_self_references: Annotated[
+        bool,
+        typer.Option("--keep-self-references",
+                     help="Score a caption also against a reference identical to it (as the "
+                          "THUMB 1.0 paper's numbers were computed); the signature says so."),
+    ] = False,
+    bert_model: Annotated[
+        str, typer.Option("--bert-model", help="BERTScore model name or local folder.")
+    ] = "roberta-large",
+    bert_layer: Annotated[
+        int | None, typer.Option("--bert-layer", help="Layer (default 17 for roberta-large).")
+    ] = None,
+    bert_idf: Annotated[bool, typer.Option("--bert-idf", help="idf weighting.")] = False,
+    bert_rescale: Annotated[
+        bool, typer.Option("--bert-rescale", help="Rescale with the baseline.")
+    ] = False,
+    bert_baseline: Annotated[
+        str | None, typer.Option("--bert-baseline", help="Baseline file for a local model.")
+    ] = None,
+    clip_model: Annotated[
+        str, typer.Option("--clip-model", help="CLIP model name or local folder.")
+    ] = "openai/clip-vit-base-patch32",
+) -> None:
+    """Score every caption; scores already stored with the same signature are reused.
+    Metrics: bleu, rouge-l, cider-d, bertscore, clip-s, refclip-s, refonly-c, spice,
+    spice-approx."""
+    from rich.progress import Progress
+
+    from metrics.registry import DEFAULT_METRICS, MetricOptions
+    from reports.scoring import compute_metrics
+
+    options = MetricOptions(
+        device=device, batch_size=batch_size, cider_corpus=cider_corpus, tokenizer=tokenizer,
+        keep_self_references=keep_self_references, bert_model=bert_model,
+        bert_layer=bert_layer, bert_idf=bert_idf, bert_rescale=bert_rescale,
+        bert_baseline=bert_baseline, clip_model=clip_model,
+    )
+    with Progress(console=console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def report(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done)
+
+        with value_errors():
+            runs = compute_metrics(state.existing_engine, metric or list(DEFAULT_METRICS),
+                                   options, progress=report)
+    for run in runs:
+        typer.echo(f"{run.metric}: computed {run.computed}, reused {run.reused} "
+                   f"({run.seconds:.1f} s)\n  {run.signature}")
+
+
+@metrics_app.command("list")
+def metrics_list_command() -> None:
+    """Stored metric scores: one line per signature with count and mean."""
+    from storage.readers import metric_score_summary
+
+    summary = metric_score_summary(state.existing_engine)
+    if not summary:
+        typer.echo("no metric scores stored yet: run `thumb metrics compute`")
+    for signature, count, mean in summary:
+        typer.echo(f"{count:>7} captions  mean {mean:9.4f}  {signature}")

@@ -1,0 +1,110 @@
+"""`thumb bison …`: binary image selection by annotators, models and caption metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from thumb_tui.cli.common import (
+    ActorOption,
+    AnnotatorOption,
+    BootstrapOption,
+    CiOption,
+    ImageModeOption,
+    SeedOption,
+    annotator_name,
+    database_for_import,
+    default_actor,
+    image_mode,
+    state,
+    stop_if_empty,
+    value_errors,
+)
+
+app = typer.Typer(help="BISON: binary image selection by annotators and models.",
+                  no_args_is_help=True)
+
+
+@app.command("import")
+def bison_import_command(
+    file: Annotated[Path, typer.Argument(help="COCO-BISON .json, or our .csv/.jsonl.")],
+    captions: Annotated[Path | None, typer.Option(
+        "--captions", help="COCO captions file (needed for COCO-BISON).")] = None,
+    images: Annotated[Path | None, typer.Option(
+        "--images", help="Folder with the COCO images.")] = None,
+    by: ActorOption = "",
+) -> None:
+    """Import BISON items (all or nothing)."""
+    from storage.bison import import_bison
+
+    with database_for_import() as engine:
+        added = import_bison(engine, file, actor=by or default_actor(),
+                             captions=captions, images_dir=images)
+    typer.echo(f"{file}: {added} BISON item{'' if added == 1 else 's'} imported")
+
+
+@app.command("annotate")
+def bison_annotate_command(
+    annotator: AnnotatorOption,
+    image_mode_name: ImageModeOption = "auto",
+) -> None:
+    """Answer BISON items: which of the two images does the caption describe?"""
+    from storage.bison import BisonSession
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.bison import BisonScreen
+
+    mode = image_mode(image_mode_name)
+    session = BisonSession(state.existing_engine, annotator_name(annotator))
+    stop_if_empty(session.item_ids, "No BISON items: import some with `thumb bison import "
+                                    "FILE`.")
+    ThumbApp(screen=BisonScreen(session, mode)).run()
+
+
+@app.command("evaluate")
+def bison_evaluate_command(
+    scorer: Annotated[str, typer.Option("--scorer", help="clip, or a caption metric for the "
+                                                         "BISON baseline (bleu, cider-d, …).")]
+    = "clip",
+    model: Annotated[str, typer.Option("--model", help="CLIP model name or local folder.")]
+    = "openai/clip-vit-base-patch32",
+    device: Annotated[str, typer.Option("--device")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    seed: Annotated[int, typer.Option("--seed", help="Baseline: reference sampling.")] = 0,
+) -> None:
+    """Let a model (or a caption-metric baseline) choose an image for every item."""
+    from metrics.bison import ClipScorer
+    from metrics.registry import BUILDERS, MetricOptions
+    from reports.bison import baseline, evaluate
+
+    engine = state.existing_engine
+    with value_errors():
+        if scorer == "clip":
+            signature, count = evaluate(engine, ClipScorer(model, device, batch_size))
+        elif scorer in BUILDERS:
+            signature, count = baseline(engine, scorer, seed=seed, options=MetricOptions(
+                device=device, batch_size=batch_size))
+        else:
+            raise ValueError(f"unknown scorer {scorer!r}: clip or one of {', '.join(BUILDERS)}")
+    typer.echo(f"{count} items scored\n  {signature}")
+
+
+@app.command("report")
+def bison_report_command(
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    bootstrap: BootstrapOption = 1000,
+    ci: CiOption = 0.90,
+    seed: SeedOption = 0,
+) -> None:
+    """Human accuracy, model and baseline accuracy, human-model agreement."""
+    from reports.bison import bison_report
+    from reports.text import bison_text
+
+    tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    if fmt == "json":
+        typer.echo(json.dumps({k: json.loads(v.to_json(orient="records"))
+                               for k, v in tables.items()}, indent=1))
+        return
+    typer.echo(bison_text(tables))

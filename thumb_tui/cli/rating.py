@@ -1,0 +1,112 @@
+"""Rating commands: the screens of stage 1, stage 2, resolution and the fluency round."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from thumb_tui.cli.common import (
+    AnnotatorOption,
+    ImageModeOption,
+    NativeOption,
+    annotator_name,
+    fail,
+    image_mode,
+    protocol_refusals,
+    state,
+    stop_if_empty,
+)
+
+if TYPE_CHECKING:
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+
+app = typer.Typer()
+
+
+def _rating_session(annotator: str, stage: Stage, native: bool | None) -> AnnotationSession:
+    """The annotator's session at stage 1 or 2; ends the command with the reason when the
+    protocol refuses or there is nothing to rate."""
+    from storage.annotation import AnnotationSession
+    from thumb_tui.screens.annotate import EMPTY_QUEUE
+
+    with protocol_refusals():
+        session = AnnotationSession(state.existing_engine, annotator_name(annotator),
+                                    stage=stage, native_english=native)
+    stop_if_empty(session.images, EMPTY_QUEUE[stage])
+    return session
+
+
+@app.command("annotate")
+def annotate_command(
+    annotator: AnnotatorOption,
+    image_mode_name: ImageModeOption = "auto",
+    native: NativeOption = None,
+) -> None:
+    """Rate captions (THUMB stage 1): one image at a time, all of its captions."""
+    from storage.models import Stage
+    from thumb_tui.app import ThumbApp
+
+    mode = image_mode(image_mode_name)
+    session = _rating_session(annotator, Stage.FIRST, native)
+    ThumbApp(session, mode).run()
+
+
+@app.command("review")
+def review_command(
+    annotator: AnnotatorOption,
+    image_mode_name: ImageModeOption = "auto",
+    native: NativeOption = None,
+) -> None:
+    """THUMB stage 2: check and modify another annotator's stage-1 scores."""
+    from storage.models import Stage
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.annotate import ReviewScreen
+
+    mode = image_mode(image_mode_name)
+    session = _rating_session(annotator, Stage.SECOND, native)
+    ThumbApp(screen=ReviewScreen(session, mode)).run()
+
+
+@app.command("resolve")
+def resolve_command(
+    annotator: AnnotatorOption,
+    image_mode_name: ImageModeOption = "auto",
+) -> None:
+    """Settle captions whose stage-1 and stage-2 values differ, worst first."""
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+    from storage.workflow import disagreements
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.resolve import ResolveScreen
+
+    mode = image_mode(image_mode_name)
+    engine = state.existing_engine
+    name = annotator_name(annotator)
+    queue = disagreements(engine, resolver=name)
+    stop_if_empty(queue, "Nothing for you to resolve: no caption's stage-1 and stage-2 "
+                         "values differ without a resolution, on an image you neither "
+                         "rated nor reviewed.")
+    session = AnnotationSession(engine, name, stage=Stage.FINAL)
+    ThumbApp(screen=ResolveScreen(session, queue, mode)).run()
+
+
+@app.command("fluency-round")
+def fluency_round_command(
+    annotator: Annotated[str, typer.Option("--annotator", help="A native English speaker.")],
+) -> None:
+    """Check the fluency of captions neither of whose raters was a native speaker."""
+    from rubrics import THUMB_1_0
+    from storage.annotation import is_native_speaker
+    from storage.workflow import fluency_queue
+    from thumb_tui.app import ThumbApp
+    from thumb_tui.screens.fluency_round import FluencyRoundScreen
+
+    engine, name = state.existing_engine, annotator_name(annotator)
+    if not is_native_speaker(engine, name):
+        fail(f"{name!r} is not recorded as a native English speaker (set it with "
+             "`thumb annotator NAME --native`)")
+    queue = fluency_queue(engine)
+    stop_if_empty(queue, "No captions are waiting for the fluency round.")
+    ThumbApp(screen=FluencyRoundScreen(engine, name, THUMB_1_0, queue)).run()
