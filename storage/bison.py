@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, select
 
 from storage.errors import InputError, Problem, Problems
+from storage.import_files import read_records, read_text
 from storage.models import (
     Annotator,
     BisonAnswer,
@@ -24,7 +25,6 @@ from storage.models import (
     ImageReference,
     utcnow,
 )
-from storage.import_files import read_records, read_text
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from rubrics import Rubric
-from storage.models import Stage
 from storage.import_files import Record
+from storage.models import Stage
 
 CAPTION_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references"}
 RATING_COLUMNS = {

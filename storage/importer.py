@@ -11,6 +11,17 @@ from sqlalchemy import Connection, Engine, select, update
 
 from rubrics import THUMB_1_0, Rubric
 from storage.errors import Problems
+from storage.import_files import read_records
+from storage.import_rows import (
+    CaptionRow,
+    FluencyRoundRow,
+    RatingRow,
+    RowError,
+    caption_row,
+    missing_columns,
+    normalise_keys,
+    unknown_columns,
+)
 from storage.models import (
     Annotator,
     Caption,
@@ -22,17 +33,6 @@ from storage.models import (
     Resolution,
     Stage,
     utcnow,
-)
-from storage.import_files import read_records
-from storage.import_rows import (
-    CaptionRow,
-    FluencyRoundRow,
-    RatingRow,
-    RowError,
-    caption_row,
-    missing_columns,
-    normalise_keys,
-    unknown_columns,
 )
 from storage.workflow import reviewed_images
 

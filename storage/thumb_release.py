@@ -9,11 +9,11 @@ from sqlalchemy import Engine, select
 
 from rubrics import THUMB_1_0
 from storage.errors import Problems
+from storage.import_files import Record, read_records
+from storage.import_rows import CaptionRow, RowError, rating
 from storage.importer import ImportSummary, _Existing, _plan, apply_plan
 from storage.models import Caption, Image
 from storage.queries import final_scores, references_by_image
-from storage.import_files import Record, read_records
-from storage.import_rows import CaptionRow, RowError, rating
 
 THUMB_ANNOTATOR = "thumb-1.0"
 THUMB_FIELDS = ("sys", "seg_id", "set_id", "hyp", "image", "p", "r", "fl", "inc", "con",
