@@ -37,9 +37,14 @@ def make_engine(target: str | Path) -> Engine:
 
 
 def open_database(target: str | Path) -> Engine:
-    """Open (creating or upgrading as needed) a thumb-tui database."""
-    from storage.migrations import migrate
+    """Open a thumb-tui database: create a new one, upgrade an older SQLite file (after a
+    backup copy); an older PostgreSQL database raises `SchemaError` (`thumb db upgrade`)."""
+    from storage.migrations import prepare_database
 
     engine = make_engine(target)
-    migrate(engine)
+    try:
+        prepare_database(engine)
+    except BaseException:
+        engine.dispose()
+        raise
     return engine

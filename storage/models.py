@@ -281,6 +281,9 @@ class BisonPrediction(SQLModel, table=True):
 
 
 class SchemaVersion(SQLModel, table=True):
+    """thumb-tui 0.1.0's own schema versioning, before Alembic (`alembic_version`) took
+    over: revision 0002 writes version 2 here, so that 0.1.0 refuses an upgraded database."""
+
     __tablename__ = "schema_version"
 
     id: int | None = Field(default=None, primary_key=True)

@@ -6,10 +6,9 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from storage import Annotator, Caption, Event, Image, Rating, open_database
+from storage import Annotator, Caption, Event, Image, Rating
 from storage.db import database_url
-from storage.migrations import CURRENT_VERSION, schema_version
-from storage.models import SchemaVersion, utcnow
+from storage.models import utcnow
 
 
 @pytest.fixture
@@ -92,29 +91,6 @@ def test_sqlite_pragmas(engine):
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert connection.execute(text("PRAGMA busy_timeout")).scalar() > 0
-
-
-def test_schema_is_versioned_and_reopening_changes_nothing(tmp_path):
-    path = tmp_path / "v.db"
-    engine = open_database(path)
-    assert schema_version(engine) == CURRENT_VERSION
-    engine.dispose()
-    again = open_database(path)
-    with again.connect() as connection:
-        assert len(connection.execute(select(SchemaVersion.__table__)).all()) == 1
-
-
-def test_newer_schema_is_refused(tmp_path):
-    path = tmp_path / "new.db"
-    engine = open_database(path)
-    with engine.begin() as connection:
-        connection.execute(
-            SchemaVersion.__table__.insert().values(version=CURRENT_VERSION + 1,
-                                                    applied_at=utcnow())
-        )
-    engine.dispose()
-    with pytest.raises(RuntimeError, match="newer than this thumb-tui"):
-        open_database(path)
 
 
 def test_database_url_accepts_paths_and_urls(tmp_path):

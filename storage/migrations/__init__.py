@@ -1,0 +1,160 @@
+"""Schema migrations with Alembic: the revisions in `versions/` take any database made by
+thumb-tui (back to 0.1.0, which kept its own `schema_version` table) to the current schema.
+
+`prepare_database` runs when a command opens a database: a new one gets every revision, a
+SQLite file behind the code is copied aside (`<file>.backup-<revision>-<time>`) and then
+upgraded, and a PostgreSQL database behind the code is refused until an administrator runs
+`thumb db upgrade`. Each upgrade runs in one transaction that holds the database's write
+lock, so two processes opening a new database at once do not both build it.
+ARCHITECTURE.md ("A schema change") says how to add a revision."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, inspect, text
+
+SCRIPTS = Path(__file__).resolve().parent
+# The revision that holds the schema of thumb-tui 0.1.0 (`schema_version` 1).
+RELEASE_0_1_0 = "0001"
+# Any constant: the PostgreSQL advisory lock that serialises migrations.
+_PG_MIGRATION_LOCK = 0x7468756D62
+
+
+class SchemaError(RuntimeError):
+    """The database's schema does not match this thumb-tui and cannot be used as it is."""
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """What `prepare_database` or `upgrade_database` did."""
+
+    from_revision: str | None  # None: the database was new
+    to_revision: str
+    backup: Path | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.from_revision != self.to_revision
+
+
+@cache
+def _config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPTS))
+    return config
+
+
+def head_revision() -> str:
+    """The revision this thumb-tui's code expects."""
+    heads = ScriptDirectory.from_config(_config()).get_heads()
+    if len(heads) != 1:
+        raise SchemaError(f"the migration scripts have {len(heads)} heads ({', '.join(heads)}); "
+                          "a revision's down_revision must name the latest one")
+    return heads[0]
+
+
+def _known(revision: str) -> bool:
+    try:
+        return ScriptDirectory.from_config(_config()).get_revision(revision) is not None
+    except Exception:  # alembic raises several kinds for an unknown id
+        return False
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The database's revision; `RELEASE_0_1_0` for a 0.1.0 database; None when empty."""
+    tables = set(inspect(connection).get_table_names())
+    if "alembic_version" in tables:
+        return MigrationContext.configure(connection).get_current_revision()
+    if "schema_version" in tables:
+        version = connection.execute(text("SELECT max(version) FROM schema_version")).scalar()
+        if version != 1:
+            raise SchemaError(f"database schema_version {version} is unknown to this thumb-tui")
+        return RELEASE_0_1_0
+    if tables:
+        raise SchemaError("this database has tables but is not a thumb-tui database")
+    return None
+
+
+def _lock(connection: Connection) -> None:
+    """Hold the database's write lock until the transaction ends."""
+    if connection.dialect.name == "sqlite":
+        driver = connection.connection.driver_connection
+        if not driver.in_transaction:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+
+
+def _backup_sqlite(engine: Engine, revision: str) -> Path:
+    """A consistent copy of the SQLite file next to it, made with SQLite's backup API."""
+    source_path = Path(engine.url.database)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target_path = source_path.with_name(f"{source_path.name}.backup-{revision}-{stamp}")
+    source, target = sqlite3.connect(source_path), sqlite3.connect(target_path)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return target_path
+
+
+def _check_known(revision: str | None) -> None:
+    if revision is not None and not _known(revision):
+        raise SchemaError(f"database schema revision {revision} is newer than this thumb-tui "
+                          f"(which knows up to {head_revision()}); upgrade thumb-tui")
+
+
+def _run_upgrade(engine: Engine, *, allow_existing: bool) -> Upgrade:
+    head = head_revision()
+    with engine.connect() as connection:
+        revision = current_revision(connection)
+        _check_known(revision)
+        if revision == head:
+            return Upgrade(revision, head)
+        if revision is not None and not allow_existing:
+            raise SchemaError(
+                f"database schema is at revision {revision}, this thumb-tui needs {head}; "
+                f"an administrator upgrades it (after a backup, e.g. pg_dump) with "
+                f"`thumb --db URL db upgrade`"
+            )
+    backup = None
+    if revision is not None and engine.dialect.name == "sqlite":
+        backup = _backup_sqlite(engine, revision)
+    with engine.connect() as connection:
+        _lock(connection)
+        revision = current_revision(connection)  # another process may have upgraded it
+        _check_known(revision)
+        if revision != head:
+            config = _config()
+            config.attributes["connection"] = connection
+            try:
+                if revision == RELEASE_0_1_0 and not inspect(connection).has_table(
+                    "alembic_version"
+                ):
+                    command.stamp(config, RELEASE_0_1_0)
+                command.upgrade(config, "head")
+            finally:
+                del config.attributes["connection"]
+        connection.commit()
+    return Upgrade(revision, head, backup)
+
+
+def prepare_database(engine: Engine) -> Upgrade:
+    """Make the database usable by this code: build a new one, upgrade SQLite (after a
+    backup copy), refuse a PostgreSQL database that an administrator must upgrade."""
+    return _run_upgrade(engine, allow_existing=engine.dialect.name == "sqlite")
+
+
+def upgrade_database(engine: Engine) -> Upgrade:
+    """`thumb db upgrade`: bring any thumb-tui database to the current schema."""
+    return _run_upgrade(engine, allow_existing=True)

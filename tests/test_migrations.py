@@ -1,0 +1,235 @@
+"""Upgrades keep every rating: a database with the schema of the last release (0.1.0, its
+DDL stored in tests/schemas/), filled through that schema, is upgraded by Alembic and still
+holds every row; the migrations build exactly the schema the models describe."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, MetaData, create_engine, inspect, select, text
+from sqlmodel import SQLModel
+
+from storage import final_scores, open_database
+from storage.migrations import (
+    RELEASE_0_1_0,
+    SCRIPTS,
+    SchemaError,
+    current_revision,
+    head_revision,
+    upgrade_database,
+)
+
+SCHEMAS = Path(__file__).parent / "schemas"
+POSTGRES_URL = os.environ.get("THUMB_TEST_POSTGRES")
+T0 = datetime(2022, 5, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def release_rows() -> dict[str, list[dict]]:
+    """A small project as thumb-tui 0.1.0 stored it: two stages, a resolution, a fluency
+    check, screen state, metric scores, BISON, and the event log of it all."""
+    ratings = []
+    for caption_id in range(1, 7):
+        for annotator_id, stage in ((1, 1), (2, 2)):
+            ratings.append(dict(
+                caption_id=caption_id, annotator_id=annotator_id, stage=stage,
+                precision=1 + (caption_id + stage) % 5, recall=1 + caption_id % 5,
+                fluency=[0.0, 0.1, 0.3, 0.5, 5.0, 0.2][caption_id - 1],
+                fluency_type=[None, "spelling", "spelling,casing", "duplication", "broken",
+                              "punctuation"][caption_id - 1],
+                conciseness=0.5 if caption_id == 2 else 0.0,
+                conciseness_type="redundant" if caption_id == 2 else None,
+                inclusive=[0.0, 0.0, 0.5, 2.0, 0.0, 0.0][caption_id - 1],
+                inclusive_type=[None, None, "appearance", "severe", None, None][caption_id - 1],
+                note=f"note {caption_id}/{stage}", seconds=3.5 * caption_id, rubric="thumb-1.0",
+                created_at=T0, updated_at=T0,
+            ))
+    ratings.append(dict(caption_id=1, annotator_id=3, stage=3, precision=4, recall=4,
+                        fluency=0.0, conciseness=0.0, inclusive=0.0, note="resolved",
+                        seconds=1.0, rubric="thumb-1.0", created_at=T0, updated_at=T0))
+    ratings.append(dict(caption_id=6, annotator_id=3, stage=2, precision=None, recall=None,
+                        fluency=0.0, conciseness=0.0, inclusive=0.0, note="", seconds=0.0,
+                        rubric="thumb-1.0", created_at=T0, updated_at=T0))  # in progress
+    return {
+        "schema_version": [dict(version=1, applied_at=T0)],
+        "image": [dict(key=f"img{i}", path=f"images/{i}.png", set_id=i, double_rating=i == 1)
+                  for i in range(1, 4)],
+        "caption": [dict(image_id=1 + (c - 1) // 2, system=f"sys{c % 2}", text=f"Caption {c}.",
+                         external_id=f"c{c}") for c in range(1, 7)],
+        "image_reference": [dict(image_id=i, position=p, text=f"Reference {i}.{p}.")
+                            for i in range(1, 4) for p in range(2)],
+        "annotator": [dict(name=name, native_english=native, created_at=T0)
+                      for name, native in (("ann-a", False), ("ann-b", None), ("carol", True))],
+        "rating": ratings,
+        "resolution": [dict(caption_id=1, resolver_id=3, reasons="both-wrong,rubric-rule",
+                            note="see rule", created_at=T0)],
+        "fluency_check": [dict(caption_id=2, checker_id=3, fluency=0.1,
+                               fluency_type="spelling", created_at=T0)],
+        "assignment": [dict(image_id=i, annotator_id=a, stage=s, shuffle_seed=1000 * i + a,
+                            seconds=12.5, focus=1, last_viewed_at=T0)
+                       for i in range(1, 4) for a, s in ((1, 1), (2, 2))],
+        "metric_score": [dict(caption_id=c, metric=m, signature=f"{m}|v1", value=c / 10,
+                              computed_at=T0) for c in range(1, 7) for m in ("bleu", "cider-d")],
+        "event_log": [dict(at=T0, actor="ann-a", action="update", table_name="rating",
+                           row_id=r, field_name="precision", old_value=None, new_value="4",
+                           change_id=f"ch{r}", reverts=None) for r in range(1, 13)]
+        + [dict(at=T0, actor="ann-a", action="undo", table_name="rating", row_id=1,
+                field_name="precision", old_value="4", new_value=None, change_id="u1",
+                reverts="ch1")],
+        "bison_item": [dict(key="b1", query="A red ball.", caption_key="c1", image_a_id=1,
+                            image_b_id=2, true_image_id=1)],
+        "bison_answer": [dict(item_id=1, annotator_id=1, left_image_id=2, answer="right",
+                              seconds=2.0, created_at=T0, updated_at=T0)],
+        "bison_prediction": [dict(item_id=1, scorer="clip", signature="clip|tiny",
+                                  score_a=0.3, score_b=0.2, chosen_image_id=1,
+                                  computed_at=T0)],
+    }
+
+
+def fill(engine: Engine) -> None:
+    with engine.begin() as connection:
+        for table, rows in release_rows().items():
+            columns = list(rows[0])
+            statement = text(f"INSERT INTO {table} ({', '.join(columns)}) "
+                             f"VALUES ({', '.join(':' + c for c in columns)})")
+            connection.execute(statement, [{c: row.get(c) for c in columns} for row in rows])
+
+
+def snapshot(engine: Engine, tables: dict[str, list[str]]) -> dict[str, list[tuple]]:
+    """The rows of the release's tables, in the release's columns, ordered by id."""
+    metadata = MetaData()
+    metadata.reflect(engine, only=list(tables))
+    with engine.connect() as connection:
+        return {
+            name: connection.execute(
+                select(*(metadata.tables[name].c[c] for c in columns))
+                .order_by(metadata.tables[name].c.id)
+            ).all()
+            for name, columns in tables.items()
+        }
+
+
+def release_columns(engine: Engine) -> dict[str, list[str]]:
+    """Every table's columns, but `schema_version`, which gains a row that makes 0.1.0
+    refuse the upgraded database."""
+    inspector = inspect(engine)
+    return {name: [c["name"] for c in inspector.get_columns(name)]
+            for name in inspector.get_table_names() if name != "schema_version"}
+
+
+def schema_differences(engine: Engine) -> list:
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return compare_metadata(context, SQLModel.metadata)
+
+
+def build_sqlite_release(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    connection.executescript((SCHEMAS / "release-0.1.0.sqlite.sql").read_text())
+    connection.close()
+
+
+def test_a_new_database_has_exactly_the_models_schema(tmp_path):
+    engine = open_database(tmp_path / "new.db")
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+    assert schema_differences(engine) == []
+
+
+def test_release_0_1_0_sqlite_database_upgrades_keeping_every_row(tmp_path):
+    path = tmp_path / "thumb.db"
+    build_sqlite_release(path)
+    old = create_engine(f"sqlite:///{path}")
+    fill(old)
+    columns = release_columns(old)
+    before = snapshot(old, columns)
+    old.dispose()
+    assert {t: len(rows) for t, rows in before.items()} == {
+        t: len(rows) for t, rows in release_rows().items() if t != "schema_version"}
+
+    engine = open_database(path)
+    assert snapshot(engine, columns) == before
+    assert schema_differences(engine) == []
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+        assert connection.execute(text("SELECT max(version) FROM schema_version")).scalar() == 2
+    finals = final_scores(engine).set_index("caption_id")
+    assert finals.loc[1, ["precision", "recall", "final_source"]].tolist() == [4, 4, "resolution"]
+    assert len(finals) == 6
+
+    (backup,) = tmp_path.glob("thumb.db.backup-*")
+    assert backup.name.startswith(f"thumb.db.backup-{RELEASE_0_1_0}-")
+    copy = create_engine(f"sqlite:///{backup}")
+    assert snapshot(copy, columns) == before
+    copy.dispose()
+
+    engine.dispose()
+    again = open_database(path)  # at head: nothing to do, no second backup
+    assert len(list(tmp_path.glob("thumb.db.backup-*"))) == 1
+    with pytest.raises(Exception, match="append-only"), again.begin() as connection:
+        connection.execute(text("DELETE FROM event_log"))
+
+
+def test_a_database_from_a_newer_thumb_tui_is_refused(tmp_path):
+    path = tmp_path / "newer.db"
+    open_database(path).dispose()
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE alembic_version SET version_num = '9999'")
+    connection.commit()
+    connection.close()
+    with pytest.raises(SchemaError, match="revision 9999 is newer than this thumb-tui"):
+        open_database(path)
+
+
+def test_a_foreign_database_is_refused(tmp_path):
+    path = tmp_path / "other.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE notes (id INTEGER)")
+    connection.close()
+    with pytest.raises(SchemaError, match="not a thumb-tui database"):
+        open_database(path)
+
+
+@pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
+def test_release_0_1_0_postgresql_database_is_upgraded_by_the_admin_only():
+    from tests.test_postgres import drop_everything
+
+    drop_everything()
+    old = create_engine(POSTGRES_URL)
+    with old.begin() as connection:
+        connection.exec_driver_sql("DROP FUNCTION IF EXISTS event_log_append_only CASCADE")
+        connection.exec_driver_sql((SCHEMAS / "release-0.1.0.postgresql.sql").read_text())
+    fill(old)
+    columns = release_columns(old)
+    before = snapshot(old, columns)
+    old.dispose()
+    try:
+        with pytest.raises(SchemaError, match=r"an administrator .* `thumb --db URL db upgrade`"):
+            open_database(POSTGRES_URL)
+        admin = create_engine(POSTGRES_URL)
+        result = upgrade_database(admin)
+        assert (result.from_revision, result.to_revision) == (RELEASE_0_1_0, head_revision())
+        assert result.backup is None
+        admin.dispose()
+        engine = open_database(POSTGRES_URL)
+        assert snapshot(engine, columns) == before
+        assert schema_differences(engine) == []
+        assert len(final_scores(engine)) == 6
+        engine.dispose()
+    finally:
+        drop_everything()
+
+
+def test_the_revisions_form_one_line_from_the_release():
+    """Two branches that each add a revision after the same parent must not both land."""
+    scripts = ScriptDirectory(str(SCRIPTS))
+    assert scripts.get_heads() == [head_revision()]
+    chain = [script.revision for script in scripts.walk_revisions()]
+    assert chain[-1] == RELEASE_0_1_0
+    assert len(chain) == len(list((SCRIPTS / "versions").glob("[0-9]*.py")))
