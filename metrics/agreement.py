@@ -187,6 +187,6 @@ def _bootstrap_ci(name: str, a: np.ndarray, b: np.ndarray, binary: bool,
             continue
     if not values:
         return None, None
-    tail = (1 - ci) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
+    from metrics.correlation import percentile_ci
+
+    return percentile_ci(np.asarray(values, dtype=float), ci)

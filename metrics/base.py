@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,11 +25,42 @@ class CaptionItem:
     references: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class MetricOption:
+    """A setting a metric takes from the command line as `--{option}` (underscores become
+    dashes). `option` is its key among all metrics' options; `parameter` the keyword of
+    the metric's constructor."""
+
+    option: str
+    parameter: str
+    default: object
+    help: str
+    kind: type = str
+    minimum: int | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.option.replace("_", "-")
+
+
+DEVICE = MetricOption("device", "device", "auto", "auto, cpu or cuda.")
+BATCH_SIZE = MetricOption("batch_size", "batch_size", 64, "Batch size of a neural model.", int,
+                          minimum=1)
+
+
 class Metric(ABC):
-    """Subclasses set `name` and implement `settings()` and `compute()`."""
+    """Subclasses set `name`, `help` and the `options` their constructor takes, and
+    implement `settings()` (the signature fields) and `compute()`."""
 
     name: str = ""
+    help: ClassVar[str] = ""
+    options: ClassVar[tuple[MetricOption, ...]] = ()
     corpus_level: bool = False  # True when one caption's score depends on the others
+
+    @classmethod
+    def from_options(cls, values: Mapping[str, object]) -> Metric:
+        """The metric built from the command line's values of its options."""
+        return cls(**{option.parameter: values[option.option] for option in cls.options})
 
     @abstractmethod
     def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metrics.base import CaptionItem, Metric
+from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
 from metrics.signature import package_version
 from metrics.torch_device import load_error, model_label, resolve_device
 
@@ -20,6 +20,20 @@ class BertScore(Metric):
     idf weighting and baseline rescaling are options."""
 
     name = "bertscore"
+    help = "BERTScore F1, best over the references (bert-score; any model and layer)"
+    options = (
+        MetricOption("bert_model", "model", DEFAULT_MODEL,
+                     "BERTScore model name or local folder."),
+        MetricOption("bert_layer", "layer", None,
+                     "BERTScore layer (default 17 for roberta-large).", int),
+        MetricOption("bert_idf", "idf", False, "BERTScore idf weighting.", bool),
+        MetricOption("bert_rescale", "rescale", False,
+                     "Rescale BERTScore with the baseline.", bool),
+        MetricOption("bert_baseline", "baseline_path", None,
+                     "BERTScore baseline file for a local model."),
+        DEVICE,
+        BATCH_SIZE,
+    )
 
     def __init__(
         self,

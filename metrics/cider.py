@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-from metrics.base import CaptionItem, Metric
+from metrics.base import CaptionItem, Metric, MetricOption
 from metrics.signature import digest
 from metrics.tokenize import resolve_tokenizer, tokenize
 
@@ -110,6 +110,13 @@ class CiderD(Metric):
     computed it) or all captions pooled."""
 
     name = "cider-d"
+    help = "CIDEr-D (x10), document frequencies from a per-system or pooled corpus"
+    options = (
+        MetricOption("cider_corpus", "corpus", "per-system",
+                     "CIDEr-D's document-frequency corpus: per-system (THUMB) or pooled."),
+        MetricOption("tokenizer", "tokenizer", "auto",
+                     "CIDEr-D's tokenizer: auto, ptb-java or ptb-python."),
+    )
     corpus_level = True
 
     def __init__(self, corpus: str = "per-system", tokenizer: str = "auto") -> None:

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from metrics.base import CaptionItem, Metric
+from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
 from metrics.signature import package_version
 from metrics.torch_device import load_error, model_label, resolve_device
 
 DEFAULT_CLIP = "openai/clip-vit-base-patch32"
 PREFIX = "A photo depicts "
 WEIGHT = 2.5
-VARIANTS = ("clip-s", "refclip-s", "refonly-c")
 
 
 class ClipEmbedder:
@@ -119,11 +118,17 @@ def clip_components(
 
 
 class ClipMetric(Metric):
-    def __init__(self, variant: str, model: str = DEFAULT_CLIP, device: str = "auto",
+    """The three CLIP-based metrics share a model and its embeddings; each subclass names
+    which of the terms it reports."""
+
+    options = (
+        MetricOption("clip_model", "model", DEFAULT_CLIP, "CLIP model name or local folder."),
+        DEVICE,
+        BATCH_SIZE,
+    )
+
+    def __init__(self, model: str = DEFAULT_CLIP, device: str = "auto",
                  batch_size: int = 64) -> None:
-        if variant not in VARIANTS:
-            raise ValueError(f"CLIP variant must be one of {', '.join(VARIANTS)}")
-        self.name = variant
         self.model, self.batch_size = model, batch_size
         self.device = resolve_device(device)
 
@@ -143,3 +148,18 @@ class ClipMetric(Metric):
         total = clip_s + ref_term
         return np.divide(2 * clip_s * ref_term, total, out=np.zeros_like(total),
                          where=total > 0)
+
+
+class ClipS(ClipMetric):
+    name = "clip-s"
+    help = "CLIP-S: 2.5 x cosine of image and caption (reference-free)"
+
+
+class RefClipS(ClipMetric):
+    name = "refclip-s"
+    help = "RefCLIP-S: harmonic mean of CLIP-S and the best reference similarity"
+
+
+class RefOnlyC(ClipMetric):
+    name = "refonly-c"
+    help = "RefOnlyC: the best caption-reference CLIP similarity alone"

@@ -1,90 +1,87 @@
-"""Metric names the command line accepts, and how each is built from the options."""
+"""The metrics the command line knows, found on their classes: each `Metric` subclass with
+a name in the modules below brings its name, help line and options, so the command line
+and `MetricOptions` are generated from the classes (adding a metric to one of these modules
+is all it takes). Heavy libraries load only when a metric is built."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from functools import cache
+from importlib import import_module
 
-from metrics.base import Metric
+from metrics.base import Metric, MetricOption
 
-
-@dataclass(frozen=True)
-class MetricOptions:
-    device: str = "auto"
-    batch_size: int = 64
-    keep_self_references: bool = False
-    cider_corpus: str = "per-system"
-    tokenizer: str = "auto"
-    bert_model: str = "roberta-large"
-    bert_layer: int | None = None
-    bert_idf: bool = False
-    bert_rescale: bool = False
-    bert_baseline: str | None = None
-    clip_model: str = "openai/clip-vit-base-patch32"
-
-
-def _bleu(options: MetricOptions) -> Metric:
-    from metrics.text_metrics import Bleu
-
-    return Bleu()
-
-
-def _rouge(options: MetricOptions) -> Metric:
-    from metrics.text_metrics import RougeL
-
-    return RougeL()
-
-
-def _cider(options: MetricOptions) -> Metric:
-    from metrics.cider import CiderD
-
-    return CiderD(corpus=options.cider_corpus, tokenizer=options.tokenizer)
-
-
-def _bertscore(options: MetricOptions) -> Metric:
-    from metrics.bertscore import BertScore
-
-    return BertScore(options.bert_model, options.bert_layer, idf=options.bert_idf,
-                     rescale=options.bert_rescale, baseline_path=options.bert_baseline,
-                     device=options.device, batch_size=options.batch_size)
-
-
-def _clip(variant: str) -> Callable[[MetricOptions], Metric]:
-    def build(options: MetricOptions) -> Metric:
-        from metrics.clip import ClipMetric
-
-        return ClipMetric(variant, options.clip_model, options.device, options.batch_size)
-
-    return build
-
-
-def _spice(options: MetricOptions) -> Metric:
-    from metrics.spice import Spice
-
-    return Spice()
-
-
-def _spice_approx(options: MetricOptions) -> Metric:
-    from metrics.spice import SpiceApprox
-
-    return SpiceApprox()
-
-
-BUILDERS: dict[str, Callable[[MetricOptions], Metric]] = {
-    "bleu": _bleu,
-    "rouge-l": _rouge,
-    "cider-d": _cider,
-    "bertscore": _bertscore,
-    "clip-s": _clip("clip-s"),
-    "refclip-s": _clip("refclip-s"),
-    "refonly-c": _clip("refonly-c"),
-    "spice": _spice,
-    "spice-approx": _spice_approx,
-}
+METRIC_MODULES = ("metrics.text_metrics", "metrics.cider", "metrics.bertscore",
+                  "metrics.clip", "metrics.spice")
 DEFAULT_METRICS = ("bleu", "rouge-l", "cider-d")
+KEEP_SELF_REFERENCES = "keep_self_references"
+
+
+def _subclasses(cls: type[Metric]) -> Iterator[type[Metric]]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+@cache
+def metric_classes() -> dict[str, type[Metric]]:
+    """name -> class of every metric, in the order of METRIC_MODULES."""
+    for module in METRIC_MODULES:
+        import_module(module)
+    found = [cls for cls in _subclasses(Metric) if cls.name and cls.__module__ in METRIC_MODULES]
+    found.sort(key=lambda cls: METRIC_MODULES.index(cls.__module__))
+    return {cls.name: cls for cls in found}
+
+
+def metric_class(name: str) -> type[Metric]:
+    classes = metric_classes()
+    if name not in classes:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(classes)}")
+    return classes[name]
+
+
+@cache
+def metric_options() -> dict[str, MetricOption]:
+    """Every option any metric takes, once (metrics that share a device share the option)."""
+    options: dict[str, MetricOption] = {}
+    for cls in metric_classes().values():
+        for option in cls.options:
+            options.setdefault(option.option, option)
+    return options
+
+
+class MetricOptions(Mapping[str, object]):
+    """The values metrics are built from: each metric's declared options (defaults unless
+    given) and whether a caption keeps a reference identical to itself."""
+
+    def __init__(self, **values: object) -> None:
+        known = metric_options()
+        unknown = sorted(set(values) - set(known) - {KEEP_SELF_REFERENCES})
+        if unknown:
+            raise TypeError(f"unknown metric option(s): {', '.join(unknown)}")
+        self._values = {name: option.default for name, option in known.items()}
+        self._values[KEEP_SELF_REFERENCES] = False
+        self._values.update(values)
+
+    def __getitem__(self, name: str) -> object:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getattr__(self, name: str) -> object:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def keep_self_references(self) -> bool:
+        return bool(self._values[KEEP_SELF_REFERENCES])
 
 
 def build_metric(name: str, options: MetricOptions) -> Metric:
-    if name not in BUILDERS:
-        raise ValueError(f"unknown metric {name!r}; known: {', '.join(BUILDERS)}")
-    return BUILDERS[name](options)
+    return metric_class(name).from_options(options)

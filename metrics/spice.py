@@ -67,6 +67,7 @@ class Spice(Metric):
     """The official SPICE F-score per caption, from spice-1.0.jar."""
 
     name = "spice"
+    help = "SPICE F-score (spice-1.0.jar; needs the Stanford CoreNLP jars)"
 
     def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
         return {"impl": "spice-1.0.jar", "parser": "corenlp-3.6.0",
@@ -181,6 +182,7 @@ class SpiceApprox(Metric):
     """Scene-graph tuple F1 with spaCy + WordNet. Not SPICE: see the module docstring."""
 
     name = "spice-approx"
+    help = "scene-graph tuple F1 with spaCy + WordNet (offline; not SPICE)"
 
     def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
         return {"impl": "thumb-tui-scene-graph", "parser": f"spacy-{package_version('spacy')}",

@@ -15,6 +15,7 @@ class Bleu(Metric):
     13a tokenisation, exponential smoothing, mixed case); 0-100."""
 
     name = "bleu"
+    help = "sentence BLEU-4, sacrebleu (13a tokens, exponential smoothing), 0-100"
 
     def __init__(self) -> None:
         from sacrebleu.metrics import BLEU
@@ -22,8 +23,11 @@ class Bleu(Metric):
         self._bleu = BLEU(effective_order=True)
 
     def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
+        bleu = self._bleu
         return {"impl": f"sacrebleu-{package_version('sacrebleu')}", "sentence": "yes",
-                "tok": "13a", "smooth": "exp", "eff": "yes", "case": "mixed"}
+                "tok": bleu.tokenizer.signature(), "smooth": bleu.smooth_method,
+                "eff": "yes" if bleu.effective_order else "no",
+                "case": "lc" if bleu.lowercase else "mixed"}
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         return np.array([
@@ -36,15 +40,17 @@ class RougeL(Metric):
     """ROUGE-L F-measure, the best over the caption's references (rouge-score, no stemming)."""
 
     name = "rouge-l"
+    help = "ROUGE-L F, best over the references (rouge-score, no stemming)"
 
-    def __init__(self) -> None:
+    def __init__(self, use_stemmer: bool = False) -> None:
         from rouge_score.rouge_scorer import RougeScorer
 
-        self._scorer = RougeScorer(["rougeL"], use_stemmer=False)
+        self.use_stemmer = use_stemmer
+        self._scorer = RougeScorer(["rougeL"], use_stemmer=use_stemmer)
 
     def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
-        return {"impl": f"rouge-score-{package_version('rouge-score')}", "stem": "no",
-                "agg": "max-f"}
+        return {"impl": f"rouge-score-{package_version('rouge-score')}",
+                "stem": "yes" if self.use_stemmer else "no", "agg": "max-f"}
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         return np.array([

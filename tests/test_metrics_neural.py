@@ -117,9 +117,9 @@ def test_clip_variants_match_the_formula(sample, tiny_clip):
     runs = compute_metrics(sample, ["clip-s", "refclip-s", "refonly-c"], options)
     assert all(run.computed == len(items) for run in runs)
     assert all("prefix:A_photo_depicts" in run.signature for run in runs)
-    from metrics.clip import ClipMetric
+    from metrics.registry import metric_class
 
-    ours = {v: ClipMetric(v, tiny_clip, "cpu").score(subset)
+    ours = {v: metric_class(v)(tiny_clip, "cpu").score(subset)
             for v in ("clip-s", "refclip-s", "refonly-c")}
     np.testing.assert_allclose(ours["clip-s"], clip_s, atol=1e-5)
     np.testing.assert_allclose(ours["refonly-c"], ref_term, atol=1e-5)
@@ -129,7 +129,8 @@ def test_clip_variants_match_the_formula(sample, tiny_clip):
 
 
 def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
-    from metrics.clip import ClipEmbedder, ClipMetric, embedder
+    from metrics.clip import ClipEmbedder, embedder
+    from metrics.registry import metric_class
 
     embedder.cache_clear()
     counts = {"images": 0, "texts": 0}
@@ -151,7 +152,7 @@ def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
     monkeypatch.setattr(ClipEmbedder, "images", counting_images)
     items, _ = load_items(sample)
     for variant in ("clip-s", "refclip-s"):
-        ClipMetric(variant, tiny_clip, "cpu").score(items)
+        metric_class(variant)(tiny_clip, "cpu").score(items)
     distinct_images = len({item.image_path for item in items})
     assert distinct_images == 15 and len(items) == 60
     assert counts["images"] == distinct_images

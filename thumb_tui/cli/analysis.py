@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -79,58 +80,30 @@ def report_command(
     typer.echo(f"report written to {path}")
 
 
-@metrics_app.command("compute")
+def _metric_option_parameters() -> list[inspect.Parameter]:
+    """One command-line option per option that some metric declares (metrics.registry)."""
+    from metrics.registry import metric_options
+
+    parameters = []
+    for option in metric_options().values():
+        kind = option.kind | None if option.default is None else option.kind
+        parameters.append(inspect.Parameter(
+            option.option, inspect.Parameter.KEYWORD_ONLY, default=option.default,
+            annotation=Annotated[kind, typer.Option(option.flag, help=option.help,
+                                                    min=option.minimum)]))
+    return parameters
+
+
 def metrics_compute_command(
-    metric: Annotated[
-        list[str] | None,
-        typer.Option("--metric", help="Metric to compute (repeatable); default: bleu, "
-                                      "rouge-l and cider-d."),
-    ] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
-    cider_corpus: Annotated[
-        str, typer.Option("--cider-corpus", help="per-system (THUMB) or pooled.")
-    ] = "per-system",
-    tokenizer: Annotated[
-        str, typer.Option("--tokenizer", help="auto, ptb-java or ptb-python (CIDEr-D).")
-    ] = "auto",
-    keep_self_references: Annotated[
-        bool,
-        typer.Option("--keep-self-references",
-                     help="Score a caption also against a reference identical to it (as the "
-                          "THUMB 1.0 paper's numbers were computed); the signature says so."),
-    ] = False,
-    bert_model: Annotated[
-        str, typer.Option("--bert-model", help="BERTScore model name or local folder.")
-    ] = "roberta-large",
-    bert_layer: Annotated[
-        int | None, typer.Option("--bert-layer", help="Layer (default 17 for roberta-large).")
-    ] = None,
-    bert_idf: Annotated[bool, typer.Option("--bert-idf", help="idf weighting.")] = False,
-    bert_rescale: Annotated[
-        bool, typer.Option("--bert-rescale", help="Rescale with the baseline.")
-    ] = False,
-    bert_baseline: Annotated[
-        str | None, typer.Option("--bert-baseline", help="Baseline file for a local model.")
-    ] = None,
-    clip_model: Annotated[
-        str, typer.Option("--clip-model", help="CLIP model name or local folder.")
-    ] = "openai/clip-vit-base-patch32",
+    metric: list[str] | None = None, keep_self_references: bool = False,
+    **metric_settings: object,
 ) -> None:
-    """Score every caption; scores already stored with the same signature are reused.
-    Metrics: bleu, rouge-l, cider-d, bertscore, clip-s, refclip-s, refonly-c, spice,
-    spice-approx."""
     from rich.progress import Progress
 
     from metrics.registry import DEFAULT_METRICS, MetricOptions
     from reports.scoring import compute_metrics
 
-    options = MetricOptions(
-        device=device, batch_size=batch_size, cider_corpus=cider_corpus, tokenizer=tokenizer,
-        keep_self_references=keep_self_references, bert_model=bert_model,
-        bert_layer=bert_layer, bert_idf=bert_idf, bert_rescale=bert_rescale,
-        bert_baseline=bert_baseline, clip_model=clip_model,
-    )
+    options = MetricOptions(keep_self_references=keep_self_references, **metric_settings)
     with Progress(console=console, transient=True) as bar:
         tasks: dict[str, int] = {}
 
@@ -145,6 +118,35 @@ def metrics_compute_command(
     for run in runs:
         typer.echo(f"{run.metric}: computed {run.computed}, reused {run.reused} "
                    f"({run.seconds:.1f} s)\n  {run.signature}")
+
+
+def _register_compute() -> None:
+    """`thumb metrics compute` with the options the metrics declare and a help text that
+    lists the metrics."""
+    from metrics.registry import DEFAULT_METRICS, metric_classes
+
+    fixed = [
+        inspect.Parameter("metric", inspect.Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Annotated[list[str] | None, typer.Option(
+                              "--metric", help="Metric to compute (repeatable); default: "
+                                               f"{', '.join(DEFAULT_METRICS)}.")]),
+        inspect.Parameter("keep_self_references", inspect.Parameter.KEYWORD_ONLY,
+                          default=False, annotation=Annotated[bool, typer.Option(
+                              "--keep-self-references",
+                              help="Score a caption also against a reference identical to it "
+                                   "(as the THUMB 1.0 paper's numbers were computed); the "
+                                   "signature says so.")]),
+    ]
+    parameters = fixed + _metric_option_parameters()
+    metrics_compute_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    metrics_compute_command.__annotations__ = {p.name: p.annotation for p in parameters}
+    metrics_compute_command.__doc__ = (
+        "Score every caption; scores already stored with the same signature are reused.\n\n"
+        + "\n\n".join(f"{name}: {cls.help}" for name, cls in metric_classes().items()))
+    metrics_app.command("compute")(metrics_compute_command)
+
+
+_register_compute()
 
 
 @metrics_app.command("list")

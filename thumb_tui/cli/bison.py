@@ -76,18 +76,19 @@ def bison_evaluate_command(
 ) -> None:
     """Let a model (or a caption-metric baseline) choose an image for every item."""
     from metrics.bison import ClipScorer
-    from metrics.registry import BUILDERS, MetricOptions
+    from metrics.registry import MetricOptions, metric_classes
     from reports.bison import baseline, evaluate
 
     engine = state.existing_engine
     with value_errors():
         if scorer == "clip":
             signature, count = evaluate(engine, ClipScorer(model, device, batch_size))
-        elif scorer in BUILDERS:
+        elif scorer in metric_classes():
             signature, count = baseline(engine, scorer, seed=seed, options=MetricOptions(
                 device=device, batch_size=batch_size))
         else:
-            raise ValueError(f"unknown scorer {scorer!r}: clip or one of {', '.join(BUILDERS)}")
+            raise ValueError(f"unknown scorer {scorer!r}: clip or one of "
+                             f"{', '.join(metric_classes())}")
     typer.echo(f"{count} items scored\n  {signature}")
 
 
