@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, event
 from sqlmodel import create_engine
+
+if TYPE_CHECKING:
+    from storage.migrations import Upgrade
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -36,15 +41,20 @@ def make_engine(target: str | Path) -> Engine:
     return engine
 
 
-def open_database(target: str | Path) -> Engine:
+def open_database(
+    target: str | Path, on_upgrade: Callable[[Upgrade], None] | None = None
+) -> Engine:
     """Open a thumb-tui database: create a new one, upgrade an older SQLite file (after a
-    backup copy); an older PostgreSQL database raises `SchemaError` (`thumb db upgrade`)."""
+    backup copy; `on_upgrade` hears of it); an older PostgreSQL database raises
+    `SchemaError` until `thumb db upgrade` has run."""
     from storage.migrations import prepare_database
 
     engine = make_engine(target)
     try:
-        prepare_database(engine)
+        upgrade = prepare_database(engine)
     except BaseException:
         engine.dispose()
         raise
+    if on_upgrade is not None and upgrade.from_revision is not None and upgrade.changed:
+        on_upgrade(upgrade)
     return engine

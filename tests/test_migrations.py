@@ -176,6 +176,29 @@ def test_release_0_1_0_sqlite_database_upgrades_keeping_every_row(tmp_path):
         connection.execute(text("DELETE FROM event_log"))
 
 
+def test_thumb_db_upgrade_and_the_note_of_an_automatic_upgrade(tmp_path):
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    runner = CliRunner()
+    for name in ("auto.db", "admin.db"):
+        build_sqlite_release(tmp_path / name)
+        fill(create_engine(f"sqlite:///{tmp_path / name}"))
+    status = runner.invoke(app, ["--db", str(tmp_path / "auto.db"), "status"])
+    assert status.exit_code == 0, status.output
+    note = (f"note: upgraded the database schema from revision {RELEASE_0_1_0} to "
+            f"{head_revision()}; the old file is kept as {tmp_path}/auto.db.backup-")
+    assert note in status.output
+    upgrade = runner.invoke(app, ["--db", str(tmp_path / "admin.db"), "db", "upgrade"])
+    assert upgrade.exit_code == 0, upgrade.output
+    assert f"from revision {RELEASE_0_1_0} to {head_revision()}" in upgrade.output
+    again = runner.invoke(app, ["--db", str(tmp_path / "admin.db"), "db", "upgrade"])
+    assert f"schema is current (revision {head_revision()})" in again.output
+    missing = runner.invoke(app, ["--db", str(tmp_path / "none.db"), "db", "upgrade"])
+    assert missing.exit_code == 2 and "no database at" in missing.output
+
+
 def test_a_database_from_a_newer_thumb_tui_is_refused(tmp_path):
     path = tmp_path / "newer.db"
     open_database(path).dispose()

@@ -45,6 +45,15 @@ class Upgrade:
     def changed(self) -> bool:
         return self.from_revision != self.to_revision
 
+    def __str__(self) -> str:
+        if not self.changed:
+            return f"the database schema is current (revision {self.to_revision})"
+        if self.from_revision is None:
+            return f"created the database schema (revision {self.to_revision})"
+        kept = f"; the old file is kept as {self.backup}" if self.backup else ""
+        return (f"upgraded the database schema from revision {self.from_revision} to "
+                f"{self.to_revision}{kept}")
+
 
 @cache
 def _config() -> Config:

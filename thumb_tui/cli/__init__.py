@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from thumb_tui.cli import analysis, bison, project, rating
+from thumb_tui.cli import analysis, bison, database, project, rating
 from thumb_tui.cli.common import state
 
 app = typer.Typer(
@@ -32,5 +32,6 @@ def main(
 for group in (project, rating, analysis):
     app.add_typer(group.app)
 app.add_typer(bison.app, name="bison")
+app.add_typer(database.app, name="db")
 
 __all__ = ["app"]

@@ -29,14 +29,25 @@ class State:
 
     @property
     def engine(self) -> Engine:
-        """The database; commands that only read or rate need it to exist already."""
-        return open_database(self.db)
+        """The database, its schema brought up to date (SQLite) or refused (an older
+        PostgreSQL schema: `thumb db upgrade`); commands that only read or rate need it to
+        exist already."""
+        from storage.migrations import SchemaError
 
-    @property
-    def existing_engine(self) -> Engine:
+        try:
+            return open_database(self.db, on_upgrade=lambda upgrade: typer.echo(
+                f"note: {upgrade}", err=True))
+        except SchemaError as exc:
+            fail(str(exc))
+
+    def require_existing(self) -> None:
         if "://" not in self.db and not Path(self.db).expanduser().is_file():
             fail(f"no database at {self.db}; create one with `thumb --db {self.db} import "
                  "FILE`")
+
+    @property
+    def existing_engine(self) -> Engine:
+        self.require_existing()
         return self.engine
 
 
