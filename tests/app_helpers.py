@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 from pathlib import Path
 
-from sqlalchemy import Engine
+from rich.console import Console
+from sqlalchemy import Engine, update
 
 from storage import import_captions, open_database
 from storage.annotation import AnnotationSession
+from storage.models import Caption
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp
 
 SYSTEM_MARK = "sysname-"
+# 700 characters, as LLM captions run
+LONG_CAPTION = ("The photograph shows three shiny red balls of slightly different sizes resting "
+                "on a neatly trimmed green lawn, with a pale blue sky and a few thin white "
+                "clouds above. ") * 4 + "The end of the long caption."
 
 
 def sample_engine(folder: Path, *, marked_systems: bool = False) -> Engine:
@@ -44,3 +51,21 @@ def make_app(engine: Engine, annotator: str = "alice", image_mode: str = "none")
     seeds = fixed_seeds()
     session = AnnotationSession(engine, annotator, seed_source=lambda: next(seeds))
     return ThumbApp(session, image_mode)
+
+
+def lengthen_captions(engine: Engine, caption_ids: list[int], text: str = LONG_CAPTION) -> None:
+    """Give these captions one long text (identical captions are rated together)."""
+    caption = Caption.__table__
+    with engine.begin() as connection:
+        connection.execute(update(caption).where(caption.c.id.in_(caption_ids))
+                           .values(text=text))
+
+
+def screen_text(app: ThumbApp) -> str:
+    """What the terminal shows now, as plain text (one line per row)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True,
+                      force_terminal=True, color_system="truecolor", legacy_windows=False)
+    console.print(app.screen._compositor.render_update(
+        full=True, screen_stack=app._background_screens))
+    return console.export_text()

@@ -9,8 +9,16 @@ from sqlalchemy import select
 from textual.widgets import Static
 
 from storage import Event, Rating
+from storage.annotation import AnnotationSession
 from storage.models import Assignment, Caption
-from tests.app_helpers import SYSTEM_MARK, make_app, sample_engine
+from tests.app_helpers import (
+    LONG_CAPTION,
+    SYSTEM_MARK,
+    lengthen_captions,
+    make_app,
+    sample_engine,
+    screen_text,
+)
 from thumb_tui.screens.annotate import AnnotateScreen
 
 
@@ -250,3 +258,89 @@ async def test_caption_keys_stop_at_the_first_and_last_caption(engine):
         assert screen.focus_index == 0
         await pilot.press(*["down"] * (len(screen.groups) + 2))
         assert screen.focus_index == len(screen.groups) - 1
+
+
+def message(app) -> str:
+    return str(app.screen.query_one("#message", Static).content)
+
+
+async def test_penalty_keys_act_on_the_caption_just_scored_until_the_user_moves(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        first, second, third = screen.groups[:3]
+        await pilot.press("5", "4")  # caption 1 complete: the focus moves on to 2/4
+        assert screen.focus_index == 1
+        assert message(app) == "saved P 5 R 4 for 1/4 → now 2/4; f c i n still act on 1"
+        assert "*1/4" in screen_text(app) and ">2/4" in screen_text(app)
+        await pilot.press("c", "n", *"wordy", "enter")  # both still go to caption 1
+        await pilot.press("3")  # scoring caption 2: from now on the keys act on it
+        await pilot.press("i")
+        await pilot.press("down", "c")  # a move: caption 3 gets the penalty
+    rows = {row.caption_id: row for row in ratings(engine)}
+    one, two, three = (rows[group.caption_ids[0]] for group in (first, second, third))
+    assert (one.conciseness, one.note, one.inclusive) == (0.5, "wordy", 0.0)
+    assert (two.precision, two.inclusive, two.conciseness) == (3, 0.5, 0.0)
+    assert (three.precision, three.conciseness) == (None, 0.5)
+
+
+async def test_long_caption_keeps_its_score_line_on_screen_and_scrolls(engine):
+    first_image = [g.caption_ids for g in AnnotationSession(engine, "x").open_image(0)]
+    lengthen_captions(engine, [first_image[1][0]])
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        long_index = next(i for i, g in enumerate(screen.groups) if g.text == LONG_CAPTION)
+        assert len(LONG_CAPTION) >= 650
+        await pilot.press(*["down"] * long_index, "3")  # P of the long caption
+        await pilot.pause()
+        shown = screen_text(app)
+        assert f">{long_index + 1}/4" in shown and "P 3  R -" in shown
+        pane = screen.query_one("#captions").region
+        card = screen.cards[long_index]
+        assert pane.contains_region(card.scores.region)
+        text = card.text
+        assert text.is_cut and text.scroll_y == 0
+        await pilot.press("shift+down")
+        assert text.scroll_y > 0 and pane.contains_region(card.scores.region)
+        await pilot.press("J", "J", "J", "J", "J")
+        assert message(app) == "at the end of the caption"
+        assert text.scroll_y == text.max_scroll_y > 0
+        await pilot.press("f")  # the dialog fits: the caption scrolls, the list is there
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "Obvious spelling error" in shown and "Misleading spelling error" in shown
+
+
+async def test_below_80x24_a_notice_shows_and_scoring_keys_wait(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(70, 20)) as pilot:
+        await pilot.press("5", "4", "c")
+        await pilot.pause()
+        assert "terminal too small (need 80×24, now 70×20)" in screen_text(app)
+        assert ratings(engine) == []
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.press("5")
+        assert "terminal too small" not in screen_text(app)
+    assert [row.precision for row in ratings(engine)] == [5]
+
+
+async def test_a_key_that_does_nothing_says_so(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("x")
+        assert message(app) == "the key x does nothing here; ? lists the keys"
+        await pilot.press("5")
+        assert message(app) == "saved"
+
+
+@pytest.mark.parametrize("height", range(24, 30))
+async def test_rubric_panel_never_ends_on_a_bare_heading(engine, height):
+    app = make_app(engine)
+    async with app.run_test(size=(80, height)) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one("#rubric")
+        shown = screen_text(app).splitlines()[panel.region.y:panel.region.bottom]
+        left = [line[:32].strip() for line in shown if line[:32].strip()]
+        assert left[-1] not in ("Rules", "Rules:")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app_helpers import make_app, sample_engine
+from storage.annotation import AnnotationSession
+from tests.app_helpers import lengthen_captions, make_app, sample_engine
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -36,3 +37,11 @@ def test_help_screen(snap_compare, tmp_path):
 def test_unicode_image_backend(snap_compare, tmp_path):
     app = make_app(sample_engine(tmp_path), image_mode="unicode")
     assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_long_caption(snap_compare, tmp_path):
+    """A 700-character caption at 80×24: its text scrolls in its box, its score line shows."""
+    engine = sample_engine(tmp_path)
+    lengthen_captions(engine, [AnnotationSession(engine, "x").open_image(0)[1].caption_ids[0]])
+    app = make_app(engine, image_mode="halfcell")
+    assert snap_compare(app, terminal_size=(80, 24), press=["5", "4", "3"])

@@ -317,7 +317,9 @@ async def test_review_edits_start_from_stage_one_and_accept_all_keeps_them(engin
     async with app.run_test(size=(80, 24)) as pilot:
         groups = list(app.screen.groups)
         await pilot.press("3", "3")  # caption 1: new P and R, penalties kept
-        await pilot.press("i")  # caption 2: only an inclusive penalty
+        # caption 2: only an inclusive penalty (the penalty keys act on the caption just
+        # scored until a move, here P/R)
+        await pilot.press("tab", "i")
         await pilot.press("A")  # the rest: accepted; captions 1 and 2 keep their edits
         await pilot.pause()
     second = {r.caption_id: r for r in stage_rows(engine, 2)}

@@ -20,10 +20,11 @@ from thumb_tui.screens.help import HelpScreen
 from thumb_tui.screens.note import NoteScreen
 from thumb_tui.widgets.caption_card import CaptionCard
 from thumb_tui.widgets.image_view import ImageView
-from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
+from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen, key_label
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
 DIMENSIONS = ("precision", "recall")
+PENALTY_ACTIONS = ("fluency", "conciseness", "inclusive", "note")
 FIELD_LABELS = {"precision": "P", "recall": "R", "fluency": "fluency",
                 "fluency_type": "fluency", "conciseness": "conciseness",
                 "conciseness_type": "conciseness", "inclusive": "inclusive language",
@@ -54,12 +55,17 @@ def _score_bindings() -> list[Binding]:
 
 class AnnotateScreen(KeyBarScreen):
     CSS_PATH = "annotate.tcss"
+    STATUS_WORDS = ("complete", "to rate")  # the title's word for a finished image, or not
     BINDINGS = [
         *_score_bindings(),
         Binding("left,right,tab", "toggle_dimension", "P/R", key_display="←→",
                 id="toggle-dimension"),
         Binding("down,j", "move(1)", "caption", key_display="↑↓", id="next-caption"),
         Binding("up,k", "move(-1)", "previous caption", show=False, id="previous-caption"),
+        Binding("shift+down,J", "scroll_text(1)", "scroll text", key_display="⇧↑↓",
+                id="scroll-text-down"),
+        Binding("shift+up,K", "scroll_text(-1)", "scroll text up", show=False,
+                id="scroll-text-up"),
         Binding("f", "fluency", "fluency", id="fluency"),
         Binding("c", "conciseness", "concise", id="conciseness"),
         Binding("i", "inclusive", "inclusive", id="inclusive"),
@@ -83,6 +89,9 @@ class AnnotateScreen(KeyBarScreen):
         self.dimension = "precision"
         self.groups: list[CaptionGroup] = []
         self.cards: list[CaptionCard] = []
+        # After P and R of a caption the focus moves on, but the penalty keys still act on
+        # the caption just scored until the user moves (scores, arrows, another image).
+        self.scored_index: int | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="annotate"):
@@ -110,6 +119,7 @@ class AnnotateScreen(KeyBarScreen):
         self.image_index = index
         self.groups = self.session.open_image(index)
         self.focus_index = min(max(focus, 0), max(len(self.groups) - 1, 0))
+        self.scored_index = None
         self.dimension = (next_missing(self.group) if self.group else None) or "precision"
         self.say("")
         image = self.session.images[index]
@@ -128,7 +138,7 @@ class AnnotateScreen(KeyBarScreen):
     def update_title(self) -> None:
         progress = self.session.progress()
         image = self.session.images[self.image_index]
-        done = "complete" if self.session.is_complete(image) else "to rate"
+        done = self.STATUS_WORDS[0] if self.session.is_complete(image) else self.STATUS_WORDS[1]
         name = Path(image.path).name if image.path else image.key
         title = Text()
         title.append(f"Image {self.image_index + 1}/{len(self.session.images)} ", style="bold")
@@ -144,9 +154,24 @@ class AnnotateScreen(KeyBarScreen):
 
     def update_focus(self) -> None:
         for index, card in enumerate(self.cards):
-            card.set_focus(self.dimension if index == self.focus_index else None)
+            card.set_focus(self.dimension if index == self.focus_index else None,
+                           penalty_target=index == self.scored_index)
+        self.call_after_refresh(self.fit_cards)
+
+    def fit_cards(self) -> None:
+        """Cap each caption's text so its card fits the pane (the score line under a long
+        caption stays on screen), then bring the focused card into view."""
+        pane = self.query_one("#captions", VerticalScroll).scrollable_content_region.height
+        for card in self.cards:
+            card.text.limit_height(pane - card.scores.outer_size.height
+                                   - card.styles.margin.height)
         if self.cards:
-            self.cards[self.focus_index].scroll_visible(animate=False)
+            card = self.cards[self.focus_index]
+            self.call_after_refresh(card.scroll_visible, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        if self.cards:
+            self.call_after_refresh(self.fit_cards)
 
     def say(self, message: str) -> None:
         self.query_one("#message", Static).update(message)
@@ -155,22 +180,49 @@ class AnnotateScreen(KeyBarScreen):
     def group(self) -> CaptionGroup | None:
         return self.groups[self.focus_index] if self.groups else None
 
-    def change(self, values: dict[str, object]) -> None:
-        """Commit a change to the focused caption(s) and redraw."""
-        group = self.group
-        if group is None:
-            return
+    @property
+    def target_index(self) -> int:
+        """The caption the penalty and note keys act on."""
+        return self.focus_index if self.scored_index is None else self.scored_index
+
+    def key_of(self, action: str) -> str:
+        """The key shown for a binding of this screen (the user's, after a keymap)."""
+        binding = next(b for b in self.BINDINGS if b.action == action)
+        return key_label(binding)
+
+    def change(self, values: dict[str, object], index: int | None = None) -> bool:
+        """Commit a change to caption `index` (default: the focused one) and redraw.
+        Returns whether it was saved."""
+        index = self.focus_index if index is None else index
+        if not self.groups:
+            return False
         try:
-            new = self.session.set_values(group, values, image_index=self.image_index,
-                                          focus=self.focus_index)
+            new = self.session.set_values(self.groups[index], values,
+                                          image_index=self.image_index, focus=self.focus_index)
         except (ValueError, PermissionError) as exc:
             self.say(f"not saved: {exc}")
-            return
-        self.groups[self.focus_index] = new
-        self.cards[self.focus_index].set_group(new)
+            return False
+        self.groups[index] = new
+        self.cards[index].set_group(new)
+        self.call_after_refresh(self.fit_cards)
         self.update_title()
         shared = len(new.caption_ids)
-        self.say("saved" + (f" for {shared} identical captions" if shared > 1 else ""))
+        self.say("saved" + (f" for {shared} identical captions" if shared > 1 else "")
+                 + (f" to {index + 1}/{len(self.groups)}" if index != self.focus_index else ""))
+        return True
+
+    def advance_after_scoring(self) -> None:
+        """Focus the next caption after the focused one got both scores; the penalty keys
+        stay on the caption just scored until the user moves, and the message says so."""
+        scored = self.focus_index
+        if scored >= len(self.groups) - 1:
+            return
+        values = self.groups[scored].values
+        self.focus_index, self.scored_index = scored + 1, scored
+        count = len(self.groups)
+        penalty_keys = " ".join(self.key_of(action) for action in PENALTY_ACTIONS)
+        self.say(f"saved P {values['precision']} R {values['recall']} for {scored + 1}/{count}"
+                 f" → now {scored + 2}/{count}; {penalty_keys} still act on {scored + 1}")
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -179,17 +231,21 @@ class AnnotateScreen(KeyBarScreen):
         dimension of this caption, else the next caption."""
         if self.group is None:
             return
-        self.change({self.dimension: value})
+        self.scored_index = None
+        if not self.change({self.dimension: value}):
+            self.update_focus()
+            return
         missing = next_missing(self.group)
         if missing is not None:
             self.dimension = missing
-        elif self.focus_index < len(self.groups) - 1:
-            self.focus_index += 1
+        else:
+            self.advance_after_scoring()
             self.dimension = next_missing(self.group) or "precision"
         self.update_focus()
 
     def action_toggle_dimension(self) -> None:
         self.dimension = "recall" if self.dimension == "precision" else "precision"
+        self.scored_index = None
         self.update_focus()
 
     def action_move(self, step: int) -> None:
@@ -197,25 +253,43 @@ class AnnotateScreen(KeyBarScreen):
             return
         # stop at the first and last caption: wrapping round sent scores to the wrong one
         self.focus_index = min(max(self.focus_index + step, 0), len(self.groups) - 1)
+        self.scored_index = None
         self.dimension = "precision"
         self.update_focus()
         self.session.remember_position(self.image_index, self.focus_index)
 
-    def action_fluency(self) -> None:
-        group = self.group
-        if group is None:
+    def action_scroll_text(self, step: int) -> None:
+        """Scroll the focused caption's text when it is longer than its box."""
+        if not self.cards:
             return
+        text = self.cards[self.focus_index].text
+        if not text.is_cut:
+            self.say("the whole caption is shown")
+        elif not text.scroll_text(step):
+            self.say("at the end of the caption" if step > 0 else "at the start of the caption")
+
+    def penalty_group(self) -> tuple[int, CaptionGroup] | None:
+        """The caption the penalty and note keys act on, with its index."""
+        if not self.groups:
+            return None
+        return self.target_index, self.groups[self.target_index]
+
+    def action_fluency(self) -> None:
+        target = self.penalty_group()
+        if target is None:
+            return
+        index, group = target
         current = group.values["fluency_type"] or (
             f"{group.values['fluency']:g}" if group.values["fluency"] else "none")
 
         def chosen(result: tuple[str, float] | None) -> None:
-            if result is None or self.group is None:
+            if result is None:
                 return
             code, value = result
             if code == CLEAR:
-                self.change({"fluency": 0.0, "fluency_type": None})
+                self.change({"fluency": 0.0, "fluency_type": None}, index)
                 return
-            values = self.group.values
+            values = self.groups[index].values
             types = [t for t in str(values["fluency_type"] or "").split(",") if t]
             amount, type_text = fluency_value([*types, code], [float(values["fluency"]), value])
             category = self.session.rubric.penalty("fluency")
@@ -223,41 +297,45 @@ class AnnotateScreen(KeyBarScreen):
                 self.say(f"not saved: fluency penalties add up to at most "
                          f"{category.max_total:g}")
                 return
-            self.change({"fluency": amount, "fluency_type": type_text})
+            self.change({"fluency": amount, "fluency_type": type_text}, index)
 
         self.app.push_screen(FluencyScreen(self.session.rubric, group.text, str(current)), chosen)
 
     def action_conciseness(self) -> None:
-        group = self.group
-        if group is None:
+        target = self.penalty_group()
+        if target is None:
             return
+        index, group = target
         redundant = self.session.rubric.penalty("conciseness").types[0]
         if group.values["conciseness"]:
-            self.change({"conciseness": 0.0, "conciseness_type": None})
+            self.change({"conciseness": 0.0, "conciseness_type": None}, index)
         else:
-            self.change({"conciseness": redundant.min, "conciseness_type": redundant.code})
+            self.change({"conciseness": redundant.min, "conciseness_type": redundant.code},
+                        index)
 
     def action_inclusive(self) -> None:
         """Cycle none -> each catalogue type (e.g. 0.5 appearance, 2 severe) -> none."""
-        group = self.group
-        if group is None:
+        target = self.penalty_group()
+        if target is None:
             return
+        index, group = target
         cycle = [(0.0, None)] + [
             (t.min, t.code) for t in self.session.rubric.penalty("inclusive").types
         ]
         now = (group.values["inclusive"], group.values["inclusive_type"])
         position = next((i for i, (v, _) in enumerate(cycle) if v == now[0]), 0)
         value, code = cycle[(position + 1) % len(cycle)]
-        self.change({"inclusive": value, "inclusive_type": code})
+        self.change({"inclusive": value, "inclusive_type": code}, index)
 
     def action_note(self) -> None:
-        group = self.group
-        if group is None:
+        target = self.penalty_group()
+        if target is None:
             return
+        index, group = target
 
         def saved(note: str | None) -> None:
             if note is not None:
-                self.change({"note": note})
+                self.change({"note": note}, index)
 
         self.app.push_screen(NoteScreen(group.text, str(group.values["note"])), saved)
 
@@ -337,38 +415,43 @@ class ReviewScreen(AnnotateScreen):
         *AnnotateScreen.BINDINGS[-2:],
     ]
 
-    def change(self, values: dict[str, object]) -> None:
+    STATUS_WORDS = ("reviewed", "to review")
+
+    def change(self, values: dict[str, object], index: int | None = None) -> bool:
         """A first edit of a caption starts from the stage-1 values (penalties included),
         so changing P does not silently drop the stage-1 penalties."""
-        group = self.group
+        group = self.groups[self.focus_index if index is None else index] if self.groups \
+            else None
         if group is not None and group.reference is not None and group.values[
                 "precision"] is None and group.values["recall"] is None:
             values = {**reviewed_values(group), **values}
-        super().change(values)
+        return super().change(values, index)
 
     def action_score(self, value: int) -> None:
         """Reviewing: P, then R of the same caption, then the next caption (stage-1 values
         already fill both, so "what is missing" cannot drive the order here)."""
         if self.group is None:
             return
-        self.change({self.dimension: value})
-        if self.dimension == "precision":
-            self.dimension = "recall"
-        elif self.focus_index < len(self.groups) - 1:
-            self.focus_index += 1
-            self.dimension = "precision"
+        self.scored_index = None
+        if self.change({self.dimension: value}):
+            if self.dimension == "precision":
+                self.dimension = "recall"
+            else:
+                self.advance_after_scoring()
+                self.dimension = "precision"
         self.update_focus()
 
     def action_accept(self) -> None:
         group = self.group
         if group is None or group.reference is None:
             return
-        self.change(reviewed_values(group))
-        if self.focus_index < len(self.groups) - 1:
-            self.focus_index += 1
+        self.scored_index = None
+        if self.change(reviewed_values(group)):
+            self.advance_after_scoring()
         self.update_focus()
 
     def action_accept_all(self) -> None:
+        self.scored_index = None
         for index, group in enumerate(self.groups):
             untouched = group.values["precision"] is None and group.values["recall"] is None
             if group.reference is not None and untouched:

@@ -6,10 +6,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList, Static
+from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from rubrics import ErrorType, Rubric
+from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 
 CLEAR = "__clear__"
@@ -43,7 +44,7 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fluency-dialog"):
-            yield Static(self.caption, id="fluency-caption", markup=False)
+            yield CaptionText(self.caption, id="fluency-caption")
             yield Label(f"Fluency errors now: {self.current}", id="fluency-current")
             yield Label("Add a fluency error (Enter), or clear them:", id="fluency-prompt")
             options = [

@@ -6,8 +6,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Label
 
+from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.keybar import KeyBar
 
 
@@ -24,7 +25,7 @@ class NoteScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="note-dialog"):
-            yield Static(self.caption, id="note-caption", markup=False)
+            yield CaptionText(self.caption, id="note-caption")
             yield Label("Note for this caption (Enter saves, Esc cancels):")
             yield Input(value=self.note, id="note-input")
         yield KeyBar([Binding("enter", "save", "save"), *self.BINDINGS])

@@ -160,19 +160,20 @@ class ResolveScreen(AnnotateScreen):
         if self.queue:
             self.redraw()
 
-    def change(self, values: dict[str, object]) -> None:
+    def change(self, values: dict[str, object], index: int | None = None) -> bool:
         """Commit a change to the final values of the current disagreement."""
         try:
             self.groups[0] = self.session.set_values(self.groups[0], values,
                                                      image_index=self.image_index, focus=0)
         except (ValueError, PermissionError) as exc:
             self.say(f"not saved: {exc}")
-            return
+            return False
         done = bool(self.reasons.get(self.item.caption_id))
         if done and "note" in values:
             self.save_resolution(self.reasons[self.item.caption_id])  # the note goes too
         self.say("saved" if done else "saved; now r: the reasons, to resolve it")
         self.redraw()
+        return True
 
     def load_image(self, index: int, focus: int = 0) -> None:
         """Undo may point at another caption: show the disagreement it belongs to."""

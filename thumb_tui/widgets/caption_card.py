@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from rubrics import Rubric
 from storage.annotation import CaptionGroup
+from thumb_tui.widgets.caption_text import CaptionText
+
+PENALTIES = (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I"))
 
 
 def _score(value: object) -> str:
@@ -22,25 +25,48 @@ def _amount(amount: object) -> str:
 def score_line(values: dict[str, object]) -> str:
     """P, R and penalties in one short line, e.g. `P 4  R 3  F 0.1  C -  I -`."""
     parts = [f"P {_score(values['precision'])}", f"R {_score(values['recall'])}"]
-    parts += [f"{label} {_amount(values[key])}" for key, label in
-              (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I"))]
+    parts += [f"{label} {_amount(values[key])}" for key, label in PENALTIES]
     return "  ".join(parts)
+
+
+def penalty_kinds(values: dict[str, object]) -> str:
+    """The error types behind the penalties, e.g. `fluency: spelling, grammar`."""
+    return "; ".join(f"{key}: {str(values[f'{key}_type']).replace(',', ', ')}"
+                     for key, _ in PENALTIES if values[key] and values[f"{key}_type"])
+
+
+def rating_context(label: str, values: dict[str, object]) -> Text:
+    """Another stage's rating as a reviewer or resolver needs it: the scores, the error
+    types and the note, e.g. `stage 1: P 4  R 3  F 0.1 ... (fluency: spelling) note: …`."""
+    text = Text(f"{label}: {score_line(values)}")
+    kinds = penalty_kinds(values)
+    if kinds:
+        text.append(f" ({kinds})")
+    if values.get("note"):
+        text.append(" note: ")
+        text.append(str(values["note"]), style="italic")
+    return text
 
 
 class CaptionCard(Horizontal):
     """Renders a caption group: its number in a narrow column, text and scores beside it
-    (so wrapped lines hang under the text); the focused dimension is highlighted."""
+    (so wrapped lines hang under the text); the focused dimension is highlighted. A long
+    text scrolls inside its own box so the score line under it stays on screen."""
 
     def __init__(self, number: int, count: int, group: CaptionGroup, rubric: Rubric) -> None:
         super().__init__(classes="caption-card")
         self.number, self.count, self.group, self.rubric = number, count, group, rubric
         self.focused_dimension: str | None = None
+        self.penalty_target = False
         self._number = Static(classes="caption-number")
-        self._body = Static(classes="caption-body")
+        self.text = CaptionText(classes="caption-text")
+        self.scores = Static(classes="caption-scores")
 
     def compose(self) -> ComposeResult:
         yield self._number
-        yield self._body
+        with Vertical(classes="caption-body"):
+            yield self.text
+            yield self.scores
 
     def on_mount(self) -> None:
         self.refresh_card()
@@ -49,34 +75,40 @@ class CaptionCard(Horizontal):
         self.group = group
         self.refresh_card()
 
-    def set_focus(self, dimension: str | None) -> None:
+    def set_focus(self, dimension: str | None, *, penalty_target: bool = False) -> None:
+        """Highlight `dimension` (None: not focused). A penalty target (marked `*`) is the
+        caption the penalty keys still act on while the focus has already moved on."""
         self.focused_dimension = dimension
+        self.penalty_target = penalty_target
         self.set_class(dimension is not None, "current")
+        self.set_class(penalty_target, "penalty-target")
         self.refresh_card()
 
     def refresh_card(self) -> None:
         values = self.group.values
-        mark = ">" if self.focused_dimension else " "
+        mark = ">" if self.focused_dimension else "*" if self.penalty_target else " "
         self._number.update(
             Text(f"{mark}{self.number}/{self.count}", style="bold"))
-        body = Text(self.group.text)
+        caption = Text(self.group.text)
         if len(self.group.caption_ids) > 1:
-            body.append(f"  (×{len(self.group.caption_ids)})", style="dim")
-        body.append("\n")
+            caption.append(f"  (×{len(self.group.caption_ids)})", style="dim")
+        self.text.update(caption)
+        body = Text()
         for key, label in (("precision", "P"), ("recall", "R")):
             style = "bold reverse" if self.focused_dimension == key else "bold"
             body.append(f" {label} {_score(values[key])} ", style=style)
-        for key, label in (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I")):
+        for key, label in PENALTIES:
             body.append(f" {label} {_amount(values[key])}")
         total = self.group.total(self.rubric)
         body.append("  = " + (f"{total:.1f}" if total is not None else "-"), style="bold")
-        kinds = [f"{key}: {str(values[f'{key}_type']).replace(',', ', ')}"
-                 for key in ("fluency", "conciseness", "inclusive")
-                 if values[key] and values[f"{key}_type"]]
+        kinds = penalty_kinds(values)
         if kinds:
-            body.append("\n" + "; ".join(kinds), style="dim")
+            body.append("\n" + kinds, style="dim")
         if values["note"]:
             body.append(f"\nnote: {values['note']}", style="italic")
         if self.group.reference is not None:
-            body.append("\nstage 1: " + score_line(self.group.reference), style="dim")
-        self._body.update(body)
+            reference = rating_context("stage 1", self.group.reference)
+            reference.stylize("dim")
+            body.append("\n")
+            body.append_text(reference)
+        self.scores.update(body)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -27,6 +27,9 @@ class KeyBar(Static):
         background: $panel;
         color: $text;
         padding: 0 1;
+    }
+    KeyBar.-suspended {
+        display: none;
     }
     """
 
@@ -55,12 +58,69 @@ class KeyBar(Static):
         self.update(text)
 
 
+MINIMUM_SIZE = (80, 24)
+USABLE_WHEN_SMALL = frozenset({"quit_app", "help"})
+
+
 class KeyBarScreen(Screen[None]):
     """A work screen whose KeyBar hides while a dialog covers it, so the footer lists only
-    the keys that act (the dialog's own)."""
+    the keys that act (the dialog's own). Below 80×24 the focused caption can be out of
+    view, so a notice covers the screen and only help and quit act until it fits. A key
+    that does nothing says so."""
+
+    DEFAULT_CSS = """
+    KeyBarScreen.-too-small > * {
+        display: none;
+    }
+    KeyBarScreen > #too-small {
+        display: none;
+        width: 100%;
+        height: 100%;
+        content-align: center middle;
+        text-align: center;
+        background: $error-darken-3;
+        color: $text;
+        text-style: bold;
+    }
+    KeyBarScreen.-too-small > #too-small {
+        display: block;
+    }
+    """
+
+    def say(self, message: str) -> None:
+        """Show a one-line message (each screen has its own message line)."""
+        raise NotImplementedError
+
+    def on_mount(self) -> None:
+        self.mount(Static(id="too-small"))
+        self.check_size()
+
+    def on_resize(self, event: Resize) -> None:
+        self.check_size()
+
+    @property
+    def too_small(self) -> bool:
+        width, height = self.app.size
+        return width < MINIMUM_SIZE[0] or height < MINIMUM_SIZE[1]
+
+    def check_size(self) -> None:
+        width, height = self.app.size
+        self.set_class(self.too_small, "-too-small")
+        if self.too_small:
+            self.query_one("#too-small", Static).update(
+                f"terminal too small (need {MINIMUM_SIZE[0]}×{MINIMUM_SIZE[1]}, "
+                f"now {width}×{height})\nenlarge it to go on; q quits")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Every key but help and quit waits while the terminal is too small."""
+        return not self.too_small or action in USABLE_WHEN_SMALL
+
+    def on_key(self, event: Key) -> None:
+        if event.is_printable and event.key not in self.active_bindings and not self.too_small:
+            self.say(f"the key {event.character} does nothing here; ? lists the keys")
 
     def on_screen_suspend(self) -> None:
-        self.query(KeyBar).set(display=False)
+        self.query(KeyBar).set_class(True, "-suspended")
 
     def on_screen_resume(self) -> None:
-        self.query(KeyBar).set(display=True)
+        self.query(KeyBar).set_class(False, "-suspended")

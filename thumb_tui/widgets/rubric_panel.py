@@ -17,8 +17,10 @@ def rubric_summary(rubric: Rubric) -> Text:
     for dimension in rubric.dimensions:
         text.append(f"{dimension.short} {dimension.min}-{dimension.max}: ", style="bold")
         text.append(f"{dimension.question}\n")
-    text.append("Rules\n", style="bold")
-    for rule in rubric.rules:
+    # the heading shares a line with the first rule: a panel cut short never ends on it
+    for number, rule in enumerate(rubric.rules):
+        if number == 0:
+            text.append("Rules: ", style="bold")
         text.append(f"• {rule.text}\n")
     return text
 

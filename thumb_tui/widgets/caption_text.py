@@ -1,0 +1,50 @@
+"""A caption's text in a box of at most a given height that scrolls by key, so that a long
+caption (LLM captions run to 650 characters and more) never pushes the scores under it off
+the screen."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class CaptionText(VerticalScroll, can_focus=False):
+    """Not focusable: the screen's keys move between captions; `scroll_text` scrolls."""
+
+    DEFAULT_CSS = """
+    CaptionText {
+        height: auto;
+        max-height: 12;
+        scrollbar-size-vertical: 1;
+    }
+    CaptionText > Static {
+        width: 1fr;
+        height: auto;
+    }
+    """
+
+    def __init__(self, text: Text | str = "", **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._text = Static(text if isinstance(text, Text) else Text(text))
+
+    def compose(self):  # noqa: ANN201 - a generator of the one child
+        yield self._text
+
+    def update(self, text: Text | str) -> None:
+        self._text.update(text if isinstance(text, Text) else Text(text))
+
+    def limit_height(self, lines: int) -> None:
+        """Show at most `lines` lines (never fewer than 2); the rest scrolls."""
+        self.styles.max_height = max(lines, 2)
+
+    @property
+    def is_cut(self) -> bool:
+        return self.max_scroll_y > 0
+
+    def scroll_text(self, step: int) -> bool:
+        """Scroll by most of a page; False when there is nothing more that way."""
+        before = self.scroll_y
+        lines = max(self.size.height - 1, 1)
+        self.scroll_to(y=self.scroll_y + step * lines, animate=False, immediate=True)
+        return self.scroll_y != before
