@@ -40,7 +40,7 @@ def test_unicode_image_backend(snap_compare, tmp_path):
 
 
 def test_long_caption(snap_compare, tmp_path):
-    """A 700-character caption at 80×24: its text scrolls in its box, its score line shows."""
+    """A 700-character caption at 80x24: its text scrolls in its box, its score line shows."""
     engine = sample_engine(tmp_path)
     lengthen_captions(engine, [AnnotationSession(engine, "x").open_image(0)[1].caption_ids[0]])
     app = make_app(engine, image_mode="halfcell")

@@ -5,6 +5,7 @@ the screen."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -28,7 +29,7 @@ class CaptionText(VerticalScroll, can_focus=False):
         super().__init__(**kwargs)
         self._text = Static(text if isinstance(text, Text) else Text(text))
 
-    def compose(self):  # noqa: ANN201 - a generator of the one child
+    def compose(self) -> ComposeResult:
         yield self._text
 
     def update(self, text: Text | str) -> None:

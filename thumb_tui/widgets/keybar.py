@@ -64,7 +64,7 @@ USABLE_WHEN_SMALL = frozenset({"quit_app", "help"})
 
 class KeyBarScreen(Screen[None]):
     """A work screen whose KeyBar hides while a dialog covers it, so the footer lists only
-    the keys that act (the dialog's own). Below 80×24 the focused caption can be out of
+    the keys that act (the dialog's own). Below 80x24 the focused caption can be out of
     view, so a notice covers the screen and only help and quit act until it fits. A key
     that does nothing says so."""
 
