@@ -1,6 +1,15 @@
-"""Rubric definitions (THUMB 1.0 as data), penalty catalogue, total formula, text clean-up."""
+"""Rubric definitions (THUMB 1.0 as data), penalty catalogue, total formula, text clean-up
+and the escaping of untrusted text for every output."""
 
 from rubrics.cleanup import clean_caption
+from rubrics.escape import (
+    codepoint,
+    for_html,
+    for_markdown,
+    for_markup,
+    forbidden_character,
+    printable,
+)
 from rubrics.model import (
     PENALTY_KEYS,
     SCORE_KEYS,
@@ -28,6 +37,12 @@ __all__ = [
     "Rubric",
     "Rule",
     "clean_caption",
+    "codepoint",
+    "for_html",
+    "for_markdown",
+    "for_markup",
+    "forbidden_character",
     "load_rubric",
     "parse_rubric",
+    "printable",
 ]

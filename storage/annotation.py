@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy import ColumnElement, Connection, Engine, and_, select, update
 
 from rubrics import THUMB_1_0, Rubric
+from storage.image_flags import flag_image, flagged_by
 from storage.models import (
     Annotator,
     Assignment,
@@ -187,6 +188,7 @@ class AnnotationSession:
                     )
                 ).scalars()
             )
+            self.flagged = flagged_by(connection, self.annotator_id)
         self._index_of = {image.id: index for index, image in enumerate(self.images)}
         self._image_of = {c: i for i, captions in self._captions_of.items() for c in captions}
         self._done_in_image: dict[int, int] = {}
@@ -218,13 +220,22 @@ class AnnotationSession:
         return total > 0 and self._done_in_image.get(image.id, 0) == total
 
     def next_unrated(self, after: int) -> int | None:
-        """Index of the next image after `after` (wrapping around) that is not complete."""
+        """Index of the next image after `after` (wrapping around) that is not complete
+        and not flagged as broken by this annotator."""
         count = len(self.images)
         for step in range(1, count + 1):
             index = (after + step) % count
-            if not self.is_complete(self.images[index]):
+            image = self.images[index]
+            if not self.is_complete(image) and image.id not in self.flagged:
                 return index
         return None
+
+    def flag_broken(self, index: int, reason: str) -> None:
+        """Record that the image cannot be rated (and why); "next image" skips it now."""
+        image = self.images[index]
+        with self.engine.begin() as connection:
+            flag_image(connection, image.id, self.annotator_id, self.annotator, reason)
+        self.flagged.add(image.id)
 
     def resume_position(self) -> tuple[int, int]:
         """(image index, focused caption) where this annotator last was; else the first
@@ -237,7 +248,8 @@ class AnnotationSession:
                 .order_by(table.c.last_viewed_at.desc(), table.c.id.desc())
                 .limit(1)
             ).one_or_none()
-        if row is not None and row.image_id in self._index_of:
+        if row is not None and row.image_id in self._index_of and (
+                row.image_id not in self.flagged):
             return self._index_of[row.image_id], row.focus
         first = self.next_unrated(-1) if self.images else None
         return (first if first is not None else 0), 0

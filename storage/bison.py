@@ -314,6 +314,14 @@ class BisonSession:
                 row_id=row.id, field_name="answer", old_value=json.dumps(row.answer),
                 new_value=json.dumps(choice)))
 
+    def flag_broken(self, view: BisonView, reasons: dict[int, str]) -> None:
+        """Record that images of the item cannot be judged (image id -> reason)."""
+        from storage.image_flags import flag_image
+
+        with self.engine.begin() as connection:
+            for image_id, reason in reasons.items():
+                flag_image(connection, image_id, self.annotator_id, self.annotator, reason)
+
     def first_unanswered(self) -> int:
         table = BisonAnswer.__table__
         with self.engine.connect() as connection:

@@ -129,6 +129,23 @@ class Rating(SQLModel, table=True):
     updated_at: datetime = _timestamp()
 
 
+class ImageFlag(SQLModel, table=True):
+    """An annotator's report that an image cannot be rated (the file is broken or shows
+    nothing usable), with the reason; the image leaves that annotator's way."""
+
+    __tablename__ = "image_flag"
+    __table_args__ = (
+        UniqueConstraint("image_id", "annotator_id", name="image_flag_once"),
+        CheckConstraint("length(reason) > 0", name="image_flag_reason_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", ondelete="RESTRICT")
+    reason: str
+    created_at: datetime = _timestamp()
+
+
 class Resolution(SQLModel, table=True):
     """Why a resolver settled a stage-1/stage-2 disagreement; the settled values are the
     resolver's final-stage rating of the caption."""

@@ -161,6 +161,7 @@ def project_status(engine: Engine) -> dict[str, object]:
             .join(rated_per_image, captions_per_image.c.image_id == rated_per_image.c.image_id)
             .where(captions_per_image.c.n == rated_per_image.c.n)
         ).scalar()
+        from storage.image_flags import broken_images
         from storage.workflow import disagreements, fluency_queue
 
         return {
@@ -176,4 +177,5 @@ def project_status(engine: Engine) -> dict[str, object]:
             "ratings_per_stage": per_stage,
             "rated_captions": rated_captions,
             "complete_images": complete_images,
+            "broken_images": broken_images(engine),
         }

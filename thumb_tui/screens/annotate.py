@@ -12,7 +12,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static
 
+from rubrics import printable
 from storage.annotation import AnnotationSession, CaptionGroup, fluency_value
+from storage.images import broken_reason
 from storage.models import Stage
 from storage.workflow import ProtocolError
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
@@ -77,6 +79,7 @@ class AnnotateScreen(KeyBarScreen):
                 id="previous-image"),
         Binding("g", "next_unrated", "next unrated", id="next-unrated"),
         Binding("o", "open_image", "open", id="open-image"),
+        Binding("x", "flag_broken", "broken image", id="flag-broken"),
         Binding("question_mark", "help", "help", key_display="?", id="help"),
         Binding("q", "quit_app", "quit", id="quit"),
     ]
@@ -142,8 +145,9 @@ class AnnotateScreen(KeyBarScreen):
         name = Path(image.path).name if image.path else image.key
         title = Text()
         title.append(f"Image {self.image_index + 1}/{len(self.session.images)} ", style="bold")
-        title.append(f"{name} ({done})  ")
-        title.append(f"{self.session.annotator}, stage {int(self.session.stage)}", style="dim")
+        title.append(f"{printable(name, newlines=False)} ({done})  ")
+        title.append(f"{printable(self.session.annotator, newlines=False)}, "
+                     f"stage {int(self.session.stage)}", style="dim")
         self.query_one("#title", Static).update(title)
         self.query_one("#counts", Static).update(
             f"images {progress.images_done}/{progress.images_total} "
@@ -174,7 +178,9 @@ class AnnotateScreen(KeyBarScreen):
             self.call_after_refresh(self.fit_cards)
 
     def say(self, message: str) -> None:
-        self.query_one("#message", Static).update(message)
+        """Show a message as literal text, control characters escaped (it may quote stored
+        names and paths)."""
+        self.query_one("#message", Static).update(Text(printable(message)))
 
     @property
     def group(self) -> CaptionGroup | None:
@@ -387,6 +393,20 @@ class AnnotateScreen(KeyBarScreen):
             self.say(f"opened {Path(image.path).name} in the system viewer")
         else:
             self.say(f"no viewer found; open {os.path.relpath(image.path)}")
+
+    def action_flag_broken(self) -> None:
+        """Flag the image as broken (the reason Pillow gives, else the annotator's word)
+        and move on to the next image that is neither complete nor flagged."""
+        if not self.session.images:
+            return
+        image = self.session.images[self.image_index]
+        reason = broken_reason(image.path)
+        self.session.flag_broken(self.image_index, reason)
+        following = self.session.next_unrated(self.image_index)
+        if following is not None:
+            self.load_image(following)
+        self.say(f"flagged {image.key} as broken ({reason})"
+                 + ("; moved on" if following is not None else "; no other image is left to rate"))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.session.rubric, self.BINDINGS))

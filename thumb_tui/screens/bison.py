@@ -11,7 +11,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
+from rubrics import printable
 from storage.bison import BisonSession, BisonView
+from storage.images import image_problem
 from thumb_tui.widgets.image_view import ImageView
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
@@ -26,6 +28,7 @@ class BisonScreen(KeyBarScreen):
                 id="bison-right"),
         Binding("b", "choose('both')", "both", id="bison-both"),
         Binding("n", "choose('neither')", "neither", id="bison-neither"),
+        Binding("x", "flag_broken", "broken image", id="bison-flag-broken"),
         Binding("right_square_bracket,pagedown", "step(1)", "item", key_display="[ ]",
                 id="bison-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous item", show=False,
@@ -69,7 +72,8 @@ class BisonScreen(KeyBarScreen):
             (f"BISON item {self.index + 1}/{len(self.session.item_ids)}  ", "bold"),
             (f"answer: {view.answer or '-'}", "dim")))
         self.query_one("#bison-query", Static).update(
-            Text(f"Which image does this caption describe?\n{view.query}", style="bold"))
+            Text(f"Which image does this caption describe?\n{printable(view.query)}",
+                 style="bold"))
         self.query_one("#bison-left-image", ImageView).show(view.left[2], view.left[1])
         self.query_one("#bison-right-image", ImageView).show(view.right[2], view.right[1])
 
@@ -81,6 +85,26 @@ class BisonScreen(KeyBarScreen):
         if self.index < len(self.session.item_ids) - 1:
             self.index += 1
         self.show()
+
+    def action_flag_broken(self) -> None:
+        """Flag the item's broken image(s) — those the check finds broken, else both, as
+        the annotator says — and move on to the next item."""
+        if self.view is None:
+            return
+        sides = (self.view.left, self.view.right)
+        found = {image_id: image_problem(path) if path else "no image file"
+                 for image_id, _, path in sides}
+        reasons = {image_id: reason for image_id, reason in found.items() if reason}
+        if not reasons:
+            reasons = {image_id: "the annotator sees no usable image" for image_id in found}
+        self.session.flag_broken(self.view, reasons)
+        keys = [key for image_id, key, _ in sides if image_id in reasons]
+        if self.index < len(self.session.item_ids) - 1:
+            self.index += 1
+        self.show()
+        self.query_one("#bison-message", Static).update(Text(printable(
+            f"flagged {' and '.join(keys)} as broken ({'; '.join(reasons.values())})",
+            newlines=False)))
 
     def action_step(self, step: int) -> None:
         if self.session.item_ids:

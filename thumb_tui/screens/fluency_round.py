@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from rubrics import Rubric
+from rubrics import Rubric, printable
 from storage.annotation import fluency_value
 from storage.workflow import FluencyItem, record_fluency_check
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
@@ -63,8 +63,8 @@ class FluencyRoundScreen(KeyBarScreen):
         item = self.queue[self.position]
         title.update(Text.assemble(
             (f"Fluency round {self.position + 1}/{len(self.queue)}  ", "bold"),
-            (f"{self.checker} (native speaker)", "dim")))
-        body = Text(item.text + "\n\n", style="bold")
+            (f"{printable(self.checker, newlines=False)} (native speaker)", "dim")))
+        body = Text(printable(item.text) + "\n\n", style="bold")
         for label, rated in (("stage 1", item.first), ("stage 2", item.second)):
             body.append(f"{label} fluency penalty: {penalty_text(rated)}\n")
         verdict = self.verdicts.get(item.caption_id)

@@ -14,6 +14,7 @@ from textual.widgets import Label, SelectionList, Static
 from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 
+from rubrics import printable
 from storage.annotation import AnnotationSession
 from storage.workflow import COMPARED, Disagreement, record_resolution
 from thumb_tui.screens.annotate import AnnotateScreen
@@ -134,7 +135,7 @@ class ResolveScreen(AnnotateScreen):
         self.query_one("#title", Static).update(Text.assemble(
             (f"Disagreement {self.position + 1}/{len(self.queue)} ", "bold"),
             ("(worst first)  ", "dim"), ("resolved" if done else "to resolve")))
-        text = Text(group.text + "\n\n", style="bold")
+        text = Text(printable(group.text) + "\n\n", style="bold")
         text.append(f"stage 1  {score_line(item.first)}\n")
         text.append(f"stage 2  {score_line(item.second)}\n")
         text.append("final   ")  # each value below is padded by one space
@@ -148,7 +149,7 @@ class ResolveScreen(AnnotateScreen):
         chosen = self.reasons.get(item.caption_id, [])
         text.append(f"\n\nreasons: {', '.join(chosen) or '- (press r)'}")
         if group.values["note"]:
-            text.append(f"\nnote: {group.values['note']}", style="italic")
+            text.append(f"\nnote: {printable(str(group.values['note']))}", style="italic")
         self.query_one("#compare", Static).update(text)
 
     # The rating actions of AnnotateScreen call these two hooks.

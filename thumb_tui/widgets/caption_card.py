@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from rubrics import Rubric
+from rubrics import Rubric, printable
 from storage.annotation import CaptionGroup
 from thumb_tui.widgets.caption_text import CaptionText
 
@@ -44,7 +44,7 @@ def rating_context(label: str, values: dict[str, object]) -> Text:
         text.append(f" ({kinds})")
     if values.get("note"):
         text.append(" note: ")
-        text.append(str(values["note"]), style="italic")
+        text.append(printable(str(values["note"])), style="italic")
     return text
 
 
@@ -89,7 +89,7 @@ class CaptionCard(Horizontal):
         mark = ">" if self.focused_dimension else "*" if self.penalty_target else " "
         self._number.update(
             Text(f"{mark}{self.number}/{self.count}", style="bold"))
-        caption = Text(self.group.text)
+        caption = Text(printable(self.group.text))
         if len(self.group.caption_ids) > 1:
             caption.append(f"  (×{len(self.group.caption_ids)})", style="dim")
         self.text.update(caption)
@@ -105,7 +105,7 @@ class CaptionCard(Horizontal):
         if kinds:
             body.append("\n" + kinds, style="dim")
         if values["note"]:
-            body.append(f"\nnote: {values['note']}", style="italic")
+            body.append(f"\nnote: {printable(str(values['note']))}", style="italic")
         if self.group.reference is not None:
             reference = rating_context("stage 1", self.group.reference)
             reference.stylize("dim")

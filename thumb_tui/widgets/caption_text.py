@@ -9,9 +9,13 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from rubrics import printable
+
 
 class CaptionText(VerticalScroll, can_focus=False):
-    """Not focusable: the screen's keys move between captions; `scroll_text` scrolls."""
+    """Not focusable: the screen's keys move between captions; `scroll_text` scrolls. A
+    plain string is shown literally, its control characters as escapes (stored text is
+    untrusted); a Text is shown as given."""
 
     DEFAULT_CSS = """
     CaptionText {
@@ -27,13 +31,13 @@ class CaptionText(VerticalScroll, can_focus=False):
 
     def __init__(self, text: Text | str = "", **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self._text = Static(text if isinstance(text, Text) else Text(text))
+        self._text = Static(text if isinstance(text, Text) else Text(printable(text)))
 
     def compose(self) -> ComposeResult:
         yield self._text
 
     def update(self, text: Text | str) -> None:
-        self._text.update(text if isinstance(text, Text) else Text(text))
+        self._text.update(text if isinstance(text, Text) else Text(printable(text)))
 
     def limit_height(self, lines: int) -> None:
         """Show at most `lines` lines (never fewer than 2); the rest scrolls."""

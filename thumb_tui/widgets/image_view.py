@@ -6,8 +6,12 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from rich.text import Text
 from textual.containers import Container
 from textual.widgets import Static
+
+from rubrics import printable
+from storage.images import image_problem
 
 IMAGE_MODES = ("auto", "tgp", "sixel", "halfcell", "unicode", "none")
 
@@ -38,7 +42,9 @@ def _image_class(mode: str) -> type | None:
 
 
 class ImageView(Container):
-    """Shows one image file; a missing file or `--image-mode none` is reported in words."""
+    """Shows one image file. A missing or broken file (even one that broke after import)
+    or `--image-mode none` is reported in words, as literal text: the screen never crashes
+    on an image."""
 
     def __init__(self, mode: str = "auto", **kwargs: object) -> None:
         if mode not in IMAGE_MODES:
@@ -47,12 +53,19 @@ class ImageView(Container):
         self.mode = mode
 
     def show(self, path: str | None, label: str) -> None:
+        """Show the file at `path` (`label` names the image when there is no path)."""
         self.remove_children()
-        if path is None or not Path(path).is_file():
-            name = Path(path).name if path else label
-            self.mount(Static(f"image file not found:\n{name}", classes="image-missing"))
+        name = printable(Path(path).name if path else label, newlines=False)
+        problem = "no image file" if path is None else image_problem(path)
+        if problem is not None:
+            self.note(f"image cannot be shown:\n{name}\n{problem}")
         elif self.mode == "none" or _image_class(self.mode) is None:
-            self.mount(Static(f"image display off\n{Path(path).name}\n(o opens it)",
-                              classes="image-missing"))
+            self.note(f"image display off\n{name}\n(o opens it)")
         else:
-            self.mount(_image_class(self.mode)(path, classes="image"))
+            try:
+                self.mount(_image_class(self.mode)(path, classes="image"))
+            except Exception as exc:  # whatever the renderer fails on is shown as the reason
+                self.note(f"image cannot be shown:\n{name}\n{printable(str(exc))[:200]}")
+
+    def note(self, text: str) -> None:
+        self.mount(Static(Text(text), classes="image-missing"))

@@ -1,0 +1,66 @@
+"""Imported text is untrusted. This is the one place that says which characters an import
+refuses and how stored text is escaped for each output: a terminal (control bytes), Rich
+markup, Markdown and HTML. Every layer uses it, so a byte that slipped into the database
+by another way (an old import, a hand-edited file) still reaches no terminal or browser raw.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+# C0 controls except tab and newline, DEL, C1 controls, and lone surrogates (which no
+# UTF-8 file or database can hold).
+_FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_FORBIDDEN_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def forbidden_character(text: str) -> str | None:
+    """The first character an import refuses in `text` (a control character other than
+    tab and newline, or a lone surrogate), or None."""
+    match = _FORBIDDEN.search(text)
+    return match.group() if match else None
+
+
+def codepoint(character: str) -> str:
+    """`U+001B`: how error messages name a character without printing it."""
+    return f"U+{ord(character):04X}"
+
+
+def _visible(match: re.Match[str]) -> str:
+    character = match.group()
+    if character == "\n":
+        return "\\n"
+    if character == "\t":
+        return "\\t"
+    return f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
+
+
+def printable(text: str, *, newlines: bool = True) -> str:
+    """`text` safe for a terminal: every control character shown as an escape (`\\x1b`),
+    so it is seen but never acted on. With `newlines=False` (one-line output such as an
+    error message or a table cell) newlines and tabs are shown as `\\n`, `\\t` too."""
+    pattern = _FORBIDDEN if newlines else _FORBIDDEN_OR_NEWLINE
+    return pattern.sub(_visible, text)
+
+
+def for_markup(text: str, *, newlines: bool = True) -> str:
+    """`text` to put inside Rich/Textual markup: printable, with `[` escaped so that it is
+    shown literally and never read as a tag (`[@click=app.quit]`, an unbalanced `[bold`)."""
+    from rich.markup import escape
+
+    return escape(printable(text, newlines=newlines))
+
+
+def for_markdown(text: str) -> str:
+    """`text` as one line of Markdown that renders as exactly this text: printable; HTML's
+    `<`, `>`, `&` as entities (no raw HTML, no autolink); Markdown's emphasis, code, link,
+    table and strike-through characters backslash-escaped."""
+    return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", printable(text, newlines=False)),
+                       quote=False)
+
+
+def for_html(text: str) -> str:
+    """`text` as HTML text or an attribute value: printable, `<>&"'` as entities."""
+    return html.escape(printable(text), quote=True)

@@ -1,0 +1,95 @@
+"""Image files named by an imported file are untrusted: a path must stay inside the images
+folder (no `..`, absolute path or symlink leading out, unless the user allows it), and the
+file must be an image Pillow decodes, in a known format, under the decompression-bomb
+limit. The screens use the same check, so a file broken after import shows a reason
+instead of crashing them."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+from rubrics import printable
+
+FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
+MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold (0.25 GiB of RGBA)
+OUTSIDE_HINT = "--allow-outside-images allows it"
+
+
+class ImagePathError(ValueError):
+    """An image path that cannot be used; the message says why."""
+
+
+def resolve_image(folder: Path, name: str, *, allow_outside: bool = False) -> Path:
+    """The file `name` (relative to `folder`) names, resolved; it must exist and, unless
+    `allow_outside`, lie inside `folder` once every `..` and symlink is followed."""
+    if "\0" in name:
+        raise ImagePathError("image path contains a NUL character")
+    if os.path.isabs(name) and not allow_outside:
+        raise ImagePathError(f"image path {printable(name)!r} is absolute; paths are relative "
+                             f"to {printable(str(folder))} ({OUTSIDE_HINT})")
+    try:
+        root = folder.resolve()
+        path = (root / name).resolve()
+        exists = path.is_file()
+    except (OSError, RuntimeError) as exc:  # a name too long for the OS, a symlink loop
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ImagePathError(f"image path {printable(name[:80])!r} cannot be used: "
+                             f"{reason}") from None
+    if not allow_outside and not path.is_relative_to(root):
+        raise ImagePathError(f"image path {printable(name)!r} leads outside "
+                             f"{printable(str(root))} (through .. or a symlink; "
+                             f"{OUTSIDE_HINT})")
+    if not exists:
+        raise ImagePathError(f"image file not found: {printable(name)}")
+    return path
+
+
+def image_problem(path: str | Path) -> str | None:
+    """Why the file at `path` is no usable image, or None when it is one. Cached per file
+    size and modification time, so the screens can ask on every redraw."""
+    try:
+        stat = Path(path).stat()
+    except FileNotFoundError:
+        return "image file not found"
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"cannot read the file: {reason}"
+    return _problem(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _problem(path: str, size: int, _mtime: int) -> str | None:
+    from PIL import Image
+
+    if size == 0:
+        return "empty file (0 bytes)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(path) as image:
+                if image.format not in FORMATS:
+                    return f"{image.format} is not an accepted format ({', '.join(FORMATS)})"
+                pixels = image.width * image.height
+                if pixels > MAX_PIXELS:
+                    return (f"{image.width}×{image.height} pixels, over the limit of "
+                            f"{MAX_PIXELS:,} (a decompression bomb?)")
+                image.draft("RGB", (512, 512))  # JPEG decodes at reduced size: fast
+                image.load()
+        except Image.DecompressionBombError:
+            return "over Pillow's decompression-bomb limit"
+        except Image.UnidentifiedImageError:
+            return "not an image (Pillow cannot identify the format)"
+        # A truncated or corrupt file can fail in any of Pillow's decoders, with any error.
+        except Exception as exc:
+            return f"cannot be decoded: {printable(str(exc), newlines=False)[:200]}"
+    return None
+
+
+def broken_reason(path: str | None) -> str:
+    """Why an annotator flags this image as broken: what the check finds, else their word."""
+    if path is None:
+        return "no image file"
+    return image_problem(path) or "the annotator sees no usable image"

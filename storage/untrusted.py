@@ -1,0 +1,142 @@
+"""Imported files are untrusted. Before any field is interpreted, every record is checked
+against hard limits — characters, text length, JSON nesting depth, digits of a number —
+and, for JSON, against the type each field must have (no coercion: a number is never
+taken for a caption). A violation is a `file:line` problem like any other; no parser
+error gets past the importer. Checks only: nothing here touches the database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from rubrics import codepoint, forbidden_character
+
+MAX_TEXT_CHARS = 20_000  # a caption, reference, note, name or path
+MAX_DEPTH = 32  # JSON nesting: records are flat, COCO files nest four deep
+MAX_INTEGER_DIGITS = 18
+MAX_NUMBER_CHARS = 40
+
+
+class JsonProblem(ValueError):
+    """A file that is not acceptable JSON; `line` is where the problem is (1 if unknown)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def load_json(text: str) -> Any:
+    """`json.loads` within the limits: no integer over MAX_INTEGER_DIGITS digits, no float
+    over MAX_NUMBER_CHARS characters, no NaN/Infinity, nesting at most MAX_DEPTH deep."""
+
+    def line_of(fragment: str) -> int:
+        position = text.find(fragment)
+        return text.count("\n", 0, position) + 1 if position >= 0 else 1
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+            raise JsonProblem(line_of(digits), f"a number with {len(digits)} digits (at most "
+                                               f"{MAX_INTEGER_DIGITS})")
+        return int(digits)
+
+    def real(digits: str) -> float:
+        if len(digits) > MAX_NUMBER_CHARS:
+            raise JsonProblem(line_of(digits), f"a number written with {len(digits)} "
+                                               f"characters (at most {MAX_NUMBER_CHARS})")
+        return float(digits)
+
+    def constant(name: str) -> float:
+        raise JsonProblem(line_of(name), f"{name} is not a JSON number")
+
+    try:
+        value = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(exc.lineno, f"malformed JSON: {exc.msg} (column {exc.colno})"
+                          ) from None
+    except RecursionError:
+        raise JsonProblem(1, f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    if depth(value) > MAX_DEPTH:
+        raise JsonProblem(1, f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def depth(value: object) -> int:
+    """How deep lists and objects nest in `value` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            deepest = max(deepest, level)
+            continue
+        deepest = max(deepest, level + 1)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def strings(value: object, name: str) -> Iterator[tuple[str, str]]:
+    """Every text in `value` (object keys included) with the field it sits in."""
+    stack = [(value, name)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            yield where, item
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                yield (f"a key in {where}" if where else "a field name"), str(key)
+                stack.append((child, f"{where}.{key}" if where else str(key)))
+        elif isinstance(item, list):
+            stack.extend((child, where) for child in item)
+
+
+def text_problems(value: object, name: str) -> list[str]:
+    """Forbidden characters (`U+001B`) and over-long texts anywhere in `value`."""
+    problems = []
+    for where, text in strings(value, name):
+        character = forbidden_character(text)
+        if character is not None:
+            problems.append(f"{where}: control character {codepoint(character)} is not "
+                            "allowed (only tab and newline are)")
+        elif len(text) > MAX_TEXT_CHARS:
+            problems.append(f"{where}: {len(text)} characters (at most {MAX_TEXT_CHARS})")
+    return problems
+
+
+# What a field of a JSON record must be. CSV cells are all text and are parsed strictly
+# by the row checks; JSON says the type itself, so a wrong one is refused, never coerced.
+TEXT, KEY, NUMBER, FLAG, TEXTS = ("text", "text or an integer", "a number", "true or false",
+                                  "a list of texts")
+_ACCEPTS = {
+    TEXT: lambda v: isinstance(v, str),
+    KEY: lambda v: isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
+    NUMBER: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    FLAG: lambda v: isinstance(v, bool),
+    TEXTS: lambda v: isinstance(v, list) and all(isinstance(item, str) for item in v),
+}
+
+
+def _json_name(value: object) -> str:
+    return {bool: "true/false", int: "a number", float: "a number", str: "text",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def type_problems(record: dict[str, object], schema: dict[str, str]) -> list[str]:
+    """Fields of a JSON record whose value is not of the type `schema` gives (null is
+    always allowed here: whether a field may be empty is the row checks' business)."""
+    return [f"{name} must be {kind}, not {_json_name(record[name])}"
+            for name, kind in schema.items()
+            if record.get(name) is not None and not _ACCEPTS[kind](record[name])]
+
+
+def record_problems(record: dict[str, object], schema: dict[str, str] | None = None
+                    ) -> list[str]:
+    """Everything wrong with one record before its fields are read: characters and sizes
+    of every text (keys too), and with a `schema` (JSON input) the type of every field."""
+    problems = text_problems(record, "")
+    if schema is not None:
+        problems += type_problems(record, schema)
+    return problems
