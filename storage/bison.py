@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, select
 
 from storage.errors import InputError, Problem, Problems
+from storage.images import ImageNotFound, ImagePathError, image_problem, resolve_image
 from storage.import_files import read_records, read_text
+from storage.import_rows import RowError, image_file
 from storage.models import (
     Annotator,
     BisonAnswer,
@@ -25,6 +26,7 @@ from storage.models import (
     ImageReference,
     utcnow,
 )
+from storage.untrusted import KEY, TEXT, JsonProblem, load_json, record_problems
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,63 +44,99 @@ class ItemRow:
     true_key: str
 
 
-def _json_array_items(path: Path, text: str, key: str) -> list[tuple[int, object]]:
-    """The elements of the top-level `key` array with the line each starts on."""
+_JSON_SPACE = " \t\r\n"
+BISON_SCHEMA = {"bison_id": KEY, "caption": TEXT, "image_a": TEXT, "image_b": TEXT,
+                "true_image": TEXT}
+COCO_ITEM_SCHEMA = {"bison_id": KEY, "caption_id": KEY, "true_image_id": KEY}
+COCO_CANDIDATE_SCHEMA = {"image_id": KEY, "image_filename": TEXT}
+COCO_CAPTION_SCHEMA = {"id": KEY, "image_id": KEY, "caption": TEXT}
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _JSON_SPACE:
+        position += 1
+    return position
+
+
+def top_level_list(path: Path, text: str, key: str) -> list[tuple[int, object]]:
+    """The elements of the list under `key` in a file holding one JSON object, each with the
+    line it starts on. The file is parsed as JSON (within the limits of untrusted input);
+    the lines come from walking that object's members with the JSON decoder itself."""
     try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError([Problem(path, exc.lineno, f"malformed JSON: {exc.msg}")]) from exc
-    match = re.search(rf'"{re.escape(key)}"\s*:\s*\[', text)
-    if match is None:
-        raise InputError([Problem(path, 1, f"expected a top-level \"{key}\" list")])
-    decoder, position, items = json.JSONDecoder(), match.end(), []
-    while True:
-        while position < len(text) and text[position] in " \t\r\n,":
+        data = load_json(text)
+    except JsonProblem as exc:
+        raise InputError([Problem(path, exc.line, str(exc))]) from None
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise InputError([Problem(path, 1, f'expected a JSON object with a "{key}" list')])
+    decoder, lines = json.JSONDecoder(), []
+    position = _skip_space(text, 0) + 1  # past "{"
+    while text[position := _skip_space(text, position)] != "}":
+        name, position = decoder.raw_decode(text, position)
+        position = _skip_space(text, _skip_space(text, position) + 1)  # past ":"
+        if name == key:  # the last member of that name is the one JSON keeps
+            lines, position = [], position + 1  # past "["
+            while text[position := _skip_space(text, position)] != "]":
+                lines.append(text.count("\n", 0, position) + 1)
+                position = _skip_space(text, decoder.raw_decode(text, position)[1])
+                position += text[position] == ","
             position += 1
-        if position >= len(text) or text[position] == "]":
-            return items
-        value, end = decoder.raw_decode(text, position)
-        items.append((text.count("\n", 0, position) + 1, value))
-        position = end
+        else:
+            position = decoder.raw_decode(text, position)[1]
+        position = _skip_space(text, position)
+        position += text[position] == ","
+    return list(zip(lines, data[key], strict=True))
+
+
+def _object_problems(value: object, schema: dict[str, str], required: tuple[str, ...]
+                     ) -> list[str]:
+    """What is wrong with one object of a COCO file: not an object, missing keys, types,
+    characters and sizes."""
+    if not isinstance(value, dict):
+        return ["expected a JSON object"]
+    return ([f"missing key {key!r}" for key in required if value.get(key) is None]
+            + record_problems(value, schema))
 
 
 def _coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
     """caption id -> text and image id -> its captions, from a COCO captions file."""
-    try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError([Problem(path, exc.lineno, f"malformed JSON: {exc.msg}")]) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
-        raise InputError([Problem(path, 1, 'expected a COCO captions file with "annotations"')])
-    texts, per_image = {}, {}
-    for annotation in data["annotations"]:
-        texts[str(annotation["id"])] = str(annotation["caption"]).strip()
-        per_image.setdefault(str(annotation["image_id"]), []).append(
-            str(annotation["caption"]).strip())
+    problems = Problems(path)
+    texts: dict[str, str] = {}
+    per_image: dict[str, list[str]] = {}
+    for line, annotation in top_level_list(path, read_text(path), "annotations"):
+        found = _object_problems(annotation, COCO_CAPTION_SCHEMA, ("id", "image_id", "caption"))
+        if not found and not annotation["caption"].strip():
+            found.append("empty caption")
+        for problem in found:
+            problems.add(line, problem)
+        if not found:
+            text = annotation["caption"].strip()
+            texts[str(annotation["id"])] = text
+            per_image.setdefault(str(annotation["image_id"]), []).append(text)
+    problems.raise_if_any()
     return texts, per_image
 
 
-def read_coco_bison(path: Path, captions: Path, images_dir: Path | None, problems: Problems
+def read_coco_bison(path: Path, captions: Path, images_dir: Path | None, problems: Problems,
+                    allow_outside_images: bool = False
                     ) -> tuple[list[ItemRow], dict[str, list[str]]]:
     """Items of a COCO-BISON file; every problem of an item is reported, at the line where
     the item starts."""
     texts, references = _coco_captions(captions)
     rows = []
-    for line, item in _json_array_items(path, read_text(path), "data"):
-        if not isinstance(item, dict):
-            problems.add(line, "expected an object")
+    for line, item in top_level_list(path, read_text(path), "data"):
+        found = _object_problems(item, COCO_ITEM_SCHEMA, ("bison_id", "caption_id",
+                                                          "image_candidates", "true_image_id"))
+        if found and not isinstance(item, dict):
+            problems.add(line, found[0])
             continue
-        found: list[str] = []
-        missing = [k for k in ("bison_id", "caption_id", "image_candidates", "true_image_id")
-                   if k not in item]
-        found += [f"missing key {key!r}" for key in missing]
-        images = _coco_candidates(item.get("image_candidates"), images_dir, found)
+        images = _coco_candidates(item.get("image_candidates"), images_dir, found,
+                                  allow_outside_images)
         caption_key = str(item.get("caption_id"))
-        if "caption_id" in item and caption_key not in texts:
+        if item.get("caption_id") is not None and caption_key not in texts:
             found.append(f"caption_id {caption_key} is not in {captions.name}")
         true_key = str(item.get("true_image_id"))
-        if images and "true_image_id" in item and true_key not in (images[0][0],
-                                                                   images[1][0]):
+        if images and item.get("true_image_id") is not None and true_key not in (
+                images[0][0], images[1][0]):
             found.append("true_image_id is not one of the candidates")
         for problem in found:
             problems.add(line, problem)
@@ -108,8 +146,8 @@ def read_coco_bison(path: Path, captions: Path, images_dir: Path | None, problem
     return rows, references
 
 
-def _coco_candidates(candidates: object, images_dir: Path | None, found: list[str]
-                     ) -> list[tuple[str, str]]:
+def _coco_candidates(candidates: object, images_dir: Path | None, found: list[str],
+                     allow_outside_images: bool) -> list[tuple[str, str]]:
     """(image key, path) of an item's two candidates; problems go into `found`."""
     if candidates is None:
         return []
@@ -118,27 +156,47 @@ def _coco_candidates(candidates: object, images_dir: Path | None, found: list[st
         return []
     images = []
     for candidate in candidates:
-        if not isinstance(candidate, dict) or not {"image_id", "image_filename"} <= set(
-                candidate):
-            found.append("each image candidate needs image_id and image_filename")
+        wrong = _object_problems(candidate, COCO_CANDIDATE_SCHEMA, ("image_id",
+                                                                    "image_filename"))
+        if wrong:
+            found += [f"image candidate: {problem}" for problem in wrong]
             return []
-        key, name = str(candidate["image_id"]), str(candidate["image_filename"])
+        key, name = str(candidate["image_id"]), candidate["image_filename"]
         image_path = name
         if images_dir is not None:
-            image_path = str((images_dir / name).resolve())
-            if not Path(image_path).is_file():
-                found.append(f"image file not found: {name}")
+            try:
+                image_path = image_file(images_dir, name, allow_outside_images)
+            except RowError as exc:
+                found.append(str(exc))
         images.append((key, image_path))
     return images
 
 
-def read_own_bison(path: Path, problems: Problems) -> list[ItemRow]:
+def _own_image(folder: Path, name: str, allow_outside_images: bool, found: list[str]
+               ) -> str | None:
+    """The checked file `name` names next to our BISON file, or None when there is no such
+    file (then it is the key of an image in the database); problems go into `found`."""
+    try:
+        path = resolve_image(folder, name, allow_outside=allow_outside_images)
+    except ImageNotFound:
+        return None
+    except ImagePathError as exc:
+        found.append(str(exc))
+        return None
+    problem = image_problem(path)
+    if problem is not None:
+        found.append(f"image {name!r}: {problem}")
+    return str(path)
+
+
+def read_own_bison(path: Path, problems: Problems, allow_outside_images: bool = False
+                   ) -> list[ItemRow]:
     """CSV/JSONL with bison_id, caption, image_a, image_b, true_image (image paths relative
     to the file, or keys of images already in the database)."""
-    records = read_records(path)
+    records = read_records(path, schema=BISON_SCHEMA, problems=problems)
     columns = set().union(*(record.keys() for _, record in records))
     missing = sorted(BISON_COLUMNS - columns)
-    if missing:
+    if missing and records:
         raise InputError([Problem(path, 1, f"missing column(s): {', '.join(missing)}")])
     rows = []
     for line, record in records:
@@ -158,20 +216,24 @@ def read_own_bison(path: Path, problems: Problems) -> list[ItemRow]:
         if values["true_image"] not in (values["image_a"], values["image_b"]):
             problems.add(line, "true_image must be image_a or image_b")
             continue
-        images = []
-        for column in ("image_a", "image_b"):
-            candidate = (path.parent / values[column]).resolve()
-            images.append((values[column], str(candidate) if candidate.is_file() else None))
-        rows.append(ItemRow(line, values["bison_id"], values["caption"], None,
-                            (images[0], images[1]), values["true_image"]))
+        found: list[str] = []
+        images = [(values[column], _own_image(path.parent, values[column],
+                                              allow_outside_images, found))
+                  for column in ("image_a", "image_b")]
+        for problem in found:
+            problems.add(line, problem)
+        if not found:
+            rows.append(ItemRow(line, values["bison_id"], values["caption"], None,
+                                (images[0], images[1]), values["true_image"]))
     return rows
 
 
 def import_bison(engine: Engine, path: str | Path, *, actor: str,
-                 captions: str | Path | None = None, images_dir: str | Path | None = None
-                 ) -> int:
+                 captions: str | Path | None = None, images_dir: str | Path | None = None,
+                 allow_outside_images: bool = False) -> int:
     """Import BISON items (COCO-BISON JSON with `captions`, else our CSV/JSONL). All or
-    nothing; returns the number of items added."""
+    nothing; returns the number of items added. Image files must lie inside their folder
+    (`images_dir`, or our file's folder) unless `allow_outside_images`."""
     path = Path(path)
     problems = Problems(path)
     references: dict[str, list[str]] = {}
@@ -180,9 +242,10 @@ def import_bison(engine: Engine, path: str | Path, *, actor: str,
             raise InputError([Problem(path, 0, "a COCO-BISON file needs --captions "
                                                "(the COCO captions file)")])
         rows, references = read_coco_bison(path, Path(captions),
-                                           Path(images_dir) if images_dir else None, problems)
+                                           Path(images_dir) if images_dir else None, problems,
+                                           allow_outside_images)
     else:
-        rows = read_own_bison(path, problems)
+        rows = read_own_bison(path, problems, allow_outside_images)
     with engine.begin() as connection:
         image = Image.__table__
         known: dict[str, int] = {}

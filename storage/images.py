@@ -22,6 +22,10 @@ class ImagePathError(ValueError):
     """An image path that cannot be used; the message says why."""
 
 
+class ImageNotFound(ImagePathError):
+    """No file at an image path (which some formats then read as an image key)."""
+
+
 def resolve_image(folder: Path, name: str, *, allow_outside: bool = False) -> Path:
     """The file `name` (relative to `folder`) names, resolved; it must exist and, unless
     `allow_outside`, lie inside `folder` once every `..` and symlink is followed."""
@@ -43,7 +47,7 @@ def resolve_image(folder: Path, name: str, *, allow_outside: bool = False) -> Pa
                              f"{printable(str(root))} (through .. or a symlink; "
                              f"{OUTSIDE_HINT})")
     if not exists:
-        raise ImagePathError(f"image file not found: {printable(name)}")
+        raise ImageNotFound(f"image file not found: {printable(name)}")
     return path
 
 
@@ -78,8 +82,8 @@ def _problem(path: str, size: int, _mtime: int) -> str | None:
                             f"{MAX_PIXELS:,} (a decompression bomb?)")
                 image.draft("RGB", (512, 512))  # JPEG decodes at reduced size: fast
                 image.load()
-        except Image.DecompressionBombError:
-            return "over Pillow's decompression-bomb limit"
+        except Image.DecompressionBombError as exc:  # over twice the limit: Pillow says so
+            return f"a decompression bomb? {printable(str(exc), newlines=False)[:200]}"
         except Image.UnidentifiedImageError:
             return "not an image (Pillow cannot identify the format)"
         # A truncated or corrupt file can fail in any of Pillow's decoders, with any error.

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from storage.errors import InputError, Problem, Problems
+from storage.untrusted import JsonProblem, load_json, record_problems
 
 Record = dict[str, object]
 
@@ -18,8 +18,9 @@ def read_text(path: Path) -> str:
     """Decode a file as UTF-8 (a BOM is allowed), naming the line of the first bad byte."""
     try:
         raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError([Problem(path, 0, f"cannot read file: {exc.strerror}")]) from exc
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError([Problem(path, 0, f"cannot read file: {reason}")]) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -63,19 +64,22 @@ def _csv_records(path: Path, text: str, problems: Problems) -> Iterator[tuple[in
         if len(row) != len(columns):
             problems.add(start, f"row has {len(row)} fields, the header has {len(columns)}")
             continue
-        yield start, {
-            name: (cell.strip() or None) for name, cell in zip(columns, row, strict=True)
+        yield start, {  # a quoted cell keeps its line breaks, as newlines
+            name: (cell.replace("\r\n", "\n").strip() or None)
+            for name, cell in zip(columns, row, strict=True)
         }
 
 
 def _jsonl_records(text: str, problems: Problems) -> Iterator[tuple[int, Record]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    # split at newlines only: str.splitlines() also breaks at C1 and Unicode separators,
+    # which would put the problems on the wrong lines
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.add(number, f"malformed JSON: {exc.msg} (column {exc.colno})")
+            value = load_json(line)
+        except JsonProblem as exc:
+            problems.add(number, str(exc))
             continue
         if not isinstance(value, dict):
             problems.add(number, f"expected a JSON object, found {type(value).__name__}")
@@ -109,9 +113,13 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, Record]]:
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 
-def read_records(path: Path, fmt: str | None = None) -> list[tuple[int, Record]]:
-    """All records of a CSV or JSON-lines file (`fmt` overrides the format the suffix gives);
-    raises InputError listing every structural problem."""
+def read_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] | None = None,
+                 problems: Problems | None = None) -> list[tuple[int, Record]]:
+    """All records of a CSV or JSON-lines file (`fmt` overrides the format the suffix gives)
+    that pass the checks of untrusted input (characters, sizes; with `schema` the type of
+    every field of a JSON record). Without `problems` raises InputError listing every
+    problem; with it, adds them there and leaves out the records that have any, so that the
+    caller reports them together with its own."""
     fmt = fmt or FORMATS.get(path.suffix.lower())
     if fmt not in {"csv", "jsonl", "parquet"}:
         raise InputError([Problem(path, 0, "unknown format: expected .csv, .jsonl or "
@@ -122,14 +130,28 @@ def read_records(path: Path, fmt: str | None = None) -> list[tuple[int, Record]]
         records = list(_parquet_records(path))
         if not records:
             raise InputError([Problem(path, 1, "no records found")])
-        return records
+        return _checked(records, None, problems or Problems(path), raise_now=problems is None)
     text = read_text(path)
-    problems = Problems(path)
+    found = problems or Problems(path)
     if fmt == "csv":
-        records = list(_csv_records(path, text, problems))
+        records = list(_csv_records(path, text, found))
     else:
-        records = list(_jsonl_records(text, problems))
-    problems.raise_if_any()
-    if not records:
+        records = list(_jsonl_records(text, found))
+    if not records and not found.items:
         raise InputError([Problem(path, 1, "no records found")])
-    return records
+    return _checked(records, schema if fmt == "jsonl" else None, found,
+                    raise_now=problems is None)
+
+
+def _checked(records: list[tuple[int, Record]], schema: dict[str, str] | None,
+             problems: Problems, *, raise_now: bool) -> list[tuple[int, Record]]:
+    clean = []
+    for line, record in records:
+        found = record_problems(record, schema)
+        for message in found:
+            problems.add(line, message)
+        if not found:
+            clean.append((line, record))
+    if raise_now:
+        problems.raise_if_any()
+    return clean

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from rubrics import Rubric
+from storage.images import ImagePathError, image_problem, resolve_image
 from storage.import_files import Record
 from storage.models import Stage
+from storage.untrusted import FLAG, KEY, NUMBER, TEXT, TEXTS
 
 CAPTION_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references"}
 RATING_COLUMNS = {
@@ -47,6 +49,18 @@ RATING_ONLY_COLUMNS = {"native_english", "resolution_reasons", "resolution_note"
 # Columns our own export writes that carry no input: accepted and ignored on import.
 DERIVED_COLUMNS = {"total", "rubric", "image_seconds"}
 ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
+# The type every field must have in a JSON-lines file (CSV cells are text, parsed strictly).
+JSON_SCHEMA = {
+    **dict.fromkeys(["image", "system", "sys", "caption", "hyp", "annotator", "note",
+                     "fluency_type", "conciseness_type", "inclusive_type", "created_at",
+                     "updated_at", "resolution_reasons", "resolution_note",
+                     "fluency_round_type", "fluency_round_by", "rubric"], TEXT),
+    **dict.fromkeys(["image_id", "caption_id", "stage"], KEY),
+    **dict.fromkeys(["precision", "p", "recall", "r", "fluency", "conciseness", "inclusive",
+                     "seconds", "fluency_round", "total", "image_seconds"], NUMBER),
+    **dict.fromkeys(["double_rating", "native_english"], FLAG),
+    "references": TEXTS,
+}
 REFERENCE_COLUMN = re.compile(r"^reference_(\d+)$")
 T = TypeVar("T")
 
@@ -216,7 +230,9 @@ def references(record: Record) -> tuple[str, ...] | None:
         )
         if not numbered:
             return None
-        refs = [str(item).strip() if item is not None else "" for _, item in numbered]
+        if any(item is not None and not isinstance(item, str) for _, item in numbered):
+            raise RowError("reference_N columns must be text")
+        refs = [item.strip() if isinstance(item, str) else "" for _, item in numbered]
         while refs and not refs[-1]:
             refs.pop()
     if any(not ref for ref in refs):
@@ -349,25 +365,37 @@ def normalise_keys(record: Record) -> Record:
     return {ALIASES.get(key, key): value for key, value in record.items()}
 
 
-def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric) -> CaptionRow:
-    """Validate one record; image paths are resolved against `base_dir` and must exist."""
+def image_file(base_dir: Path, name: str, allow_outside: bool = False) -> str:
+    """The checked image file `name` names: inside `base_dir` (unless `allow_outside`), and
+    an image Pillow decodes (see storage.images)."""
+    try:
+        path = resolve_image(base_dir, name, allow_outside=allow_outside)
+    except ImagePathError as exc:
+        raise RowError(str(exc)) from None
+    problem = image_problem(path)
+    if problem is not None:
+        raise RowError(f"image {name!r}: {problem}")
+    return str(path)
+
+
+def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric, *,
+                allow_outside_images: bool = False) -> CaptionRow:
+    """Validate one record, reporting every problem it has; image paths are resolved
+    against `base_dir` and must name images (see `image_file`)."""
+    problems = _Collected()
     image_path = _text(record, "image")
     image_key = _text(record, "image_id") or image_path
     if image_key is None:
-        raise RowError("image (a path) or image_id is required")
+        problems.append("image (a path) or image_id is required")
     resolved = None
     if image_path is not None:
-        candidate = (base_dir / image_path).resolve()
-        if not candidate.is_file():
-            raise RowError(f"image file not found: {image_path}")
-        resolved = str(candidate)
+        resolved = problems.check(image_file, base_dir, image_path, allow_outside_images)
     system = _text(record, "system")
     caption = _text(record, "caption")
     if system is None:
-        raise RowError("system is missing")
+        problems.append("system is missing")
     if caption is None:
-        raise RowError("caption is missing")
-    problems = _Collected()
+        problems.append("caption is missing")
     parsed_references = problems.check(references, record)
     parsed_rating = problems.check(rating, record, rubric)
     double_rating = problems.check(flag, record, "double_rating")

@@ -13,6 +13,7 @@ from rubrics import THUMB_1_0, Rubric
 from storage.errors import Problems
 from storage.import_files import read_records
 from storage.import_rows import (
+    JSON_SCHEMA,
     CaptionRow,
     FluencyRoundRow,
     RatingRow,
@@ -132,7 +133,11 @@ class _Existing:
             select(FluencyCheck.__table__.c.caption_id)).scalars()}
 
 
-def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -> ImportPlan:
+def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *,
+          rejected_images: set[str] | None = None) -> ImportPlan:
+    """Check the rows against each other and the database. `rejected_images` holds the image
+    keys of the file's rows that failed their own checks (None: every row passed): those
+    images are not reported as unknown, and the protocol is not judged on part of a file."""
     plan = ImportPlan()
     image_line: dict[str, tuple[int, str | None]] = {}
     reference_line: dict[str, int] = {}
@@ -154,8 +159,9 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -
             if row.image_path and first_path and row.image_path != first_path:
                 problems.add(line, f"image {row.image_key!r} has another file at line {first_line}")
         elif row.image_path is None:
-            problems.add(line, f"unknown image_id {row.image_key!r}: not in the database and "
-                               "no image path given")
+            if row.image_key not in (rejected_images or ()):
+                problems.add(line, f"unknown image_id {row.image_key!r}: not in the database "
+                                   "and no image path given")
         else:
             image_line[row.image_key] = (line, row.image_path)
             plan.images[row.image_key] = row.image_path
@@ -219,7 +225,8 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems) -
                     plan.annotators.add(row.rating.annotator)
         workflow.add(row, key, plan)
     workflow.check_checkers(plan)
-    _check_protocol(plan, existing, rating_line, problems)
+    if rejected_images is None:
+        _check_protocol(plan, existing, rating_line, problems)
     return plan
 
 
@@ -449,13 +456,17 @@ def apply_plan(
 
 
 def import_captions(
-    engine: Engine, path: str | Path, *, actor: str, rubric: Rubric = THUMB_1_0
+    engine: Engine, path: str | Path, *, actor: str, rubric: Rubric = THUMB_1_0,
+    allow_outside_images: bool = False,
 ) -> ImportSummary:
     """Import a CSV/JSONL file of captions (and optional ratings). On any problem raise
-    InputError listing every `file:line: problem` and leave the database unchanged."""
+    InputError listing every `file:line: problem` — all of them, found in one pass — and
+    leave the database unchanged. Image paths must stay inside the file's folder unless
+    `allow_outside_images`."""
     path = Path(path)
-    records = [(line, normalise_keys(record)) for line, record in read_records(path)]
     problems = Problems(path)
+    records = [(line, normalise_keys(record)) for line, record in
+               read_records(path, schema=JSON_SCHEMA, problems=problems)]
     first_seen: dict[str, int] = {}
     for line, record in records:
         for key in record:
@@ -466,17 +477,23 @@ def import_captions(
     else:  # JSON lines and Parquet: at the first record that has the key
         for key in unknown:
             problems.add(first_seen[key], f"unknown column(s): {key}")
-    for message in missing_columns(set(first_seen)):
+    # (when records were left out for their own problems, their columns are unknown here)
+    missing = [] if problems.items else missing_columns(set(first_seen))
+    for message in missing:
         problems.add(1, message)
-    problems.raise_if_any()
+    if unknown or missing:  # every row would repeat it
+        problems.raise_if_any()
     rows = []
+    rejected: set[str] = set()
     for line, record in records:
         try:
-            rows.append(caption_row(line, record, path.parent, rubric))
+            rows.append(caption_row(line, record, path.parent, rubric,
+                                    allow_outside_images=allow_outside_images))
         except RowError as exc:
             problems.add(line, str(exc))
-    problems.raise_if_any()
+            rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
     with engine.begin() as connection:
-        plan = _plan(rows, _Existing(connection), problems)
+        plan = _plan(rows, _Existing(connection), problems,
+                     rejected_images=rejected if problems.items else None)
         problems.raise_if_any()
         return apply_plan(connection, plan, actor=actor, source=path, rubric=rubric)

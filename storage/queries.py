@@ -37,7 +37,10 @@ def with_totals(frame: pd.DataFrame) -> pd.DataFrame:
     frame["total"] = float("nan")
     for signature, index in frame.groupby("rubric").groups.items():
         rubric = rubric_for(str(signature))
-        part = frame.loc[index]
+        # as floats: a column that is all None (P only, R not yet) is of object dtype, and
+        # pandas 3 refuses to put its object result into the float column
+        part = frame.loc[index, ["precision", "recall", "fluency", "conciseness",
+                                 "inclusive"]].astype("float64")
         frame.loc[index, "total"] = rubric.total(
             part["precision"], part["recall"], part["fluency"], part["conciseness"],
             part["inclusive"],

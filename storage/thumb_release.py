@@ -10,21 +10,26 @@ from sqlalchemy import Engine, select
 from rubrics import THUMB_1_0
 from storage.errors import Problems
 from storage.import_files import Record, read_records
-from storage.import_rows import CaptionRow, RowError, rating
+from storage.import_rows import CaptionRow, RowError, image_file, rating
 from storage.importer import ImportSummary, _Existing, _plan, apply_plan
 from storage.models import Caption, Image
 from storage.queries import final_scores, references_by_image
+from storage.untrusted import KEY, NUMBER, TEXT, TEXTS
 
 THUMB_ANNOTATOR = "thumb-1.0"
 THUMB_FIELDS = ("sys", "seg_id", "set_id", "hyp", "image", "p", "r", "fl", "inc", "con",
                 "human_score")
+RELEASE_SCHEMA = {"sys": TEXT, "seg_id": KEY, "set_id": KEY, "hyp": TEXT, "image": TEXT,
+                  **dict.fromkeys(["p", "r", "fl", "inc", "con", "human_score"], NUMBER)}
+REFERENCES_SCHEMA = {"seg_id": KEY, "set_id": KEY, "refs": TEXTS}
 
 
 def _read_references(path: Path) -> dict[str, tuple[str, ...]]:
     problems = Problems(path)
     references: dict[str, tuple[str, ...]] = {}
     first_line: dict[str, int] = {}
-    for line, record in read_records(path, fmt="jsonl"):
+    for line, record in read_records(path, fmt="jsonl", schema=REFERENCES_SCHEMA,
+                                     problems=problems):
         seg_id, refs = record.get("seg_id"), record.get("refs")
         if seg_id is None:
             problems.add(line, "missing key 'seg_id'")
@@ -41,17 +46,15 @@ def _read_references(path: Path) -> dict[str, tuple[str, ...]]:
     return references
 
 
-def _caption_row(line: int, record: Record, images_dir: Path | None) -> CaptionRow:
+def _caption_row(line: int, record: Record, images_dir: Path | None,
+                 allow_outside_images: bool) -> CaptionRow:
     missing = [key for key in THUMB_FIELDS if record.get(key) is None]
     if missing:
         raise RowError(f"missing key(s): {', '.join(missing)}")
     image_name = str(record["image"])
     image_path = image_name
     if images_dir is not None:
-        candidate = (images_dir / image_name).resolve()
-        if not candidate.is_file():
-            raise RowError(f"image file not found: {candidate}")
-        image_path = str(candidate)
+        image_path = image_file(images_dir, image_name, allow_outside_images)
     scores = rating(
         {
             "annotator": THUMB_ANNOTATOR, "stage": "final", "precision": record["p"],
@@ -78,6 +81,14 @@ def _caption_row(line: int, record: Record, images_dir: Path | None) -> CaptionR
     )
 
 
+def _set_id(value: object) -> int:
+    """The release's set_id: a whole number (JSON gives an int; a digit string is taken)."""
+    if isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit()
+                                  and len(value) <= 9):
+        return int(value)
+    raise RowError(f"set_id must be a whole number, not {value!r}")
+
+
 def import_thumb(
     engine: Engine,
     path: str | Path,
@@ -85,19 +96,23 @@ def import_thumb(
     *,
     actor: str,
     images_dir: str | Path | None = None,
+    allow_outside_images: bool = False,
 ) -> ImportSummary:
     """Import the THUMB 1.0 release: captions, references, and its final scores as the
-    ratings of annotator `thumb-1.0` at the final stage. All or nothing."""
+    ratings of annotator `thumb-1.0` at the final stage. All or nothing; image names must
+    stay inside `images_dir` unless `allow_outside_images`."""
     path, references_path = Path(path), Path(references_path)
     references = _read_references(references_path)
     problems = Problems(path)
     rows: list[CaptionRow] = []
     set_ids: dict[str, int] = {}
-    for line, record in read_records(path, fmt="jsonl"):
+    for line, record in read_records(path, fmt="jsonl", schema=RELEASE_SCHEMA,
+                                     problems=problems):
         try:
-            row = _caption_row(line, record, Path(images_dir) if images_dir else None)
-            set_id = int(record["set_id"])  # type: ignore[arg-type]
-        except (RowError, ValueError) as exc:
+            row = _caption_row(line, record, Path(images_dir) if images_dir else None,
+                               allow_outside_images)
+            set_id = _set_id(record["set_id"])
+        except RowError as exc:
             problems.add(line, str(exc))
             continue
         if row.image_key not in references:

@@ -15,7 +15,7 @@ def good_png(path: Path, size: tuple[int, int] = (8, 6)) -> Path:
 
 
 def bomb_png(path: Path, side: int = 20_000) -> Path:
-    """A PNG whose header claims side×side pixels (400 million for 20,000): what a
+    """A PNG whose header claims side x side pixels (400 million for 20,000): what a
     decompression bomb looks like before it is decoded."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:

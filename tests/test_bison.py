@@ -17,6 +17,7 @@ from storage import InputError, import_captions, open_database
 from storage.bison import BisonSession, import_bison
 from storage.models import BisonAnswer, BisonItem, BisonPrediction
 from tests.conftest import SAMPLE_CSV, database_dump
+from tests.image_files import good_png
 from tests.tiny_clip import save_tiny_clip
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.bison import BisonScreen
@@ -164,7 +165,7 @@ def test_clip_evaluation_is_stored_with_accuracy(engine, tiny_clip):
 def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
     folder = tmp_path
     for name in ("dog", "cat", "car"):
-        (folder / f"{name}.png").write_bytes(b"x")
+        good_png(folder / f"{name}.png")
     data = folder / "captions.jsonl"
     refs = {"dog": ["A brown dog runs on the grass.", "A dog running on a lawn.",
                     "A happy brown dog on grass.", "The dog runs across the grass."],

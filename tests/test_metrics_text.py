@@ -19,6 +19,7 @@ from reports.scoring import compute_metrics, load_items
 from storage import final_scores, import_captions, import_thumb, open_database
 from storage.models import MetricScore
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
+from tests.image_files import good_png
 
 needs_java = pytest.mark.skipif(not java_available(), reason="Java or pycocoevalcap missing")
 
@@ -97,7 +98,7 @@ def test_python_tokenizer_agrees_with_stanford_ptb():
 
 
 def test_self_reference_is_left_out_and_the_signature_says_so(tmp_path):
-    (tmp_path / "a.png").write_bytes(b"x")
+    good_png(tmp_path / "a.png")
     data = tmp_path / "c.jsonl"
     data.write_text(
         '{"image": "a.png", "system": "Human", "caption": "a dog on grass", '

@@ -27,7 +27,7 @@ def test_a_path_inside_the_folder_resolves(folder):
 
 @pytest.mark.parametrize("name", ["../secret.png", "img/../../secret.png"])
 def test_dot_dot_out_of_the_folder_is_refused(folder, name):
-    with pytest.raises(ImagePathError, match="leads outside .* --allow-outside-images"):
+    with pytest.raises(ImagePathError, match=r"leads outside .* --allow-outside-images"):
         resolve_image(folder, name)
     assert resolve_image(folder, name, allow_outside=True).name == "secret.png"
 
@@ -62,8 +62,7 @@ def test_broken_files_are_named_with_a_reason(tmp_path):
     assert reasons["noise"] == reasons["text"] == \
         "not an image (Pillow cannot identify the format)"
     assert reasons["truncated"].startswith("cannot be decoded")
-    assert "20000×20000 pixels, over the limit" in reasons["bomb"] or \
-        reasons["bomb"] == "over Pillow's decompression-bomb limit"
+    assert reasons["bomb"].startswith("a decompression bomb? Image size (400000000 pixels)")
     assert image_problem(good_png(tmp_path / "ok.png")) is None
     assert image_problem(tmp_path / "gone.png") == "image file not found"
 

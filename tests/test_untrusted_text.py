@@ -12,9 +12,9 @@ from rich.text import Text
 
 from rubrics import codepoint, for_html, for_markdown, for_markup, forbidden_character, printable
 from storage.untrusted import (
+    KEY,
     MAX_DEPTH,
     MAX_TEXT_CHARS,
-    KEY,
     NUMBER,
     TEXT,
     JsonProblem,

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from thumb_tui.cli import analysis, bison, database, project, rating
-from thumb_tui.cli.common import state
+from thumb_tui.cli.common import SafeGroup, state
 
 app = typer.Typer(
+    cls=SafeGroup,
     help="Rate image captions with the THUMB 1.0 rubric and analyse the ratings.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -14,6 +14,8 @@ from thumb_tui.cli.common import (
     SeedOption,
     console,
     fail,
+    output_file,
+    output_folder,
     state,
     value_errors,
     write_or_echo,
@@ -41,6 +43,7 @@ def agreement_command(
 
     if fmt not in ("table", "csv", "json", "md"):
         fail("--format must be table, csv, json or md")
+    output_file(out)
     report = agreement_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if report.empty:
         typer.echo("no pairs of ratings to compare yet (blind double ratings or stage 2)")
@@ -73,6 +76,7 @@ def report_command(
     from reports.render import write_report
     from reports.tables import build_report
 
+    output_folder(out)
     with value_errors():
         report = build_report(state.existing_engine, exclude_systems=exclude_system,
                               bootstrap=bootstrap, ci=ci, seed=seed)

@@ -14,6 +14,7 @@ from thumb_tui.cli.common import (
     BootstrapOption,
     CiOption,
     ImageModeOption,
+    OutsideImagesOption,
     SeedOption,
     annotator_name,
     database_for_import,
@@ -35,6 +36,7 @@ def bison_import_command(
         "--captions", help="COCO captions file (needed for COCO-BISON).")] = None,
     images: Annotated[Path | None, typer.Option(
         "--images", help="Folder with the COCO images.")] = None,
+    allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
     """Import BISON items (all or nothing)."""
@@ -42,7 +44,8 @@ def bison_import_command(
 
     with database_for_import() as engine:
         added = import_bison(engine, file, actor=by or default_actor(),
-                             captions=captions, images_dir=images)
+                             captions=captions, images_dir=images,
+                             allow_outside_images=allow_outside_images)
     typer.echo(f"{file}: {added} BISON item{'' if added == 1 else 's'} imported")
 
 

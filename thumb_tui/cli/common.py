@@ -12,16 +12,41 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 from sqlalchemy import Engine
+from typer.core import TyperGroup
 
+from rubrics import printable
 from storage import InputError, open_database
 
 console = Console()
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def fail(message: str) -> NoReturn:
-    """End the command: the message on stderr, prefixed with 'error: ', and exit status 2."""
-    typer.echo(f"error: {message}", err=True)
+    """End the command: the message on stderr, prefixed with 'error: ', and exit status 2.
+    Control characters in it (it may quote a file's content) are shown as escapes."""
+    typer.echo(f"error: {printable(message)}", err=True)
     raise typer.Exit(2)
+
+
+class SafeGroup(TyperGroup):
+    """The root command group: an operating-system or database error that reaches it (a
+    folder that does not exist, a full disk, a server that went away) ends the command in
+    one line with exit status 2, never a traceback."""
+
+    def invoke(self, ctx: typer.Context) -> object:
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            fail(f"{exc.strerror or exc}{where}")
+        except DBAPIError as exc:
+            fail(f"database error: {_first_line(exc.orig)}")
+
+
+def _first_line(error: object) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 class State:
@@ -29,26 +54,81 @@ class State:
 
     @property
     def engine(self) -> Engine:
-        """The database, its schema brought up to date (SQLite) or refused (an older
-        PostgreSQL schema: `thumb db upgrade`); commands that only read or rate need it to
-        exist already."""
+        """The database, created if it does not exist yet (import), its schema brought up
+        to date (SQLite) or refused (an older PostgreSQL schema: `thumb db upgrade`)."""
+        return self._open(must_exist=False)
+
+    @property
+    def existing_engine(self) -> Engine:
+        """The database; commands that only read or rate need it to exist already."""
+        return self._open(must_exist=True)
+
+    def require_existing(self) -> str:
+        """End the command unless --db names a usable database; return it as shown to the
+        user (a URL without its password)."""
+        return self._check(must_exist=True)
+
+    def _check(self, *, must_exist: bool) -> str:
+        """What is wrong with --db, before connecting, as one line that ends the command."""
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        if "://" not in self.db:
+            path = Path(self.db).expanduser()
+            if path.is_dir():
+                fail(f"--db {self.db} is a folder, not a database file")
+            if not path.parent.is_dir():
+                fail(f"--db {self.db}: the folder {path.parent} does not exist")
+            if must_exist and not path.is_file():
+                fail(f"no database at {self.db}; create one with `thumb --db {self.db} "
+                     "import FILE`")
+            if path.is_file() and not _sqlite_file(path):
+                fail(f"--db {self.db} is not a thumb-tui database (not a SQLite file)")
+            return self.db
+        try:
+            return make_url(self.db).render_as_string(hide_password=True)
+        except ArgumentError:
+            fail(f"--db {self.db!r} is not a database URL")
+
+    def _open(self, *, must_exist: bool) -> Engine:
+        """Open --db, or end the command in one line saying what is wrong with it."""
+        from sqlalchemy.exc import SQLAlchemyError
+
         from storage.migrations import SchemaError
 
+        shown = self._check(must_exist=must_exist)
         try:
             return open_database(self.db, on_upgrade=lambda upgrade: typer.echo(
                 f"note: {upgrade}", err=True))
         except SchemaError as exc:
             fail(str(exc))
+        except (SQLAlchemyError, ImportError, RuntimeError) as exc:
+            reason = _first_line(getattr(exc, "orig", None) or exc)
+            fail(f"cannot open the database {shown}: {reason}")
 
-    def require_existing(self) -> None:
-        if "://" not in self.db and not Path(self.db).expanduser().is_file():
-            fail(f"no database at {self.db}; create one with `thumb --db {self.db} import "
-                 "FILE`")
 
-    @property
-    def existing_engine(self) -> Engine:
-        self.require_existing()
-        return self.engine
+def _sqlite_file(path: Path) -> bool:
+    """An empty file (SQLite makes it a database) or one with SQLite's header."""
+    with path.open("rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    return header in (b"", SQLITE_HEADER)
+
+
+def output_file(path: Path | None, option: str = "--out") -> None:
+    """Refuse, before any work, an output file that cannot be written where it is asked."""
+    if path is None:
+        return
+    if path.is_dir():
+        fail(f"{option} {path} is a folder; give a file name")
+    if not path.parent.is_dir():
+        fail(f"{option} {path}: the folder {path.parent} does not exist")
+
+
+def output_folder(path: Path, option: str = "--out") -> None:
+    """Refuse an output folder that is a file or lies under one."""
+    existing = next((p for p in [path, *path.parents] if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        fail(f"{option} {path}: {existing} is a file, not a folder")
 
 
 state = State()
@@ -82,6 +162,10 @@ NativeOption = Annotated[
     bool | None, typer.Option("--native/--non-native", help="Are you a native English speaker?")
 ]
 AnnotatorOption = Annotated[str, typer.Option("--annotator", help="Your annotator name.")]
+OutsideImagesOption = Annotated[bool, typer.Option(
+    "--allow-outside-images",
+    help="Accept image paths that lead outside the images folder (absolute paths, .., "
+         "symlinks); refused by default, since the file comes from someone else.")]
 
 
 @contextmanager
@@ -151,7 +235,7 @@ def annotator_name(annotator: str) -> str:
 def write_or_echo(text: str, out: Path | None, what: str) -> None:
     """Print the text, or write it to --out and say what was written."""
     if out is None:
-        typer.echo(text)
+        typer.echo(printable(text))
         return
     out.write_text(text, encoding="utf-8")
     typer.echo(f"wrote {what} to {out}")

@@ -10,15 +10,18 @@ import typer
 from rich.table import Table
 
 import storage
+from rubrics import for_markup
 from storage import EXPORT_FORMATS, import_captions
 from thumb_tui.cli.common import (
     ActorOption,
     NativeOption,
+    OutsideImagesOption,
     annotator_name,
     console,
     database_for_import,
     default_actor,
     fail,
+    output_file,
     protocol_refusals,
     state,
     value_errors,
@@ -30,11 +33,13 @@ app = typer.Typer()
 @app.command("import")
 def import_command(
     file: Annotated[Path, typer.Argument(help="CSV or JSONL of captions (and ratings).")],
+    allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
     """Import captions, references and optional ratings (all or nothing)."""
     with database_for_import() as engine:
-        summary = import_captions(engine, file, actor=by or default_actor())
+        summary = import_captions(engine, file, actor=by or default_actor(),
+                                  allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 
 
@@ -47,12 +52,14 @@ def import_thumb_command(
     images: Annotated[
         Path | None, typer.Option("--images", help="Folder with the COCO val2014 images.")
     ] = None,
+    allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
     """Import the public THUMB 1.0 release; its scores become annotator `thumb-1.0`, final."""
     with database_for_import() as engine:
         summary = storage.import_thumb(engine, file, references,
-                                       actor=by or default_actor(), images_dir=images)
+                                       actor=by or default_actor(), images_dir=images,
+                                       allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 
 
@@ -73,6 +80,8 @@ def export_command(
     if references_out is not None and fmt != "thumb-jsonl":
         fail(f"--references-out is for --format thumb-jsonl; {fmt} writes the references in "
              "every row")
+    output_file(out)
+    output_file(references_out, "--references-out")
     engine = state.existing_engine
     if fmt == "thumb-jsonl":
         count = storage.export_thumb(engine, out, references_out)
@@ -90,13 +99,14 @@ def export_command(
 def status_command() -> None:
     """Images, captions, systems, annotators, ratings per stage and progress."""
     status = storage.project_status(state.existing_engine)
-    table = Table(title=f"thumb-tui project: {state.db}", show_header=False)
+    table = Table(title=f"thumb-tui project: {for_markup(state.db, newlines=False)}",
+                  show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
     for key in ("images", "captions", "references", "annotators"):
         table.add_row(key, str(status[key]))
     for system, count in status["systems"].items():
-        table.add_row(f"  captions by {system}", str(count))
+        table.add_row(f"  captions by {for_markup(system, newlines=False)}", str(count))
     for stage, (total, complete) in status["ratings_per_stage"].items():
         table.add_row(f"ratings at stage {stage}", f"{complete} complete ({total} started)")
     captions, images = status["captions"] or 1, status["images"] or 1
@@ -111,6 +121,12 @@ def status_command() -> None:
     table.add_row("images for blind double rating", str(status["double_images"]))
     table.add_row("stage-1/2 disagreements unresolved", str(status["unresolved"]))
     table.add_row("captions awaiting the fluency round", str(status["fluency_pending"]))
+    broken = status["broken_images"]
+    table.add_row("images flagged as broken", str(len({b.key for b in broken})))
+    for item in broken:
+        table.add_row(f"  {for_markup(item.key, newlines=False)}: "
+                      f"{for_markup(item.reason, newlines=False)} "
+                      f"({for_markup(item.annotator, newlines=False)})", "")
     console.print(table)
 
 
