@@ -39,7 +39,7 @@ def sample_engine(folder: Path, *, marked_systems: bool = False) -> Engine:
             writer.writeheader()
             writer.writerows(rows)
     engine = open_database(folder / "app.db")
-    import_captions(engine, source, actor="setup")
+    import_captions(engine, source, actor="setup", allow_outside_images=True)
     return engine
 
 
