@@ -2,7 +2,7 @@
 which images for a caption (many-to-many, as in ECCV Caption, Chun et al. 2022).
 
 Ids. An id is an `int` when it is written as a canonical decimal integer (`391895`,
-`"391895"`, `"-3"`) and a `str` otherwise (`"img-01"`, `"007"`, `"1.5"`). `normalize_id`
+`"391895"`, `"-3"`) and a `str` otherwise (`"img-01"`, `"007"`, `"-0"`, `"1.5"`). `normalize_id`
 applies this everywhere an id enters — positive sets, ranked lists, matrix id arrays — so
 the JSON key `"391895"` and the list value `391895` of the `eccv-caption` files are the
 same id, COCO ids stay the integers that package uses, and a thumb project's string keys
@@ -37,7 +37,7 @@ SHIPPED = {"eccv": "eccv", "cxc": "cxc", "coco-5k": "original"}
 SHIPPED_NAMES = ("eccv", "cxc", "coco-5k", "coco-1k")
 COCO_1K_FOLDS = 5
 
-_CANONICAL_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]*")
 
 
 class PositivesError(ValueError):
@@ -144,7 +144,7 @@ def positive_set_from_pairs(name: str, pairs: Iterable[tuple[object, object]]) -
     return positive_set(name, image_to_captions, caption_to_images)
 
 
-def _line_of(text: str, key: str) -> int:
+def line_of_key(text: str, key: str) -> int:
     """The line where `"key"` first appears as a JSON key (1 if it cannot be found)."""
     found = re.search(r'"' + re.escape(key) + r'"\s*:', text)
     return text.count("\n", 0, found.start()) + 1 if found else 1
@@ -164,19 +164,19 @@ def read_id_map(path: Path) -> dict[Id, tuple[Id, ...]]:
         raise PositivesError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
     except _DuplicateKey as duplicate:
         raise PositivesError(
-            f"{path}:{_line_of(text, duplicate.key)}: key {duplicate.key!r} appears twice"
+            f"{path}:{line_of_key(text, duplicate.key)}: key {duplicate.key!r} appears twice"
         ) from None
     if not isinstance(raw, dict):
         raise PositivesError(f"{path}:1: expected a JSON object {{query id: [item ids…]}}")
     for key, values in raw.items():
         if not isinstance(values, list):
             raise PositivesError(
-                f"{path}:{_line_of(text, key)}: the value of {key!r} must be a list of ids"
+                f"{path}:{line_of_key(text, key)}: the value of {key!r} must be a list of ids"
             )
     try:
         return dict(_normalized_map(raw, "query"))
     except _BadQuery as error:
-        raise PositivesError(f"{path}:{_line_of(text, str(error.key))}: {error}") from None
+        raise PositivesError(f"{path}:{line_of_key(text, str(error.key))}: {error}") from None
 
 
 class _DuplicateKey(Exception):

@@ -25,7 +25,7 @@ needs_eccv_caption = pytest.mark.skipif(
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [(391895, 391895), ("391895", 391895), ("-3", -3), ("0", 0), ("img-01", "img-01"),
-     ("007", "007"), ("1.5", "1.5"), (" 7", " 7")],
+     ("007", "007"), ("-0", "-0"), ("1.5", "1.5"), (" 7", " 7")],
 )
 def test_normalize_id_turns_only_canonical_integers_into_ints(raw, expected):
     assert normalize_id(raw) == expected

@@ -1,0 +1,418 @@
+"""A retrieval model's results for one direction (i2t or t2i), as ranked lists or as a
+similarity matrix, behind one question the metrics ask: "the top `depth` items of these
+queries, optionally among these items only".
+
+Ranked lists: `{query id: [item ids, best first]}` (the eccv-caption layout). Lists may be
+shorter than the item pool (items not listed rank below every listed one) but must not be
+empty or repeat an item. Similarity matrices rank by descending score, ties broken by
+ascending id (integers before strings). Ids follow `metrics.positives.normalize_id`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from metrics.positives import Id, line_of_key, normalize_id
+
+DIRECTIONS = ("i2t", "t2i")
+_LOOKUP_LIMIT = 50_000_000  # largest integer id mapped through a lookup table
+_DUPLICATE_CHUNK = 20_000_000  # cells of the (rows x items) scratch of the duplicate check
+
+
+class RankingsError(ValueError):
+    """Unusable rankings; the message names the file (and line) when there is one."""
+
+
+class Ranked(Protocol):
+    queries: tuple[Id, ...]
+    items: tuple[Id, ...]
+
+    @property
+    def row_of(self) -> Mapping[Id, int]: ...
+
+    @property
+    def index_of(self) -> Mapping[Id, int]: ...
+
+    def top(self, rows: np.ndarray, depth: int, allowed: np.ndarray | None) -> np.ndarray:
+        """(len(rows), depth) item indices, best first; -1 where a list has ended.
+        `allowed` (a boolean mask over items) keeps only those items, in ranked order."""
+        ...
+
+
+class _Ids:
+    queries: tuple[Id, ...]
+    items: tuple[Id, ...]
+
+    @cached_property
+    def row_of(self) -> dict[Id, int]:
+        return {query: row for row, query in enumerate(self.queries)}
+
+    @cached_property
+    def index_of(self) -> dict[Id, int]:
+        return {item: index for index, item in enumerate(self.items)}
+
+
+@dataclass(frozen=True, eq=False)
+class Rankings(_Ids):
+    """Ranked lists: row q of `order` holds indices into `items`, best first, -1 padding
+    the lists shorter than the longest."""
+
+    queries: tuple[Id, ...]
+    items: tuple[Id, ...]
+    order: np.ndarray
+
+    def top(self, rows: np.ndarray, depth: int, allowed: np.ndarray | None) -> np.ndarray:
+        if allowed is None:
+            head = self.order[rows, :depth]
+            return _pad(head, depth)
+        return _top_allowed(self.order, rows, depth, allowed)
+
+
+def _pad(head: np.ndarray, depth: int) -> np.ndarray:
+    if head.shape[1] >= depth:
+        return head
+    padded = np.full((head.shape[0], depth), -1, dtype=head.dtype)
+    padded[:, : head.shape[1]] = head
+    return padded
+
+
+def _top_allowed(order: np.ndarray, rows: np.ndarray, depth: int, allowed: np.ndarray
+                 ) -> np.ndarray:
+    """The first `depth` allowed items of each row: scan a prefix wide enough for most
+    rows, widen it for the rows that need more."""
+    result = np.full((len(rows), depth), -1, dtype=order.dtype)
+    share = max(float(allowed.mean()), 1e-6)
+    width = min(order.shape[1], int(depth / share * 2) + 16)
+    pending = np.arange(len(rows))
+    while len(pending):
+        head = order[rows[pending], :width]
+        keep = (head >= 0) & allowed[np.maximum(head, 0)]
+        position = np.cumsum(keep, axis=1) - 1
+        take = keep & (position < depth)
+        r, c = np.nonzero(take)
+        result[pending[r], position[r, c]] = head[r, c]
+        found = take.sum(axis=1)
+        more = (found < depth) & (width < order.shape[1])
+        pending, width = pending[more], min(order.shape[1], width * 4)
+    return result
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredRankings(_Ids):
+    """A similarity matrix (queries x items); rankings by descending score, ties broken by
+    ascending item id. Only the requested top of each row is ever sorted."""
+
+    queries: tuple[Id, ...]
+    items: tuple[Id, ...]
+    scores: np.ndarray
+
+    @cached_property
+    def _id_rank(self) -> np.ndarray:
+        ranked = sorted(range(len(self.items)), key=lambda i: _id_key(self.items[i]))
+        rank = np.empty(len(self.items), dtype=np.int64)
+        rank[ranked] = np.arange(len(self.items))
+        return rank
+
+    def top(self, rows: np.ndarray, depth: int, allowed: np.ndarray | None) -> np.ndarray:
+        columns = np.arange(len(self.items)) if allowed is None else np.nonzero(allowed)[0]
+        result = np.full((len(rows), depth), -1, dtype=np.int64)
+        take = min(depth, len(columns))
+        if take == 0 or len(rows) == 0:
+            return result
+        for start in range(0, len(rows), 4096):
+            chunk = rows[start : start + 4096]
+            block = self.scores[chunk][:, columns]
+            threshold = -np.partition(-block, take - 1, axis=1)[:, take - 1 : take]
+            r, c = np.nonzero(block >= threshold)
+            order = np.lexsort((self._id_rank[columns[c]], -block[r, c], r))
+            r, c = r[order], c[order]
+            first = np.searchsorted(r, np.arange(len(chunk)))
+            position = np.arange(len(r)) - first[r]
+            keep = position < take
+            result[start + r[keep], position[keep]] = columns[c[keep]]
+        return result
+
+
+def _id_key(value: Id) -> tuple[int, int | str]:
+    """Ascending id order: integers (numerically), then strings."""
+    return (0, value) if isinstance(value, int) else (1, value)
+
+
+def rankings_from_lists(lists: Mapping[object, Sequence[object]], *, source: str = "rankings"
+                        ) -> Rankings:
+    """Rankings from `{query: [items…]}` with any id spellings (normalised here)."""
+    queries: list[Id] = []
+    index_of: dict[Id, int] = {}
+    encoded: list[list[int]] = []
+    for key, values in lists.items():
+        query = _checked_id(key, source, key)
+        if not isinstance(values, list | tuple | np.ndarray):
+            raise RankingsError(f"{source}: the list of query {key!r} is not a list of ids")
+        row = [index_of.setdefault(_checked_id(v, source, key), len(index_of)) for v in values]
+        queries.append(query)
+        encoded.append(row)
+    if len(set(queries)) != len(queries):
+        raise RankingsError(f"{source}: a query id appears twice")
+    width = max(map(len, encoded), default=0)
+    order = np.full((len(encoded), width), -1, dtype=np.int32)
+    for row, items in enumerate(encoded):
+        order[row, : len(items)] = items
+    rankings = Rankings(tuple(queries), tuple(index_of), order)
+    check_lists(rankings, source)
+    return rankings
+
+
+def _checked_id(value: object, source: str, query: object) -> Id:
+    try:
+        return normalize_id(value)
+    except ValueError as error:
+        raise RankingsError(f"{source}: query {query!r}: {error}") from None
+
+
+def check_lists(rankings: Rankings, source: str, text: str | None = None) -> None:
+    """Refuse empty lists and lists that name an item twice (naming the query)."""
+    lengths = (rankings.order >= 0).sum(axis=1)
+    empty = np.nonzero(lengths == 0)[0]
+    if len(empty):
+        _raise_for_query(rankings, int(empty[0]), "the ranked list is empty", source, text)
+    items = max(len(rankings.items), 1)
+    step = max(1, _DUPLICATE_CHUNK // items)
+    for start in range(0, len(rankings.queries), step):
+        block = rankings.order[start : start + step]
+        seen = np.zeros((len(block), items + 1), dtype=bool)
+        seen[np.arange(len(block))[:, None], np.where(block >= 0, block, items)] = True
+        distinct = seen[:, :items].sum(axis=1)
+        repeated = np.nonzero(distinct != lengths[start : start + step])[0]
+        if len(repeated):
+            row = start + int(repeated[0])
+            values, counts = np.unique(rankings.order[row][rankings.order[row] >= 0],
+                                       return_counts=True)
+            twice = rankings.items[int(values[counts > 1][0])]
+            _raise_for_query(rankings, row, f"item {twice!r} appears twice in the list",
+                             source, text)
+
+
+def _raise_for_query(rankings: Ranked, row: int, message: str, source: str,
+                     text: str | None) -> None:
+    query = rankings.queries[row]
+    where = f"{source}:{line_of_key(text, str(query))}" if text is not None else source
+    raise RankingsError(f"{where}: query {query!r}: {message}")
+
+
+def check_known(rankings: Ranked, queries: set[Id] | frozenset[Id] | None,
+                items: set[Id] | frozenset[Id] | None, source: str) -> None:
+    """Refuse query or item ids outside the known ones (None: anything goes)."""
+    for what, ids, known in (("query", rankings.queries, queries), ("item", rankings.items, items)):
+        if known is None:
+            continue
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise RankingsError(
+                f"{source}: {len(unknown)} unknown {what} id(s), e.g. {unknown[0]!r}"
+            )
+
+
+# --- files -----------------------------------------------------------------------------
+
+_SKELETON = re.compile(rb'\{(?:"":\[,*\](?:,"":\[,*\])*)?\}')
+
+
+def read_rankings_json(path: Path) -> Rankings:
+    """`{query id: [item ids…]}` from a JSON file. Integer-only files take a vectorised
+    parser (no Python object per id); anything else goes through `json`."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise RankingsError(f"{path}: cannot read: {error}") from None
+    fast = _parse_integer_lists(data)
+    if fast is not None:
+        keys, lengths, values = fast
+        rankings = _rankings_from_arrays(keys, lengths, values, path)
+        check_lists(rankings, str(path), data.decode("utf-8"))
+        return rankings
+    try:
+        text = data.decode("utf-8")
+        raw = json.loads(text, object_pairs_hook=_unique_keys(path, text))
+    except UnicodeDecodeError as error:
+        raise RankingsError(f"{path}: not UTF-8: {error}") from None
+    except json.JSONDecodeError as error:
+        raise RankingsError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    if not isinstance(raw, dict):
+        raise RankingsError(f"{path}:1: expected a JSON object {{query id: [item ids…]}}")
+    for key, values in raw.items():
+        if not isinstance(values, list):
+            raise RankingsError(f"{path}:{line_of_key(text, key)}: the value of {key!r} "
+                                "must be a list of ids")
+    try:
+        rankings = rankings_from_lists(raw, source=str(path))
+    except RankingsError as error:
+        message = str(error).removeprefix(f"{path}: ")
+        query = message.split("'")[1] if message.startswith("query '") else ""
+        raise RankingsError(f"{path}:{line_of_key(text, query)}: {message}") from None
+    return rankings
+
+
+def _unique_keys(path: Path, text: str):
+    def hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        result: dict[str, object] = {}
+        for key, value in pairs:
+            if key in result:
+                raise RankingsError(f"{path}:{line_of_key(text, key)}: query {key!r} "
+                                    "appears twice")
+            result[key] = value
+        return result
+    return hook
+
+
+def _parse_integer_lists(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(keys, list lengths, concatenated values) of a `{"int": [int, …], …}` file, or None
+    when the file is anything else (strings, negatives, floats, nesting, stray commas…):
+    the caller then parses it with `json`, which also words the error."""
+    skeleton = data.translate(None, delete=b"0123456789 \t\r\n")
+    if not _SKELETON.fullmatch(skeleton):
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    digit = ((raw >= 48) & (raw <= 57)).view(np.int8)
+    starts = np.flatnonzero(np.diff(digit, prepend=np.int8(0)) == 1)
+    ends = np.flatnonzero(np.diff(digit, append=np.int8(0)) == -1) + 1
+    del digit
+    width = ends - starts
+    if not len(starts) or width.max() > 18 or np.any((raw[starts] == 48) & (width > 1)):
+        return None  # too long for int64, or "007" (a string id, not 7)
+    opens = np.flatnonzero(raw == ord("["))
+    closes = np.flatnonzero(raw == ord("]"))
+    list_of_number = np.searchsorted(opens, starts) - 1
+    inside = np.searchsorted(closes, starts) == list_of_number  # opened, not yet closed
+    quote = ord('"')
+    quoted = (raw[starts - 1] == quote) & (raw[np.minimum(ends, len(raw) - 1)] == quote)
+    keys = ~inside
+    # keys: one quoted number per key, right before its list; items: bare numbers
+    if np.any(inside == quoted) or int(keys.sum()) != len(opens) \
+            or np.any(list_of_number[keys] != np.arange(len(opens)) - 1):
+        return None
+    commas = np.flatnonzero(raw == ord(","))
+    comma_list = np.searchsorted(opens, commas) - 1
+    comma_inside = np.searchsorted(closes, commas) == comma_list
+    lengths = np.bincount(list_of_number[inside], minlength=len(opens))
+    inner = np.bincount(comma_list[comma_inside], minlength=len(opens))
+    if np.any(inner != np.maximum(lengths - 1, 0)):
+        return None  # "[1 2]" or "[1,,2]": one number per comma-separated slot
+    values = np.zeros(len(starts), dtype=np.int64)
+    for offset in range(int(width.max())):
+        more = np.flatnonzero(width > offset)
+        values[more] = values[more] * 10 + (raw[starts[more] + offset] - 48)
+    return values[keys], lengths, values[inside]
+
+
+def _rankings_from_arrays(keys: np.ndarray, lengths: np.ndarray, values: np.ndarray,
+                          path: Path) -> Rankings:
+    unique_keys, counts = np.unique(keys, return_counts=True)
+    if np.any(counts > 1):
+        twice = int(unique_keys[counts > 1][0])
+        text = path.read_text(encoding="utf-8")
+        again = list(re.finditer(f'"{twice}"\\s*:', text))[1].start()
+        line = text.count("\n", 0, again) + 1
+        raise RankingsError(f"{path}:{line}: query {twice!r} appears twice")
+    if len(values) and values.max() < _LOOKUP_LIMIT:
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        item_ids = np.nonzero(present)[0]
+        lookup = np.full(len(present), -1, dtype=np.int32)
+        lookup[item_ids] = np.arange(len(item_ids), dtype=np.int32)
+        encoded = lookup[values]
+    else:
+        item_ids, encoded = np.unique(values, return_inverse=True)
+        encoded = encoded.astype(np.int32)
+    width = int(lengths.max()) if len(lengths) else 0
+    if np.all(lengths == width):
+        order = encoded.reshape(len(lengths), width)
+    else:
+        order = np.full((len(lengths), width), -1, dtype=np.int32)
+        row = np.repeat(np.arange(len(lengths)), lengths)
+        column = np.arange(len(values)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        order[row, column] = encoded
+    return Rankings(tuple(keys.tolist()), tuple(item_ids.tolist()), order)
+
+
+def read_scores(path: Path) -> tuple[np.ndarray, tuple[Id, ...], tuple[Id, ...]]:
+    """(scores, image ids, caption ids) from `.npz` (arrays `scores`, `image_ids`,
+    `caption_ids`), `.npy` (a dict saved with allow_pickle is refused; a plain array
+    needs ids: use .npz) or Parquet (columns image_id, caption_id, score: one row per
+    pair, every pair present)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                missing = {"scores", "image_ids", "caption_ids"} - set(archive.files)
+                if missing:
+                    raise RankingsError(f"{path}: missing array(s) {', '.join(sorted(missing))}")
+                scores = archive["scores"]
+                images, captions = archive["image_ids"], archive["caption_ids"]
+        elif suffix == ".parquet":
+            scores, images, captions = _scores_from_parquet(path)
+        else:
+            raise RankingsError(f"{path}: a score matrix is a .npz (scores, image_ids, "
+                                "caption_ids) or a .parquet (image_id, caption_id, score)")
+    except (OSError, ValueError) as error:
+        if isinstance(error, RankingsError):
+            raise
+        raise RankingsError(f"{path}: cannot read: {error}") from None
+    return check_scores(scores, images, captions, str(path))
+
+
+def _scores_from_parquet(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    missing = {"image_id", "caption_id", "score"} - set(frame.columns)
+    if missing:
+        raise RankingsError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    table = frame.pivot_table(index="image_id", columns="caption_id", values="score",
+                              aggfunc="count")
+    if len(frame) != table.size or table.isna().any().any() or (table.to_numpy() != 1).any():
+        raise RankingsError(f"{path}: needs exactly one score per (image, caption) pair")
+    wide = frame.pivot(index="image_id", columns="caption_id", values="score")
+    return wide.to_numpy(dtype=float), wide.index.to_numpy(), wide.columns.to_numpy()
+
+
+def check_scores(scores: object, images: object, captions: object, source: str
+                 ) -> tuple[np.ndarray, tuple[Id, ...], tuple[Id, ...]]:
+    """A finite (images x captions) matrix with one distinct id per row and column."""
+    matrix = np.asarray(scores)
+    ids = []
+    for what, values in (("image_ids", images), ("caption_ids", captions)):
+        array = np.asarray(values)
+        if array.ndim != 1:
+            raise RankingsError(f"{source}: {what} must be one-dimensional")
+        try:
+            normalized = tuple(normalize_id(v.item() if hasattr(v, "item") else v)
+                               for v in array)
+        except ValueError as error:
+            raise RankingsError(f"{source}: {what}: {error}") from None
+        if len(set(normalized)) != len(normalized):
+            raise RankingsError(f"{source}: {what} repeats an id")
+        ids.append(normalized)
+    expected = (len(ids[0]), len(ids[1]))
+    if matrix.shape != expected:
+        raise RankingsError(f"{source}: scores has shape {matrix.shape}, expected "
+                            f"{expected} (images x captions)")
+    if not np.issubdtype(matrix.dtype, np.number) or not np.isfinite(matrix).all():
+        raise RankingsError(f"{source}: scores must be finite numbers")
+    return matrix, ids[0], ids[1]
+
+
+def scored_directions(scores: np.ndarray, images: tuple[Id, ...], captions: tuple[Id, ...]
+                      ) -> dict[str, ScoredRankings]:
+    """The i2t and t2i views of one images x captions matrix."""
+    return {"i2t": ScoredRankings(images, captions, scores),
+            "t2i": ScoredRankings(captions, images, scores.T)}

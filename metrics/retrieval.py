@@ -1,0 +1,362 @@
+"""Retrieval metrics on many-to-many positives, as eccv-caption defines them, vectorised.
+
+For a query with R distinct positives (all of them, ranked or not) and its ranked list:
+- `recall@k`: 1 if any positive is in the top k (R^V, the COCO convention), else 0;
+- `recall-share@k`: |top-k ∩ positives| / R (the R of the NCS paper);
+- `r-precision`: |top-R ∩ positives| / min(R, length of the list);
+- `map@r`: (1/R)·Σ_{r≤R} P@r·rel(r) (rel = 0 past the end of a short list);
+- `pmrp`: R-precision on plausible-match positives with R capped (ECCV Table 4: 50).
+Each is averaged over the positive set's queries that have at least one positive (a query
+with an empty list is left out and not counted in `n`). A fold set (COCO 1K) filters every
+ranking to the fold's items and averages the folds' means. Bootstrap CIs resample queries
+(within each fold), paired across metrics; `mean` averages i2t and t2i replicate by
+replicate, `rsum` adds R@1, R@5 and R@10 of both directions.
+
+Semantic metrics (Biten et al., WACV 2022) grade retrieved items by a relevance matrix
+φ(image, caption) (a captioning metric of the caption against the image's references):
+- `ncs@k`: Σ_q Σ φ(top-k retrieved) / Σ_q Σ φ(the k most relevant items) — a ratio of
+  sums over queries, as the paper's code computes it (queries whose best k are all 0 add
+  nothing to either side);
+- `sr@k` with m: |top-k ∩ the m most relevant items| / m, averaged over queries.
+"Most relevant" ranks by φ, ties broken by ascending id. Without ground truth (`no-gt`),
+the query's ground-truth items are removed from both the ranking and the ideal list.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from metrics.correlation import check_ci, percentile_ci
+from metrics.positives import Id, PositiveSet
+from metrics.rankings import Ranked, RankingsError, ScoredRankings
+
+DEFAULT_KS = (1, 5, 10)
+RSUM_KS = (1, 5, 10)
+PMRP_CAP = 50
+DIRECTIONS = ("i2t", "t2i")
+BOOTSTRAP_CHUNK = 200  # replicates per weight matrix
+
+Key = tuple[str, int | None, int | None]  # metric, k, m
+
+
+@dataclass
+class Sample:
+    """Per-query values of one metric over the folds of one set and direction; a ratio
+    metric keeps numerator and denominator."""
+
+    folds: list[np.ndarray] = field(default_factory=list)
+    denominators: list[np.ndarray] | None = None
+
+    @property
+    def n(self) -> int:
+        return sum(len(f) for f in self.folds)
+
+    def value(self) -> float:
+        return self._combine([f.sum() for f in self.folds], None if self.denominators is None
+                             else [d.sum() for d in self.denominators],
+                             [len(f) for f in self.folds])
+
+    def replicates(self, weights: Sequence[np.ndarray]) -> np.ndarray:
+        """One value per bootstrap replicate; weights[f] is (replicates x queries of f)."""
+        sums = [w @ f for w, f in zip(weights, self.folds, strict=True)]
+        dens = None if self.denominators is None else [
+            w @ d for w, d in zip(weights, self.denominators, strict=True)]
+        return self._combine(sums, dens, [len(f) for f in self.folds])
+
+    @staticmethod
+    def _combine(sums, dens, sizes):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if dens is None:
+                return np.mean([s / n for s, n in zip(sums, sizes, strict=True)], axis=0)
+            return np.mean([s / d for s, d in zip(sums, dens, strict=True)], axis=0)
+
+
+# --- positives -------------------------------------------------------------------------
+
+def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], source: str
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of the queries with positives, R per query, and the (query, item index) pairs
+    of the positives that the rankings know."""
+    queries = [q for q, items in positives.items() if items]
+    row_of = ranked.row_of
+    missing = [q for q in queries if q not in row_of]
+    if missing:
+        raise RankingsError(f"the rankings have no list for {len(missing)} of the "
+                            f"{len(queries)} queries of {source} (e.g. {missing[0]!r})")
+    rows = np.fromiter((row_of[q] for q in queries), dtype=np.int64, count=len(queries))
+    sizes = np.fromiter((len(positives[q]) for q in queries), dtype=np.int64,
+                        count=len(queries))
+    index_of = ranked.index_of
+    pair_query, pair_item = [], []
+    for number, query in enumerate(queries):
+        for item in positives[query]:
+            index = index_of.get(item)
+            if index is not None:
+                pair_query.append(number)
+                pair_item.append(index)
+    return rows, sizes, np.asarray(pair_query, dtype=np.int64), \
+        np.asarray(pair_item, dtype=np.int64)
+
+
+def _relevance(top: np.ndarray, pair_query: np.ndarray, pair_item: np.ndarray, width: int
+               ) -> np.ndarray:
+    """(queries x depth) booleans: is the item at that rank a positive of the query."""
+    keys = np.arange(len(top), dtype=np.int64)[:, None] * width + top
+    return np.isin(keys, pair_query * width + pair_item) & (top >= 0)
+
+
+def _allowed(ranked: Ranked, restriction: frozenset[Id] | None) -> np.ndarray | None:
+    if restriction is None:
+        return None
+    return np.fromiter((item in restriction for item in ranked.items), dtype=bool,
+                       count=len(ranked.items))
+
+
+def positive_scores(ranked: Ranked, positives: PositiveSet, direction: str, *,
+                    ks: Sequence[int] = DEFAULT_KS) -> dict[Key, np.ndarray]:
+    """Per-query R@k, recall-share@k, R-precision and mAP@R of one direction."""
+    rows, sizes, pair_query, pair_item = _query_positives(
+        ranked, positives.direction(direction), positives.name)
+    depth = max(max(ks), int(sizes.max(initial=1)))
+    top = ranked.top(rows, depth, _allowed(ranked, positives.restriction(direction)))
+    relevant = _relevance(top, pair_query, pair_item, len(ranked.items) + 1)
+    hits = np.cumsum(relevant, axis=1)
+    result: dict[Key, np.ndarray] = {}
+    for k in ks:
+        result[("recall@k", k, None)] = (hits[:, k - 1] > 0).astype(float)
+        result[("recall-share@k", k, None)] = hits[:, k - 1] / sizes
+    result[("r-precision", None, None)] = _r_precision(top, hits, sizes)
+    ranks = np.arange(1, depth + 1)
+    within = ranks[None, :] <= sizes[:, None]
+    result[("map@r", None, None)] = (relevant * within * hits / ranks).sum(axis=1) / sizes
+    return result
+
+
+def _r_precision(top: np.ndarray, hits: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    listed = np.minimum((top >= 0).sum(axis=1), sizes)
+    found = hits[np.arange(len(hits)), sizes - 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(listed > 0, found / np.maximum(listed, 1), 0.0)
+
+
+def pmrp_scores(ranked: Ranked, plausible: PositiveSet, direction: str, *,
+                cap: int | None = PMRP_CAP) -> dict[Key, np.ndarray]:
+    """Per-query PMRP: R-precision on plausible matches with R = min(R, cap) (no cap:
+    the eccv-caption package's `pmrp`)."""
+    rows, sizes, pair_query, pair_item = _query_positives(
+        ranked, plausible.direction(direction), plausible.name)
+    if cap is not None:
+        sizes = np.minimum(sizes, cap)
+    top = ranked.top(rows, int(sizes.max(initial=1)), None)
+    hits = np.cumsum(_relevance(top, pair_query, pair_item, len(ranked.items) + 1), axis=1)
+    return {("pmrp", None, None): _r_precision(top, hits, sizes)}
+
+
+# --- semantic relevance ----------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class RelevanceView:
+    """φ for one direction: rows are the direction's queries, columns its items."""
+
+    queries: tuple[Id, ...]
+    items: tuple[Id, ...]
+    values: np.ndarray
+
+
+def semantic_scores(ranked: Ranked, relevance: RelevanceView, *,
+                    ground_truth: Mapping[Id, tuple[Id, ...]] | None,
+                    ks: Sequence[int] = DEFAULT_KS, ms: Sequence[int] = (1, 2, 3),
+                    ) -> tuple[dict[Key, np.ndarray], dict[Key, np.ndarray]]:
+    """Per-query (numerators, denominators) of NCS@k and per-query SR@k(m) (denominator
+    None). Every ranked query and item must be in the relevance matrix; `ground_truth`
+    (query → items), when given, is removed from both the ranking and the ideal list."""
+    ideal_ranking = ScoredRankings(relevance.queries, relevance.items, relevance.values)
+    row_of, column_of = ideal_ranking.row_of, ideal_ranking.index_of
+    for what, ids, known in (("query", ranked.queries, row_of), ("item", ranked.items,
+                                                                  column_of)):
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise RankingsError(f"the relevance matrix lacks {len(missing)} ranked {what} "
+                                f"id(s) (e.g. {missing[0]!r})")
+    column = np.fromiter((column_of[i] for i in ranked.items), dtype=np.int64,
+                         count=len(ranked.items))
+    rows = np.arange(len(ranked.queries))
+    relevance_rows = np.fromiter((row_of[q] for q in ranked.queries), dtype=np.int64,
+                                 count=len(rows))
+    excluded = [() if ground_truth is None else tuple(
+        column_of[i] for i in ground_truth.get(q, ()) if i in column_of) for q in ranked.queries]
+    extra = max(map(len, excluded), default=0)
+    depth = max(max(ks), max(ms))
+    top = ranked.top(rows, depth + extra, None)
+    retrieved = _drop_excluded(np.where(top >= 0, column[np.maximum(top, 0)], -1), excluded,
+                               depth)
+    ideal = _drop_excluded(ideal_ranking.top(relevance_rows, depth + extra, None), excluded,
+                           depth)
+    phi = relevance.values[relevance_rows]
+    gain = np.where(retrieved >= 0, np.take_along_axis(phi, np.maximum(retrieved, 0), 1), 0.0)
+    best = np.where(ideal >= 0, np.take_along_axis(phi, np.maximum(ideal, 0), 1), 0.0)
+    numerators: dict[Key, np.ndarray] = {}
+    denominators: dict[Key, np.ndarray] = {}
+    for k in ks:
+        numerators[("ncs@k", k, None)] = gain[:, :k].sum(axis=1)
+        denominators[("ncs@k", k, None)] = best[:, :k].sum(axis=1)
+    for m in ms:
+        relevant_count = np.maximum((ideal[:, :m] >= 0).sum(axis=1), 1)
+        for k in ks:
+            keys = retrieved[:, :k, None]
+            found = ((keys == ideal[:, None, :m]) & (keys >= 0)).any(axis=1).sum(axis=1)
+            numerators[("sr@k", k, m)] = found / relevant_count
+    return numerators, denominators
+
+
+def _drop_excluded(top: np.ndarray, excluded: Sequence[tuple[int, ...]], depth: int
+                   ) -> np.ndarray:
+    """Remove each row's excluded items, keep the first `depth` of the rest."""
+    if not any(excluded):
+        return top[:, :depth]
+    result = np.full((len(top), depth), -1, dtype=np.int64)
+    for row, skip in enumerate(excluded):
+        kept = top[row][~np.isin(top[row], skip)] if skip else top[row]
+        result[row, : min(depth, len(kept))] = kept[:depth]
+    return result
+
+
+# --- aggregation -----------------------------------------------------------------------
+
+def _weights(sizes: Sequence[int], replicates: int, seed: int, label: str
+             ) -> list[np.ndarray]:
+    """Per fold, (replicates x queries) counts of each query in a resample of its fold."""
+    rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
+    return [rng.multinomial(n, np.full(n, 1 / n), size=replicates).astype(np.float64)
+            if n else np.zeros((replicates, 0)) for n in sizes]
+
+
+def summarize(samples: Mapping[str, Mapping[Key, Sample]], *, label: str, bootstrap: int,
+              ci: float, seed: int, rsum: bool) -> list[dict[str, object]]:
+    """Tidy records {positives, metric, direction, k, m, value, ci_low, ci_high, n} of
+    one set's per-direction samples, plus `mean` over directions and `rsum`."""
+    check_ci(ci)
+    replicates: dict[tuple[str, Key], np.ndarray] = {}
+    records: list[dict[str, object]] = []
+    for direction, by_key in samples.items():
+        if not by_key:
+            continue
+        sizes = [len(f) for f in next(iter(by_key.values())).folds]
+        collected = {key: [] for key in by_key}
+        for start in range(0, bootstrap, BOOTSTRAP_CHUNK):
+            count = min(BOOTSTRAP_CHUNK, bootstrap - start)
+            weights = _weights(sizes, count, seed + start, f"{label}|{direction}")
+            for key, sample in by_key.items():
+                collected[key].append(sample.replicates(weights))
+        for key, sample in by_key.items():
+            reps = np.concatenate(collected[key]) if bootstrap else np.empty(0)
+            replicates[(direction, key)] = reps
+            records.append(_record(label, key, direction, sample.value(), reps, ci, sample.n))
+    present = [d for d in DIRECTIONS if samples.get(d)]
+    if len(present) == 2:
+        for key, sample in samples["i2t"].items():
+            other = samples["t2i"].get(key)
+            if other is None:
+                continue
+            value = (sample.value() + other.value()) / 2
+            reps = (replicates[("i2t", key)] + replicates[("t2i", key)]) / 2
+            records.append(_record(label, key, "mean", value, reps, ci, sample.n + other.n))
+        wanted = [("recall@k", k, None) for k in RSUM_KS]
+        if rsum and all(key in samples[d] for key in wanted for d in DIRECTIONS):
+            value = sum(samples[d][key].value() for key in wanted for d in DIRECTIONS)
+            reps = sum(replicates[(d, key)] for key in wanted for d in DIRECTIONS)
+            n = samples["i2t"][wanted[0]].n + samples["t2i"][wanted[0]].n
+            records.append(_record(label, ("rsum", None, None), "both", value, reps, ci, n))
+    return records
+
+
+def _record(label: str, key: Key, direction: str, value: float, reps: np.ndarray, ci: float,
+            n: int) -> dict[str, object]:
+    metric, k, m = key
+    low, high = percentile_ci(np.asarray(reps, dtype=float), ci) if len(reps) else (None, None)
+    return {"positives": label, "metric": metric, "direction": direction, "k": k, "m": m,
+            "value": _finite(value), "ci_low": _finite(low), "ci_high": _finite(high), "n": n}
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def positive_samples(directions: Mapping[str, Ranked], folds: Sequence[PositiveSet], *,
+                     ks: Sequence[int] = DEFAULT_KS) -> dict[str, dict[Key, Sample]]:
+    """Samples of every positive-set metric, per direction, over the folds of one set."""
+    samples: dict[str, dict[Key, Sample]] = {}
+    for direction, ranked in directions.items():
+        by_key: dict[Key, Sample] = {}
+        for fold in folds:
+            for key, values in positive_scores(ranked, fold, direction, ks=ks).items():
+                by_key.setdefault(key, Sample()).folds.append(values)
+        samples[direction] = by_key
+    return samples
+
+
+def pmrp_samples(directions: Mapping[str, Ranked], plausible: PositiveSet, *,
+                 cap: int | None = PMRP_CAP) -> dict[str, dict[Key, Sample]]:
+    return {direction: {key: Sample([values]) for key, values in
+                        pmrp_scores(ranked, plausible, direction, cap=cap).items()}
+            for direction, ranked in directions.items()}
+
+
+def semantic_samples(directions: Mapping[str, Ranked], views: Mapping[str, RelevanceView], *,
+                     ground_truth: PositiveSet | None, ks: Sequence[int] = DEFAULT_KS,
+                     ms: Sequence[int] = (1, 2, 3)) -> dict[str, dict[Key, Sample]]:
+    samples: dict[str, dict[Key, Sample]] = {}
+    for direction, ranked in directions.items():
+        truth = None if ground_truth is None else ground_truth.direction(direction)
+        numerators, denominators = semantic_scores(ranked, views[direction],
+                                                   ground_truth=truth, ks=ks, ms=ms)
+        samples[direction] = {
+            key: Sample([values], None if key not in denominators else [denominators[key]])
+            for key, values in numerators.items()}
+    return samples
+
+
+@dataclass(frozen=True)
+class SemanticInput:
+    """A relevance matrix for evaluation: its label (e.g. `cider-d#1a2b3c`), its i2t and
+    t2i views, and the ground truth that its `no-gt` variant removes (None: no variant)."""
+
+    label: str
+    views: Mapping[str, RelevanceView]
+    ground_truth: PositiveSet | None
+
+
+def evaluate(directions: Mapping[str, Ranked], *,
+             positive_sets: Sequence[tuple[str, Sequence[PositiveSet]]] = (),
+             plausible: Sequence[PositiveSet] = (), pmrp_cap: int | None = PMRP_CAP,
+             semantic: Sequence[SemanticInput] = (), ks: Sequence[int] = DEFAULT_KS,
+             ms: Sequence[int] = (1, 2, 3), bootstrap: int = 1000, ci: float = 0.95,
+             seed: int = 0) -> list[dict[str, object]]:
+    """Every metric of one model's rankings, as tidy records (see the module docstring).
+    `positive_sets` pairs a label with its folds (one fold, or COCO 1K's five)."""
+    check_ci(ci)
+    if not ks or min(ks) < 1:
+        raise ValueError("cut-offs k must be positive integers")
+    if not ms or min(ms) < 1:
+        raise ValueError("SR's m must be positive integers")
+    settings = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
+    records: list[dict[str, object]] = []
+    for label, folds in positive_sets:
+        records += summarize(positive_samples(directions, folds, ks=ks), label=label,
+                             rsum=set(RSUM_KS) <= set(ks), **settings)
+    for plausible_set in plausible:
+        records += summarize(pmrp_samples(directions, plausible_set, cap=pmrp_cap),
+                             label=plausible_set.name, rsum=False, **settings)
+    for relevance in semantic:
+        variants = [(relevance.label, None)]
+        if relevance.ground_truth is not None:
+            variants.append((f"{relevance.label}/no-gt", relevance.ground_truth))
+        for label, truth in variants:
+            samples = semantic_samples(directions, relevance.views, ground_truth=truth,
+                                       ks=ks, ms=ms)
+            records += summarize(samples, label=label, rsum=False, **settings)
+    return records

@@ -1,0 +1,351 @@
+"""Retrieval metrics against the eccv-caption package (when installed) and direct loops."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metrics.positives import (
+    PositiveSet,
+    coco_1k_folds,
+    coco_test_ids,
+    eccv_caption_available,
+    positive_set,
+    shipped_positive_set,
+)
+from metrics.rankings import (
+    Rankings,
+    RankingsError,
+    ScoredRankings,
+    check_known,
+    rankings_from_lists,
+    read_rankings_json,
+    read_scores,
+)
+from metrics.retrieval import (
+    RelevanceView,
+    SemanticInput,
+    evaluate,
+    pmrp_scores,
+    positive_scores,
+    semantic_scores,
+)
+
+needs_eccv_caption = pytest.mark.skipif(
+    not eccv_caption_available(), reason="the eccv-caption package is not installed"
+)
+
+
+def _package_metrics():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from eccv_caption import _metrics
+
+    return _metrics
+
+
+def _random_case(seed: int, queries: int = 1100, items: int = 1400, short: bool = True):
+    """Random ids, 1 to 30 positives per query, rankings that favour positives a little,
+    some lists shorter than the pool."""
+    rng = np.random.default_rng(seed)
+    item_ids = [int(x) for x in rng.choice(10**7, items, replace=False)]
+    query_ids = [int(x) for x in rng.choice(10**7, queries, replace=False)]
+    positives, lists = {}, {}
+    for query in query_ids:
+        chosen = rng.choice(items, rng.integers(1, 31), replace=False)
+        positives[query] = [item_ids[j] for j in chosen]
+        score = rng.random(items)
+        score[chosen] += rng.random(len(chosen)) * 1.5
+        length = int(rng.integers(60, items)) if short else items
+        lists[query] = [item_ids[j] for j in np.argsort(-score, kind="stable")[:length]]
+    return item_ids, positives, lists
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values))
+
+
+@needs_eccv_caption
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_positive_metrics_equal_eccv_caption(seed: int):
+    package = _package_metrics()
+    _, positives, lists = _random_case(seed)
+    ours = positive_scores(rankings_from_lists(lists), positive_set("p", positives, {}), "i2t",
+                           ks=(1, 5, 10, 50))
+    reference = package.compute_eccv_metrics(lists, positives)
+    assert _mean(ours[("map@r", None, None)]) == pytest.approx(reference["eccv_map_at_r"],
+                                                              abs=1e-9)
+    assert _mean(ours[("r-precision", None, None)]) == pytest.approx(
+        reference["eccv_rprecision"], abs=1e-9)
+    for k in (1, 5, 10, 50):
+        assert _mean(ours[("recall@k", k, None)]) == pytest.approx(
+            package.compute_r_at_k(lists, positives, k), abs=1e-9)
+
+
+@needs_eccv_caption
+@pytest.mark.parametrize("seed", [3, 4])
+def test_uncapped_pmrp_equals_the_package_and_the_cap_is_a_loop(seed: int):
+    package = _package_metrics()
+    _, positives, lists = _random_case(seed)
+    plausible = positive_set("pm", {}, positives)
+    rankings = rankings_from_lists(lists)
+    uncapped = pmrp_scores(rankings, plausible, "t2i", cap=None)[("pmrp", None, None)]
+    assert _mean(uncapped) == pytest.approx(package.compute_rprecision(lists, positives),
+                                            abs=1e-9)
+    capped = pmrp_scores(rankings, plausible, "t2i", cap=7)[("pmrp", None, None)]
+    loop = [len(set(lists[q][: min(len(p), 7)]) & set(p)) / min(len(p), 7, len(lists[q]))
+            for q, p in positives.items()]
+    assert _mean(capped) == pytest.approx(np.mean(loop), abs=1e-12)
+
+
+@needs_eccv_caption
+@pytest.mark.parametrize("seed", [5, 6])
+def test_fold_filtered_recall_equals_the_package_coco1k_routine(seed: int):
+    package = _package_metrics()
+    items, positives, lists = _random_case(seed, short=False)
+    fold_items = set(items[:500]) | {p[0] for p in positives.values()}
+    folded = PositiveSet("fold", positive_set("f", positives, {}).image_to_captions, {},
+                         captions=frozenset(fold_items))
+    ours = positive_scores(rankings_from_lists(lists), folded, "i2t")
+    for k in (1, 5, 10):
+        expected = package.compute_coco1k_r_at_k(lists, positives, fold_items, k)
+        assert _mean(ours[("recall@k", k, None)]) == pytest.approx(expected, abs=1e-9)
+
+
+def _reference_ranking(scores: np.ndarray, item_ids: list[int]) -> list[list[int]]:
+    """Descending score, ties by ascending id: a plain lexsort per row."""
+    ids = np.asarray(item_ids)
+    return [[item_ids[j] for j in np.lexsort((ids, -row))] for row in scores]
+
+
+@needs_eccv_caption
+@pytest.mark.parametrize("seed", [7, 8])
+def test_similarity_matrices_rank_with_ties_by_id(seed: int):
+    package = _package_metrics()
+    rng = np.random.default_rng(seed)
+    images = [int(x) for x in rng.choice(10**6, 1000, replace=False)]
+    captions = [int(x) for x in rng.choice(10**6, 1200, replace=False)]
+    scores = np.round(rng.random((1000, 1200)), 2)  # many ties
+    truth = {c: [images[int(rng.integers(1000))]] for c in captions}
+    for image in images[:300]:
+        for caption in rng.choice(captions, 3, replace=False):
+            truth[int(caption)].append(image)
+    t2i = ScoredRankings(tuple(captions), tuple(images), scores.T)
+    lists = dict(zip(captions, _reference_ranking(scores.T, images), strict=True))
+    ours = positive_scores(t2i, positive_set("p", {}, truth), "t2i")
+    reference = package.compute_eccv_metrics(lists, truth)
+    assert _mean(ours[("map@r", None, None)]) == pytest.approx(reference["eccv_map_at_r"],
+                                                              abs=1e-9)
+    for k in (1, 5, 10):
+        assert _mean(ours[("recall@k", k, None)]) == pytest.approx(
+            package.compute_r_at_k(lists, truth, k), abs=1e-9)
+    top = t2i.top(np.arange(len(captions)), 20, None)
+    assert [[images[j] for j in row] for row in top[:50]] == [lists[c][:20]
+                                                              for c in captions[:50]]
+
+
+@needs_eccv_caption
+def test_shipped_sets_equal_the_package_metrics_class():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from eccv_caption import Metrics
+
+    rng = np.random.default_rng(9)
+    coco = shipped_positive_set("coco-5k")
+    images, captions = list(coco.image_to_captions), coco_test_ids()
+    i2t, t2i = {}, {}
+    for image in images:  # lists of 120: the package filters them to each 1K fold
+        picks = rng.choice(len(captions), 120, replace=False)
+        own = list(coco.image_to_captions[image][: int(rng.integers(0, 3))])
+        i2t[image] = list(dict.fromkeys(own + [captions[j] for j in picks]))[:120]
+    for caption in captions:
+        picks = rng.choice(len(images), 120, replace=False)
+        own = list(coco.caption_to_images[caption][: int(rng.integers(0, 2))])
+        t2i[caption] = list(dict.fromkeys(own + [images[j] for j in picks]))[:120]
+    package = Metrics()
+    package.verbose = False
+    reference = package.compute_all_metrics(
+        i2t, t2i, target_metrics=("coco_1k_recalls", "coco_5k_recalls", "cxc_recalls",
+                                  "eccv_r1", "eccv_map_at_r", "eccv_rprecision"))
+    directions = {"i2t": rankings_from_lists(i2t), "t2i": rankings_from_lists(t2i)}
+    records = evaluate(directions, bootstrap=0, positive_sets=[
+        ("coco-1k", coco_1k_folds(coco)), ("coco-5k", [coco]),
+        ("cxc", [shipped_positive_set("cxc")]), ("eccv", [shipped_positive_set("eccv")])])
+    value = {(r["positives"], r["metric"], r["direction"], r["k"]): r["value"]
+             for r in records}
+    for direction in ("i2t", "t2i"):
+        for name in ("coco_1k", "coco_5k", "cxc"):
+            for k in (1, 5, 10):
+                ours = value[(name.replace("_", "-"), "recall@k", direction, k)]
+                assert ours == pytest.approx(reference[f"{name}_r{k}"][direction], abs=1e-9)
+        assert value[("eccv", "map@r", direction, None)] == pytest.approx(
+            reference["eccv_map_at_r"][direction], abs=1e-9)
+        assert value[("eccv", "r-precision", direction, None)] == pytest.approx(
+            reference["eccv_rprecision"][direction], abs=1e-9)
+        assert value[("eccv", "recall@k", direction, 1)] == pytest.approx(
+            reference["eccv_r1"][direction], abs=1e-9)
+    rsum = value[("coco-5k", "rsum", "both", None)]
+    assert rsum == pytest.approx(sum(reference[f"coco_5k_r{k}"][d] for k in (1, 5, 10)
+                                     for d in ("i2t", "t2i")), abs=1e-9)
+
+
+def test_recall_share_and_r_precision_by_hand():
+    rankings = rankings_from_lists({"q": ["a", "b", "c", "d"], "r": ["d"]})
+    scores = positive_scores(rankings, positive_set("p", {"q": ["b", "d", "z"], "r": []},
+                                                    {}), "i2t", ks=(1, 2, 4))
+    # q: R = 3 (z is never ranked); hits at ranks 2 and 4; r has no positives: left out
+    assert scores[("recall@k", 1, None)].tolist() == [0.0]
+    assert scores[("recall-share@k", 2, None)].tolist() == [pytest.approx(1 / 3)]
+    assert scores[("recall-share@k", 4, None)].tolist() == [pytest.approx(2 / 3)]
+    assert scores[("r-precision", None, None)].tolist() == [pytest.approx(1 / 3)]
+    assert scores[("map@r", None, None)].tolist() == [pytest.approx((1 / 2) / 3)]
+
+
+def test_missing_queries_are_refused():
+    rankings = rankings_from_lists({"q": ["a"]})
+    with pytest.raises(RankingsError, match="no list for 1 of the 2 queries of p"):
+        positive_scores(rankings, positive_set("p", {"q": ["a"], "x": ["a"]}, {}), "i2t")
+
+
+# --- semantic metrics ------------------------------------------------------------------
+
+def _loop_semantic(lists, phi, items, truth, k, m):
+    """The paper's formulas, one query at a time (ties in φ by ascending id)."""
+    gains, bests, recalls = [], [], []
+    for query, ranked in lists.items():
+        skip = set(truth.get(query, ())) if truth is not None else set()
+        kept = [i for i in ranked if i not in skip]
+        ideal = sorted((i for i in items if i not in skip), key=lambda i: (-phi[query][i], i))
+        gains.append(sum(phi[query][i] for i in kept[:k]))
+        bests.append(sum(phi[query][i] for i in ideal[:k]))
+        relevant = ideal[:m]
+        recalls.append(len(set(kept[:k]) & set(relevant)) / max(len(relevant), 1))
+    return sum(gains) / sum(bests), float(np.mean(recalls))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ncs_and_semantic_recall_equal_a_direct_loop(seed: int):
+    rng = np.random.default_rng(seed)
+    queries, items = list(range(30)), list(range(100, 160))
+    values = np.round(rng.random((30, 60)) * 3, 1)  # ties
+    values[3] = 0.0  # a query whose best items are all irrelevant
+    phi = {q: dict(zip(items, values[i], strict=True)) for i, q in enumerate(queries)}
+    lists = {q: [int(x) for x in rng.permutation(items)] for q in queries}
+    truth = {q: [items[q % 60], items[(q + 7) % 60]] for q in queries}
+    view = RelevanceView(tuple(queries), tuple(items), values)
+    rankings = rankings_from_lists(lists)
+    for ground in (None, truth):
+        numerators, denominators = semantic_scores(rankings, view, ground_truth=ground,
+                                                   ks=(1, 5, 10), ms=(1, 3))
+        for k in (1, 5, 10):
+            for m in (1, 3):
+                ncs, sr = _loop_semantic(lists, phi, items, ground, k, m)
+                key = ("ncs@k", k, None)
+                assert numerators[key].sum() / denominators[key].sum() == pytest.approx(ncs)
+                assert numerators[("sr@k", k, m)].mean() == pytest.approx(sr)
+
+
+def test_semantic_metrics_need_every_ranked_id_in_the_matrix():
+    view = RelevanceView((1,), ("a",), np.ones((1, 1)))
+    with pytest.raises(RankingsError, match="lacks 1 ranked item"):
+        semantic_scores(rankings_from_lists({1: ["a", "b"]}), view, ground_truth=None)
+
+
+def test_records_carry_mean_rsum_and_cis():
+    rng = np.random.default_rng(1)
+    lists = {i: [int(x) for x in rng.permutation(40)] for i in range(100, 140)}
+    truth = {i: [i - 100] for i in range(100, 140)}
+    back = {c: [int(x) for x in rng.permutation(range(100, 140))] for c in range(40)}
+    directions = {"i2t": rankings_from_lists(lists), "t2i": rankings_from_lists(back)}
+    view = np.round(rng.random((40, 40)), 1)
+    semantic = SemanticInput("phi", {"i2t": RelevanceView(tuple(range(100, 140)),
+                                                          tuple(range(40)), view),
+                                     "t2i": RelevanceView(tuple(range(40)),
+                                                          tuple(range(100, 140)), view.T)},
+                             positive_set("gt", truth, {c: [c + 100] for c in range(40)}))
+    records = evaluate(directions, positive_sets=[("gt", [semantic.ground_truth])],
+                       semantic=[semantic], bootstrap=200, ci=0.9, seed=3)
+    keyed = {(r["positives"], r["metric"], r["direction"], r["k"], r["m"]): r for r in records}
+    mean = keyed[("gt", "map@r", "mean", None, None)]
+    i2t, t2i = keyed[("gt", "map@r", "i2t", None, None)], keyed[("gt", "map@r", "t2i", None, None)]
+    assert mean["value"] == pytest.approx((i2t["value"] + t2i["value"]) / 2)
+    assert mean["n"] == 80 and i2t["n"] == 40
+    for record in records:
+        assert record["ci_low"] <= record["value"] <= record["ci_high"]
+    rsum = keyed[("gt", "rsum", "both", None, None)]
+    assert rsum["value"] == pytest.approx(sum(
+        keyed[("gt", "recall@k", d, k, None)]["value"] for d in ("i2t", "t2i") for k in (1, 5, 10)))
+    assert ("phi/no-gt", "ncs@k", "mean", 5, None) in keyed
+    assert ("phi", "sr@k", "t2i", 10, 3) in keyed
+    again = evaluate(directions, positive_sets=[("gt", [semantic.ground_truth])],
+                     semantic=[semantic], bootstrap=200, ci=0.9, seed=3)
+    assert again == records  # seeded
+
+
+# --- files -----------------------------------------------------------------------------
+
+def test_the_fast_parser_reads_what_json_reads(tmp_path: Path):
+    _, _, lists = _random_case(11, queries=200, items=300)
+    path = tmp_path / "i2t.json"
+    path.write_text(json.dumps({str(k): v for k, v in lists.items()}, indent=1))
+    fast = read_rankings_json(path)
+    slow = rankings_from_lists(lists)
+    assert fast.queries == slow.queries
+    decoded = [[fast.items[j] for j in row if j >= 0] for row in fast.order]
+    assert decoded == [lists[q] for q in fast.queries]
+
+
+@pytest.mark.parametrize("text", ['{"img-1": ["c1", "c2"], "7": [1]}', '{"007": [1, 2]}',
+                                  '{"5": [-1, 2]}'])
+def test_other_id_spellings_go_through_json(tmp_path: Path, text: str):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    rankings = read_rankings_json(path)
+    assert rankings.queries == tuple(json.loads(text, object_hook=lambda d: [
+        int(k) if k.isdigit() and not k.startswith("0") else k for k in d]))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{\n"1": [1, 2],\n"2": [3, 3]\n}', r"r\.json:3: query 2: item 3 appears twice"),
+        ('{\n"1": [1, 2],\n"2": []\n}', r"r\.json:3: query 2: the ranked list is empty"),
+        ('{\n"1": [1, 2],\n"1": [3]\n}', r"r\.json:3: query 1 appears twice"),
+        ('{\n"1": [1, 2],\n"2": [3 4]\n}', r"r\.json:3: not valid JSON"),
+        ('{\n"a": [1, 2],\n"b": ["x", "x"]\n}', r"r\.json:3: query 'b': item 'x' appears twice"),
+        ('{\n"a": [1, 2],\n"b": 5\n}', r"r\.json:3: the value of 'b' must be a list"),
+        ('[[1, 2]]', r"r\.json:1: expected a JSON object"),
+    ],
+)
+def test_bad_ranking_files_name_file_and_line(tmp_path: Path, text: str, message: str):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(RankingsError, match=message):
+        read_rankings_json(path)
+
+
+def test_unknown_ids_are_refused():
+    rankings = Rankings((1, 2), (10, 11, 99), np.array([[0, 1], [2, 0]]))
+    check_known(rankings, {1, 2}, {10, 11, 99}, "x")
+    with pytest.raises(RankingsError, match=r"1 unknown item id\(s\), e\.g\. 99"):
+        check_known(rankings, {1, 2}, {10, 11}, "x")
+
+
+def test_score_matrices_are_checked(tmp_path: Path):
+    path = tmp_path / "m.npz"
+    np.savez(path, scores=np.zeros((2, 3)), image_ids=np.array([1, 2]),
+             caption_ids=np.array(["a", "b"]))
+    with pytest.raises(RankingsError, match=r"shape \(2, 3\), expected \(2, 2\)"):
+        read_scores(path)
+    np.savez(path, scores=np.array([[1.0, np.nan]]), image_ids=np.array([1]),
+             caption_ids=np.array(["a", "b"]))
+    with pytest.raises(RankingsError, match="finite"):
+        read_scores(path)
+    np.savez(path, scores=np.array([[1.0, 2.0]]), image_ids=np.array([1]),
+             caption_ids=np.array(["a", "10"]))
+    _, images, captions = read_scores(path)
+    assert images == (1,) and captions == ("a", 10)
