@@ -28,6 +28,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
+
 Id = int | str
 IdMap = Mapping[Id, tuple[Id, ...]]
 
@@ -271,8 +273,6 @@ def _require_shipped() -> Path:
 
 def coco_test_ids() -> list[int]:
     """The 25,000 COCO 5K test caption ids, in the package's order (defines the 1K folds)."""
-    import numpy as np
-
     return [int(i) for i in np.load(_require_shipped() / "coco_test_ids.npy")]
 
 
@@ -317,3 +317,66 @@ def shipped_positive_sets(name: str) -> tuple[PositiveSet, ...]:
     if name == "coco-1k":
         return coco_1k_folds()
     return (shipped_positive_set(name),)
+
+
+# --- plausible matches (ECCV Caption's PMRP) -------------------------------------------
+
+COCO_CLASSES = 80
+
+
+def read_coco_presence(path: Path) -> dict[int, np.ndarray]:
+    """Each image's 80-class presence vector from a COCO instances file (`images`,
+    `categories`, `annotations`); images without annotations get all zeros."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError) as error:
+        raise PositivesError(f"{path}: cannot read: {error}") from None
+    except json.JSONDecodeError as error:
+        raise PositivesError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    if not isinstance(data, dict) or not all(
+            isinstance(data.get(key), list) for key in ("images", "categories", "annotations")):
+        raise PositivesError(f"{path}: not a COCO instances file (needs lists 'images', "
+                             "'categories' and 'annotations')")
+    try:
+        categories = sorted(int(c["id"]) for c in data["categories"])
+        column = {category: index for index, category in enumerate(categories)}
+        presence = {int(image["id"]): np.zeros(len(categories), dtype=bool)
+                    for image in data["images"]}
+        for annotation in data["annotations"]:
+            presence[int(annotation["image_id"])][column[int(annotation["category_id"])]] = True
+    except (KeyError, TypeError, ValueError) as error:
+        raise PositivesError(f"{path}: an entry lacks a usable id ({error!r})") from None
+    if len(categories) != COCO_CLASSES:
+        raise PositivesError(f"{path}: expected {COCO_CLASSES} categories, found "
+                             f"{len(categories)}")
+    return presence
+
+
+def plausible_matches(presence: Mapping[Id, np.ndarray], caption_images: IdMap, zeta: int,
+                      *, name: str = "pm") -> PositiveSet:
+    """ECCV Caption's plausible matches: an image and a caption match when the caption's
+    image (its first positive in `caption_images`) and the image have class-presence
+    vectors that differ in at most ζ positions. Queries are the images of `presence`
+    that some caption names, and the captions whose image has a vector."""
+    if zeta < 0:
+        raise ValueError("ζ must be non-negative")
+    captions = [c for c, images in caption_images.items() if images and images[0] in presence]
+    caption_image = [caption_images[c][0] for c in captions]
+    images = list(dict.fromkeys(caption_image))
+    vectors = np.array([presence[i] for i in images], dtype=np.int16).reshape(len(images), -1)
+    distance = (vectors[:, None, :] != vectors[None, :, :]).sum(axis=2)
+    image_index = {image: index for index, image in enumerate(images)}
+    caption_of_image: dict[int, list[Id]] = {}
+    for caption, image in zip(captions, caption_image, strict=True):
+        caption_of_image.setdefault(image_index[image], []).append(caption)
+    close = [np.nonzero(row <= zeta)[0] for row in distance]
+    image_to_captions = {
+        image: tuple(c for j in close[i] for c in caption_of_image.get(int(j), ()))
+        for i, image in enumerate(images)}
+    caption_to_images = {
+        caption: tuple(images[j] for j in close[image_index[image]])
+        for caption, image in zip(captions, caption_image, strict=True)}
+    return PositiveSet(name, MappingProxyType(image_to_captions),
+                       MappingProxyType(caption_to_images))

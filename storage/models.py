@@ -297,6 +297,62 @@ class BisonPrediction(SQLModel, table=True):
     computed_at: datetime = _timestamp()
 
 
+RETRIEVAL_METRICS = ("recall@k", "recall-share@k", "r-precision", "map@r", "pmrp", "rsum",
+                     "sr@k", "ncs@k")
+
+
+class RetrievalModel(SQLModel, table=True):
+    """An evaluated image-text retrieval model: its name and the digest of the files that
+    hold its rankings (the same files are never evaluated twice)."""
+
+    __tablename__ = "retrieval_model"
+    __table_args__ = (
+        CheckConstraint("length(name) > 0", name="retrieval_model_name_not_empty"),
+        CheckConstraint("source IN ('rankings', 'scores')", name="retrieval_model_source"),
+        CheckConstraint("length(digest) > 0", name="retrieval_model_digest_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    source: str = Field(description="rankings (i2t and t2i JSON) or scores (a matrix)")
+    digest: str = Field(description="sha256 of the files, e.g. i2t:<hex>|t2i:<hex>")
+    files: str = Field(description="the file names as given, for people")
+    created_at: datetime = _timestamp()
+
+
+class RetrievalResult(SQLModel, table=True):
+    """One metric of one model on one positive set (or relevance matrix) and direction,
+    with its bootstrap CI and the signature of the settings that produced it."""
+
+    __tablename__ = "retrieval_result"
+    __table_args__ = (
+        CheckConstraint("metric IN (" + ", ".join(f"'{m}'" for m in RETRIEVAL_METRICS) + ")",
+                        name="retrieval_result_metric"),
+        CheckConstraint("direction IN ('i2t', 't2i', 'mean', 'both')",
+                        name="retrieval_result_direction"),
+        CheckConstraint("k IS NULL OR k > 0", name="retrieval_result_k_positive"),
+        CheckConstraint("m IS NULL OR m > 0", name="retrieval_result_m_positive"),
+        CheckConstraint("value IS NULL OR (value >= 0 AND value <= 6)",
+                        name="retrieval_result_value_range"),
+        CheckConstraint("n >= 0", name="retrieval_result_n_non_negative"),
+        CheckConstraint("length(positives) > 0", name="retrieval_result_positives_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    model_id: int = Field(foreign_key="retrieval_model.id", index=True, ondelete="RESTRICT")
+    signature: str = Field(index=True)
+    positives: str
+    metric: str
+    direction: str
+    k: int | None = None
+    m: int | None = None
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int
+    computed_at: datetime = _timestamp()
+
+
 class SchemaVersion(SQLModel, table=True):
     """thumb-tui 0.1.0's own schema versioning, before Alembic (`alembic_version`) took
     over: revision 0002 writes version 2 here, so that 0.1.0 refuses an upgraded database."""

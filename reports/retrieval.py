@@ -1,0 +1,336 @@
+"""Retrieval evaluation over a project: resolve positive sets (shipped, project, files),
+read a model's rankings once, compute what is not stored yet, store it per positive set
+under its signature, and read back tidy records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from sqlalchemy import Engine
+
+from metrics.positives import (
+    SHIPPED_NAMES,
+    PositiveSet,
+    normalize_id,
+    positive_files,
+    positive_set_from_pairs,
+    read_positive_dir,
+    shipped_positive_set,
+    shipped_positive_sets,
+)
+from metrics.rankings import (
+    Ranked,
+    check_known,
+    read_rankings_json,
+    read_scores,
+    scored_directions,
+)
+from metrics.relevance import (
+    RelevanceError,
+    RelevanceMatrix,
+    cider_d_all_pairs,
+    pairwise_relevance,
+    read_relevance,
+    write_relevance,
+)
+from metrics.retrieval import DEFAULT_KS, PMRP_CAP, SemanticInput, evaluate
+from metrics.signature import digest, format_signature, package_version
+from metrics.tokenize import resolve_tokenizer, tokenize
+from storage.retrieval import (
+    check_model_files,
+    file_digest,
+    project_captions,
+    project_pairs,
+    project_references,
+    results_frame,
+    save_evaluation,
+)
+
+PROJECT = "project"
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's results are: two ranked-list files, or one score matrix."""
+
+    i2t: Path | None = None
+    t2i: Path | None = None
+    scores: Path | None = None
+
+    def labelled(self) -> list[tuple[str, Path]]:
+        if self.scores is not None:
+            return [("scores", self.scores)]
+        return [("i2t", self.i2t), ("t2i", self.t2i)]
+
+    @property
+    def source(self) -> str:
+        return "scores" if self.scores is not None else "rankings"
+
+    def read(self) -> dict[str, Ranked]:
+        if self.scores is not None:
+            return dict(scored_directions(*read_scores(self.scores)))
+        return {"i2t": read_rankings_json(self.i2t), "t2i": read_rankings_json(self.t2i)}
+
+
+@dataclass(frozen=True, eq=False)
+class Target:
+    """One thing to evaluate against: a positive set (its folds), a plausible-match set,
+    or a relevance matrix; its signature says exactly which and with what settings."""
+
+    kind: str  # positives | plausible | semantic
+    label: str
+    content: str  # digest of what the set or matrix holds
+    folds: tuple[PositiveSet, ...] = ()
+    relevance: RelevanceMatrix | None = None
+    universe: tuple[frozenset, frozenset] | None = None  # known (images, captions)
+
+
+def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Target]:
+    """`eccv`, `cxc`, `coco-5k`, `coco-1k` (the eccv-caption package), `project` (each
+    caption with its image) or a directory in the eccv-caption layout."""
+    targets = []
+    for name in dict.fromkeys(names):
+        if name in SHIPPED_NAMES:
+            folds = shipped_positive_sets(name)
+            coco = shipped_positive_set("coco-5k")
+            universe = (frozenset(coco.image_to_captions), frozenset(coco.caption_to_images))
+            content = f"eccv-caption=={package_version('eccv-caption')}"
+            targets.append(Target("positives", name, content, folds, universe=universe))
+        elif name == PROJECT:
+            if engine is None:
+                raise ValueError("--positives project needs a project database")
+            pairs = project_pairs(engine)
+            own = positive_set_from_pairs(PROJECT, pairs)
+            universe = (frozenset(own.image_to_captions), frozenset(own.caption_to_images))
+            content = digest(sorted(f"{i}\t{c}" for i, c in pairs))
+            folds = (own,)
+            targets.append(Target("positives", PROJECT, content, folds, universe=universe))
+        else:
+            path = Path(name)
+            positives = read_positive_dir(path)
+            content = file_digest([(f.name, f) for f in positive_files(path)])[:80]
+            targets.append(Target("positives", positives.name, digest([content]),
+                                  (positives,)))
+    return targets
+
+
+def resolve_plausible(directory: Path | None, derived: Sequence[PositiveSet] = (),
+                      content: str = "") -> list[Target]:
+    targets = []
+    if directory is not None:
+        plausible = read_positive_dir(directory, name="pm")
+        files = file_digest([(f.name, f) for f in positive_files(directory)])
+        targets.append(Target("plausible", "pm", digest([files]), (plausible,)))
+    targets += [Target("plausible", p.name, content, (p,)) for p in derived]
+    return targets
+
+
+def resolve_relevance(paths: Sequence[Path]) -> list[Target]:
+    targets = []
+    for path in paths:
+        matrix = read_relevance(path)
+        targets.append(Target("semantic", matrix.metric, matrix.signature, relevance=matrix))
+    return targets
+
+
+@dataclass(frozen=True)
+class Settings:
+    ks: tuple[int, ...] = DEFAULT_KS
+    ms: tuple[int, ...] = (1, 2, 3)
+    pmrp_cap: int | None = PMRP_CAP
+    bootstrap: int = 1000
+    ci: float = 0.95
+    seed: int = 0
+
+    def signature(self, target: Target) -> str:
+        fields = {"positives": f"{target.label}#{digest([target.content])}",
+                  "k": ",".join(map(str, self.ks))}
+        if target.kind == "plausible":
+            fields = {"positives": fields["positives"],
+                      "cap": "none" if self.pmrp_cap is None else str(self.pmrp_cap)}
+        if target.kind == "semantic":
+            fields["m"] = ",".join(map(str, self.ms))
+        fields.update(bootstrap=str(self.bootstrap), ci=f"{self.ci:g}", seed=str(self.seed))
+        return format_signature("retrieval", fields)
+
+
+def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequence[Target],
+                   settings: Settings, *, actor: str, replace: bool = False
+                   ) -> tuple[pd.DataFrame, int]:
+    """Evaluate (what is not stored yet) and return (the model's records for these
+    targets, the number of targets computed now). Bad files leave the database as it
+    was: everything is read and computed before anything is stored."""
+    labelled = files.labelled()
+    digest_of_files = file_digest(labelled)
+    done = check_model_files(engine, name, digest_of_files, replace)
+    signatures = {target: settings.signature(target) for target in targets}
+    todo = [t for t in targets if signatures[t] not in done]
+    if todo:
+        directions = files.read() if todo else {}
+        results = {}
+        for target in todo:
+            if target.universe is not None:
+                images, captions = target.universe
+                source = f"the rankings of {name!r} (against {target.label})"
+                check_known(directions["i2t"], images, captions, source)
+                check_known(directions["t2i"], captions, images, source)
+            results[signatures[target]] = _compute(directions, target, settings)
+        save_evaluation(engine, name, source=files.source, digest=digest_of_files,
+                        files=" ".join(str(p) for _, p in labelled), results=results,
+                        actor=actor)
+    frame = results_frame(engine, [name], list(signatures.values()))
+    return frame, len(todo)
+
+
+def _compute(directions: dict[str, Ranked], target: Target, settings: Settings
+             ) -> list[dict[str, object]]:
+    common = {"ks": settings.ks, "ms": settings.ms, "bootstrap": settings.bootstrap,
+              "ci": settings.ci, "seed": settings.seed}
+    if target.kind == "positives":
+        return evaluate(directions, positive_sets=[(target.label, target.folds)], **common)
+    if target.kind == "plausible":
+        return evaluate(directions, plausible=target.folds, pmrp_cap=settings.pmrp_cap,
+                        **common)
+    relevance = target.relevance
+    semantic = SemanticInput(relevance.metric, relevance.views(), relevance.truth())
+    return evaluate(directions, semantic=[semantic], **common)
+
+
+def tidy(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """JSON-ready records {model, positives, metric, direction, k, m, value, ci_low,
+    ci_high, n, signature}."""
+    records = []
+    for row in frame.itertuples(index=False):
+        records.append({
+            "model": row.model, "positives": row.positives, "metric": row.metric,
+            "direction": row.direction, "k": None if pd.isna(row.k) else int(row.k),
+            "m": None if pd.isna(row.m) else int(row.m),
+            "value": _number(row.value), "ci_low": _number(row.ci_low),
+            "ci_high": _number(row.ci_high), "n": int(row.n), "signature": row.signature})
+    return records
+
+
+def _number(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+# --- relevance matrices ----------------------------------------------------------------
+
+def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: str = "auto",
+                      progress: Callable[[int, int], None] | None = None
+                      ) -> tuple[RelevanceMatrix, bool]:
+    """The project's relevance matrix under `metric`, written to `target`; (matrix, True)
+    when built now, (matrix, False) when `target` already held the same signature."""
+    captions = project_captions(engine)
+    references = project_references(engine)
+    bare = [image for image, refs in references.items() if not refs]
+    if bare:
+        raise ValueError(f"{len(bare)} image(s) have no references (e.g. {bare[0]!r}); "
+                         "relevance scores captions against each image's references")
+    if captions.empty:
+        raise ValueError("the project has no captions")
+    images = list(references)
+    texts = captions["text"].tolist()
+    data = digest([*images, *(f"{k}\t{t}" for k, t in zip(captions["caption_key"], texts,
+                                                          strict=True)),
+                   *("\t".join(refs) for refs in references.values())])
+    if metric == "cider-d":
+        backend = resolve_tokenizer(tokenizer)
+        fields = {"impl": "thumb-tui-sparse-all-pairs", "n": "4", "sigma": "6",
+                  "df": "images", "tok": backend}
+    else:
+        fields = {"impl": "thumb-tui-scene-graph-pairs", "note": "not-SPICE"}
+    signature = format_signature(f"relevance-{metric}", {**fields, "data": data})
+    if target.is_file():
+        try:
+            existing = read_relevance(target)
+        except RelevanceError:
+            existing = None
+        if existing is not None and existing.signature == signature:
+            return existing, False
+    if metric == "cider-d":
+        flat = [r for refs in references.values() for r in refs]
+        tokens = tokenize([*texts, *flat], backend)
+        hyps, rest, grouped = tokens[: len(texts)], tokens[len(texts):], []
+        for refs in references.values():
+            grouped.append(rest[: len(refs)])
+            rest = rest[len(refs):]
+        values = cider_d_all_pairs(hyps, grouped, progress=progress)
+    else:
+        values = pairwise_relevance(texts, list(references.values()), spice_approx_pair())
+    keys = tuple(normalize_id(k) for k in captions["caption_key"])
+    image_ids = tuple(normalize_id(i) for i in images)
+    truth = tuple((normalize_id(i), k) for i, k in zip(captions["image_key"], keys,
+                                                      strict=True))
+    matrix = RelevanceMatrix(metric, signature, image_ids, keys, values, truth)
+    write_relevance(matrix, target)
+    return matrix, True
+
+
+def spice_approx_pair() -> Callable[[str, Sequence[str]], float]:
+    """spice-approx of one caption against references, parsing each text once."""
+    from metrics.spice import load_wordnet, scene_tuples, spacy_parser, tuple_f1
+
+    nlp, wordnet, graphs = spacy_parser(), load_wordnet(), {}
+
+    def graph(text: str):
+        if text not in graphs:
+            graphs[text] = scene_tuples(nlp(text))
+        return graphs[text]
+
+    def score(caption: str, references: Sequence[str]) -> float:
+        return tuple_f1(graph(caption), set().union(*(graph(r) for r in references)),
+                        wordnet)
+
+    return score
+
+
+# --- comparing models ------------------------------------------------------------------
+
+def metric_label(row: object) -> str:
+    """`eccv map@r`, `coco-5k recall@5`, `cider-d sr@5 (m=2)`, `coco-5k rsum`."""
+    name = row.metric.replace("@k", f"@{int(row.k)}") if not pd.isna(row.k) else row.metric
+    suffix = f" (m={int(row.m)})" if not pd.isna(row.m) else ""
+    return f"{row.positives} {name}{suffix}"
+
+
+def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(models x metrics values with each metric's rank of the model, Kendall τ-b between
+    the metrics' rankings of the models). Uses `direction` (and rsum); the latest stored
+    value per model and metric."""
+    frame = results_frame(engine)
+    if positives:
+        frame = frame[frame["positives"].isin(list(positives))]
+    frame = frame[frame["direction"].isin([direction, "both"])]
+    models = frame["model"].nunique()
+    if models < 2:
+        raise ValueError(f"comparing needs at least two evaluated models, found {models}; "
+                         "evaluate more with `thumb retrieval evaluate`")
+    frame = frame.assign(label=[metric_label(r) for r in frame.itertuples(index=False)])
+    wide = frame.drop_duplicates(["model", "label"], keep="last").pivot(
+        index="model", columns="label", values="value")
+    wide = wide[[c for c in dict.fromkeys(frame["label"]) if wide[c].notna().sum() >= 2]]
+    ranks = wide.rank(ascending=False, method="average")
+    table = wide.stack().rename("value").reset_index().merge(
+        ranks.stack().rename("rank").reset_index(), on=["model", "label"])
+    return table.rename(columns={"label": "metric"}), kendall_matrix(wide)
+
+
+def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
+    """τ-b between every two columns over the rows both have (NaN when undefined)."""
+    labels = list(wide.columns)
+    tau = pd.DataFrame(np.nan, index=labels, columns=labels)
+    values = wide.to_numpy(dtype=float)
+    for i, a in enumerate(labels):
+        for j, b in enumerate(labels):
+            kept = ~np.isnan(values[:, i]) & ~np.isnan(values[:, j])
+            x, y = values[kept, i], values[kept, j]
+            if len(x) >= 2 and len(set(x)) > 1 and len(set(y)) > 1:
+                tau.loc[a, b] = stats.kendalltau(x, y, variant="b").statistic
+    return tau

@@ -1,0 +1,170 @@
+"""Retrieval results and model comparisons as terminal tables, Markdown and a τ heat map.
+Values print as percentages (RSUM as the sum of six percentages, 0-600); every label that
+comes from a file or the database goes through `rich.text.Text` or Markdown escaping."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+COLUMNS = ("i2t", "t2i", "mean")
+
+
+def _percent(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{100 * float(value):.1f}"
+
+
+def _cell(record: dict[str, object], separator: str = " ") -> str:
+    value = _percent(record["value"])
+    if record["ci_low"] is None:
+        return value
+    return f"{value}{separator}[{_percent(record['ci_low'])}, {_percent(record['ci_high'])}]"
+
+
+def _metric_name(record: dict[str, object]) -> str:
+    metric = str(record["metric"])
+    if record["k"] is not None:
+        metric = metric.replace("@k", f"@{record['k']}")
+    if record["m"] is not None:
+        metric += f" m={record['m']}"
+    return metric
+
+
+def result_rows(records: Sequence[dict[str, object]], separator: str = " "
+                ) -> list[list[str]]:
+    """[model, positives, metric, i2t, t2i, mean-or-both] rows in the records' order."""
+    rows: dict[tuple, dict[str, str]] = {}
+    for record in records:
+        key = (record["model"], record["positives"], _metric_name(record))
+        column = "mean" if record["direction"] == "both" else str(record["direction"])
+        rows.setdefault(key, {})[column] = _cell(record, separator)
+    return [[*map(str, key), *(cells.get(c, "") for c in COLUMNS)]
+            for key, cells in rows.items()]
+
+
+def _title(ci: float) -> str:
+    return f"values in %, [{ci:.0%} bootstrap CI over queries]; rsum: sum of six recalls"
+
+
+def results_table(records: Sequence[dict[str, object]], *, ci: float,
+                  out: Path | None = None) -> None:
+    """One table per model (its name in the title), each value over its CI."""
+    tables = []
+    for model in dict.fromkeys(r["model"] for r in records):
+        title = Text(f"{model}: ")
+        title.append(_title(ci))
+        table = Table(title=title, title_justify="left", pad_edge=False, box=None)
+        for header in ("positives", "metric", *COLUMNS):
+            table.add_column(header, justify="right" if header in COLUMNS else "left",
+                             overflow="fold")
+        for row in result_rows([r for r in records if r["model"] == model], "\n"):
+            table.add_row(*(Text(cell) for cell in row[1:]))
+        tables.append(table)
+    from rich.console import Group
+
+    _print(Group(*tables), out)
+
+
+def _print(renderable: object, out: Path | None) -> None:
+    if out is None:
+        Console().print(renderable)
+        return
+    with open(out, "w", encoding="utf-8") as handle:
+        Console(file=handle, width=120, color_system=None).print(renderable)
+
+
+def markdown_escape(text: str) -> str:
+    """Markdown-safe cell text: no HTML, no table breaks, no emphasis or links."""
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    for special in "\\`*_{}[]()#+!|<>":
+        text = text.replace(special, f"\\{special}")
+    return text
+
+
+def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(map(markdown_escape, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(markdown_escape(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def results_markdown(records: Sequence[dict[str, object]], *, ci: float) -> str:
+    return f"{_title(ci)}\n\n" + _markdown(("model", "positives", "metric", *COLUMNS),
+                                          result_rows(records)) + "\n"
+
+
+def _rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    models = list(dict.fromkeys(ranks["model"]))
+    rows = []
+    for number, (metric, part) in enumerate(ranks.groupby("metric", sort=False)):
+        by_model = part.set_index("model")
+        rows.append([f"({number + 1}) {metric}", *(
+            f"{_percent(by_model.loc[m, 'value'])} (#{by_model.loc[m, 'rank']:g})"
+            if m in by_model.index else "" for m in models)])
+    return ["metric", *map(str, models)], rows
+
+
+def _tau_rows(tau: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Rows and columns numbered as in the ranks table (labels would not fit 80 columns)."""
+    numbered = [f"({i + 1})" for i in range(len(tau))]
+    rows = [[n, *("–" if pd.isna(v) else f"{v:.2f}" for v in tau.loc[label])]
+            for n, label in zip(numbered, tau.index, strict=True)]
+    return ["τ-b", *numbered], rows
+
+
+def comparison_markdown(ranks: pd.DataFrame, tau: pd.DataFrame) -> str:
+    parts = []
+    for title, (headers, rows) in (("Models under every metric (value %, rank)",
+                                    _rank_rows(ranks)),
+                                   ("Kendall τ-b between the metrics' rankings",
+                                    _tau_rows(tau))):
+        parts.append(f"### {title}\n\n{_markdown(headers, rows)}\n")
+    return "\n".join(parts)
+
+
+def comparison_table(ranks: pd.DataFrame, tau: pd.DataFrame, *, out: Path | None = None
+                     ) -> None:
+    tables = []
+    for title, (headers, rows) in (("models under every metric (value %, rank)",
+                                    _rank_rows(ranks)),
+                                   ("Kendall τ-b between the metrics' rankings",
+                                    _tau_rows(tau))):
+        table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+        for index, header in enumerate(headers):
+            table.add_column(Text(header), justify="left" if index == 0 else "right",
+                             overflow="fold")
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        tables.append(table)
+    from rich.console import Group
+
+    _print(Group(*tables), out)
+
+
+def draw_tau(tau: pd.DataFrame, path: Path) -> None:
+    """A heat map of the τ matrix (needs matplotlib, in the `metrics` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise RuntimeError("--plot needs matplotlib: pip install 'thumb-tui[metrics]'"
+                           ) from error
+    size = max(4.0, 0.5 * len(tau) + 2)
+    figure, axes = plt.subplots(figsize=(size + 1, size))
+    image = axes.imshow(tau.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu")
+    axes.set_xticks(range(len(tau)), [str(i + 1) for i in range(len(tau))])
+    axes.set_yticks(range(len(tau)), [f"({i + 1}) {label}" for i, label in
+                                      enumerate(tau.index)])
+    figure.colorbar(image, ax=axes, label="Kendall τ-b")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)

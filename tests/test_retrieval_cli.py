@@ -1,0 +1,186 @@
+"""`thumb retrieval …` on the sample project: evaluate, caching, bad input, relevance,
+compare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from metrics.positives import eccv_caption_available, shipped_positive_set
+from tests.conftest import SAMPLE_CSV, database_dump
+from thumb_tui.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[str, Path]:
+    db = str(tmp_path / "r.db")
+    assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    return db, tmp_path
+
+
+def _keys(db: str) -> tuple[list[str], list[str]]:
+    from storage import open_database
+    from storage.retrieval import project_captions
+
+    captions = project_captions(open_database(db))
+    return sorted(set(captions["image_key"])), captions["caption_key"].tolist()
+
+
+def _lists(db: str, folder: Path, seed: int) -> tuple[Path, Path]:
+    """Random ranked lists over the project's images and captions."""
+    images, captions = _keys(db)
+    rng = np.random.default_rng(seed)
+    i2t = {i: [captions[j] for j in rng.permutation(len(captions))] for i in images}
+    t2i = {c: [images[j] for j in rng.permutation(len(images))] for c in captions}
+    paths = folder / f"i2t-{seed}.json", folder / f"t2i-{seed}.json"
+    for path, lists in zip(paths, (i2t, t2i), strict=True):
+        path.write_text(json.dumps(lists), encoding="utf-8")
+    return paths
+
+
+def _evaluate(db: str, *args: str):
+    return runner.invoke(app, ["--db", db, "retrieval", "evaluate", *args])
+
+
+def test_evaluate_writes_tidy_records_and_never_computes_twice(project, monkeypatch):
+    db, folder = project
+    i2t, t2i = _lists(db, folder, 0)
+    out = folder / "r.json"
+    args = ["--name", "random", "--i2t", str(i2t), "--t2i", str(t2i), "--positives",
+            "project", "--bootstrap", "50", "--format", "json", "--out", str(out)]
+    first = _evaluate(db, *args)
+    assert first.exit_code == 0, first.output
+    records = json.loads(out.read_text())
+    assert {tuple(sorted(r)) for r in records} == {tuple(sorted(
+        ["model", "positives", "metric", "direction", "k", "m", "value", "ci_low", "ci_high",
+         "n", "signature"]))}
+    keyed = {(r["metric"], r["direction"], r["k"]): r for r in records}
+    assert keyed[("recall@k", "i2t", 5)]["n"] == 15 and keyed[("recall@k", "t2i", 5)]["n"] == 60
+    assert keyed[("rsum", "both", None)]["value"] == pytest.approx(sum(
+        keyed[("recall@k", d, k)]["value"] for d in ("i2t", "t2i") for k in (1, 5, 10)))
+    assert "1 set(s) computed" in first.output
+
+    import reports.retrieval
+
+    def no_computing(*_args, **_kwargs):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(reports.retrieval, "_compute", no_computing)
+    second = _evaluate(db, *args)
+    assert second.exit_code == 0, second.output
+    assert "0 set(s) computed, 1 read back" in second.output
+    assert json.loads(out.read_text()) == records
+
+
+def test_the_same_name_with_other_files_needs_replace(project):
+    db, folder = project
+    first, second = _lists(db, folder, 1), _lists(db, folder, 2)
+    base = ["--name", "m", "--positives", "project", "--bootstrap", "0"]
+    assert _evaluate(db, *base, "--i2t", str(first[0]), "--t2i", str(first[1])).exit_code == 0
+    refused = _evaluate(db, *base, "--i2t", str(second[0]), "--t2i", str(second[1]))
+    assert refused.exit_code == 2 and "--replace" in refused.output
+    replaced = _evaluate(db, *base, "--i2t", str(second[0]), "--t2i", str(second[1]),
+                         "--replace", "--format", "json")
+    assert replaced.exit_code == 0, replaced.output
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda lists: lists["img01"].append("nope/none"), "unknown item id(s), e.g. 'nope/none'"),
+        (lambda lists: lists["img01"].__setitem__(1, lists["img01"][0]), "appears twice"),
+        (lambda lists: lists.pop("img02"), "no list for 1 of the 15 queries of project"),
+    ],
+)
+def test_bad_rankings_end_in_one_line_and_change_nothing(project, mutate, message):
+    from storage import open_database
+
+    db, folder = project
+    i2t, t2i = _lists(db, folder, 3)
+    lists = json.loads(i2t.read_text())
+    mutate(lists)
+    i2t.write_text(json.dumps(lists), encoding="utf-8")
+    before = database_dump(open_database(db))
+    result = _evaluate(db, "--name", "bad", "--i2t", str(i2t), "--t2i", str(t2i),
+                       "--positives", "project")
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and message in result.output, result.output
+    assert database_dump(open_database(db)) == before
+
+
+def test_a_matrix_of_the_wrong_shape_is_refused(project):
+    db, folder = project
+    path = folder / "m.npz"
+    images, captions = _keys(db)
+    np.savez(path, scores=np.zeros((len(images), len(captions) - 1)),
+             image_ids=np.array(images), caption_ids=np.array(captions))
+    result = _evaluate(db, "--name", "m", "--scores", str(path), "--positives", "project")
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {path}: scores has shape (15, 59), expected "
+                                    "(15, 60)")
+
+
+def test_relevance_then_semantic_metrics_then_compare(project):
+    db, folder = project
+    relevance = folder / "rel.npz"
+    built = runner.invoke(app, ["--db", db, "retrieval", "relevance", "--out", str(relevance),
+                                "--tokenizer", "ptb-python"])
+    assert built.exit_code == 0, built.output
+    assert "wrote" in built.output and "15 images x 60 captions" in built.output
+    again = runner.invoke(app, ["--db", db, "retrieval", "relevance", "--out", str(relevance),
+                                "--tokenizer", "ptb-python"])
+    assert "kept (same signature)" in again.output
+    phi = np.load(relevance)
+    for seed, name in ((4, "noise"), (5, "[red]tricky[/red] | name")):
+        rng = np.random.default_rng(seed)
+        scores = rng.random(phi["values"].shape) + (phi["values"] if seed == 4 else 0)
+        path = folder / f"{seed}.npz"
+        np.savez(path, scores=scores, image_ids=phi["image_ids"],
+                 caption_ids=phi["caption_ids"])
+        result = _evaluate(db, "--name", name, "--scores", str(path), "--positives",
+                           "project", "--relevance", str(relevance), "--bootstrap", "20")
+        assert result.exit_code == 0, result.output
+    table = runner.invoke(app, ["--db", db, "retrieval", "compare"])
+    assert table.exit_code == 0, table.output
+    assert "[red]tricky[/red] | name" in table.output  # printed literally, not as markup
+    markdown = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "md"])
+    assert "\\[red\\]tricky\\[/red\\] \\| name" in markdown.output
+    compared = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "json"])
+    payload = json.loads(compared.output)
+    ranks = {(r["model"], r["metric"]): r["rank"] for r in payload["ranks"]}
+    assert ranks[("noise", "cider-d ncs@5")] == 1.0  # the model that follows φ wins
+    assert {"metric", "project map@r", "cider-d/no-gt ncs@10"} <= set(
+        payload["kendall_tau_b"][0])
+
+
+@pytest.mark.skipif(not eccv_caption_available(), reason="eccv-caption is not installed")
+def test_shipped_sets_work_on_ids_alone(tmp_path):
+    coco = shipped_positive_set("coco-5k")
+    images, captions = list(coco.image_to_captions), list(coco.caption_to_images)
+    rng = np.random.default_rng(0)
+    i2t = {i: [captions[j] for j in rng.choice(len(captions), 30, replace=False)]
+           for i in images}
+    t2i = {c: [images[j] for j in rng.choice(len(images), 30, replace=False)] for c in captions}
+    paths = tmp_path / "i2t.json", tmp_path / "t2i.json"
+    for path, lists in zip(paths, (i2t, t2i), strict=True):
+        path.write_text(json.dumps(lists))
+    result = _evaluate(str(tmp_path / "ids.db"), "--name", "ids", "--i2t", str(paths[0]),
+                       "--t2i", str(paths[1]), "--positives", "eccv", "--positives", "cxc",
+                       "--bootstrap", "0", "--format", "json")
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.output)
+    assert {r["positives"] for r in records} == {"eccv", "cxc"}
+    eccv = {(r["metric"], r["direction"], r["k"]): r for r in records if r["positives"] == "eccv"}
+    assert eccv[("map@r", "i2t", None)]["n"] == 1261 and eccv[("map@r", "t2i", None)]["n"] == 1332
+    bad = dict(i2t)
+    bad[images[0]] = [*bad[images[0]][:-1], 123456789]
+    paths[0].write_text(json.dumps(bad))
+    refused = _evaluate(str(tmp_path / "ids.db"), "--name", "ids2", "--i2t", str(paths[0]),
+                        "--t2i", str(paths[1]), "--positives", "eccv")
+    assert refused.exit_code == 2 and "e.g. 123456789" in refused.output

@@ -1,0 +1,220 @@
+"""`thumb retrieval …`: score image-text retrieval models on many-to-many positives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from thumb_tui.cli.common import (
+    ActorOption,
+    BootstrapOption,
+    SeedOption,
+    default_actor,
+    fail,
+    state,
+    value_errors,
+    write_or_echo,
+)
+
+app = typer.Typer(help="Image-text retrieval: R@K, R-Precision, mAP@R, PMRP, NCS, SR.",
+                  no_args_is_help=True)
+
+FORMATS = ("table", "md", "json")
+
+
+def _integers(text: str, option: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        fail(f"{option} takes comma-separated integers, not {text!r}")
+    if not values or min(values) < 0:
+        fail(f"{option} takes comma-separated non-negative integers, not {text!r}")
+    return values
+
+
+@app.command("evaluate")
+def evaluate_command(
+    name: Annotated[str, typer.Option("--name", help="The model's name.")],
+    i2t: Annotated[Path | None, typer.Option(
+        "--i2t", help="Image→caption ranked lists: JSON {image id: [caption ids…]}.")] = None,
+    t2i: Annotated[Path | None, typer.Option(
+        "--t2i", help="Caption→image ranked lists: JSON {caption id: [image ids…]}.")] = None,
+    scores: Annotated[Path | None, typer.Option(
+        "--scores", help="Similarity matrix: .npz (scores, image_ids, caption_ids) or "
+                         ".parquet (image_id, caption_id, score).")] = None,
+    positives: Annotated[list[str] | None, typer.Option(
+        "--positives", help="eccv, cxc, coco-5k, coco-1k, project or a DIR in the "
+                            "eccv-caption layout (repeat for several).")] = None,
+    pm: Annotated[Path | None, typer.Option(
+        "--pm", help="DIR with pm_image_to_caption.json and pm_caption_to_image.json.")]
+    = None,
+    pm_from: Annotated[Path | None, typer.Option(
+        "--pm-from", help="COCO instances JSON: plausible matches from 80-class vectors.")]
+    = None,
+    zeta: Annotated[str, typer.Option("--zeta", help="ζ values for --pm-from.")] = "0,1,2",
+    pmrp_cap: Annotated[str, typer.Option(
+        "--pmrp-cap", help="R = min(R, cap) for PMRP, or 'none'.")] = "50",
+    relevance: Annotated[list[Path] | None, typer.Option(
+        "--relevance", help="Relevance matrix from `thumb retrieval relevance` (NCS, SR).")]
+    = None,
+    ks: Annotated[str, typer.Option("--k", help="Cut-offs for R@K, NCS@K, SR@K.")] = "1,5,10",
+    sr_m: Annotated[str, typer.Option("--sr-m", help="SR's m: the m most relevant items "
+                                                     "count as relevant.")] = "1,2,3",
+    bootstrap: BootstrapOption = 1000,
+    ci: Annotated[float, typer.Option("--ci", help="Confidence level of the CIs.")] = 0.95,
+    seed: SeedOption = 0,
+    output: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Re-evaluate a stored model from other files.")] = False,
+    by: ActorOption = "",
+) -> None:
+    """Evaluate one model on every positive set given (its rankings are read once;
+    results already stored for the same files and settings are not computed again)."""
+    from metrics.positives import PositivesError
+    from metrics.rankings import RankingsError
+    from metrics.relevance import RelevanceError
+    from reports.retrieval import (
+        ModelFiles,
+        Settings,
+        evaluate_model,
+        resolve_plausible,
+        resolve_positives,
+        resolve_relevance,
+        tidy,
+    )
+    from storage.retrieval import RetrievalStoreError
+
+    if output not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}")
+    if not name.strip():
+        fail("--name needs a model name")
+    if scores is not None and (i2t or t2i):
+        fail("give either --i2t and --t2i, or --scores")
+    if scores is None and not (i2t and t2i):
+        fail("give --i2t and --t2i (ranked lists), or --scores (a similarity matrix)")
+    for path in (i2t, t2i, scores):
+        if path is not None and not path.is_file():
+            fail(f"{path}: no such file")
+    cutoffs, ms = _integers(ks, "--k"), _integers(sr_m, "--sr-m")
+    if min(cutoffs) < 1 or min(ms) < 1:
+        fail("--k and --sr-m take positive integers")
+    cap = None if pmrp_cap.strip().lower() == "none" else _integers(pmrp_cap, "--pmrp-cap")[0]
+    if cap == 0:
+        fail("--pmrp-cap must be positive or 'none'")
+    if not 0 < ci < 1:
+        fail("--ci must be between 0 and 1 (0.95 for 95%)")
+    if not (positives or pm or pm_from or relevance):
+        fail("nothing to evaluate against: give --positives (eccv, cxc, coco-5k, coco-1k, "
+             "project or DIR), --pm, --pm-from or --relevance")
+    engine = state.engine
+    settings = Settings(ks=cutoffs, ms=ms, pmrp_cap=cap, bootstrap=bootstrap, ci=ci,
+                        seed=seed)
+    try:
+        targets = resolve_positives(engine, positives or [])
+        derived, content = [], ""
+        if pm_from is not None:
+            derived, content = _plausible_from(pm_from, targets, _integers(zeta, "--zeta"))
+        targets += resolve_plausible(pm, derived, content)
+        targets += resolve_relevance(relevance or [])
+        frame, computed = evaluate_model(
+            engine, name.strip(), ModelFiles(i2t, t2i, scores), targets, settings,
+            actor=by or default_actor(), replace=replace)
+    except (PositivesError, RankingsError, RelevanceError, RetrievalStoreError,
+            ValueError) as error:
+        fail(str(error))
+    records = tidy(frame)
+    if output == "json":
+        write_or_echo(json.dumps(records, indent=1), out, "the results")
+    else:
+        from reports.retrieval_text import results_markdown, results_table
+
+        if output == "md":
+            write_or_echo(results_markdown(records, ci=ci), out, "the results")
+        else:
+            results_table(records, ci=ci, out=out)
+    if output != "json" or out is not None:
+        reused = len(targets) - computed
+        typer.echo(f"{name.strip()}: {computed} set(s) computed, {reused} read back "
+                   "from the database", err=True)
+
+
+def _plausible_from(instances: Path, targets: list, zetas: tuple[int, ...]):
+    from metrics.positives import plausible_matches, read_coco_presence
+    from metrics.signature import digest
+    from storage.retrieval import file_digest
+
+    base = next((t for t in targets if t.kind == "positives"), None)
+    if base is None:
+        fail("--pm-from needs a --positives set whose captions name their images "
+             "(e.g. coco-5k)")
+    presence = read_coco_presence(instances)
+    caption_images = base.folds[0].caption_to_images
+    derived = [plausible_matches(presence, caption_images, zeta, name=f"pm-zeta{zeta}")
+               for zeta in zetas]
+    content = digest([file_digest([("instances", instances)]), base.content])
+    return derived, content
+
+
+@app.command("relevance")
+def relevance_command(
+    metric: Annotated[str, typer.Option("--metric", help="cider-d or spice-approx.")]
+    = "cider-d",
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="The .npz to write (default: relevance-METRIC.npz).")] = None,
+    tokenizer: Annotated[str, typer.Option("--tokenizer", help="auto, ptb-java or ptb-python.")]
+    = "auto",
+) -> None:
+    """Build the semantic-relevance matrix of the project: the metric of every caption
+    against every image's references (kept if the file already holds the same one)."""
+    from metrics.relevance import RELEVANCE_METRICS
+    from reports.retrieval import project_relevance
+
+    if metric not in RELEVANCE_METRICS:
+        fail(f"--metric must be one of {', '.join(RELEVANCE_METRICS)}")
+    target = out or Path(f"relevance-{metric}.npz")
+    with value_errors():
+        matrix, built = project_relevance(state.existing_engine, metric, target,
+                                          tokenizer=tokenizer)
+    verb = "wrote" if built else "kept (same signature)"
+    typer.echo(f"{verb} {target}: {len(matrix.images)} images x {len(matrix.captions)} "
+               f"captions\n{matrix.signature}")
+
+
+@app.command("compare")
+def compare_command(
+    positives: Annotated[list[str] | None, typer.Option(
+        "--positives", help="Only these positive sets (default: all stored).")] = None,
+    direction: Annotated[str, typer.Option("--direction", help="i2t, t2i or mean.")]
+    = "mean",
+    output: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Also draw the metric-by-metric τ heat map (.png/.svg).")] = None,
+) -> None:
+    """Rank every evaluated model under every metric, with Kendall τ-b between the metrics'
+    rankings (ECCV Caption Table 5)."""
+    from reports.retrieval import comparison
+    from reports.retrieval_text import comparison_markdown, comparison_table, draw_tau
+
+    if output not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}")
+    if direction not in ("i2t", "t2i", "mean"):
+        fail("--direction must be i2t, t2i or mean")
+    with value_errors():
+        ranks, tau = comparison(state.existing_engine, positives, direction)
+    if output == "json":
+        payload = {"ranks": ranks.to_dict(orient="records"),
+                   "kendall_tau_b": tau.reset_index(names="metric").to_dict(orient="records")}
+        write_or_echo(json.dumps(payload, indent=1), out, "the comparison")
+    elif output == "md":
+        write_or_echo(comparison_markdown(ranks, tau), out, "the comparison")
+    else:
+        comparison_table(ranks, tau, out=out)
+    if plot is not None:
+        with value_errors():
+            draw_tau(tau, plot)
+        typer.echo(f"wrote the τ heat map to {plot}", err=True)
