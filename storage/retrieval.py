@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import Engine, delete, select
-from sqlmodel import SQLModel
 
 from storage.models import Event, RetrievalModel, RetrievalResult, utcnow
 
@@ -20,12 +19,6 @@ RESULT_COLUMNS = ("positives", "metric", "direction", "k", "m", "value", "ci_low
 
 class RetrievalStoreError(ValueError):
     """A request the stored models refuse (e.g. a name already used for other files)."""
-
-
-def ensure_tables(engine: Engine) -> None:
-    """Create the retrieval tables in a database made before they existed."""
-    SQLModel.metadata.create_all(engine, tables=[RetrievalModel.__table__,
-                                                 RetrievalResult.__table__])
 
 
 def file_digest(paths: Sequence[tuple[str, Path]]) -> str:
@@ -42,7 +35,6 @@ def file_digest(paths: Sequence[tuple[str, Path]]) -> str:
 
 def find_model(engine: Engine, name: str) -> tuple[int, str] | None:
     """(id, digest) of the stored model `name`, or None."""
-    ensure_tables(engine)
     model = RetrievalModel.__table__
     with engine.connect() as connection:
         row = connection.execute(select(model.c.id, model.c.digest).where(
@@ -108,7 +100,6 @@ def save_evaluation(engine: Engine, name: str, *, source: str, digest: str, file
 def results_frame(engine: Engine, models: Sequence[str] | None = None,
                   signatures: Sequence[str] | None = None) -> pd.DataFrame:
     """Stored results as tidy rows: model, signature and RESULT_COLUMNS."""
-    ensure_tables(engine)
     model, result = RetrievalModel.__table__, RetrievalResult.__table__
     query = select(model.c.name.label("model"), result.c.signature,
                    *(result.c[c] for c in RESULT_COLUMNS)).join(
