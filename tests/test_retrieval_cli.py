@@ -20,7 +20,8 @@ runner = CliRunner()
 @pytest.fixture
 def project(tmp_path: Path) -> tuple[str, Path]:
     db = str(tmp_path / "r.db")
-    assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    imported = runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV), "--allow-outside-images"])
+    assert imported.exit_code == 0, imported.output
     return db, tmp_path
 
 

@@ -1,8 +1,8 @@
 """Retrieval evaluation: evaluated models (name, file digest) and their results per
 positive set, metric and direction, with bootstrap CIs and signatures.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-23 09:52:56.799111
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
