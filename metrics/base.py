@@ -20,7 +20,7 @@ class CaptionItem:
     caption_id: int
     image_key: str
     image_path: str | None
-    system: str
+    system: str | None  # None for judgment sets without systems
     text: str
     references: tuple[str, ...]
 
@@ -56,6 +56,7 @@ class Metric(ABC):
     help: ClassVar[str] = ""
     options: ClassVar[tuple[MetricOption, ...]] = ()
     corpus_level: bool = False  # True when one caption's score depends on the others
+    needs_references: bool = True
 
     @classmethod
     def from_options(cls, values: Mapping[str, object]) -> Metric:
@@ -76,6 +77,9 @@ class Metric(ABC):
     def score(self, items: Sequence[CaptionItem]) -> np.ndarray:
         if not items:
             return np.zeros(0)
+        if self.needs_references and (bare := sum(not item.references for item in items)):
+            raise RuntimeError(f"{self.name} needs references: {bare} caption(s) have none "
+                               "(none imported, or the only ones were the caption itself)")
         scores = np.asarray(self.compute(items), dtype=float)
         if scores.shape != (len(items),):
             raise RuntimeError(f"{self.name} returned {scores.shape} scores for {len(items)}")

@@ -11,9 +11,9 @@ from scipy import sparse
 
 from metrics.base import CaptionItem, Metric, MetricOption
 from metrics.signature import digest
-from metrics.tokenize import resolve_tokenizer, tokenize
+from metrics.tokenize import TOKENIZER, resolve_tokenizer, tokenize
 
-CORPORA = ("per-system", "pooled")
+CORPORA = ("auto", "per-system", "pooled")
 
 
 def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
@@ -107,19 +107,20 @@ def cider_d(
 
 class CiderD(Metric):
     """CIDEr-D with an explicit document-frequency corpus: one per system (as THUMB
-    computed it) or all captions pooled."""
+    computed it) or all captions pooled (the literature's convention for judgment sets);
+    `auto` is per-system when every caption has a system, else pooled."""
 
     name = "cider-d"
     help = "CIDEr-D (x10), document frequencies from a per-system or pooled corpus"
     options = (
-        MetricOption("cider_corpus", "corpus", "per-system",
-                     "CIDEr-D's document-frequency corpus: per-system (THUMB) or pooled."),
-        MetricOption("tokenizer", "tokenizer", "auto",
-                     "CIDEr-D's tokenizer: auto, ptb-java or ptb-python."),
+        MetricOption("cider_corpus", "corpus", "auto",
+                     "CIDEr-D's document-frequency corpus: per-system (THUMB), pooled (the "
+                     "literature's), or auto: per-system when every caption has a system."),
+        TOKENIZER,
     )
     corpus_level = True
 
-    def __init__(self, corpus: str = "per-system", tokenizer: str = "auto") -> None:
+    def __init__(self, corpus: str = "auto", tokenizer: str = "auto") -> None:
         if corpus not in CORPORA:
             raise ValueError(f"CIDEr corpus must be one of {', '.join(CORPORA)}")
         self.corpus = corpus
@@ -136,14 +137,20 @@ class CiderD(Metric):
             start += len(item.references)
         return hyps, refs
 
+    def corpus_for(self, items: Sequence[CaptionItem]) -> str:
+        """The corpus actually used: `auto` resolved on these captions."""
+        if self.corpus != "auto":
+            return self.corpus
+        return "per-system" if all(item.system for item in items) else "pooled"
+
     def settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
         corpus = digest(f"{i.system}\t{i.text}\t{'|'.join(i.references)}" for i in items)
         return {"impl": "thumb-tui-sparse", "n": "4", "sigma": "6",
-                "tok": self.tokenizer, "corpus": f"{self.corpus}#{corpus}"}
+                "tok": self.tokenizer, "corpus": f"{self.corpus_for(items)}#{corpus}"}
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         hyps, refs = self._tokens(items)
-        if self.corpus == "pooled":
+        if self.corpus_for(items) == "pooled":
             return cider_d(hyps, refs)
         systems: dict[str, int] = {}
         corpus = [systems.setdefault(item.system, len(systems)) for item in items]

@@ -153,6 +153,7 @@ class ClipMetric(Metric):
 class ClipS(ClipMetric):
     name = "clip-s"
     help = "CLIP-S: 2.5 x cosine of image and caption (reference-free)"
+    needs_references = False
 
 
 class RefClipS(ClipMetric):

@@ -11,7 +11,7 @@ from importlib import import_module
 
 from metrics.base import Metric, MetricOption
 
-METRIC_MODULES = ("metrics.text_metrics", "metrics.cider", "metrics.bertscore",
+METRIC_MODULES = ("metrics.text_metrics", "metrics.cider", "metrics.coco", "metrics.bertscore",
                   "metrics.clip", "metrics.spice")
 DEFAULT_METRICS = ("bleu", "rouge-l", "cider-d")
 KEEP_SELF_REFERENCES = "keep_self_references"

@@ -11,10 +11,16 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from metrics.base import MetricOption
+
 # Tokens the COCO evaluation removes after tokenising.
 PUNCTUATION = {"''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",",
                ":", "-", "--", "...", ";", "-lrb-", "-rrb-", "-lcb-", "-rcb-"}
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
+# The option of every metric that PTB-tokenises (CIDEr-D, coco-bleu-n, coco-rouge-l, meteor).
+TOKENIZER = MetricOption("tokenizer", "tokenizer", "auto",
+                         "PTB tokenizer of CIDEr-D, coco-* and meteor: auto (ptb-java when "
+                         "Java is present), ptb-java or ptb-python.")
 
 
 @cache

@@ -97,7 +97,7 @@ def _object_problems(value: object, schema: dict[str, str], required: tuple[str,
             + record_problems(value, schema))
 
 
-def _coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+def coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
     """caption id -> text and image id -> its captions, from a COCO captions file."""
     problems = Problems(path)
     texts: dict[str, str] = {}
@@ -121,7 +121,7 @@ def read_coco_bison(path: Path, captions: Path, images_dir: Path | None, problem
                     ) -> tuple[list[ItemRow], dict[str, list[str]]]:
     """Items of a COCO-BISON file; every problem of an item is reported, at the line where
     the item starts."""
-    texts, references = _coco_captions(captions)
+    texts, references = coco_captions(captions)
     rows = []
     for line, item in top_level_list(path, read_text(path), "data"):
         found = _object_problems(item, COCO_ITEM_SCHEMA, ("bison_id", "caption_id",

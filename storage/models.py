@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from enum import IntEnum
 
-from sqlalchemy import CheckConstraint, Column, DateTime, UniqueConstraint
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    UniqueConstraint,
+)
 from sqlmodel import Field, SQLModel
 
 
@@ -351,6 +357,186 @@ class RetrievalResult(SQLModel, table=True):
     ci_high: float | None = None
     n: int
     computed_at: datetime = _timestamp()
+
+
+JUDGMENT_KINDS = ("score", "pairwise")
+JUDGMENT_CHOICES = ("a", "b", "tie")
+
+
+class JudgmentSet(SQLModel, table=True):
+    """Human judgments collected elsewhere (e.g. a published Likert or pairwise set), kept
+    apart from THUMB ratings. A score set declares its scale; a pairwise set has none."""
+
+    __tablename__ = "judgment_set"
+    __table_args__ = (
+        CheckConstraint("length(name) > 0", name="judgment_set_name_not_empty"),
+        CheckConstraint("kind IN ('score', 'pairwise')", name="judgment_set_kind_valid"),
+        CheckConstraint(
+            "(kind = 'score' AND scale_min IS NOT NULL AND scale_max > scale_min "
+            "AND scale_step IN (0.5, 1)) OR (kind = 'pairwise' AND scale_min IS NULL "
+            "AND scale_max IS NULL AND scale_step IS NULL)",
+            name="judgment_set_scale_valid",
+        ),
+        # targets of the composite foreign keys that tie judgments to their set's kind/scale
+        UniqueConstraint("id", "kind", name="judgment_set_id_kind"),
+        UniqueConstraint("id", "scale_min", "scale_max", "scale_step",
+                         name="judgment_set_id_scale"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    kind: str
+    scale_min: float | None = None
+    scale_max: float | None = None
+    scale_step: float | None = None
+    source: str = Field(description="the file the judgments came from")
+    references_source: str | None = Field(default=None,
+                                          description="the file the references came from")
+    created_at: datetime = _timestamp()
+
+
+class JudgmentImage(SQLModel, table=True):
+    """An image of a judgment set; the file is optional (text-only metrics need none)."""
+
+    __tablename__ = "judgment_image"
+    __table_args__ = (
+        UniqueConstraint("set_id", "key", name="judgment_image_key_unique"),
+        UniqueConstraint("id", "set_id", name="judgment_image_id_set"),
+        CheckConstraint("length(key) > 0", name="judgment_image_key_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(foreign_key="judgment_set.id", index=True, ondelete="RESTRICT")
+    key: str
+    path: str | None = None
+
+
+class JudgmentReference(SQLModel, table=True):
+    __tablename__ = "judgment_reference"
+    __table_args__ = (
+        UniqueConstraint("image_id", "position", name="judgment_reference_position_unique"),
+        CheckConstraint("position >= 0", name="judgment_reference_position_non_negative"),
+        CheckConstraint("length(text) > 0", name="judgment_reference_text_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    image_id: int = Field(foreign_key="judgment_image.id", index=True, ondelete="RESTRICT")
+    position: int
+    text: str
+
+
+class JudgmentCaption(SQLModel, table=True):
+    """A judged caption; the system is optional."""
+
+    __tablename__ = "judgment_caption"
+    __table_args__ = (
+        ForeignKeyConstraint(["image_id", "set_id"], ["judgment_image.id", "judgment_image.set_id"],
+                             ondelete="RESTRICT"),
+        UniqueConstraint("set_id", "external_id", name="judgment_caption_id_unique"),
+        UniqueConstraint("id", "set_id", name="judgment_caption_id_set"),
+        UniqueConstraint("id", "image_id", name="judgment_caption_id_image"),
+        CheckConstraint("length(text) > 0", name="judgment_caption_text_not_empty"),
+        CheckConstraint("system IS NULL OR length(system) > 0",
+                        name="judgment_caption_system_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(index=True)
+    image_id: int = Field(index=True)
+    text: str
+    external_id: str | None = None
+    system: str | None = None
+
+
+class JudgmentScore(SQLModel, table=True):
+    """One judge's score of a caption. The set's scale is repeated here so that the
+    database itself refuses a score off the scale (composite key to the set's scale)."""
+
+    __tablename__ = "judgment_score"
+    __table_args__ = (
+        ForeignKeyConstraint(["caption_id", "set_id"],
+                             ["judgment_caption.id", "judgment_caption.set_id"],
+                             ondelete="RESTRICT"),
+        ForeignKeyConstraint(
+            ["set_id", "scale_min", "scale_max", "scale_step"],
+            ["judgment_set.id", "judgment_set.scale_min", "judgment_set.scale_max",
+             "judgment_set.scale_step"], ondelete="RESTRICT"),
+        UniqueConstraint("caption_id", "judge", name="judgment_score_one_per_judge"),
+        CheckConstraint("length(judge) > 0", name="judgment_score_judge_not_empty"),
+        CheckConstraint(
+            "score >= scale_min AND score <= scale_max AND "
+            "(score - scale_min) / scale_step = round((score - scale_min) / scale_step)",
+            name="judgment_score_on_scale"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(index=True)
+    caption_id: int = Field(index=True)
+    judge: str
+    score: float
+    scale_min: float
+    scale_max: float
+    scale_step: float
+    note: str = ""
+
+
+class JudgmentPair(SQLModel, table=True):
+    """One judge's choice between two captions of the same image: a, b or tie."""
+
+    __tablename__ = "judgment_pair"
+    __table_args__ = (
+        ForeignKeyConstraint(["set_id", "kind"], ["judgment_set.id", "judgment_set.kind"],
+                             ondelete="RESTRICT"),
+        ForeignKeyConstraint(["image_id", "set_id"],
+                             ["judgment_image.id", "judgment_image.set_id"],
+                             ondelete="RESTRICT"),
+        ForeignKeyConstraint(["caption_a_id", "image_id"],
+                             ["judgment_caption.id", "judgment_caption.image_id"],
+                             ondelete="RESTRICT"),
+        ForeignKeyConstraint(["caption_b_id", "image_id"],
+                             ["judgment_caption.id", "judgment_caption.image_id"],
+                             ondelete="RESTRICT"),
+        UniqueConstraint("caption_a_id", "caption_b_id", "judge",
+                         name="judgment_pair_one_per_judge"),
+        CheckConstraint("kind = 'pairwise'", name="judgment_pair_in_pairwise_set"),
+        CheckConstraint("caption_a_id <> caption_b_id", name="judgment_pair_two_captions"),
+        CheckConstraint("choice IN ('a', 'b', 'tie')", name="judgment_pair_choice_valid"),
+        CheckConstraint("length(judge) > 0", name="judgment_pair_judge_not_empty"),
+        CheckConstraint("category IS NULL OR length(category) > 0",
+                        name="judgment_pair_category_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(index=True)
+    kind: str = "pairwise"
+    image_id: int
+    caption_a_id: int
+    caption_b_id: int
+    judge: str
+    choice: str
+    category: str | None = None
+
+
+class JudgmentMetricScore(SQLModel, table=True):
+    """An automatic metric's score of a judged caption, with its signature."""
+
+    __tablename__ = "judgment_metric_score"
+    __table_args__ = (
+        UniqueConstraint("caption_id", "signature", name="judgment_metric_score_unique"),
+        CheckConstraint("length(metric) > 0", name="judgment_metric_score_metric_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    caption_id: int = Field(foreign_key="judgment_caption.id", index=True,
+                            ondelete="RESTRICT")
+    metric: str = Field(index=True)
+    signature: str = Field(index=True)
+    value: float
+    computed_at: datetime = _timestamp()
+
+
+JUDGMENT_TABLES = (JudgmentSet, JudgmentImage, JudgmentReference, JudgmentCaption,
+                   JudgmentScore, JudgmentPair, JudgmentMetricScore)
 
 
 class SchemaVersion(SQLModel, table=True):

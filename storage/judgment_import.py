@@ -1,0 +1,376 @@
+"""Import a judgment set: human judgments collected elsewhere (Likert scores by many judges,
+or choices between two captions of an image), with optional references. No image file and
+no system are needed. All or nothing, every problem at once as `file:line: problem`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, select
+
+from storage.errors import InputError, Problem, Problems
+from storage.import_files import Record, read_records
+from storage.import_rows import RowError, _Collected, _number, _text, image_file
+from storage.models import (
+    JUDGMENT_CHOICES,
+    JUDGMENT_KINDS,
+    Event,
+    JudgmentCaption,
+    JudgmentImage,
+    JudgmentPair,
+    JudgmentReference,
+    JudgmentScore,
+    JudgmentSet,
+    utcnow,
+)
+from storage.untrusted import KEY, NUMBER, TEXT
+
+REQUIRED_COLUMNS = {
+    "score": ("caption", "judge", "score"),
+    "pairwise": ("caption_a", "caption_b", "judge", "choice"),
+}
+OPTIONAL_COLUMNS = {
+    "score": ("image_id", "image", "caption_id", "system", "note"),
+    "pairwise": ("image_id", "image", "category"),
+}
+# The type every field must have in a JSON-lines file (CSV cells are text, parsed strictly).
+JUDGMENT_SCHEMA = {
+    **dict.fromkeys(["image", "caption", "system", "note", "caption_a", "caption_b", "choice",
+                     "category"], TEXT),
+    **dict.fromkeys(["image_id", "caption_id", "judge"], KEY),
+    "score": NUMBER,
+}
+REFERENCE_SCHEMA = {"image_id": KEY, "reference": TEXT}
+_SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A score set's scale: whole numbers (step 1) or halves (step 0.5) from low to high."""
+
+    low: float
+    high: float
+    step: float = 1.0
+
+    @classmethod
+    def parse(cls, text: str, step: float = 1.0) -> Scale:
+        match = _SCALE.match(text)
+        if match is None:
+            raise ValueError(f"a scale is MIN-MAX, e.g. 1-5, not {text!r}")
+        if step not in (0.5, 1.0):
+            raise ValueError(f"the scale step must be 1 (whole numbers) or 0.5 (halves), "
+                             f"not {step:g}")
+        low, high = float(match.group(1)), float(match.group(2))
+        if not low < high:
+            raise ValueError(f"the scale's minimum must be below its maximum: {text!r}")
+        return cls(low, high, step)
+
+    def contains(self, value: float) -> bool:
+        steps = (value - self.low) / self.step
+        return self.low <= value <= self.high and steps == round(steps)
+
+    def __str__(self) -> str:
+        unit = "whole numbers" if self.step == 1 else "halves"
+        return f"{self.low:g}-{self.high:g} ({unit})"
+
+
+@dataclass(frozen=True)
+class JudgmentRow:
+    """One judgment: a score of `captions[0]`, or a choice between `captions` a and b."""
+
+    line: int
+    image_key: str
+    image_path: str | None
+    captions: tuple[str, ...]
+    judge: str
+    score: float | None = None
+    choice: str | None = None
+    caption_id: str | None = None
+    system: str | None = None
+    note: str = ""
+    category: str | None = None
+
+
+@dataclass
+class JudgmentImportSummary:
+    file: Path
+    name: str
+    kind: str
+    images: int = 0
+    captions: int = 0
+    references: int = 0
+    judges: int = 0
+    judgments: int = 0
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in (
+            (self.images, "image"), (self.captions, "caption"),
+            (self.references, "reference"), (self.judges, "judge"),
+            (self.judgments, "judgment")))
+        return f"{self.file}: judgment set {self.name!r} ({self.kind}): {counts} imported"
+
+
+def _required(record: Record, name: str) -> str:
+    value = _text(record, name)
+    if value is None:
+        raise RowError(f"{name} is missing")
+    return value
+
+
+def _image(record: Record, base_dir: Path, allow_outside: bool) -> tuple[str, str | None]:
+    """The image's key (image_id, else its path) and its file, which is optional (checked
+    as every import checks image files)."""
+    image_path = _text(record, "image")
+    key = _text(record, "image_id") or image_path
+    if key is None:
+        raise RowError("image_id is missing")
+    if image_path is None:
+        return key, None
+    return key, image_file(base_dir, image_path, allow_outside)
+
+
+def _score(record: Record, scale: Scale) -> float:
+    value = _number(record, "score")
+    if value is None:
+        raise RowError("score is missing")
+    if not scale.contains(value):
+        raise RowError(f"score must be on the scale {scale}, not {record['score']!r}")
+    return value
+
+
+def _choice(record: Record) -> str:
+    value = _required(record, "choice").lower()
+    if value not in JUDGMENT_CHOICES:
+        raise RowError(f"choice must be a, b or tie, not {record['choice']!r}")
+    return value
+
+
+def score_row(line: int, record: Record, base_dir: Path, scale: Scale,
+              allow_outside: bool = False) -> JudgmentRow:
+    problems = _Collected()
+    image = problems.check(_image, record, base_dir, allow_outside)
+    caption = problems.check(_required, record, "caption")
+    judge = problems.check(_required, record, "judge")
+    score = problems.check(_score, record, scale)
+    problems.raise_if_any()
+    return JudgmentRow(line, image[0], image[1], (caption,), judge, score=score,
+                       caption_id=_text(record, "caption_id"),
+                       system=_text(record, "system"), note=_text(record, "note") or "")
+
+
+def pairwise_row(line: int, record: Record, base_dir: Path, scale: Scale | None,
+                 allow_outside: bool = False) -> JudgmentRow:
+    problems = _Collected()
+    image = problems.check(_image, record, base_dir, allow_outside)
+    caption_a = problems.check(_required, record, "caption_a")
+    caption_b = problems.check(_required, record, "caption_b")
+    judge = problems.check(_required, record, "judge")
+    choice = problems.check(_choice, record)
+    if caption_a is not None and caption_a == caption_b:
+        problems.append("caption_a and caption_b are the same caption")
+    problems.raise_if_any()
+    return JudgmentRow(line, image[0], image[1], (caption_a, caption_b), judge,
+                       choice=choice, category=_text(record, "category"))
+
+
+ROW_PARSERS: dict[str, Callable[..., JudgmentRow]] = {"score": score_row,
+                                                      "pairwise": pairwise_row}
+
+
+def _check_columns(records: list[tuple[int, Record]], kind: str, path: Path,
+                   problems: Problems) -> None:
+    """Unknown columns at the first record that has them; required ones never given."""
+    first_seen: dict[str, int] = {}
+    for line, record in records:
+        for key in record:
+            first_seen.setdefault(key, line)
+    known = {*REQUIRED_COLUMNS[kind], *OPTIONAL_COLUMNS[kind]}
+    for key in sorted(set(first_seen) - known):
+        hint = ""
+        if key in {*REQUIRED_COLUMNS["pairwise"]} - known:
+            hint = " (a pairwise set? use --kind pairwise)"
+        elif key in {*REQUIRED_COLUMNS["score"]} - known:
+            hint = " (a score set? use --kind score)"
+        problems.add(1 if path.suffix.lower() == ".csv" else first_seen[key],
+                     f"unknown column {key!r} for a {kind} set{hint}")
+    for column in REQUIRED_COLUMNS[kind]:
+        if column not in first_seen:
+            problems.add(1, f"missing column {column!r}")
+    if "image_id" not in first_seen and "image" not in first_seen:
+        problems.add(1, "missing column 'image_id'")
+
+
+def read_references(path: Path) -> dict[str, tuple[str, ...]]:
+    """image key -> references, in file order, from a CSV/JSONL of `image_id, reference`
+    rows or a COCO captions JSON file (`annotations` with `image_id` and `caption`)."""
+    if path.suffix.lower() == ".json":
+        from storage.bison import coco_captions
+
+        return {key: tuple(texts) for key, texts in coco_captions(path)[1].items()}
+    problems = Problems(path)
+    records = read_records(path, schema=REFERENCE_SCHEMA, problems=problems)
+    columns = set().union(*(record.keys() for _, record in records))
+    for column in sorted(columns - set(REFERENCE_SCHEMA)):
+        problems.add(1, f"unknown column {column!r} (references are image_id, reference)")
+    for column in REFERENCE_SCHEMA:
+        if records and column not in columns:
+            problems.add(1, f"missing column {column!r}")
+    references: dict[str, list[str]] = {}
+    for line, record in records:
+        found = _Collected()
+        key = found.check(_required, record, "image_id")
+        text = found.check(_required, record, "reference")
+        for message in found:
+            problems.add(line, message)
+        if not found:
+            references.setdefault(key, []).append(text)
+    problems.raise_if_any()
+    return {key: tuple(texts) for key, texts in references.items()}
+
+
+@dataclass
+class _Plan:
+    """What the import adds, checked completely before anything is written."""
+
+    images: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # line, path
+    captions: dict[tuple, JudgmentRow] = field(default_factory=dict)  # caption key -> row
+    judgments: list[tuple[JudgmentRow, tuple[tuple, ...]]] = field(default_factory=list)
+
+
+def _caption_key(row: JudgmentRow, text: str) -> tuple:
+    """Captions are told apart by caption_id when the file gives one, else by image and
+    text (pairwise sets, and score sets without ids)."""
+    if row.caption_id is not None:
+        return ("id", row.caption_id)
+    return ("text", row.image_key, text)
+
+
+def _plan(rows: list[JudgmentRow], problems: Problems) -> _Plan:
+    plan = _Plan()
+    judgment_line: dict[tuple, int] = {}
+    category_line: dict[frozenset, tuple[int, str | None]] = {}
+    for row in rows:
+        add = problems.add
+        first = plan.images.setdefault(row.image_key, (row.line, row.image_path))
+        if first[1] != row.image_path and None not in (first[1], row.image_path):
+            add(row.line, f"image {row.image_key!r} has another file at line {first[0]}")
+        elif first[1] is None and row.image_path is not None:
+            plan.images[row.image_key] = (first[0], row.image_path)
+        keys = tuple(_caption_key(row, text) for text in row.captions)
+        for key, text in zip(keys, row.captions, strict=True):
+            seen = plan.captions.setdefault(key, row)
+            if row.caption_id is not None and (seen.image_key, seen.captions[0]) != (
+                    row.image_key, text):
+                add(row.line, f"caption_id {row.caption_id!r} is another caption at line "
+                              f"{seen.line}")
+            elif seen.system != row.system:
+                add(row.line, f"the system of this caption differs from line {seen.line} "
+                              "(give caption_id to tell two captions apart)")
+        identity = (*sorted(keys), row.judge) if row.choice else (*keys, row.judge)
+        if identity in judgment_line:
+            add(row.line, f"judge {row.judge!r} already judged this "
+                          f"{'pair' if row.choice else 'caption'} at line "
+                          f"{judgment_line[identity]}")
+            continue
+        judgment_line[identity] = row.line
+        if row.choice:
+            pair = frozenset(keys)
+            first_category = category_line.setdefault(pair, (row.line, row.category))
+            if first_category[1] != row.category:
+                add(row.line, f"category {row.category!r} differs from line "
+                              f"{first_category[0]} for the same pair")
+        plan.judgments.append((row, keys))
+    return plan
+
+
+def import_judgments(
+    engine: Engine, path: str | Path, *, name: str, kind: str, actor: str,
+    scale: Scale | None = None, references: str | Path | None = None,
+    allow_outside_images: bool = False,
+) -> JudgmentImportSummary:
+    """Import a judgment set named `name`. On any problem raise InputError listing every
+    `file:line: problem` and leave the database unchanged."""
+    path = Path(path)
+    if kind not in JUDGMENT_KINDS:
+        raise ValueError(f"the kind of a judgment set is score or pairwise, not {kind!r}")
+    if kind == "score" and scale is None:
+        raise ValueError("a score set needs its scale (--scale MIN-MAX, e.g. 1-5)")
+    if kind == "pairwise" and scale is not None:
+        raise ValueError("a pairwise set has no scale; leave out --scale")
+    if not name.strip():
+        raise ValueError("a judgment set needs a name")
+    problems = Problems(path)
+    records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)
+    _check_columns(records, kind, path, problems)
+    problems.raise_if_any()
+    rows = []
+    for line, record in records:
+        try:
+            rows.append(ROW_PARSERS[kind](line, record, path.parent, scale,
+                                          allow_outside_images))
+        except RowError as exc:
+            problems.add(line, str(exc))
+    plan = _plan(rows, problems)
+    refs = read_references(Path(references)) if references is not None else {}
+    if references is not None:
+        for key, (line, _) in plan.images.items():
+            if key not in refs:
+                problems.add(line, f"image {key!r} has no references in {Path(references)}")
+    problems.raise_if_any()
+    with engine.begin() as connection:
+        table = JudgmentSet.__table__
+        if connection.execute(select(table.c.id).where(table.c.name == name)).first():
+            raise InputError([Problem(path, 0, f"a judgment set named {name!r} exists "
+                                               "already; choose another --name")])
+        return _write(connection, plan, refs, JudgmentImportSummary(path, name, kind),
+                      scale, actor=actor, references=references)
+
+
+def _write(connection: Connection, plan: _Plan, refs: dict[str, tuple[str, ...]],
+           summary: JudgmentImportSummary, scale: Scale | None, *, actor: str,
+           references: str | Path | None) -> JudgmentImportSummary:
+    now = utcnow()
+    set_id = connection.execute(JudgmentSet.__table__.insert().values(
+        name=summary.name, kind=summary.kind, source=str(summary.file),
+        references_source=None if references is None else str(references),
+        scale_min=scale and scale.low, scale_max=scale and scale.high,
+        scale_step=scale and scale.step, created_at=now)).inserted_primary_key[0]
+    image_ids = {}
+    for key, (_, image_path) in plan.images.items():
+        image_ids[key] = connection.execute(JudgmentImage.__table__.insert().values(
+            set_id=set_id, key=key, path=image_path)).inserted_primary_key[0]
+    reference_rows = [{"image_id": image_ids[key], "position": position, "text": text}
+                      for key in plan.images for position, text in enumerate(refs.get(key, ()))]
+    if reference_rows:
+        connection.execute(JudgmentReference.__table__.insert(), reference_rows)
+    caption_ids = {}
+    for key, row in plan.captions.items():
+        text = key[2] if key[0] == "text" else row.captions[0]
+        caption_ids[key] = connection.execute(JudgmentCaption.__table__.insert().values(
+            set_id=set_id, image_id=image_ids[row.image_key], text=text,
+            external_id=row.caption_id, system=row.system)).inserted_primary_key[0]
+    if summary.kind == "score":
+        connection.execute(JudgmentScore.__table__.insert(), [
+            {"set_id": set_id, "caption_id": caption_ids[keys[0]], "judge": row.judge,
+             "score": row.score, "scale_min": scale.low, "scale_max": scale.high,
+             "scale_step": scale.step, "note": row.note}
+            for row, keys in plan.judgments])
+    else:
+        connection.execute(JudgmentPair.__table__.insert(), [
+            {"set_id": set_id, "image_id": image_ids[row.image_key],
+             "caption_a_id": caption_ids[keys[0]], "caption_b_id": caption_ids[keys[1]],
+             "judge": row.judge, "choice": row.choice, "category": row.category}
+            for row, keys in plan.judgments])
+    summary.images, summary.captions = len(image_ids), len(caption_ids)
+    summary.references = len(reference_rows)
+    summary.judges = len({row.judge for row, _ in plan.judgments})
+    summary.judgments = len(plan.judgments)
+    connection.execute(Event.__table__.insert().values(
+        at=now, actor=actor, action="import", table_name="judgment_set", row_id=set_id,
+        field_name=str(summary.file), new_value=json.dumps(
+            {k: v for k, v in vars(summary).items() if k != "file"})))
+    return summary
