@@ -95,6 +95,50 @@ def krippendorff_alpha(data: pd.DataFrame, targets: str, raters: str, ratings: s
     return alpha_from_matrix(matrix.to_numpy(dtype=float), level)
 
 
+def alpha_table(data: pd.DataFrame, targets: str, raters: str, ratings: str, groups: str,
+                *, levels: Sequence[str] = ("ordinal", "interval"), bootstrap: int = 1000,
+                ci: float = 0.90, seed: int = 0) -> pd.DataFrame:
+    """Krippendorff's alpha among any number of raters at each level of measurement, with
+    a bootstrap CI that resamples `groups` (images) with all their targets. Tidy records
+    {statistic, value, ci_low, ci_high, n (targets), raters, note}; an undefined alpha
+    has no value and says why in `note`."""
+    for column in (targets, raters, ratings, groups):
+        if column not in data.columns:
+            raise ValueError(f"column {column!r} not in data (columns: {list(data.columns)})")
+    wide = data.pivot_table(index=raters, columns=targets, values=ratings, aggfunc="first")
+    matrix = wide.to_numpy(dtype=float)
+    group_of = data.groupby(targets)[groups].first().reindex(wide.columns).to_numpy()
+    names = pd.unique(group_of)
+    columns_of = [np.flatnonzero(group_of == name) for name in names]
+    rng = np.random.default_rng(seed)
+    samples = [np.concatenate([columns_of[i] for i in rng.integers(0, len(names), len(names))])
+               for _ in range(bootstrap)]
+    records = []
+    for level in levels:
+        record: dict[str, object] = {"statistic": f"alpha_{level}", "value": None,
+                                     "ci_low": None, "ci_high": None, "n": matrix.shape[1],
+                                     "raters": matrix.shape[0], "note": None}
+        try:
+            record["value"] = _tidy(alpha_from_matrix(matrix, level))
+        except UndefinedStatistic as exc:
+            record["note"] = f"undefined: {exc}"
+        if record["value"] is not None and samples and len(names) > 1:
+            replicates = []
+            for sample in samples:
+                try:
+                    replicates.append(alpha_from_matrix(matrix[:, sample], level))
+                except UndefinedStatistic:
+                    continue
+            if replicates:
+                tail = (1 - ci) / 2 * 100
+                low, high = np.percentile(replicates, [tail, 100 - tail])
+                record["ci_low"], record["ci_high"] = _tidy(float(low)), _tidy(float(high))
+        elif record["value"] is not None and samples:
+            record["note"] = "no CI: resampling needs at least 2 images"
+        records.append(record)
+    return pd.DataFrame(records)
+
+
 def _statistics(first: np.ndarray, second: np.ndarray, binary: bool,
                 categories: Sequence[float] | None) -> dict[str, float]:
     """Every statistic of one set of pairs; undefined ones raise when asked for."""

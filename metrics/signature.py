@@ -48,13 +48,41 @@ def parse_signature(signature: str) -> dict[str, str]:
     return parsed
 
 
+# Fields whose value names itself in a label (`cider-d (pooled)`); others show key:value.
+SELF_NAMED_FIELDS = ("corpus", "model", "tok", "impl")
+
+
+def _label_parts(parsed: list[dict[str, str]], strip_digests: bool) -> list[tuple[str, ...]]:
+    """For each parsed signature, the shown values of the fields that differ in the group."""
+    keys = list(dict.fromkeys(key for fields in parsed for key in fields if key != "metric"))
+
+    def shown(key: str, fields: dict[str, str]) -> str:
+        if key not in fields:
+            return f"no {key}"
+        value = fields[key].split("#", 1)[0] if strip_digests else fields[key]
+        return value if key in SELF_NAMED_FIELDS else f"{key}:{value}"
+
+    differing = [k for k in keys if len({fields.get(k) for fields in parsed}) > 1]
+    return [tuple(shown(key, fields) for key in differing) for fields in parsed]
+
+
 def signature_labels(signatures: Iterable[str]) -> dict[str, str]:
-    """Short unique labels for long signatures: the metric or scorer name, then `name#2`,
-    `name#3`… for further signatures of the same name (in sorted order)."""
-    labels: dict[str, str] = {}
-    counts: dict[str, int] = {}
+    """Short unique labels for long signatures: the metric or scorer name, and where one
+    name has several signatures, what tells them apart: `cider-d (pooled)` and
+    `cider-d (per-system)`, `bleu (self:kept(38))`. A corpus digest is shown only when
+    the rest of the value does not tell the signatures apart."""
+    groups: dict[str, list[str]] = {}
     for signature in sorted(set(signatures)):
-        name = signature.split("|", 1)[0]
-        counts[name] = counts.get(name, 0) + 1
-        labels[signature] = name if counts[name] == 1 else f"{name}#{counts[name]}"
+        groups.setdefault(signature.split("|", 1)[0], []).append(signature)
+    labels: dict[str, str] = {}
+    for name, group in groups.items():
+        if len(group) == 1:
+            labels[group[0]] = name
+            continue
+        parsed = [parse_signature(signature) for signature in group]
+        parts = _label_parts(parsed, strip_digests=True)
+        if len(set(parts)) < len(parts):
+            parts = _label_parts(parsed, strip_digests=False)
+        for signature, shown in zip(group, parts, strict=True):
+            labels[signature] = f"{name} ({', '.join(shown)})"
     return labels

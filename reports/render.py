@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
+from reports.judgments import JudgmentReport
 from reports.tables import Report
 
 FORMATS = ("md", "html", "json")
@@ -25,6 +29,7 @@ def to_json(report: Report) -> str:
         "correlations": records(report.correlations), "williams": records(report.williams),
         "pairwise": records(report.pairwise), "table4": records(report.table4),
         "bison": {name: records(table) for name, table in report.bison.items()},
+        "judgments": [judgment_json(judgments) for judgments in report.judgments],
     }, indent=1)
 
 
@@ -113,6 +118,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
         ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
          markdown_table(report.pairwise, index=False, floatfmt=".3f")),
         *_bison_sections(report.bison),
+        *[section for judgments in report.judgments for section in judgment_sections(judgments)],
     ]
     if not report.williams.empty:
         significant = report.williams[report.williams["p"] < 0.05].rename(
@@ -125,7 +131,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     return sections
 
 
-def _header_value(value: object) -> str:
+def header_value(value: object) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{key}: {item}" for key, item in value.items()) or "none"
     if isinstance(value, list | tuple):
@@ -134,7 +140,7 @@ def _header_value(value: object) -> str:
 
 
 def _header_lines(report: Report) -> list[str]:
-    lines = [f"- {key.replace('_', ' ')}: {_header_value(value)}"
+    lines = [f"- {key.replace('_', ' ')}: {header_value(value)}"
              for key, value in report.header.items()]
     lines += ["", "Signatures:", ""]
     lines += [f"- `{label}`: `{signature}`" for label, signature in report.signatures.items()]
@@ -200,7 +206,7 @@ def draw_figures(report: Report, folder: Path) -> dict[str, Path]:
         axis.set_xlabel(metric)
         axis.set_ylabel("human Total")
         figure.tight_layout()
-        path = folder / f"scatter-{metric.replace('#', '-')}.png"
+        path = folder / f"scatter-{re.sub(r'[^A-Za-z0-9.-]+', '-', metric).strip('-')}.png"
         figure.savefig(path, dpi=100)
         plt.close(figure)
         figures[f"{metric} vs human Total"] = path
@@ -221,3 +227,119 @@ def write_report(report: Report, folder: Path, fmt: str) -> Path:
     text = to_markdown(report, figures) if fmt == "md" else to_html(report, figures)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Markdown and HTML punctuation that can start markup inside a line; `|` is left to
+# markdown_table, which escapes it in cells.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&])")
+
+
+def markdown_text(value: object) -> str:
+    """Stored text made inert in Markdown and in the HTML rendered from it: control
+    characters become U+FFFD, Markdown/HTML punctuation is backslash-escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _CONTROL.sub("\ufffd", str(value)))
+
+
+def _cell(value: float, low: float, high: float) -> str:
+    if pd.isna(value):
+        return "undefined"
+    return f"{value:.3f}" + ("" if pd.isna(low) else f" [{low:.2f}, {high:.2f}]")
+
+
+def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
+                    ) -> list[tuple[str, pd.DataFrame]]:
+    """(title, table) of a judgment set's report, every cell text (a value with its CI);
+    stored text (set name, categories, metric labels, notes) goes through `escape` for
+    the medium it is rendered in."""
+    records, ci = report.records.copy(), f"{report.header['ci']:.0%}"
+    name = escape(report.info.name)
+    records["metric"] = records["metric"].map(escape)
+    records["category"] = records["category"].map(lambda c: c if c is None else escape(c))
+    labels = [escape(label) for label in report.signatures]
+    frames = []
+    if report.info.kind == "score" and len(records):
+        aggregate = report.header["aggregate"]
+        how = ("flat: one pair per judgment" if aggregate == "flat"
+               else "mean: one pair per caption, its judges' mean")
+        table = records.assign(cell=[_cell(*v) for v in records[
+            ["value", "ci_low", "ci_high"]].itertuples(index=False)]).pivot(
+            index="metric", columns="statistic", values="cell").reindex(
+            index=labels, columns=list(STATISTICS.values()))
+        frames.append((f"{name}: metric-human correlation ({how}; n = "
+                       f"{records['n'].iloc[0]}; {ci} CIs over images)",
+                       table.reset_index()))
+        if len(report.differences):
+            differences = report.differences.copy()
+            for column in ("metric", "versus"):
+                differences[column] = differences[column].map(escape)
+            table = differences.assign(
+                pair=differences["metric"] + " − " + differences["versus"],
+                cell=[_cell(*v) for v in differences[
+                    ["difference", "ci_low", "ci_high"]].itertuples(index=False)]).pivot(
+                index="pair", columns="statistic", values="cell").reindex(
+                columns=list(STATISTICS.values()))
+            pearson = differences[differences["statistic"] == "pearson"]
+            pearson = pearson.set_index(pearson["metric"] + " − " + pearson["versus"])
+            table["Williams p"] = pearson["williams_p"].map(
+                lambda p: "" if pd.isna(p) else f"{p:.3f}")
+            frames.append((f"{name}: differences between metrics (paired bootstrap "
+                           f"{ci} CIs; Williams' test one-sided, for Pearson)",
+                           table.reset_index().rename(columns={"pair": "metric − versus"})))
+    elif len(records):
+        table = records.assign(cell=[_cell(*v) for v in records[
+            ["value", "ci_low", "ci_high"]].itertuples(index=False)]).pivot(
+            index="metric", columns="category", values="cell")
+        categories = ["all", *[c for c in dict.fromkeys(records["category"]) if c != "all"]]
+        table = table.reindex(index=labels, columns=categories)
+        counts = records.drop_duplicates("category").set_index("category")
+        table.loc["pairs (no majority)"] = [
+            f"{counts.loc[c, 'n']} ({counts.loc[c, 'no_majority']})" for c in categories]
+        frames.append((f"{name}: accuracy against the majority human choice ({ci} CIs "
+                       "over images)", table.reset_index()))
+    agreement = report.agreement
+    if len(agreement):
+        table = pd.DataFrame({
+            "statistic": agreement["statistic"],
+            "value": [_cell(v if v is not None else float("nan"),
+                            low if low is not None else float("nan"),
+                            high if high is not None else float("nan"))
+                      for v, low, high in agreement[["value", "ci_low", "ci_high"]]
+                      .itertuples(index=False)],
+            "targets": agreement["n"], "judges": agreement["raters"],
+            "note": agreement["note"].fillna("").map(escape)})
+        frames.append((f"{name}: agreement among the judges (Krippendorff's alpha, {ci} "
+                       "CIs over images)", table))
+    return frames
+
+
+def judgment_header_lines(report: JudgmentReport) -> list[str]:
+    """The set's header and its metric signatures, as Markdown list items (escaped)."""
+    lines = [f"- {key.replace('_', ' ')}: {markdown_text(header_value(value))}"
+             for key, value in report.header.items()]
+    lines += ["", "Signatures:", ""]
+    lines += [f"- {markdown_text(label)}: `{signature}`"
+              for label, signature in report.signatures.items()]
+    return lines
+
+
+def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
+    """(title, Markdown) sections of a judgment set, for its own report and `thumb
+    report`."""
+    sections = [(f"Judgment set {markdown_text(report.info.name)}",
+                 "\n".join(judgment_header_lines(report)))]
+    if not len(report.records):
+        sections.append(("Metrics", "no metric scores of this set yet: run `thumb metrics "
+                                    "compute --judgments NAME`"))
+    for title, frame in judgment_frames(report, markdown_text):
+        sections.append((title, markdown_table(frame, index=False, disable_numparse=True)))
+    return sections
+
+
+def judgment_json(report: JudgmentReport) -> dict[str, object]:
+    def records(frame: pd.DataFrame) -> list[dict]:
+        return json.loads(frame.to_json(orient="records")) if len(frame) else []
+
+    return {"header": report.header, "signatures": report.signatures,
+            "records": records(report.records), "differences": records(report.differences),
+            "agreement": records(report.agreement)}

@@ -1,16 +1,20 @@
-"""Scoring a project: captions and stored scores come from storage, the metrics run in
-`metrics`, and every chunk of scores is stored as soon as it is computed."""
+"""Scoring a project or a judgment set: captions and stored scores come from storage, the
+metrics run in `metrics`, and every chunk of scores is stored as soon as it is computed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 from sqlalchemy import Engine
+from sqlmodel import SQLModel
 
 from metrics.base import CaptionItem
 from metrics.registry import MetricOptions, build_metric
 from metrics.runner import MetricRun, Progress, caption_items, run_metric
+from storage.judgments import judgment_caption_rows, judgment_set
+from storage.models import JudgmentMetricScore, MetricScore
 from storage.readers import caption_rows, store_metric_scores, stored_caption_ids
 
 
@@ -21,19 +25,36 @@ def load_items(engine: Engine, keep_self_references: bool = False
     return caption_items(*caption_rows(engine), keep_self_references)
 
 
+def _compute(engine: Engine, rows: tuple[pd.DataFrame, dict[int, list[str]]],
+             scores: type[SQLModel], names: Sequence[str], options: MetricOptions | None,
+             progress: Progress | None) -> list[MetricRun]:
+    options = options or MetricOptions()
+    metrics = [build_metric(name, options) for name in names]
+    items, references = caption_items(*rows, options.keep_self_references)
+
+    def sink(metric: str, signature: str, chunk: Sequence[CaptionItem],
+             values: np.ndarray) -> None:
+        store_metric_scores(engine, metric, signature, [item.caption_id for item in chunk],
+                            values, scores)
+
+    return [run_metric(metric, items, references,
+                       lambda s: stored_caption_ids(engine, s, scores), sink, progress)
+            for metric in metrics]
+
+
 def compute_metrics(
     engine: Engine, names: Sequence[str], options: MetricOptions | None = None,
     progress: Progress | None = None,
 ) -> list[MetricRun]:
     """Compute (or reuse) each named metric for every caption; commits chunk by chunk."""
-    options = options or MetricOptions()
-    metrics = [build_metric(name, options) for name in names]
-    items, references = load_items(engine, options.keep_self_references)
+    return _compute(engine, caption_rows(engine), MetricScore, names, options, progress)
 
-    def sink(metric: str, signature: str, chunk: Sequence[CaptionItem],
-             values: np.ndarray) -> None:
-        store_metric_scores(engine, metric, signature, [item.caption_id for item in chunk],
-                            values)
 
-    return [run_metric(metric, items, references, lambda s: stored_caption_ids(engine, s),
-                       sink, progress) for metric in metrics]
+def compute_judgment_metrics(
+    engine: Engine, name: str, names: Sequence[str], options: MetricOptions | None = None,
+    progress: Progress | None = None,
+) -> list[MetricRun]:
+    """The same for the captions of the judgment set `name`, against its own references
+    (a corpus-level metric's corpus is the set)."""
+    rows = judgment_caption_rows(engine, judgment_set(engine, name).id)
+    return _compute(engine, rows, JudgmentMetricScore, names, options, progress)

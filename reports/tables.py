@@ -48,11 +48,13 @@ class Report:
     table4: pd.DataFrame
     data: pd.DataFrame = field(repr=False)
     bison: dict[str, pd.DataFrame] = field(default_factory=dict)
+    judgments: list = field(default_factory=list)  # a JudgmentReport per judgment set
 
 
 def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """caption_id x metric label table of stored scores, and label -> signature. A metric
-    stored under several signatures gets one column per signature (`bleu`, `bleu#2`…)."""
+    stored under several signatures gets one column per signature, labelled by what
+    distinguishes them (`cider-d (pooled)`, `cider-d (per-system)`)."""
     labels = signature_labels(scores["signature"])
     signatures = {label: signature for signature, label in labels.items()}
     scores["label"] = scores["signature"].map(labels)
@@ -62,10 +64,13 @@ def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
 
 def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
+    from reports.judgments import judgment_reports
+
     check_ci(ci)
     human = final_scores(engine)
     if human.empty:
-        raise ValueError("no final human scores yet: rate, review or import ratings first")
+        raise ValueError("no final human scores yet: rate, review or import ratings first"
+                         " (a judgment set has its own report: thumb judgments report NAME)")
     wide, signatures = metric_columns(metric_scores(engine))
     data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
     metrics = [m for m in signatures if data[m].notna().all()]
@@ -103,6 +108,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         pairwise=pairwise_records(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
         data=data,
         bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
+        judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
     )
 
 

@@ -4,11 +4,18 @@ signatures and explanations moved under the tables instead of into every row."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 from tabulate import tabulate
 
-from reports.render import labelled_bison_tables, markdown_table
+from reports.judgments import JudgmentReport
+from reports.render import (
+    header_value,
+    judgment_frames,
+    labelled_bison_tables,
+    markdown_table,
+)
 
 KIND_LABELS = {
     "blind": "blind double rating: two independent stage-1 ratings",
@@ -163,4 +170,51 @@ def bison_text(tables: dict[str, pd.DataFrame]) -> str:
     if labels:
         lines += ["", "signatures:"]
         lines += [f"  {label}: {signature}" for signature, label in labels.items()]
+    return "\n".join(lines)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_text(value: object) -> str:
+    """Stored text made safe for a terminal: control characters (escape sequences, bells,
+    carriage returns) become U+FFFD."""
+    return _CONTROL.sub("\ufffd", str(value))
+
+
+def _fitted(frame: pd.DataFrame, width: int = 80) -> list[str]:
+    """The table, split into several (each repeating the first column) when it is wider
+    than the terminal's 80 columns."""
+    def text(columns: list[str]) -> str:
+        return tabulate(frame[columns], headers="keys", showindex=False,
+                        disable_numparse=True)
+
+    first, rest = frame.columns[0], list(frame.columns[1:])
+    chunks: list[list[str]] = [[]]
+    for column in rest:
+        candidate = [first, *chunks[-1], column]
+        if chunks[-1] and max(map(len, text(candidate).splitlines())) > width:
+            chunks.append([column])
+        else:
+            chunks[-1].append(column)
+    return [text([first, *chunk]) for chunk in chunks]
+
+
+def judgment_text(report: JudgmentReport) -> str:
+    """A judgment set's report for the terminal: its header, then each table with every
+    CI under its value, then the signatures."""
+    lines = [f"{key.replace('_', ' ')}: {terminal_text(header_value(value))}"
+             for key, value in report.header.items() if key != "tie_rule"]
+    if "tie_rule" in report.header:
+        lines.append(f"tie rule: {report.header['tie_rule']}")
+    if not len(report.records):
+        lines += ["", "no metric scores of this set yet: run `thumb metrics compute "
+                      "--judgments NAME`"]
+    for title, frame in judgment_frames(report, terminal_text):
+        stacked = frame.map(lambda cell: str(cell).replace(" [", "\n["))
+        lines += ["", title, *_fitted(stacked)]
+    if report.signatures:
+        lines += ["", "signatures:"]
+        lines += [f"  {terminal_text(label)}: {signature}"
+                  for label, signature in report.signatures.items()]
     return "\n".join(lines)

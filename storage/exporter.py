@@ -29,7 +29,7 @@ RATING_COLUMNS = [
 ]
 
 
-def export_frame(engine: Engine, out: Path) -> pd.DataFrame:
+def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd.DataFrame:
     """One row per rating (a caption without ratings gets one row with empty rating fields),
     in the import schema; image paths are written relative to the output file's folder."""
     caption, image, check = Caption.__table__, Image.__table__, FluencyCheck.__table__
@@ -78,7 +78,7 @@ def export_frame(engine: Engine, out: Path) -> pd.DataFrame:
     frame["native_english"] = pd.Series(
         [None if pd.isna(v) else bool(v) for v in frame["native_english"]], dtype=object,
         index=frame.index)
-    return frame.drop(columns="caption_pk")
+    return frame if keep_caption_pk else frame.drop(columns="caption_pk")
 
 
 def _workflow_query() -> Select:
@@ -122,37 +122,42 @@ def image_seconds(engine: Engine) -> pd.DataFrame:
     return frame
 
 
-def _write_csv(frame: pd.DataFrame, out: Path) -> None:
-    width = int(frame["references"].map(len).max()) if len(frame) else 0
-    for index in range(width):
-        frame[f"reference_{index + 1}"] = frame["references"].map(
-            lambda refs, i=index: refs[i] if i < len(refs) else None
-        )
-    frame = frame.drop(columns="references")
-    frame.to_csv(out, index=False, encoding="utf-8")
-
-
-def _write_jsonl(frame: pd.DataFrame, out: Path) -> None:
-    with out.open("w", encoding="utf-8") as handle:
-        for record in frame.to_dict(orient="records"):
-            clean = {k: (None if _missing(v) else v) for k, v in record.items()}
-            handle.write(json.dumps(clean, ensure_ascii=False) + "\n")
+def write_frame(frame: pd.DataFrame, out: Path, fmt: str) -> None:
+    """Write a tidy table as CSV, JSON lines (missing values as null) or Parquet; a
+    `references` list column becomes `reference_1`, `reference_2`… in CSV."""
+    if fmt == "csv":
+        if "references" in frame:
+            width = int(frame["references"].map(len).max()) if len(frame) else 0
+            frame = frame.copy()
+            for index in range(width):
+                frame[f"reference_{index + 1}"] = frame["references"].map(
+                    lambda refs, i=index: refs[i] if i < len(refs) else None)
+            frame = frame.drop(columns="references")
+        frame.to_csv(out, index=False, encoding="utf-8")
+    elif fmt == "jsonl":
+        with out.open("w", encoding="utf-8") as handle:
+            for record in frame.to_dict(orient="records"):
+                clean = {k: (None if _missing(v) else v) for k, v in record.items()}
+                handle.write(json.dumps(clean, ensure_ascii=False) + "\n")
+    elif fmt == "parquet":
+        frame.to_parquet(out, index=False)
+    else:
+        raise ValueError(f"unknown export format {fmt!r}; expected one of "
+                         f"{', '.join(TABULAR_FORMATS)}")
 
 
 def _missing(value: object) -> bool:
     return not isinstance(value, (list, str)) and pd.isna(value)
 
 
-def export_ratings(engine: Engine, out: str | Path, fmt: str) -> int:
-    """Write the project in `fmt` (csv, jsonl, parquet); return the number of rows."""
+def export_ratings(engine: Engine, out: str | Path, fmt: str,
+                   extra: pd.DataFrame | None = None) -> int:
+    """Write the project in `fmt` (csv, jsonl, parquet); return the number of rows.
+    `extra` adds columns per caption (indexed by caption id, e.g. metric scores)."""
     out = Path(out)
-    frame = export_frame(engine, out)
-    if fmt == "csv":
-        _write_csv(frame, out)
-    elif fmt == "jsonl":
-        _write_jsonl(frame, out)
-    elif fmt == "parquet":
-        frame.to_parquet(out, index=False)
-    else:
-        raise ValueError(f"unknown export format {fmt!r}; expected one of {TABULAR_FORMATS}")
+    frame = export_frame(engine, out, keep_caption_pk=extra is not None)
+    if extra is not None:
+        frame = frame.merge(extra, left_on="caption_pk", right_index=True, how="left").drop(
+            columns="caption_pk")
+    write_frame(frame, out, fmt)
     return len(frame)

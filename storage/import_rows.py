@@ -48,6 +48,8 @@ WORKFLOW_COLUMNS = {
 RATING_ONLY_COLUMNS = {"native_english", "resolution_reasons", "resolution_note"}
 # Columns our own export writes that carry no input: accepted and ignored on import.
 DERIVED_COLUMNS = {"total", "rubric", "image_seconds"}
+# Per-caption metric scores an export may carry (`metric:cider-d (pooled)`): ignored too.
+METRIC_COLUMN_PREFIX = "metric:"
 ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
 # The type every field must have in a JSON-lines file (CSV cells are text, parsed strictly).
 JSON_SCHEMA = {
@@ -349,7 +351,8 @@ def _seconds(record: Record) -> float:
 
 def unknown_columns(columns: set[str]) -> list[str]:
     known = CAPTION_COLUMNS | RATING_COLUMNS | WORKFLOW_COLUMNS | DERIVED_COLUMNS
-    return sorted(c for c in columns if c not in known and not REFERENCE_COLUMN.match(c))
+    return sorted(c for c in columns if c not in known and not REFERENCE_COLUMN.match(c)
+                  and not c.startswith(METRIC_COLUMN_PREFIX))
 
 
 def missing_columns(columns: set[str]) -> list[str]:

@@ -14,7 +14,14 @@ from sqlalchemy import Connection, Engine, select
 
 from storage.errors import InputError, Problem, Problems
 from storage.import_files import Record, read_records
-from storage.import_rows import RowError, _Collected, _number, _text, image_file
+from storage.import_rows import (
+    METRIC_COLUMN_PREFIX,
+    RowError,
+    _Collected,
+    _number,
+    _text,
+    image_file,
+)
 from storage.models import (
     JUDGMENT_CHOICES,
     JUDGMENT_KINDS,
@@ -190,6 +197,8 @@ def _check_columns(records: list[tuple[int, Record]], kind: str, path: Path,
             first_seen.setdefault(key, line)
     known = {*REQUIRED_COLUMNS[kind], *OPTIONAL_COLUMNS[kind]}
     for key in sorted(set(first_seen) - known):
+        if key.startswith(METRIC_COLUMN_PREFIX):
+            continue  # metric scores written by `thumb judgments export`
         hint = ""
         if key in {*REQUIRED_COLUMNS["pairwise"]} - known:
             hint = " (a pairwise set? use --kind pairwise)"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 from sqlalchemy import Engine, func, select
+from sqlmodel import SQLModel
 
 from storage.models import (
     Annotator,
@@ -40,9 +41,11 @@ def caption_rows(engine: Engine) -> tuple[pd.DataFrame, dict[int, list[str]]]:
     return captions, references
 
 
-def stored_caption_ids(engine: Engine, signature: str) -> set[int]:
-    """Captions that already have a score under this signature."""
-    score = MetricScore.__table__
+def stored_caption_ids(engine: Engine, signature: str,
+                       scores: type[SQLModel] = MetricScore) -> set[int]:
+    """Captions that already have a score under this signature (in `scores`: the project's
+    `MetricScore` or a judgment set's `JudgmentMetricScore`)."""
+    score = scores.__table__
     with engine.connect() as connection:
         return set(connection.execute(
             select(score.c.caption_id).where(score.c.signature == signature)
@@ -50,12 +53,13 @@ def stored_caption_ids(engine: Engine, signature: str) -> set[int]:
 
 
 def store_metric_scores(engine: Engine, metric: str, signature: str,
-                        caption_ids: Sequence[int], values: Sequence[float]) -> None:
+                        caption_ids: Sequence[int], values: Sequence[float],
+                        scores: type[SQLModel] = MetricScore) -> None:
     """Store one chunk of scores in one transaction."""
     now = utcnow()
     with engine.begin() as connection:
         connection.execute(
-            MetricScore.__table__.insert(),
+            scores.__table__.insert(),
             [{"caption_id": caption_id, "metric": metric, "signature": signature,
               "value": float(value), "computed_at": now}
              for caption_id, value in zip(caption_ids, values, strict=True)],

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from thumb_tui.cli import analysis, bison, database, project, rating, retrieval
+from thumb_tui.cli import analysis, bison, database, judgments, project, rating, retrieval
 from thumb_tui.cli.common import SafeGroup, state
 
 app = typer.Typer(
@@ -33,6 +33,7 @@ def main(
 for group in (project, rating, analysis):
     app.add_typer(group.app)
 app.add_typer(bison.app, name="bison")
+app.add_typer(judgments.app, name="judgments")
 app.add_typer(database.app, name="db")
 app.add_typer(retrieval.app, name="retrieval")
 

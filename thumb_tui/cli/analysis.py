@@ -100,12 +100,12 @@ def _metric_option_parameters() -> list[inspect.Parameter]:
 
 def metrics_compute_command(
     metric: list[str] | None = None, keep_self_references: bool = False,
-    **metric_settings: object,
+    judgments: str | None = None, **metric_settings: object,
 ) -> None:
     from rich.progress import Progress
 
     from metrics.registry import DEFAULT_METRICS, MetricOptions
-    from reports.scoring import compute_metrics
+    from reports.scoring import compute_judgment_metrics, compute_metrics
 
     options = MetricOptions(keep_self_references=keep_self_references, **metric_settings)
     with Progress(console=console, transient=True) as bar:
@@ -117,8 +117,13 @@ def metrics_compute_command(
             bar.update(tasks[name], completed=done)
 
         with value_errors():
-            runs = compute_metrics(state.existing_engine, metric or list(DEFAULT_METRICS),
-                                   options, progress=report)
+            if judgments is None:
+                runs = compute_metrics(state.existing_engine, metric or list(DEFAULT_METRICS),
+                                       options, progress=report)
+            else:
+                runs = compute_judgment_metrics(state.existing_engine, judgments,
+                                                metric or list(DEFAULT_METRICS), options,
+                                                progress=report)
     for run in runs:
         typer.echo(f"{run.metric}: computed {run.computed}, reused {run.reused} "
                    f"({run.seconds:.1f} s)\n  {run.signature}")
@@ -140,6 +145,11 @@ def _register_compute() -> None:
                               help="Score a caption also against a reference identical to it "
                                    "(as the THUMB 1.0 paper's numbers were computed); the "
                                    "signature says so.")]),
+        inspect.Parameter("judgments", inspect.Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Annotated[str | None, typer.Option(
+                              "--judgments", help="Score the captions of this judgment set "
+                                                  "(against its own references) instead of "
+                                                  "the project's.")]),
     ]
     parameters = fixed + _metric_option_parameters()
     metrics_compute_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

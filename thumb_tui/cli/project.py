@@ -83,11 +83,15 @@ def export_command(
     output_file(out)
     output_file(references_out, "--references-out")
     engine = state.existing_engine
+    signatures = None
     if fmt == "thumb-jsonl":
         count = storage.export_thumb(engine, out, references_out)
     else:
-        count = storage.export_ratings(engine, out, fmt)
-    typer.echo(f"wrote {count} rows to {out}")
+        from reports.exports import export_project
+
+        count, signatures = export_project(engine, out, fmt)
+    typer.echo(f"wrote {count} rows to {out}"
+               + (f" (metric signatures in {signatures})" if signatures else ""))
     from storage.exporter import in_progress_ratings
 
     if fmt != "thumb-jsonl" and (pending := in_progress_ratings(engine)):

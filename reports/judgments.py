@@ -1,0 +1,137 @@
+"""A judgment set's report: its judgments and stored metric scores (storage) turned into the
+correlation tables of the caption-metric literature, pairwise accuracy and the agreement
+among its judges (metrics). Records carry the signature of every metric."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from metrics.agreement import alpha_table
+from metrics.correlation import check_ci
+from metrics.judgments import (
+    AGGREGATES,
+    TIE_RULE,
+    human_scores,
+    oriented_votes,
+    pairwise_accuracy,
+    score_correlations,
+)
+from metrics.signature import tool_version
+from reports.tables import metric_columns
+from storage.judgments import (
+    JudgmentSetInfo,
+    judgment_metric_scores,
+    judgment_pairs,
+    judgment_scores,
+    judgment_set,
+    judgment_sets,
+)
+
+RECORD_COLUMNS = ["judgments", "metric", "signature", "statistic", "aggregate", "category",
+                  "value", "ci_low", "ci_high", "n"]
+
+
+@dataclass
+class JudgmentReport:
+    info: JudgmentSetInfo
+    header: dict[str, object]
+    signatures: dict[str, str]  # metric label -> signature
+    records: pd.DataFrame  # RECORD_COLUMNS
+    differences: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def judgment_metric_values(engine: Engine, info: JudgmentSetInfo
+                           ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """caption_id x metric label table of the set's stored scores, and label -> signature."""
+    scores = judgment_metric_scores(engine, info.id)
+    if scores.empty:
+        return pd.DataFrame(), {}
+    return metric_columns(scores)
+
+
+def _chosen(signatures: dict[str, str], wanted: Sequence[str] | None) -> list[str]:
+    """The labels asked for by `--metric` (a label, or a metric name for all its
+    signatures); every stored one by default."""
+    if not wanted:
+        return list(signatures)
+    chosen = []
+    for name in wanted:
+        matches = [label for label, signature in signatures.items()
+                   if name in (label, signature.split("|", 1)[0])]
+        if not matches:
+            known = ", ".join(signatures) or "none (thumb metrics compute --judgments NAME)"
+            raise ValueError(f"no stored scores of {name!r} for this judgment set; stored: "
+                             f"{known}")
+        chosen += [label for label in matches if label not in chosen]
+    return chosen
+
+
+def build_judgment_report(engine: Engine, name: str, *, aggregate: str = "flat",
+                          metrics: Sequence[str] | None = None, bootstrap: int = 1000,
+                          ci: float = 0.90, seed: int = 0) -> JudgmentReport:
+    check_ci(ci)
+    if aggregate not in AGGREGATES:
+        raise ValueError(f"--aggregate must be flat or mean, not {aggregate!r}")
+    info = judgment_set(engine, name)
+    values, signatures = judgment_metric_values(engine, info)
+    chosen = _chosen(signatures, metrics)
+    judged = judgment_scores(engine, info.id) if info.kind == "score" else judgment_pairs(
+        engine, info.id)
+    caption_ids = (set(judged["caption_id"]) if info.kind == "score"
+                   else set(judged["caption_a_id"]) | set(judged["caption_b_id"]))
+    complete = [m for m in chosen
+                if values[m].reindex(sorted(caption_ids)).notna().all()]
+    header: dict[str, object] = {
+        "tool": f"thumb-tui {tool_version()}", "judgments": info.name, "kind": info.kind,
+        "scale": info.scale, "source": info.source,
+        "references": info.references_source or "none",
+        "captions": len(caption_ids), "images": int(judged["image"].nunique()),
+        "judges": int(judged["judge"].nunique()), "judgments_count": len(judged),
+        "bootstrap": bootstrap, "ci": ci, "seed": seed,
+        "metrics_skipped": {m: "not computed for every caption" for m in chosen
+                            if m not in complete},
+    }
+    report = JudgmentReport(info, header, {m: signatures[m] for m in complete},
+                            pd.DataFrame(columns=RECORD_COLUMNS))
+    options = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
+    if info.kind == "score":
+        header["aggregate"] = aggregate
+        data = human_scores(judged, aggregate).merge(values[complete], left_on="caption_id",
+                                                     right_index=True, how="left")
+        if complete:
+            records, report.differences = score_correlations(data, complete, **options)
+            records["aggregate"], records["category"] = aggregate, None
+            report.records = _with_set(records, info, report.signatures)
+        report.agreement = alpha_table(judged, "caption_id", "judge", "score", "image",
+                                       **options)
+    else:
+        header["tie_rule"] = TIE_RULE
+        if complete:
+            records = pairwise_accuracy(judged, values, complete, **options)
+            records["statistic"], records["aggregate"] = "accuracy", "majority"
+            report.records = _with_set(records, info, report.signatures)
+        votes = oriented_votes(judged)
+        votes["pair"] = votes["first"].astype(str) + "-" + votes["second"].astype(str)
+        report.agreement = alpha_table(votes, "pair", "judge", "vote", "image",
+                                       levels=("nominal",), **options)
+    return report
+
+
+def _with_set(records: pd.DataFrame, info: JudgmentSetInfo, signatures: dict[str, str]
+              ) -> pd.DataFrame:
+    records = records.copy()
+    records["judgments"] = info.name
+    records["signature"] = records["metric"].map(signatures)
+    extra = [c for c in records.columns if c not in RECORD_COLUMNS]
+    return records[RECORD_COLUMNS + extra]
+
+
+def judgment_reports(engine: Engine, **options: object) -> list[JudgmentReport]:
+    """One report per judgment set (for `thumb report`)."""
+    return [build_judgment_report(engine, info.name, **options)  # type: ignore[arg-type]
+            for info in judgment_sets(engine)]

@@ -1,0 +1,123 @@
+"""Readers of judgment sets: the set itself, its captions as the metrics take them, the
+judgments and the stored metric scores, as tidy frames for the statistics in `metrics`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from sqlalchemy import Engine, select
+
+from storage.models import (
+    JudgmentCaption,
+    JudgmentImage,
+    JudgmentMetricScore,
+    JudgmentPair,
+    JudgmentReference,
+    JudgmentScore,
+    JudgmentSet,
+)
+
+
+@dataclass(frozen=True)
+class JudgmentSetInfo:
+    id: int
+    name: str
+    kind: str
+    scale_min: float | None
+    scale_max: float | None
+    scale_step: float | None
+    source: str
+    references_source: str | None
+
+    @property
+    def scale(self) -> str:
+        if self.scale_min is None:
+            return "none"
+        unit = "whole numbers" if self.scale_step == 1 else "halves"
+        return f"{self.scale_min:g}-{self.scale_max:g} ({unit})"
+
+
+def judgment_sets(engine: Engine) -> list[JudgmentSetInfo]:
+    """Every judgment set, in the order they were imported."""
+    table = JudgmentSet.__table__
+    with engine.connect() as connection:
+        return [JudgmentSetInfo(row.id, row.name, row.kind, row.scale_min, row.scale_max,
+                                row.scale_step, row.source, row.references_source)
+                for row in connection.execute(select(table).order_by(table.c.id))]
+
+
+def judgment_set(engine: Engine, name: str) -> JudgmentSetInfo:
+    """The set called `name`; a ValueError naming the known sets when there is none."""
+    sets = judgment_sets(engine)
+    for info in sets:
+        if info.name == name:
+            return info
+    known = ", ".join(repr(info.name) for info in sets) or "none yet (thumb judgments import)"
+    raise ValueError(f"no judgment set named {name!r}; known: {known}")
+
+
+def judgment_caption_rows(engine: Engine, set_id: int
+                          ) -> tuple[pd.DataFrame, dict[int, list[str]]]:
+    """The set's captions (caption_id, image_id, image_key, path, system, text) and each
+    image's references in order: what a metric scores (like `readers.caption_rows`)."""
+    caption, image, ref = (JudgmentCaption.__table__, JudgmentImage.__table__,
+                           JudgmentReference.__table__)
+    with engine.connect() as connection:
+        references: dict[int, list[str]] = {}
+        for row in connection.execute(
+            select(ref.c.image_id, ref.c.text).join(image, ref.c.image_id == image.c.id)
+            .where(image.c.set_id == set_id).order_by(ref.c.image_id, ref.c.position)
+        ):
+            references.setdefault(row.image_id, []).append(row.text)
+        captions = pd.read_sql(
+            select(caption.c.id.label("caption_id"), caption.c.image_id, caption.c.system,
+                   caption.c.text, image.c.key.label("image_key"), image.c.path)
+            .join(image, caption.c.image_id == image.c.id)
+            .where(caption.c.set_id == set_id).order_by(caption.c.id), connection)
+    captions["system"] = captions["system"].astype(object).where(captions["system"].notna(),
+                                                                 None)
+    captions["path"] = captions["path"].astype(object).where(captions["path"].notna(), None)
+    return captions, references
+
+
+def judgment_scores(engine: Engine, set_id: int) -> pd.DataFrame:
+    """One row per score: caption_id, image (key), caption_key, caption, system, judge,
+    score, note."""
+    score, caption, image = (JudgmentScore.__table__, JudgmentCaption.__table__,
+                             JudgmentImage.__table__)
+    with engine.connect() as connection:
+        return pd.read_sql(
+            select(score.c.caption_id, image.c.key.label("image"),
+                   caption.c.external_id.label("caption_key"), caption.c.text.label("caption"),
+                   caption.c.system, score.c.judge, score.c.score, score.c.note)
+            .join(caption, score.c.caption_id == caption.c.id)
+            .join(image, caption.c.image_id == image.c.id)
+            .where(score.c.set_id == set_id).order_by(score.c.id), connection)
+
+
+def judgment_pairs(engine: Engine, set_id: int) -> pd.DataFrame:
+    """One row per choice: image (key), caption_a_id, caption_b_id, caption_a, caption_b,
+    judge, choice (a, b or tie), category."""
+    pair, image = JudgmentPair.__table__, JudgmentImage.__table__
+    first, second = JudgmentCaption.__table__.alias("a"), JudgmentCaption.__table__.alias("b")
+    with engine.connect() as connection:
+        return pd.read_sql(
+            select(image.c.key.label("image"), pair.c.caption_a_id, pair.c.caption_b_id,
+                   first.c.text.label("caption_a"), second.c.text.label("caption_b"),
+                   pair.c.judge, pair.c.choice, pair.c.category)
+            .join(image, pair.c.image_id == image.c.id)
+            .join(first, pair.c.caption_a_id == first.c.id)
+            .join(second, pair.c.caption_b_id == second.c.id)
+            .where(pair.c.set_id == set_id).order_by(pair.c.id), connection)
+
+
+def judgment_metric_scores(engine: Engine, set_id: int) -> pd.DataFrame:
+    """Every stored metric score of the set's captions: caption_id, metric, signature,
+    value."""
+    score, caption = JudgmentMetricScore.__table__, JudgmentCaption.__table__
+    with engine.connect() as connection:
+        return pd.read_sql(
+            select(score.c.caption_id, score.c.metric, score.c.signature, score.c.value)
+            .join(caption, score.c.caption_id == caption.c.id)
+            .where(caption.c.set_id == set_id), connection)

@@ -1,0 +1,270 @@
+"""Judgment-set statistics against SciPy (tau-b, tau-c, Spearman, Pearson; flattened and
+averaged) and a direct count (pairwise accuracy), the bootstrap of Kendall's tau, Williams'
+test, agreement among judges, the command line's worked example, export and escaping."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from metrics.correlation import image_weights, kendall_replicates, williams_test
+from metrics.judgments import majority_pairs, pairwise_accuracy
+from metrics.signature import signature_labels
+from reports.judgments import build_judgment_report
+from reports.render import judgment_sections
+from reports.text import judgment_text
+from storage.judgment_import import Scale, import_judgments
+from storage.judgments import judgment_caption_rows, judgment_set
+from storage.models import JudgmentMetricScore
+from storage.readers import store_metric_scores
+from tests.conftest import ROOT
+from thumb_tui.cli import app
+
+SAMPLE = ROOT / "sample_data"
+SIGNATURES = {"good": "good|impl:test|refs:image", "poor": "poor|impl:test|refs:image"}
+
+
+def score_set(tmp_path, engine):
+    """Eight captions of four images, three judges each (scores 1-5), and two metrics:
+    `good` follows the judges' mean with noise, `poor` is noise."""
+    rng = np.random.default_rng(7)
+    rows, quality = [], {}
+    for caption in range(8):
+        quality[caption] = rng.uniform(1, 5)
+        for judge in ("j1", "j2", "j3"):
+            score = int(np.clip(round(quality[caption] + rng.normal(0, 0.8)), 1, 5))
+            rows.append({"image_id": f"img{caption // 2}", "caption": f"caption {caption}",
+                         "judge": judge, "score": score})
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    import_judgments(engine, path, name="likert", kind="score", scale=Scale.parse("1-5"),
+                     actor="t")
+    captions, _ = judgment_caption_rows(engine, judgment_set(engine, "likert").id)
+    index = {text: cid for cid, text in zip(captions["caption_id"], captions["text"],
+                                             strict=True)}
+    good = {index[f"caption {c}"]: quality[c] + rng.normal(0, 0.7) for c in quality}
+    poor = {index[f"caption {c}"]: rng.normal() for c in quality}
+    for name, values in (("good", good), ("poor", poor)):
+        store_metric_scores(engine, name, SIGNATURES[name], list(values),
+                            list(values.values()), JudgmentMetricScore)
+    frame = pd.DataFrame(rows)
+    frame["caption_id"] = frame["caption"].map(lambda t: index[t])
+    frame["good"], frame["poor"] = frame["caption_id"].map(good), frame["caption_id"].map(poor)
+    return frame
+
+
+SCIPY = {"tau_b": lambda x, y: stats.kendalltau(x, y, variant="b").statistic,
+         "tau_c": lambda x, y: stats.kendalltau(x, y, variant="c").statistic,
+         "spearman": lambda x, y: stats.spearmanr(x, y).statistic,
+         "pearson": lambda x, y: stats.pearsonr(x, y).statistic}
+
+
+@pytest.mark.parametrize("aggregate", ["flat", "mean"])
+def test_score_set_statistics_equal_scipy(engine, tmp_path, aggregate):
+    frame = score_set(tmp_path, engine)
+    if aggregate == "mean":
+        frame = frame.groupby("caption_id").agg(score=("score", "mean"), good=("good", "first"),
+                                                poor=("poor", "first")).reset_index()
+    report = build_judgment_report(engine, "likert", aggregate=aggregate, bootstrap=200)
+    records = report.records
+    assert len(records) == 2 * 4
+    assert set(records["aggregate"]) == {aggregate}
+    assert set(records["judgments"]) == {"likert"}
+    assert set(records["signature"]) == set(SIGNATURES.values())
+    for record in records.itertuples():
+        expected = SCIPY[record.statistic](frame[record.metric], frame["score"])
+        assert record.value == pytest.approx(expected, abs=1e-12), record
+        assert record.n == len(frame) == (24 if aggregate == "flat" else 8)
+        assert record.ci_low <= record.value <= record.ci_high or record.metric == "poor"
+    pearson = {m: stats.pearsonr(frame[m], frame["score"]).statistic for m in ("good", "poor")}
+    difference = report.differences.set_index("statistic").loc["pearson"]
+    assert difference["difference"] == pytest.approx(pearson["good"] - pearson["poor"])
+    t, p = williams_test(pearson["good"], pearson["poor"],
+                         stats.pearsonr(frame["good"], frame["poor"]).statistic, len(frame))
+    assert (difference["williams_t"], difference["williams_p"]) == pytest.approx((t, p))
+    assert difference["ci_low"] <= difference["difference"] <= difference["ci_high"]
+
+
+def test_kendall_bootstrap_equals_scipy_on_each_resample():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 6, 40).astype(float)
+    y = np.round(x + rng.normal(0, 2, 40))
+    weights = image_weights(np.arange(40) // 4, 25, seed=1)
+    replicates = kendall_replicates(x, y, weights)
+    for row, b, c in zip(weights.astype(int), replicates["b"], replicates["c"], strict=True):
+        xs, ys = np.repeat(x, row), np.repeat(y, row)
+        assert b == pytest.approx(stats.kendalltau(xs, ys, variant="b").statistic, abs=1e-12)
+        assert c == pytest.approx(stats.kendalltau(xs, ys, variant="c").statistic, abs=1e-12)
+
+
+def test_pairwise_accuracy_equals_a_direct_count():
+    # image, caption_a_id, caption_b_id, judge, choice, category
+    rows = [("i1", 1, 2, "j1", "a", "hm"), ("i1", 1, 2, "j2", "a", "hm"),
+            ("i1", 2, 1, "j3", "a", "hm"),  # reversed: a vote for caption 2
+            ("i1", 1, 3, "j1", "b", "mm"), ("i1", 3, 1, "j2", "a", "mm"),
+            ("i2", 4, 5, "j1", "a", "hm"), ("i2", 4, 5, "j2", "b", "hm"),  # no majority
+            ("i2", 4, 6, "j1", "tie", "mm"), ("i2", 4, 6, "j2", "b", "mm"),
+            ("i2", 5, 6, "j1", "a", "mm")]
+    pairs = pd.DataFrame(rows, columns=["image", "caption_a_id", "caption_b_id", "judge",
+                                        "choice", "category"])
+    values = pd.DataFrame({"m": [0.9, 0.5, 0.7, 0.2, 0.2, 0.6]}, index=[1, 2, 3, 4, 5, 6])
+    # humans: 1>2 (2 of 3), 3>1, 4~5 (left out), 6>4, 5>6; metric: 1>2 yes, 3>1 no,
+    # 6>4 yes, 5>6 no -> 2 of 4 overall; hm: 1 of 1; mm: 1 of 3
+    majority = majority_pairs(pairs)
+    assert (majority["human"] == 0).sum() == 1
+    table = pairwise_accuracy(pairs, values, ["m"], bootstrap=0).set_index("category")
+    assert table.loc["all", "value"] == 2 / 4 and table.loc["all", "n"] == 4
+    assert table.loc["hm", "value"] == 1 and table.loc["hm", "no_majority"] == 1
+    assert table.loc["mm", "value"] == pytest.approx(1 / 3)
+    tied = pd.DataFrame({"m": [0.5, 0.5, 0.7, 0.2, 0.2, 0.6]}, index=[1, 2, 3, 4, 5, 6])
+    assert pairwise_accuracy(pairs, tied, ["m"], bootstrap=0).set_index(
+        "category").loc["hm", ["value", "metric_ties"]].tolist() == [0.5, 1]
+
+
+def test_pairwise_set_report_and_agreement(engine):
+    import_judgments(engine, SAMPLE / "judgment_pairs.csv", name="pairs", kind="pairwise",
+                     actor="t")
+    report = build_judgment_report(engine, "pairs", bootstrap=50)
+    assert report.records.empty  # no metric scores yet
+    alpha = report.agreement.set_index("statistic").loc["alpha_nominal"]
+    assert alpha["n"] == 84 and alpha["raters"] == 3 and 0 < alpha["value"] < 1
+    assert "metric tie scores 1/2" in report.header["tie_rule"]
+
+
+def test_judges_agreement_uses_krippendorff(engine, tmp_path):
+    import krippendorff
+
+    frame = score_set(tmp_path, engine)
+    report = build_judgment_report(engine, "likert", bootstrap=100)
+    matrix = frame.pivot_table(index="judge", columns="caption_id", values="score").to_numpy()
+    for level in ("ordinal", "interval"):
+        row = report.agreement.set_index("statistic").loc[f"alpha_{level}"]
+        assert row["value"] == pytest.approx(krippendorff.alpha(
+            reliability_data=matrix, level_of_measurement=level))
+        assert row["ci_low"] <= row["value"] <= row["ci_high"]
+
+
+def test_signature_labels_name_what_distinguishes_signatures():
+    labels = signature_labels([
+        "cider-d|tok:ptb-java|corpus:pooled#a1|refs:image",
+        "cider-d|tok:ptb-java|corpus:per-system#b2|refs:image",
+        "bleu|impl:x|self:kept(3)", "bleu|impl:x|self:excluded(3)", "rouge-l|impl:y",
+        "spice|corpus:pooled#a1", "spice|corpus:pooled#c3"])
+    assert set(labels.values()) == {"cider-d (pooled)", "cider-d (per-system)",
+                                    "bleu (self:kept(3))", "bleu (self:excluded(3))",
+                                    "rouge-l", "spice (pooled#a1)", "spice (pooled#c3)"}
+    assert not any("#2" in label for label in labels.values())
+
+
+def test_stored_text_is_escaped_in_markdown_and_terminal(engine, tmp_path):
+    path = tmp_path / "evil.csv"
+    path.write_text("image_id,caption_a,caption_b,judge,choice,category\n"
+                    "1,A,B,j,a,<script>*x*</script>\n1,A,B,k,a,<script>*x*</script>\n",
+                    encoding="utf-8")
+    import_judgments(engine, path, name="<b>set</b>", kind="pairwise", actor="t")
+    captions, _ = judgment_caption_rows(engine, judgment_set(engine, "<b>set</b>").id)
+    store_metric_scores(engine, "m", "m|impl:t", captions["caption_id"].tolist(), [1.0, 0.0],
+                        JudgmentMetricScore)
+    report = build_judgment_report(engine, "<b>set</b>", bootstrap=0)
+    markdown = "\n".join(title + body for title, body in judgment_sections(report))
+    assert "<script>" not in markdown and "<b>" not in markdown
+    assert "\\<script\\>\\*x\\*\\</script\\>" in markdown
+    import markdown_it
+
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    report.info = report.info.__class__(**{**vars(report.info), "name": "x\x1b[31mred"})
+    assert "\x1b" not in judgment_text(report)
+
+
+runner = CliRunner()
+
+
+def test_the_readme_worked_example(tmp_path):
+    """A tidy CSV of judgments to the correlation table in four commands."""
+    db = ["--db", str(tmp_path / "j.db")]
+    steps = [
+        ["judgments", "import", str(SAMPLE / "judgments.csv"), "--name", "sample",
+         "--scale", "1-4", "--references", str(SAMPLE / "references.csv")],
+        ["metrics", "compute", "--judgments", "sample", "--metric", "coco-bleu-4",
+         "--metric", "cider-d", "--tokenizer", "ptb-python"],
+        ["judgments", "report", "sample", "--bootstrap", "100"],
+        ["judgments", "report", "sample", "--format", "json", "--bootstrap", "0",
+         "--aggregate", "mean"],
+    ]
+    results = [runner.invoke(app, [*db, *step]) for step in steps]
+    for result in results:
+        assert result.exit_code == 0, result.output
+    assert "corpus:pooled#" in results[1].output
+    assert "tau_b" in results[2].output and "cider-d" in results[2].output
+    records = json.loads(results[3].output)["records"]
+    assert {r["statistic"] for r in records} == {"tau_b", "tau_c", "spearman", "pearson"}
+    assert set(records[0]) >= {"judgments", "metric", "signature", "statistic", "aggregate",
+                               "category", "value", "ci_low", "ci_high", "n"}
+    assert {r["n"] for r in records} == {60}
+
+
+def test_cli_refuses_bad_rows_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("image_id,caption,judge,score\n1,A dog.,j1,7\n", encoding="utf-8")
+    result = runner.invoke(app, ["--db", str(tmp_path / "x.db"), "judgments", "import",
+                                 str(bad), "--name", "n", "--scale", "1-5"])
+    assert result.exit_code == 2
+    assert f"{bad}:2: score must be on the scale 1-5 (whole numbers), not '7'" in result.output
+    assert not (tmp_path / "x.db").exists()
+    no_scale = runner.invoke(app, ["--db", str(tmp_path / "x.db"), "judgments", "import",
+                                   str(bad), "--name", "n"])
+    assert no_scale.exit_code == 2 and "needs --scale" in no_scale.output
+
+
+def test_export_carries_metric_scores_and_imports_again(engine, tmp_path):
+    frame = score_set(tmp_path, engine)
+    from reports.exports import export_judgment_set
+
+    out = tmp_path / "likert.jsonl"
+    rows, signatures = export_judgment_set(engine, "likert", out, "jsonl")
+    assert rows == len(frame)
+    assert json.loads(signatures.read_text()) == {f"metric:{k}": v
+                                                  for k, v in SIGNATURES.items()}
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["metric:good"] == pytest.approx(frame.loc[0, "good"])
+    again = import_judgments(engine, out, name="again", kind="score",
+                             scale=Scale.parse("1-5"), actor="t")
+    assert again.judgments == len(frame)
+
+
+def test_project_export_carries_metric_columns_and_report_has_judgment_sections(tmp_path):
+    from tests.conftest import SAMPLE_CSV
+
+    db = ["--db", str(tmp_path / "p.db")]
+    for step in (["import", str(SAMPLE_CSV)],
+                 ["import", str(SAMPLE / "example_ratings.csv")],
+                 ["metrics", "compute", "--metric", "bleu", "--metric", "cider-d",
+                  "--cider-corpus", "pooled", "--tokenizer", "ptb-python"],
+                 ["metrics", "compute", "--metric", "cider-d", "--tokenizer", "ptb-python"],
+                 ["judgments", "import", str(SAMPLE / "judgments.csv"), "--name", "likert",
+                  "--scale", "1-4", "--references", str(SAMPLE / "references.csv")],
+                 ["metrics", "compute", "--judgments", "likert", "--metric", "bleu"]):
+        result = runner.invoke(app, [*db, *step])
+        assert result.exit_code == 0, result.output
+    out = tmp_path / "project.csv"
+    result = runner.invoke(app, [*db, "export", "--format", "csv", "--out", str(out)])
+    assert result.exit_code == 0 and "metric signatures in" in result.output
+    header = out.read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert {"metric:bleu", "metric:cider-d (pooled)", "metric:cider-d (per-system)"} <= set(
+        header)
+    signatures = json.loads((tmp_path / "project.csv.signatures.json").read_text())
+    assert signatures["metric:cider-d (pooled)"].startswith("cider-d|")
+    again = runner.invoke(app, ["--db", str(tmp_path / "again.db"), "import", str(out)])
+    assert again.exit_code == 0, again.output
+    report = runner.invoke(app, [*db, "report", "--format", "md", "--out",
+                                 str(tmp_path / "r"), "--bootstrap", "20"])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "## Judgment set likert" in text and "likert: metric-human correlation" in text
+    assert "cider-d (pooled)" in text and "#2" not in text

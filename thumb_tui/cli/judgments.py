@@ -1,0 +1,136 @@
+"""`thumb judgments`: human judgments collected elsewhere (Likert scores by many judges or
+choices between two captions), and how well the automatic metrics agree with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from thumb_tui.cli.common import (
+    ActorOption,
+    BootstrapOption,
+    CiOption,
+    SeedOption,
+    database_for_import,
+    default_actor,
+    fail,
+    state,
+    value_errors,
+    write_or_echo,
+)
+
+app = typer.Typer(help="Human judgments from elsewhere: Likert scores by many judges or "
+                       "pairwise choices, and the metric-correlation tables.",
+                  no_args_is_help=True)
+
+REPORT_FORMATS = ("table", "md", "json")
+EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
+
+
+@app.command("import")
+def import_command(
+    file: Annotated[Path, typer.Argument(help="CSV or JSONL of judgments, one per row.")],
+    name: Annotated[str, typer.Option("--name", help="Name of the new judgment set.")],
+    kind: Annotated[str, typer.Option(
+        "--kind", help="score (image_id, caption, judge, score) or pairwise (image_id, "
+                       "caption_a, caption_b, judge, choice).")] = "score",
+    scale: Annotated[str | None, typer.Option(
+        "--scale", help="A score set's scale, MIN-MAX (e.g. 1-4); enforced.")] = None,
+    halves: Annotated[bool, typer.Option(
+        "--halves", help="Scores may be halves (2.5); default whole numbers.")] = False,
+    references: Annotated[Path | None, typer.Option(
+        "--references", help="References: CSV/JSONL of image_id, reference, or a COCO "
+                             "captions JSON.")] = None,
+    by: ActorOption = "",
+) -> None:
+    """Import a judgment set (all or nothing). Needs no image files and no systems."""
+    from storage.judgment_import import Scale, import_judgments
+
+    parsed = None
+    if scale is not None:
+        with value_errors():
+            parsed = Scale.parse(scale, 0.5 if halves else 1.0)
+    elif halves:
+        fail("--halves needs --scale MIN-MAX")
+    if kind not in ("score", "pairwise"):
+        fail(f"--kind must be score or pairwise, not {kind!r}")
+    if (kind == "score") != (parsed is not None):
+        fail("a score set needs --scale MIN-MAX (e.g. 1-5)" if kind == "score"
+             else "a pairwise set has no scale; leave out --scale")
+    with value_errors(), database_for_import() as engine:
+        summary = import_judgments(engine, file, name=name, kind=kind, scale=parsed,
+                                   references=references, actor=by or default_actor())
+    typer.echo(str(summary))
+
+
+@app.command("list")
+def list_command() -> None:
+    """The judgment sets: name, kind, scale, where they came from."""
+    from reports.text import terminal_text
+    from storage.judgments import judgment_sets
+
+    sets = judgment_sets(state.existing_engine)
+    if not sets:
+        typer.echo("no judgment sets yet: thumb judgments import FILE --name NAME")
+    for info in sets:
+        typer.echo(terminal_text(f"{info.name}  {info.kind}  scale {info.scale}  from "
+                                 f"{info.source}"))
+
+
+@app.command("report")
+def report_command(
+    name: Annotated[str, typer.Argument(help="The judgment set.")],
+    aggregate: Annotated[str, typer.Option(
+        "--aggregate", help="flat: one pair per judgment (the literature's usual "
+                            "protocol); mean: judges averaged per caption.")] = "flat",
+    metric: Annotated[list[str] | None, typer.Option(
+        "--metric", help="A metric (name or report label; repeatable); default: every "
+                         "stored one.")] = None,
+    bootstrap: BootstrapOption = 1000,
+    ci: CiOption = 0.90,
+    seed: SeedOption = 0,
+    fmt: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+) -> None:
+    """Kendall tau-b/tau-c, Spearman and Pearson of every metric with the human scores
+    (score sets), or accuracy against the majority choice (pairwise sets), with bootstrap
+    CIs over images; differences between metrics; agreement among the judges."""
+    from reports.judgments import build_judgment_report
+    from reports.render import judgment_json, judgment_sections
+    from reports.text import judgment_text
+
+    if fmt not in REPORT_FORMATS:
+        fail(f"--format must be one of {', '.join(REPORT_FORMATS)}")
+    with value_errors():
+        report = build_judgment_report(state.existing_engine, name, aggregate=aggregate,
+                                       metrics=metric, bootstrap=bootstrap, ci=ci, seed=seed)
+    if fmt == "json":
+        text = json.dumps(judgment_json(report), indent=1)
+    elif fmt == "md":
+        text = "\n\n".join(f"## {title}\n\n{body}" for title, body in
+                           judgment_sections(report)) + "\n"
+    else:
+        text = judgment_text(report)
+    write_or_echo(text, out, f"the report of {len(report.records)} records")
+
+
+@app.command("export")
+def export_command(
+    name: Annotated[str, typer.Argument(help="The judgment set.")],
+    out: Annotated[Path, typer.Option("--out", help="Output file: .csv, .jsonl or "
+                                                    ".parquet.")],
+) -> None:
+    """The judgments as a tidy table with each caption's metric scores (one column per
+    metric, named as in reports; signatures in OUT.signatures.json)."""
+    from reports.exports import export_judgment_set
+
+    fmt = EXPORT_FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        fail(f"--out must end in {', '.join(EXPORT_FORMATS)}")
+    with value_errors():
+        rows, signatures = export_judgment_set(state.existing_engine, name, out, fmt)
+    typer.echo(f"wrote {rows} rows to {out}"
+               + (f" (metric signatures in {signatures})" if signatures else ""))
