@@ -58,24 +58,12 @@ class CocoBleu(_CocoMetric):
         return np.asarray(scores[self.n - 1], dtype=float)
 
 
-class CocoBleu1(CocoBleu):
-    name, n = "coco-bleu-1", 1
-    help = "BLEU-1 as COCO's evaluation computes it (pycocoevalcap), 0-1"
-
-
-class CocoBleu2(CocoBleu):
-    name, n = "coco-bleu-2", 2
-    help = "BLEU-2 as COCO's evaluation computes it (pycocoevalcap), 0-1"
-
-
-class CocoBleu3(CocoBleu):
-    name, n = "coco-bleu-3", 3
-    help = "BLEU-3 as COCO's evaluation computes it (pycocoevalcap), 0-1"
-
-
-class CocoBleu4(CocoBleu):
-    name, n = "coco-bleu-4", 4
-    help = "BLEU-4 as COCO's evaluation computes it (pycocoevalcap), 0-1"
+# coco-bleu-1 … coco-bleu-4: one registered class per order n.
+for _n in (1, 2, 3, 4):
+    globals()[f"CocoBleu{_n}"] = type(f"CocoBleu{_n}", (CocoBleu,), {
+        "__module__": __name__, "name": f"coco-bleu-{_n}", "n": _n,
+        "help": f"BLEU-{_n} as COCO's evaluation computes it (pycocoevalcap), 0-1"})
+del _n
 
 
 class CocoRougeL(_CocoMetric):

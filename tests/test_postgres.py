@@ -102,3 +102,33 @@ def test_a_sqlite_project_moves_to_postgresql(engine, tmp_path):
 
     pd.testing.assert_frame_equal(final(engine), final(source), check_dtype=False)
     assert len(disagreements(engine)) == len(disagreements(source))
+
+
+def test_judgment_sets_on_postgresql(engine):
+    """Both kinds of judgment set import, score and report on PostgreSQL, and its
+    constraints refuse a score off the set's scale."""
+    import sqlalchemy as sa
+
+    from reports.judgments import build_judgment_report
+    from reports.scoring import compute_judgment_metrics
+    from storage.judgment_import import Scale, import_judgments
+    from storage.models import JudgmentScore
+
+    sample = SAMPLE_CSV.parent
+    import_judgments(engine, sample / "judgments.csv", name="likert", kind="score",
+                     scale=Scale.parse("1-4"), references=sample / "references.csv",
+                     actor="t")
+    import_judgments(engine, sample / "judgment_pairs.csv", name="pairs", kind="pairwise",
+                     references=sample / "references.csv", actor="t")
+    for name in ("likert", "pairs"):
+        compute_judgment_metrics(engine, name, ["bleu"])
+    assert len(build_judgment_report(engine, "likert", bootstrap=20).records) == 4
+    assert len(build_judgment_report(engine, "pairs", bootstrap=20).records) == 3
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(JudgmentScore.__table__)).first()
+    values = {**row._asdict(), "judge": "extra"}
+    values.pop("id")
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as connection:
+        connection.execute(JudgmentScore.__table__.insert().values({**values, "score": 4.5}))
+    with engine.begin() as connection:
+        connection.execute(JudgmentScore.__table__.insert().values({**values, "score": 2.0}))
