@@ -15,6 +15,7 @@ from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.judgments import JudgmentReport
 from reports.tables import Report
+from rubrics.escape import for_markdown
 
 FORMATS = ("md", "html", "json")
 
@@ -229,18 +230,6 @@ def write_report(report: Report, folder: Path, fmt: str) -> Path:
     return path
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# Markdown and HTML punctuation that can start markup inside a line; `|` is left to
-# markdown_table, which escapes it in cells.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&])")
-
-
-def markdown_text(value: object) -> str:
-    """Stored text made inert in Markdown and in the HTML rendered from it: control
-    characters become U+FFFD, Markdown/HTML punctuation is backslash-escaped."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _CONTROL.sub("\ufffd", str(value)))
-
-
 def _cell(value: float, low: float, high: float) -> str:
     if pd.isna(value):
         return "undefined"
@@ -315,10 +304,10 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
 
 def judgment_header_lines(report: JudgmentReport) -> list[str]:
     """The set's header and its metric signatures, as Markdown list items (escaped)."""
-    lines = [f"- {key.replace('_', ' ')}: {markdown_text(header_value(value))}"
+    lines = [f"- {key.replace('_', ' ')}: {for_markdown(header_value(value))}"
              for key, value in report.header.items()]
     lines += ["", "Signatures:", ""]
-    lines += [f"- {markdown_text(label)}: `{signature}`"
+    lines += [f"- {for_markdown(label)}: `{signature}`"
               for label, signature in report.signatures.items()]
     return lines
 
@@ -326,13 +315,14 @@ def judgment_header_lines(report: JudgmentReport) -> list[str]:
 def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
     """(title, Markdown) sections of a judgment set, for its own report and `thumb
     report`."""
-    sections = [(f"Judgment set {markdown_text(report.info.name)}",
+    sections = [(f"Judgment set {for_markdown(report.info.name)}",
                  "\n".join(judgment_header_lines(report)))]
     if not len(report.records):
         sections.append(("Metrics", "no metric scores of this set yet: run `thumb metrics "
                                     "compute --judgments NAME`"))
-    for title, frame in judgment_frames(report, markdown_text):
-        sections.append((title, markdown_table(frame, index=False, disable_numparse=True)))
+    for title, frame in judgment_frames(report, lambda text: for_markdown(str(text))):
+        # stored text is escaped already (`|` included): no second escaping of cells
+        sections.append((title, frame.to_markdown(index=False, disable_numparse=True)))
     return sections
 
 

@@ -4,7 +4,6 @@ signatures and explanations moved under the tables instead of into every row."""
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 from tabulate import tabulate
@@ -16,6 +15,7 @@ from reports.render import (
     labelled_bison_tables,
     markdown_table,
 )
+from rubrics.escape import printable
 
 KIND_LABELS = {
     "blind": "blind double rating: two independent stage-1 ratings",
@@ -173,13 +173,9 @@ def bison_text(tables: dict[str, pd.DataFrame]) -> str:
     return "\n".join(lines)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def terminal_text(value: object) -> str:
-    """Stored text made safe for a terminal: control characters (escape sequences, bells,
-    carriage returns) become U+FFFD."""
-    return _CONTROL.sub("\ufffd", str(value))
+    """Stored text for one line of a terminal table (control characters shown escaped)."""
+    return printable(str(value), newlines=False)
 
 
 def _fitted(frame: pd.DataFrame, width: int = 80) -> list[str]:

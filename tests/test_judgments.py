@@ -179,7 +179,7 @@ def test_references_from_a_coco_captions_file_and_missing_ones(engine, tmp_path)
     assert summary.references == 2
     broken = write(tmp_path / "broken.json", '{"annotations": [\n{"id": 1, "image_id": 1},\n'
                                              '{"id": 2, "image_id": 1, "caption": "x"}]}')
-    with pytest.raises(InputError, match=r"broken.json:2: caption is missing"):
+    with pytest.raises(InputError, match=r"broken.json:2: missing key .caption."):
         import_judgments(engine, only_image_1, name="t", kind="score",
                          scale=Scale.parse("1-4"), references=broken, actor="t")
 

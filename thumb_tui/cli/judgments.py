@@ -13,6 +13,7 @@ from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
     CiOption,
+    OutsideImagesOption,
     SeedOption,
     database_for_import,
     default_actor,
@@ -44,6 +45,7 @@ def import_command(
     references: Annotated[Path | None, typer.Option(
         "--references", help="References: CSV/JSONL of image_id, reference, or a COCO "
                              "captions JSON.")] = None,
+    allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
     """Import a judgment set (all or nothing). Needs no image files and no systems."""
@@ -62,7 +64,8 @@ def import_command(
              else "a pairwise set has no scale; leave out --scale")
     with value_errors(), database_for_import() as engine:
         summary = import_judgments(engine, file, name=name, kind=kind, scale=parsed,
-                                   references=references, actor=by or default_actor())
+                                   references=references, actor=by or default_actor(),
+                                   allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 
 
@@ -76,8 +79,8 @@ def list_command() -> None:
     if not sets:
         typer.echo("no judgment sets yet: thumb judgments import FILE --name NAME")
     for info in sets:
-        typer.echo(terminal_text(f"{info.name}  {info.kind}  scale {info.scale}  from "
-                                 f"{info.source}"))
+        typer.echo(f"{terminal_text(info.name)}  {info.kind}  scale {info.scale}  from "
+                   f"{terminal_text(info.source)}")
 
 
 @app.command("report")
