@@ -385,12 +385,16 @@ class BisonSession:
             for image_id, reason in reasons.items():
                 flag_image(connection, image_id, self.annotator_id, self.annotator, reason)
 
-    def first_unanswered(self) -> int:
+    def answered(self) -> set[int]:
+        """Ids of the items this annotator has answered, in any session."""
         table = BisonAnswer.__table__
         with self.engine.connect() as connection:
-            done = set(connection.execute(select(table.c.item_id).where(
+            return set(connection.execute(select(table.c.item_id).where(
                 table.c.annotator_id == self.annotator_id, table.c.answer.is_not(None))
             ).scalars())
+
+    def first_unanswered(self) -> int:
+        done = self.answered()
         return next((i for i, item in enumerate(self.item_ids) if item not in done), 0)
 
 

@@ -8,7 +8,7 @@ import itertools
 from pathlib import Path
 
 from rich.console import Console
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, select, update
 
 from storage import import_captions, open_database
 from storage.annotation import AnnotationSession
@@ -51,6 +51,15 @@ def make_app(engine: Engine, annotator: str = "alice", image_mode: str = "none")
     seeds = fixed_seeds()
     session = AnnotationSession(engine, annotator, seed_source=lambda: next(seeds))
     return ThumbApp(session, image_mode)
+
+
+def first_caption_of_image_one(engine: Engine) -> int:
+    """The lowest caption id of the first image (shown second to `make_app`'s alice)."""
+    caption = Caption.__table__
+    with engine.connect() as connection:
+        return connection.execute(select(func.min(caption.c.id)).where(
+            caption.c.image_id == select(func.min(caption.c.image_id)).scalar_subquery())
+        ).scalar_one()
 
 
 def lengthen_captions(engine: Engine, caption_ids: list[int], text: str = LONG_CAPTION) -> None:

@@ -9,11 +9,11 @@ from sqlalchemy import select
 from textual.widgets import Static
 
 from storage import Event, Rating
-from storage.annotation import AnnotationSession
 from storage.models import Assignment, Caption
 from tests.app_helpers import (
     LONG_CAPTION,
     SYSTEM_MARK,
+    first_caption_of_image_one,
     lengthen_captions,
     make_app,
     sample_engine,
@@ -285,8 +285,7 @@ async def test_penalty_keys_act_on_the_caption_just_scored_until_the_user_moves(
 
 
 async def test_long_caption_keeps_its_score_line_on_screen_and_scrolls(engine):
-    first_image = [g.caption_ids for g in AnnotationSession(engine, "x").open_image(0)]
-    lengthen_captions(engine, [first_image[1][0]])
+    lengthen_captions(engine, [first_caption_of_image_one(engine)])
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 from sqlalchemy import func, select
+from textual.widgets import Static
 
 from metrics.bison import ClipScorer
 from reports.bison import baseline, bison_report, evaluate
@@ -21,6 +22,7 @@ from tests.image_files import good_png
 from tests.tiny_clip import save_tiny_clip
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.bison import BisonScreen
+from thumb_tui.screens.help import HelpScreen
 
 SAMPLE_BISON = SAMPLE_CSV.parent / "bison.jsonl"
 
@@ -150,6 +152,40 @@ async def test_bison_screen_stores_answers_and_order(engine):
     report = bison_report(engine, bootstrap=20)
     human = report["human"].set_index("annotator")
     assert human.loc["alice", "n"] == 4 and human.loc["alice", "both"] == 1
+
+
+async def test_bison_screen_ends_with_all_done_progress_survives_restarts(engine, monkeypatch):
+    import_bison(engine, SAMPLE_BISON, actor="t")
+    opened = []
+    monkeypatch.setattr("webbrowser.open", lambda uri: opened.append(uri) or True)
+    app = ThumbApp(screen=BisonScreen(BisonSession(engine, "alice"), "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("l", "l", "r")
+        title = str(screen.query_one("#bison-title", Static).content)
+        assert "item 4/8" in title and "3/8 answered" in title
+        await pilot.press("o")
+        assert len(opened) == 2 and all(uri.startswith("file://") for uri in opened)
+        assert str(screen.query_one("#bison-message", Static).content).count("opened") == 2
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        source = app.screen.query_one("Markdown").source
+        assert "which image does the caption describe?" in source
+        assert all(b.description in source for b in BisonScreen.BINDINGS if b.show)
+        await pilot.press("escape")
+    again = ThumbApp(screen=BisonScreen(BisonSession(engine, "alice"), "none"))
+    async with again.run_test(size=(80, 24)) as pilot:
+        screen = again.screen
+        title = str(screen.query_one("#bison-title", Static).content)
+        assert "item 4/8" in title and "3/8 answered" in title  # where alice left off
+        await pilot.press("b", "b", "b", "b", "n")
+        message = str(screen.query_one("#bison-message", Static).content)
+        assert message == "saved: neither; all done: 8/8 answered; q quits"
+        assert "all done" in str(screen.query_one("#bison-title", Static).content)
+        assert screen.index == 7
+        await pilot.press("]")  # no wrapping round to item 1
+        assert screen.index == 7
+        assert str(screen.query_one("#bison-message", Static).content) == "this is the last item"
 
 
 def test_clip_evaluation_is_stored_with_accuracy(engine, tiny_clip):

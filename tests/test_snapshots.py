@@ -1,11 +1,31 @@
-"""Snapshot tests of the annotation screens at fixed sizes, half-block images forced."""
+"""Snapshot tests of every screen and dialog at fixed sizes, half-block images forced."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
+from rubrics import THUMB_1_0
+from storage import Annotator
 from storage.annotation import AnnotationSession
-from tests.app_helpers import lengthen_captions, make_app, sample_engine
+from storage.bison import BisonSession, import_bison
+from storage.models import Stage
+from storage.workflow import disagreements, fluency_queue
+from tests.app_helpers import (
+    first_caption_of_image_one,
+    fixed_seeds,
+    lengthen_captions,
+    make_app,
+    sample_engine,
+)
+from tests.test_bison import SAMPLE_BISON
+from tests.test_workflow import add_context, rate_everything, review_with_changes
+from thumb_tui.app import ThumbApp
+from thumb_tui.screens.annotate import ReviewScreen
+from thumb_tui.screens.bison import BisonScreen
+from thumb_tui.screens.fluency_round import FluencyRoundScreen
+from thumb_tui.screens.resolve import ResolveScreen
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -34,6 +54,11 @@ def test_help_screen(snap_compare, tmp_path):
     assert snap_compare(app, terminal_size=(80, 24), press=["question_mark"])
 
 
+def test_note_dialog(snap_compare, tmp_path):
+    app = make_app(sample_engine(tmp_path), image_mode="halfcell")
+    assert snap_compare(app, terminal_size=(80, 24), press=["n", *"odd"])
+
+
 def test_unicode_image_backend(snap_compare, tmp_path):
     app = make_app(sample_engine(tmp_path), image_mode="unicode")
     assert snap_compare(app, terminal_size=(80, 24))
@@ -42,6 +67,67 @@ def test_unicode_image_backend(snap_compare, tmp_path):
 def test_long_caption(snap_compare, tmp_path):
     """A 700-character caption at 80x24: its text scrolls in its box, its score line shows."""
     engine = sample_engine(tmp_path)
-    lengthen_captions(engine, [AnnotationSession(engine, "x").open_image(0)[1].caption_ids[0]])
+    lengthen_captions(engine, [first_caption_of_image_one(engine)])
     app = make_app(engine, image_mode="halfcell")
     assert snap_compare(app, terminal_size=(80, 24), press=["5", "4", "3"])
+
+
+def test_terminal_too_small(snap_compare, tmp_path):
+    app = make_app(sample_engine(tmp_path), image_mode="halfcell")
+    assert snap_compare(app, terminal_size=(70, 20))
+
+
+def test_review_with_notes(snap_compare, tmp_path):
+    engine = sample_engine(tmp_path)
+    alice = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    rate_everything(alice, 1)
+    for group in alice.open_image(0):
+        alice.set_values(group, {"note": "blurry", "fluency": 0.2,
+                                 "fluency_type": "punctuation"}, image_index=0, focus=0)
+    seeds = fixed_seeds()
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND, seed_source=lambda: next(seeds))
+    app = ThumbApp(screen=ReviewScreen(bob, "halfcell"))
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def resolve_app(tmp_path) -> ThumbApp:
+    engine = sample_engine(tmp_path)
+    review_with_changes(engine)
+    add_context(engine, disagreements(engine)[0].caption_id)
+    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    return ThumbApp(screen=ResolveScreen(session, disagreements(engine), "halfcell",
+                                         resolved_before=1))
+
+
+def test_resolve_with_notes(snap_compare, tmp_path):
+    assert snap_compare(resolve_app(tmp_path), terminal_size=(80, 24))
+
+
+def test_resolve_reasons_dialog(snap_compare, tmp_path):
+    assert snap_compare(resolve_app(tmp_path), terminal_size=(80, 24), press=["a", "r"])
+
+
+def test_fluency_round(snap_compare, tmp_path):
+    engine = sample_engine(tmp_path)
+    with engine.begin() as connection:
+        connection.execute(Annotator.__table__.insert().values(
+            name="dave", native_english=True, created_at=datetime.datetime(2026, 1, 1)))
+    review_with_changes(engine)
+    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, fluency_queue(engine)))
+    assert snap_compare(app, terminal_size=(80, 24), press=["x"])
+
+
+def bison_app(tmp_path) -> ThumbApp:
+    engine = sample_engine(tmp_path)
+    import_bison(engine, SAMPLE_BISON, actor="t")
+    coins = iter([0.1, 0.9] * 10)
+    return ThumbApp(screen=BisonScreen(BisonSession(engine, "alice", coin=lambda: next(coins)),
+                                       "halfcell"))
+
+
+def test_bison(snap_compare, tmp_path):
+    assert snap_compare(bison_app(tmp_path), terminal_size=(80, 24), press=["l"])
+
+
+def test_bison_help(snap_compare, tmp_path):
+    assert snap_compare(bison_app(tmp_path), terminal_size=(80, 24), press=["question_mark"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
@@ -147,8 +148,10 @@ async def test_review_screen_confirms_and_changes_stage_one_scores(engine):
 
 
 def review_with_changes(engine) -> None:
-    rate_everything(AnnotationSession(engine, "alice"), 1)
-    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    """Alice rates everything, Bob reviews it and changes P of one caption on each of the
+    first three images (fixed shuffles, so the same captions every run)."""
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND, seed_source=lambda: 2)
     for index in range(len(bob.images)):
         for number, group in enumerate(bob.open_image(index)):
             values = {k: group.reference[k] for k in ("precision", "recall")}
@@ -460,3 +463,73 @@ def test_the_protocol_holds_for_undo_resolutions_checks_and_native_flags(engine)
             Event.__table__.c.table_name == "annotator")).all()
     assert [(e.actor, e.field_name, e.new_value) for e in logged] == [
         ("alice", "native_english", "false")]
+
+
+def add_context(engine, caption_id: int) -> None:
+    """Stage-1 and stage-2 notes and error types on one caption, as raters leave them."""
+    rating = Rating.__table__
+    with engine.begin() as connection:
+        for stage, values in ((1, {"note": "looks like a cat", "fluency": 0.1,
+                                   "fluency_type": "spelling"}),
+                              (2, {"note": "it is a dog", "conciseness": 0.5,
+                                   "conciseness_type": "redundant"})):
+            connection.execute(update(rating).where(
+                rating.c.caption_id == caption_id, rating.c.stage == stage).values(**values))
+
+
+async def test_review_shows_the_stage_one_note_and_error_types(engine):
+    alice = AnnotationSession(engine, "alice")
+    rate_everything(alice, 1)
+    first = alice.open_image(0)
+    alice.set_values(first[0], {"note": "blurry", "fluency": 0.2, "fluency_type": "punctuation"},
+                     image_index=0, focus=0)
+    app = ThumbApp(screen=ReviewScreen(AnnotationSession(engine, "bob", stage=Stage.SECOND),
+                                       "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        card = next(c for c in screen.cards if c.group.caption_ids == first[0].caption_ids)
+        shown = str(card.scores.content)
+        assert "stage 1: P" in shown and "(fluency: punctuation)" in shown
+        assert "note: blurry" in shown
+        assert "(to review)" in str(screen.query_one("#title", Static).content)
+
+
+async def test_resolve_shows_both_stages_notes_error_types_and_the_image(engine):
+    review_with_changes(engine)
+    add_context(engine, disagreements(engine)[0].caption_id)
+    queue = disagreements(engine)
+    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    app = ThumbApp(screen=ResolveScreen(session, queue, "none", resolved_before=2))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        compare = str(app.screen.query_one("#compare", Static).content)
+        assert "stage 1: P" in compare and "(fluency: spelling) note: looks like a cat" in compare
+        assert "(conciseness: redundant) note: it is a dog" in compare
+        title = str(app.screen.query_one("#title", Static).content)
+        image = session.images[session.image_index_of_caption(queue[0].caption_id)]
+        assert image.key in title or Path(image.path).name in title
+        assert "2/5 resolved" in title
+
+
+async def test_resolve_stops_at_the_end_of_the_queue_and_says_all_done(engine):
+    review_with_changes(engine)
+    queue = disagreements(engine)
+    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    app = ThumbApp(screen=ResolveScreen(session, queue, "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("]", "]", "]")
+        assert screen.position == 2  # no silent wrap to the first
+        message = str(screen.query_one("#message", Static).content)
+        assert message == "last disagreement; still to resolve: 1, 2, 3 ([ goes back)"
+        await pilot.press("[", "[", "[")
+        assert screen.position == 0
+        assert str(screen.query_one("#message", Static).content) == (
+            "this is the first disagreement")
+        for _ in queue:
+            await pilot.press("a", "r", "enter", "]")
+        message = str(screen.query_one("#message", Static).content)
+        assert message == "all done: the 3 disagreements of this session are resolved; q quits"
+        assert "3/3 resolved" in str(screen.query_one("#title", Static).content)
+    assert disagreements(engine, resolver="carol") == []

@@ -85,11 +85,13 @@ def resolve_command(
     engine = state.existing_engine
     name = annotator_name(annotator)
     queue = disagreements(engine, resolver=name)
-    stop_if_empty(queue, "Nothing for you to resolve: no caption's stage-1 and stage-2 "
-                         "values differ without a resolution, on an image you neither "
-                         "rated nor reviewed.")
+    resolved = len(disagreements(engine, include_resolved=True, resolver=name)) - len(queue)
+    stop_if_empty(queue, f"All done: the {resolved} disagreements open to you are resolved."
+                  if resolved else "Nothing for you to resolve: no caption's stage-1 and "
+                  "stage-2 values differ without a resolution, on an image you neither "
+                  "rated nor reviewed.")
     session = AnnotationSession(engine, name, stage=Stage.FINAL)
-    ThumbApp(screen=ResolveScreen(session, queue, mode)).run()
+    ThumbApp(screen=ResolveScreen(session, queue, mode, resolved_before=resolved)).run()
 
 
 @app.command("fluency-round")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import webbrowser
 from pathlib import Path
 
 from rich.text import Text
@@ -13,15 +11,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static
 
 from rubrics import printable
-from storage.annotation import AnnotationSession, CaptionGroup, fluency_value
+from storage.annotation import AnnotationSession, CaptionGroup, ImageItem, fluency_value
 from storage.images import broken_reason
 from storage.models import Stage
 from storage.workflow import ProtocolError
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
-from thumb_tui.screens.help import HelpScreen
+from thumb_tui.screens.help import HelpScreen, help_markdown
 from thumb_tui.screens.note import NoteScreen
 from thumb_tui.widgets.caption_card import CaptionCard
-from thumb_tui.widgets.image_view import ImageView
+from thumb_tui.widgets.caption_text import CaptionText
+from thumb_tui.widgets.image_view import ImageView, open_in_viewer
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen, key_label
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
@@ -45,6 +44,11 @@ EMPTY_QUEUE = {
 def next_missing(group: CaptionGroup) -> str | None:
     """The first of P, R that is still unscored in the group."""
     return next((d for d in DIMENSIONS if group.values[d] is None), None)
+
+
+def image_name(image: ImageItem) -> str:
+    """What the screens call an image: its file name, else its key (printable)."""
+    return printable(Path(image.path).name if image.path else image.key, newlines=False)
 
 
 def _score_bindings() -> list[Binding]:
@@ -142,10 +146,9 @@ class AnnotateScreen(KeyBarScreen):
         progress = self.session.progress()
         image = self.session.images[self.image_index]
         done = self.STATUS_WORDS[0] if self.session.is_complete(image) else self.STATUS_WORDS[1]
-        name = Path(image.path).name if image.path else image.key
         title = Text()
         title.append(f"Image {self.image_index + 1}/{len(self.session.images)} ", style="bold")
-        title.append(f"{printable(name, newlines=False)} ({done})  ")
+        title.append(f"{image_name(image)} ({done})  ")
         title.append(f"{printable(self.session.annotator, newlines=False)}, "
                      f"stage {int(self.session.stage)}", style="dim")
         self.query_one("#title", Static).update(title)
@@ -264,11 +267,15 @@ class AnnotateScreen(KeyBarScreen):
         self.update_focus()
         self.session.remember_position(self.image_index, self.focus_index)
 
+    def focused_text(self) -> CaptionText | None:
+        """The text box that the scroll keys scroll."""
+        return self.cards[self.focus_index].text if self.cards else None
+
     def action_scroll_text(self, step: int) -> None:
         """Scroll the focused caption's text when it is longer than its box."""
-        if not self.cards:
+        text = self.focused_text()
+        if text is None:
             return
-        text = self.cards[self.focus_index].text
         if not text.is_cut:
             self.say("the whole caption is shown")
         elif not text.scroll_text(step):
@@ -387,12 +394,7 @@ class AnnotateScreen(KeyBarScreen):
         if not self.session.images:
             return
         image = self.session.images[self.image_index]
-        if not image.path or not Path(image.path).is_file():
-            self.say(f"image file not found: {image.path or image.key}")
-        elif webbrowser.open(Path(image.path).resolve().as_uri()):
-            self.say(f"opened {Path(image.path).name} in the system viewer")
-        else:
-            self.say(f"no viewer found; open {os.path.relpath(image.path)}")
+        self.say(open_in_viewer(image.path, image.key))
 
     def action_flag_broken(self) -> None:
         """Flag the image as broken (the reason Pillow gives, else the annotator's word)
@@ -409,7 +411,7 @@ class AnnotateScreen(KeyBarScreen):
                  + ("; moved on" if following is not None else "; no other image is left to rate"))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.session.rubric, self.BINDINGS))
+        self.app.push_screen(HelpScreen(help_markdown(self.session.rubric, self.BINDINGS)))
 
     def action_quit_app(self) -> None:
         if self.session.images:

@@ -14,10 +14,19 @@ from textual.widgets import Label, Static
 from rubrics import printable
 from storage.bison import BisonSession, BisonView
 from storage.images import image_problem
-from thumb_tui.widgets.image_view import ImageView
+from thumb_tui.screens.help import HelpScreen, keys_markdown
+from thumb_tui.widgets.caption_text import CaptionText
+from thumb_tui.widgets.image_view import ImageView, open_in_viewer
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 CHOICES = {"left": "left", "right": "right", "both": "both", "neither": "neither"}
+BISON_HELP = """# BISON: which image does the caption describe?
+
+Each item shows one caption and two images that are alike (Hu et al. 2019). Choose the
+image the caption describes: **left** or **right**; **both** when it fits both equally
+well, **neither** when it fits neither. The order of the two images is random and kept
+for each item, and the time you take is recorded. An answer is saved at once and moves
+on to the next item you have not answered; you can go back and change it."""
 
 
 class BisonScreen(KeyBarScreen):
@@ -33,6 +42,8 @@ class BisonScreen(KeyBarScreen):
                 id="bison-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous item", show=False,
                 id="bison-previous"),
+        Binding("o", "open_images", "open", id="bison-open"),
+        Binding("question_mark", "help", "help", key_display="?", id="bison-help"),
         Binding("q", "quit_app", "quit", id="bison-quit"),
     ]
 
@@ -40,13 +51,14 @@ class BisonScreen(KeyBarScreen):
         super().__init__()
         self.session, self.image_mode = session, image_mode
         self.index = session.first_unanswered()
+        self.answered = session.answered()  # over all sessions: progress survives restarts
         self.view: BisonView | None = None
         self.shown_at = time.monotonic()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="bison"):
             yield Static(id="bison-title")
-            yield Static(id="bison-query")
+            yield CaptionText(id="bison-query")
             with Horizontal(id="bison-images"):
                 with Vertical(classes="bison-side"):
                     yield Label("left (l)", classes="bison-label")
@@ -64,26 +76,40 @@ class BisonScreen(KeyBarScreen):
             return
         self.show()
 
+    def say(self, message: str) -> None:
+        self.query_one("#bison-message", Static).update(message)
+
     def show(self) -> None:
         self.view = self.session.view(self.index)
         self.shown_at = time.monotonic()
         view = self.view
+        total = len(self.session.item_ids)
         self.query_one("#bison-title", Static).update(Text.assemble(
-            (f"BISON item {self.index + 1}/{len(self.session.item_ids)}  ", "bold"),
-            (f"answer: {view.answer or '-'}", "dim")))
-        self.query_one("#bison-query", Static).update(
+            (f"BISON item {self.index + 1}/{total}  ", "bold"),
+            (f"answer: {view.answer or '-'}  ", "dim"),
+            ("all done" if len(self.answered) == total else
+             f"{len(self.answered)}/{total} answered", "")))
+        self.query_one("#bison-query", CaptionText).update(
             Text(f"Which image does this caption describe?\n{printable(view.query)}",
                  style="bold"))
         self.query_one("#bison-left-image", ImageView).show(view.left[2], view.left[1])
         self.query_one("#bison-right-image", ImageView).show(view.right[2], view.right[1])
 
     def action_choose(self, choice: str) -> None:
+        """Save the answer and go to the next unanswered item; when none is left, stay
+        and say that all are done."""
         if self.view is None:
             return
         self.session.answer(self.view, CHOICES[choice], time.monotonic() - self.shown_at)
-        self.query_one("#bison-message", Static).update(f"saved: {choice}")
-        if self.index < len(self.session.item_ids) - 1:
-            self.index += 1
+        self.answered.add(self.view.item_id)
+        ids = self.session.item_ids
+        after = [*range(self.index + 1, len(ids)), *range(self.index)]
+        following = next((i for i in after if ids[i] not in self.answered), None)
+        if following is None:
+            self.say(f"saved: {choice}; all done: {len(ids)}/{len(ids)} answered; q quits")
+        else:
+            self.index = following
+            self.say(f"saved: {choice}")
         self.show()
 
     def action_flag_broken(self) -> None:
@@ -107,9 +133,24 @@ class BisonScreen(KeyBarScreen):
             newlines=False)))
 
     def action_step(self, step: int) -> None:
-        if self.session.item_ids:
-            self.index = (self.index + step) % len(self.session.item_ids)
-            self.show()
+        """The next or previous item; stops at either end and says so."""
+        if not self.session.item_ids:
+            return
+        target = self.index + step
+        if not 0 <= target < len(self.session.item_ids):
+            self.say("this is the last item" if step > 0 else "this is the first item")
+            return
+        self.index = target
+        self.show()
+
+    def action_open_images(self) -> None:
+        """Both images in the system viewer (left first)."""
+        if self.view is not None:
+            self.say("; ".join(open_in_viewer(path, key) for _, key, path in
+                               (self.view.left, self.view.right)))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(BISON_HELP + keys_markdown(self.BINDINGS)))
 
     def action_quit_app(self) -> None:
         self.app.exit()

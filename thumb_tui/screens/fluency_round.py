@@ -14,6 +14,7 @@ from rubrics import Rubric, printable
 from storage.annotation import fluency_value
 from storage.workflow import FluencyItem, record_fluency_check
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
+from thumb_tui.screens.help import HelpScreen, help_markdown
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 
@@ -114,9 +115,7 @@ class FluencyRoundScreen(KeyBarScreen):
             self.redraw()
 
     def action_help(self) -> None:
-        from thumb_tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.rubric, self.BINDINGS))
+        self.app.push_screen(HelpScreen(help_markdown(self.rubric, self.BINDINGS)))
 
     def action_quit_app(self) -> None:
         self.app.exit()

@@ -1,4 +1,5 @@
-"""Full help: the rubric's definitions, rules, penalty catalogue and worked examples."""
+"""Full help: the rubric's definitions, rules, penalty catalogue and worked examples (or a
+task's instructions), and the keys of the screen it was opened from."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
 from rubrics import Rubric
-from thumb_tui.widgets.keybar import KeyBar
+from thumb_tui.widgets.keybar import KeyBar, key_label
 
 
 def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
@@ -38,8 +39,13 @@ def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
         lines += [f"- **{example.caption}**  ", f"  P {example.precision}, "
                   f"R {example.recall}, penalty {penalty:g} → **total {total:.1f}**. "
                   f"{example.why}"]
-    lines += ["", "## Keys", ""]
-    lines += [f"- `{b.key_display or b.key}`: {b.description}" for b in keys if b.show]
+    return "\n".join(lines) + keys_markdown(keys)
+
+
+def keys_markdown(keys: list[Binding]) -> str:
+    """The screen's keys as a Markdown section."""
+    lines = ["", "", "## Keys", ""]
+    lines += [f"- `{key_label(b)}`: {b.description}" for b in keys if b.show]
     return "\n".join(lines)
 
 
@@ -50,13 +56,13 @@ class HelpScreen(ModalScreen[None]):
                 id="help-close"),
     ]
 
-    def __init__(self, rubric: Rubric, keys: list[Binding]) -> None:
+    def __init__(self, markdown: str) -> None:
         super().__init__()
-        self.rubric, self.keys = rubric, keys
+        self.markdown = markdown
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Markdown(help_markdown(self.rubric, self.keys))
+            yield Markdown(self.markdown)
         yield KeyBar([Binding("up,down", "", "scroll", key_display="↑↓"),
                       Binding("pageup,pagedown", "", "page", key_display="PgUp PgDn"),
                       Binding("home,end", "", "top/end", key_display="Home End"),

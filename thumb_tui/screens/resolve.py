@@ -17,13 +17,15 @@ from textual.widgets.option_list import OptionDoesNotExist
 from rubrics import printable
 from storage.annotation import AnnotationSession
 from storage.workflow import COMPARED, Disagreement, record_resolution
-from thumb_tui.screens.annotate import AnnotateScreen
-from thumb_tui.widgets.caption_card import score_line
+from thumb_tui.screens.annotate import AnnotateScreen, image_name
+from thumb_tui.widgets.caption_card import rating_context, score_line
+from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView
 from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
-PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "help", "undo", "toggle-dimension")
+PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "help", "undo", "toggle-dimension",
+             "scroll-text-down", "scroll-text-up", "open-image")
 
 
 class ReasonList(SelectionList[str]):
@@ -90,11 +92,14 @@ class ResolveScreen(AnnotateScreen):
     ]
 
     def __init__(self, session: AnnotationSession, queue: list[Disagreement],
-                 image_mode: str) -> None:
+                 image_mode: str, *, resolved_before: int = 0) -> None:
+        """`queue`: the disagreements still open to this resolver; `resolved_before`: how
+        many they settled in earlier sessions (for the overall progress)."""
         super().__init__(session, image_mode)
         self.queue = queue
         self.position = 0
         self.reasons: dict[int, list[str]] = {}
+        self.resolved_before = resolved_before
 
     def compose(self) -> ComposeResult:
         with Vertical(id="annotate"):
@@ -103,9 +108,14 @@ class ResolveScreen(AnnotateScreen):
                 with Vertical(id="left"):
                     yield ImageView(self.image_mode, id="image")
                     yield RubricPanel(self.session.rubric, id="rubric")
-                yield VerticalScroll(Static(id="compare"), id="captions", can_focus=False)
+                with VerticalScroll(id="captions", can_focus=False):
+                    yield CaptionText(id="resolve-caption")
+                    yield Static(id="compare")
             yield Static(id="message")
         yield KeyBar(self.BINDINGS)
+
+    def focused_text(self) -> CaptionText | None:
+        return self.query_one("#resolve-caption", CaptionText) if self.queue else None
 
     def on_mount(self) -> None:
         if not self.queue:
@@ -129,16 +139,27 @@ class ResolveScreen(AnnotateScreen):
         self.say("")
         self.redraw()
 
+    @property
+    def resolved_count(self) -> int:
+        return self.resolved_before + len(self.reasons)
+
     def redraw(self) -> None:
         group, item = self.groups[0], self.item
         done = group.complete and bool(self.reasons.get(item.caption_id))
+        image = self.session.images[self.image_index]
         self.query_one("#title", Static).update(Text.assemble(
             (f"Disagreement {self.position + 1}/{len(self.queue)} ", "bold"),
-            ("(worst first)  ", "dim"), ("resolved" if done else "to resolve")))
-        text = Text(printable(group.text) + "\n\n", style="bold")
-        text.append(f"stage 1  {score_line(item.first)}\n")
-        text.append(f"stage 2  {score_line(item.second)}\n")
-        text.append("final   ")  # each value below is padded by one space
+            ("(worst first) ", "dim"), (image_name(image), "bold"),
+            (" resolved" if done else " to resolve", ""),
+            (f" · {self.resolved_count}/{self.resolved_before + len(self.queue)} resolved",
+             "dim")))
+        self.query_one("#resolve-caption", CaptionText).update(
+            Text(printable(group.text), style="bold"))
+        text = Text("\n")
+        for label, values in (("stage 1", item.first), ("stage 2", item.second)):
+            text.append_text(rating_context(label, values))
+            text.append("\n")
+        text.append("final:  ")  # each value below is padded by one space
         for key, label in (("precision", "P"), ("recall", "R")):
             value = group.values[key]
             style = "bold reverse" if self.dimension == key else "bold"
@@ -211,7 +232,9 @@ class ResolveScreen(AnnotateScreen):
                 self.say(f"not saved: {exc}")
                 return
             self.reasons[item.caption_id] = result
-            self.say("reasons saved")
+            self.say("reasons saved" if len(self.reasons) < len(self.queue) else
+                     f"all done: the {len(self.queue)} disagreements of this session are "
+                     "resolved; q quits")
             self.redraw()
 
         ticked = self.reasons.get(item.caption_id) or [
@@ -226,16 +249,31 @@ class ResolveScreen(AnnotateScreen):
                               reasons, str(self.groups[0].values["note"]), codes)
 
     def action_step(self, step: int) -> None:
+        """The next or previous disagreement; at either end of the queue it stops and
+        says so (wrapping round hid that the queue was over)."""
         if not self.queue:
+            return
+        target = self.position + step
+        if not 0 <= target < len(self.queue):
+            self.say(self.end_of_queue() if step > 0 else "this is the first disagreement")
             return
         left = self.position + 1
         values = self.groups[0].values
         half_done = (values["precision"] is not None or values["recall"] is not None) and (
             not self.reasons.get(self.item.caption_id))
-        self.position = (self.position + step) % len(self.queue)
+        self.position = target
         self.show_item()
-        if half_done and len(self.queue) > 1:
+        if half_done:
             self.say(f"disagreement {left} has values but no reasons (r): still unresolved")
+
+    def end_of_queue(self) -> str:
+        open_here = [n + 1 for n, item in enumerate(self.queue)
+                     if item.caption_id not in self.reasons]
+        if not open_here:
+            return (f"all done: the {len(self.queue)} disagreements of this session are "
+                    "resolved; q quits")
+        return (f"last disagreement; still to resolve: {', '.join(map(str, open_here[:8]))}"
+                + (" …" if len(open_here) > 8 else "") + " ([ goes back)")
 
     def action_quit_app(self) -> None:
         self.app.exit()

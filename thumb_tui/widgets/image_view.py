@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import webbrowser
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -69,3 +71,12 @@ class ImageView(Container):
 
     def note(self, text: str) -> None:
         self.mount(Static(Text(text), classes="image-missing"))
+
+
+def open_in_viewer(path: str | None, label: str) -> str:
+    """Open an image in the system viewer; returns what happened, for the message line."""
+    if not path or not Path(path).is_file():
+        return f"image file not found: {printable(path or label, newlines=False)}"
+    if webbrowser.open(Path(path).resolve().as_uri()):
+        return f"opened {printable(Path(path).name, newlines=False)} in the system viewer"
+    return f"no viewer found; open {printable(os.path.relpath(path), newlines=False)}"
