@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -57,6 +58,7 @@ class Metric(ABC):
     options: ClassVar[tuple[MetricOption, ...]] = ()
     corpus_level: bool = False  # True when one caption's score depends on the others
     needs_references: bool = True
+    needs_images: bool = False
 
     @classmethod
     def from_options(cls, values: Mapping[str, object]) -> Metric:
@@ -80,6 +82,12 @@ class Metric(ABC):
         if self.needs_references and (bare := sum(not item.references for item in items)):
             raise RuntimeError(f"{self.name} needs references: {bare} caption(s) have none "
                                "(none imported, or the only ones were the caption itself)")
+        if self.needs_images and (absent := [item.image_key for item in items
+                                             if not item.image_path
+                                             or not Path(item.image_path).is_file()]):
+            raise RuntimeError(f"{self.name} needs the image files: {len(absent)} caption(s) "
+                               f"have none, e.g. of image {absent[0]!r} (a judgment set "
+                               "imported without an image column has no images)")
         scores = np.asarray(self.compute(items), dtype=float)
         if scores.shape != (len(items),):
             raise RuntimeError(f"{self.name} returned {scores.shape} scores for {len(items)}")

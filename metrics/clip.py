@@ -154,11 +154,13 @@ class ClipS(ClipMetric):
     name = "clip-s"
     help = "CLIP-S: 2.5 x cosine of image and caption (reference-free)"
     needs_references = False
+    needs_images = True
 
 
 class RefClipS(ClipMetric):
     name = "refclip-s"
     help = "RefCLIP-S: harmonic mean of CLIP-S and the best reference similarity"
+    needs_images = True
 
 
 class RefOnlyC(ClipMetric):

@@ -269,3 +269,28 @@ def test_project_export_carries_metric_columns_and_report_has_judgment_sections(
     text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "## Judgment set likert" in text and "likert: metric-human correlation" in text
     assert "cider-d (pooled)" in text and "#2" not in text
+
+
+def test_metrics_say_what_a_judgment_set_lacks(tmp_path):
+    """Without images clip-s says it needs them (before loading any model); without
+    references a reference metric says it needs them."""
+    db = ["--db", str(tmp_path / "n.db")]
+    result = runner.invoke(app, [*db, "judgments", "import", str(SAMPLE / "judgments.csv"),
+                                 "--name", "bare", "--scale", "1-4"])
+    assert result.exit_code == 0, result.output
+    for metric, message in (("clip-s", "clip-s needs the image files: 60 caption(s)"),
+                            ("coco-bleu-4", "coco-bleu-4 needs references: 60 caption(s)")):
+        result = runner.invoke(app, [*db, "metrics", "compute", "--judgments", "bare",
+                                     "--metric", metric, "--clip-model", "/nonexistent"])
+        assert result.exit_code == 2 and message in result.output, result.output
+    unknown = runner.invoke(app, [*db, "judgments", "report", "nope"])
+    assert unknown.exit_code == 2 and "no judgment set named 'nope'; known: 'bare'" in (
+        unknown.output)
+
+
+def test_report_metric_filter_by_name_or_label(engine, tmp_path):
+    score_set(tmp_path, engine)
+    only = build_judgment_report(engine, "likert", metrics=["good"], bootstrap=0)
+    assert set(only.records["metric"]) == {"good"} and only.differences.empty
+    with pytest.raises(ValueError, match="no stored scores of 'bleu'"):
+        build_judgment_report(engine, "likert", metrics=["bleu"], bootstrap=0)
