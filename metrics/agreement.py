@@ -80,6 +80,8 @@ def alpha_from_matrix(matrix: np.ndarray, level: str) -> float:
     values = matrix[~np.isnan(matrix)]
     if matrix.shape[1] < 2:
         raise UndefinedStatistic("fewer than 2 items")
+    if not ((~np.isnan(matrix)).sum(axis=0) >= 2).any():
+        raise UndefinedStatistic("no item has values from two raters")
     if len(np.unique(values)) < 2:
         raise UndefinedStatistic("one value only: expected disagreement is zero")
     return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))

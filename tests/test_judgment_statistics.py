@@ -294,3 +294,42 @@ def test_report_metric_filter_by_name_or_label(engine, tmp_path):
     assert set(only.records["metric"]) == {"good"} and only.differences.empty
     with pytest.raises(ValueError, match="no stored scores of 'bleu'"):
         build_judgment_report(engine, "likert", metrics=["bleu"], bootstrap=0)
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "anchors").exists()
+                    and not __import__("os").environ.get("THUMB_ANCHORS"),
+                    reason="published THUMB 1.0 data not found")
+def test_thumb_release_as_a_judgment_set_reproduces_table_4(tmp_path):
+    """The published THUMB 1.0 precision scores, imported as a tidy score set (one judge,
+    with systems), give THUMB's Table 4 Pearson r of P through the judgment pipeline."""
+    from tests.conftest import THUMB_JSONL, THUMB_REFS
+    from tests.test_metrics_text import TABLE_4
+
+    if not THUMB_JSONL.is_file():
+        pytest.skip("published THUMB 1.0 data not found")
+    rows = [json.loads(line) for line in THUMB_JSONL.read_text().splitlines() if line]
+    pd.DataFrame({"image_id": [r["seg_id"] for r in rows],
+                  "caption_id": [f"{r['SYS']}-{r['seg_id']}" for r in rows],
+                  "caption": [r["hyp"] for r in rows], "system": [r["SYS"] for r in rows],
+                  "judge": "thumb-1.0", "score": [r["P"] for r in rows]}).to_csv(
+        tmp_path / "thumb.csv", index=False)
+    references = [json.loads(line) for line in THUMB_REFS.read_text().splitlines() if line]
+    pd.DataFrame([{"image_id": r["seg_id"], "reference": ref} for r in references
+                  for ref in r["refs"]]).to_csv(tmp_path / "refs.csv", index=False)
+    db = ["--db", str(tmp_path / "t.db")]
+    steps = [["judgments", "import", str(tmp_path / "thumb.csv"), "--name", "thumb-p",
+              "--scale", "1-5", "--references", str(tmp_path / "refs.csv")],
+             ["metrics", "compute", "--judgments", "thumb-p", "--keep-self-references",
+              *[option for metric in TABLE_4 for option in ("--metric", metric)]],
+             ["judgments", "report", "thumb-p", "--format", "json", "--bootstrap", "0"]]
+    results = [runner.invoke(app, [*db, *step]) for step in steps]
+    for result in results:
+        assert result.exit_code == 0, result.output
+    assert "corpus:per-system#" in results[1].output  # every caption has a system
+    records = json.loads(results[2].output)["records"]
+    pearson = {r["metric"]: r["value"] for r in records if r["statistic"] == "pearson"}
+    assert {r["n"] for r in records} == {2500}
+    for metric, expected in TABLE_4.items():
+        assert pearson[metric] == pytest.approx(expected[0], abs=0.01), metric
+    agreement = json.loads(results[2].output)["agreement"]
+    assert {a["note"] for a in agreement} == {"undefined: no item has values from two raters"}
