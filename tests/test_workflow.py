@@ -302,7 +302,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
              and r["dimension"] == "precision" and r["statistic"] == "kappa_quadratic"]
     assert blind and blind[0]["n"] == 12
     status = CliRunner().invoke(app, ["--db", db, "status"])
-    assert "disagreements unresolved" in status.output
+    assert "resolution" in status.output and "fluency round" in status.output
     table = CliRunner().invoke(app, ["--db", db, "agreement", "--bootstrap", "20"])
     assert "SAW the first's scores" in table.output and "independent" in table.output
 

@@ -1,4 +1,5 @@
-"""Project commands: import, export, status, annotators and the double-rating assignment."""
+"""Project commands: import, export, status and next, annotators and the double-rating
+assignment."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import typer
 from rich.table import Table
 
 import storage
-from rubrics import for_markup
+from rubrics import for_markup, printable
 from storage import EXPORT_FORMATS, import_captions
+from storage.dashboard import Dashboard, dashboard, work_for
 from thumb_tui.cli.common import (
     ActorOption,
+    AnnotatorOption,
     NativeOption,
     OutsideImagesOption,
     annotator_name,
@@ -100,38 +103,102 @@ def export_command(
 
 
 @app.command("status")
-def status_command() -> None:
-    """Images, captions, systems, annotators, ratings per stage and progress."""
-    status = storage.project_status(state.existing_engine)
+def status_command(
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """The pipeline per stage (waiting, in progress, done), each annotator's work and what
+    waits for them, and broken images."""
+    import dataclasses
+    import json
+
+    if fmt not in ("table", "json"):
+        fail("--format must be table or json")
+    board = dashboard(state.existing_engine)
+    if fmt == "json":
+        typer.echo(json.dumps(dataclasses.asdict(board), indent=2))
+        return
+    console.print(_overview_table(board))
+    console.print(_pipeline_table(board))
+    if board.annotators:
+        console.print(_annotator_table(board))
+    for item in board.broken_images:
+        console.print(f"broken image {for_markup(item.key, newlines=False)}: "
+                      f"{for_markup(item.reason, newlines=False)} "
+                      f"(flagged by {for_markup(item.annotator, newlines=False)})")
+
+
+MAX_SYSTEMS_LISTED = 12  # beyond this, one summary line (all of them: --format json)
+
+
+def _overview_table(board: Dashboard) -> Table:
     table = Table(title=f"thumb-tui project: {for_markup(state.db, newlines=False)}",
                   show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
-    for key in ("images", "captions", "references", "annotators"):
-        table.add_row(key, str(status[key]))
-    for system, count in status["systems"].items():
-        table.add_row(f"  captions by {for_markup(system, newlines=False)}", str(count))
-    for stage, (total, complete) in status["ratings_per_stage"].items():
-        table.add_row(f"ratings at stage {stage}", f"{complete} complete ({total} started)")
-    captions, images = status["captions"] or 1, status["images"] or 1
-    table.add_row(
-        "captions with a complete rating",
-        f"{status['rated_captions']} ({100 * status['rated_captions'] / captions:.0f}%)",
-    )
-    table.add_row(
-        "images with every caption rated",
-        f"{status['complete_images']} ({100 * status['complete_images'] / images:.0f}%)",
-    )
-    table.add_row("images for blind double rating", str(status["double_images"]))
-    table.add_row("stage-1/2 disagreements unresolved", str(status["unresolved"]))
-    table.add_row("captions awaiting the fluency round", str(status["fluency_pending"]))
-    broken = status["broken_images"]
-    table.add_row("images flagged as broken", str(len({b.key for b in broken})))
-    for item in broken:
-        table.add_row(f"  {for_markup(item.key, newlines=False)}: "
-                      f"{for_markup(item.reason, newlines=False)} "
-                      f"({for_markup(item.annotator, newlines=False)})", "")
-    console.print(table)
+    table.add_row("images", str(board.images))
+    table.add_row("captions", str(board.captions))
+    sizes = sorted(board.systems.values())
+    table.add_row("systems", str(len(sizes)))
+    if len(sizes) > MAX_SYSTEMS_LISTED:
+        spread = f"{sizes[0]}" if sizes[0] == sizes[-1] else f"{sizes[0]}–{sizes[-1]}"
+        table.add_row(f"  captions per system ({len(sizes)} systems; --format json "
+                      "lists them)", spread)
+    else:
+        for system, count in board.systems.items():
+            table.add_row(f"  captions by {for_markup(system, newlines=False)}", str(count))
+    table.add_row("annotators", str(len(board.annotators)))
+    if board.bison_items:
+        table.add_row("BISON items", str(board.bison_items))
+    table.add_row("images flagged as broken", str(len({b.key for b in board.broken_images})))
+    return table
+
+
+def _pipeline_table(board: Dashboard) -> Table:
+    table = Table(title="Pipeline")
+    for column in ("stage", "of", "waiting", "in progress", "done", "not ready"):
+        table.add_column(column, justify="left" if column in ("stage", "of") else "right")
+    for stage in board.stages:
+        table.add_row(stage.stage, stage.unit, str(stage.waiting), str(stage.in_progress),
+                      str(stage.done), str(stage.not_ready) if stage.not_ready else "")
+    return table
+
+
+def _annotator_table(board: Dashboard) -> Table:
+    table = Table(title="Annotators (images done +open; captions resolved and checked)",
+                  caption="waiting: what each can do now (thumb next --annotator NAME)")
+    for column in ("annotator", "stage 1", "review", "resolved", "fluency", "BISON",
+                   "waiting"):
+        table.add_column(column, justify="left" if column in ("annotator", "waiting")
+                         else "right")
+    for person in board.annotators:
+        waiting = "\n".join(f"{w.command} {w.count}" for w in person.waiting) or "-"
+        name = for_markup(person.name, newlines=False) + (" (native)" if person.native_english
+                                                           else "")
+        table.add_row(name, _done_open(person.rated_images, person.rating_images),
+                      _done_open(person.reviewed_images, person.reviewing_images),
+                      str(person.resolved_captions), str(person.fluency_verdicts),
+                      str(person.bison_answers), waiting)
+    return table
+
+
+def _done_open(done: int, going: int) -> str:
+    return f"{done}" + (f" +{going}" if going else "")
+
+
+@app.command("next")
+def next_command(annotator: AnnotatorOption) -> None:
+    """What this annotator can do now, as the commands to run."""
+    import shlex
+
+    name = annotator_name(annotator)
+    work = work_for(state.existing_engine, name)
+    if not work:
+        typer.echo(f"Nothing waits for {printable(name, newlines=False)} now.")
+        return
+    database = "" if state.db == "thumb.db" else f" --db {shlex.quote(state.db)}"
+    for item in work:
+        typer.echo(f"thumb{database} {item.command} --annotator {shlex.quote(name)}"
+                   f"    # {item.description}")
 
 
 @app.command("annotator")

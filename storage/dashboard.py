@@ -1,0 +1,229 @@
+"""The project dashboard behind `thumb status` and `thumb next`: how far each stage of the
+THUMB pipeline is, what each annotator did and what waits for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine, func, select
+
+from storage.image_flags import BrokenImage, broken_images, flagged_by
+from storage.models import (
+    Annotator,
+    BisonAnswer,
+    BisonItem,
+    Caption,
+    FluencyCheck,
+    Image,
+    Rating,
+    Resolution,
+    Stage,
+)
+from storage.workflow import disagreements, eligible_images, fluency_queue, stage_one_done
+
+
+@dataclass(frozen=True)
+class StageProgress:
+    """One pipeline stage: how many units (images or captions) wait to be started, are in
+    progress or are done; `not_ready` still wait for an earlier stage."""
+
+    stage: str
+    unit: str
+    waiting: int
+    in_progress: int
+    done: int
+    not_ready: int = 0
+
+
+@dataclass(frozen=True)
+class Work:
+    """Something an annotator can do now, as the command that does it."""
+
+    command: str
+    count: int
+    noun: str  # singular: "image"
+    purpose: str  # "to rate (stage 1)"
+
+    @property
+    def description(self) -> str:
+        """`1 image to rate (stage 1)`, `3 images ...`."""
+        return f"{self.count} {self.noun}{'' if self.count == 1 else 's'} {self.purpose}"
+
+
+@dataclass(frozen=True)
+class AnnotatorProgress:
+    name: str
+    native_english: bool | None
+    rated_images: int  # stage 1, every caption scored
+    rating_images: int  # stage 1, started and not finished
+    reviewed_images: int
+    reviewing_images: int
+    resolved_captions: int
+    fluency_verdicts: int
+    bison_answers: int
+    waiting: list[Work] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    images: int
+    captions: int
+    systems: dict[str, int]
+    stages: list[StageProgress]
+    annotators: list[AnnotatorProgress]
+    broken_images: list[BrokenImage]
+    bison_items: int
+
+
+def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
+    """(stage, annotator id) -> image ids they finished (every caption scored) and image
+    ids they started, from one grouped query over the ratings."""
+    caption, rating = Caption.__table__, Rating.__table__
+    sizes = dict(connection.execute(
+        select(caption.c.image_id, func.count()).group_by(caption.c.image_id)).all())
+    complete = rating.c.precision.is_not(None) & rating.c.recall.is_not(None)
+    finished: dict[tuple[int, int], set[int]] = {}
+    started: dict[tuple[int, int], set[int]] = {}
+    for image_id, stage, annotator_id, scored in connection.execute(
+            select(caption.c.image_id, rating.c.stage, rating.c.annotator_id,
+                   func.count(rating.c.id).filter(complete))
+            .join(caption, rating.c.caption_id == caption.c.id)
+            .group_by(caption.c.image_id, rating.c.stage, rating.c.annotator_id)):
+        started.setdefault((stage, annotator_id), set()).add(image_id)
+        if scored == sizes[image_id]:
+            finished.setdefault((stage, annotator_id), set()).add(image_id)
+    return finished, started
+
+
+def _by_stage(per_annotator: dict[tuple[int, int], set[int]], stage: Stage
+              ) -> dict[int, int]:
+    """image id -> how many annotators it has at `stage`."""
+    counts: dict[int, int] = {}
+    for (at, _), images in per_annotator.items():
+        if at == int(stage):
+            for image_id in images:
+                counts[image_id] = counts.get(image_id, 0) + 1
+    return counts
+
+
+def _image_stages(connection: Connection, finished: dict, started: dict
+                  ) -> list[StageProgress]:
+    image = Image.__table__
+    double = {row.id: bool(row.double_rating) for row in connection.execute(
+        select(image.c.id, image.c.double_rating))}
+    first_done, first_started = _by_stage(finished, Stage.FIRST), _by_stage(started,
+                                                                            Stage.FIRST)
+    second_done, second_started = _by_stage(finished, Stage.SECOND), _by_stage(
+        started, Stage.SECOND)
+    ready = stage_one_done(connection)
+
+    def split(images: list[int], done: dict[int, int], begun: dict[int, int], need: int
+              ) -> tuple[int, int, int]:
+        finished_here = sum(1 for i in images if done.get(i, 0) >= need)
+        going = sum(1 for i in images if done.get(i, 0) < need and begun.get(i, 0) >= need)
+        return len(images) - finished_here - going, going, finished_here
+
+    everything = list(double)
+    doubles = [i for i, twice in double.items() if twice]
+    reviewable = [i for i in everything if i in ready]
+    return [
+        StageProgress("stage 1", "images", *split(everything, first_done, first_started, 1)),
+        StageProgress("second blind rating", "images",
+                      *split(doubles, first_done, first_started, 2)),
+        StageProgress("review", "images", *split(reviewable, second_done, second_started, 1),
+                      not_ready=len(everything) - len(reviewable)),
+    ]
+
+
+def _caption_stages(engine: Engine, connection: Connection) -> list[StageProgress]:
+    rating = Rating.__table__
+    every = disagreements(engine, include_resolved=True)
+    open_ = {item.caption_id for item in disagreements(engine)}
+    begun = set(connection.execute(select(rating.c.caption_id).where(
+        rating.c.stage == int(Stage.FINAL),
+        rating.c.precision.is_not(None) | rating.c.recall.is_not(None))).scalars())
+    going = len(open_ & begun)
+    checked = connection.execute(
+        select(func.count()).select_from(FluencyCheck.__table__)).scalar_one()
+    return [
+        StageProgress("resolution", "captions", len(open_) - going, going,
+                      len(every) - len(open_)),
+        StageProgress("fluency round", "captions", len(fluency_queue(engine)), 0, checked),
+    ]
+
+
+def work_for(engine: Engine, name: str) -> list[Work]:
+    """What `name` can do now, each as the command to run (empty when nothing waits)."""
+    annotator = Annotator.__table__
+    with engine.connect() as connection:
+        row = connection.execute(select(annotator.c.id, annotator.c.native_english)
+                                 .where(annotator.c.name == name)).one_or_none()
+        finished, _ = _finished_and_started(connection)
+        if row is None:  # a newcomer (no id yet, so -1) may take any image not full
+            rateable = eligible_images(connection, -1, Stage.FIRST)
+            reviewable: set[int] = set()
+            native = False
+        else:
+            skip = flagged_by(connection, row.id)
+            rateable = (eligible_images(connection, row.id, Stage.FIRST) - skip
+                        - finished.get((int(Stage.FIRST), row.id), set()))
+            reviewable = (eligible_images(connection, row.id, Stage.SECOND) - skip
+                          - finished.get((int(Stage.SECOND), row.id), set()))
+            native = bool(row.native_english)
+        bison_total = connection.execute(
+            select(func.count()).select_from(BisonItem.__table__)).scalar_one()
+        answered = 0 if row is None else connection.execute(
+            select(func.count()).select_from(BisonAnswer.__table__).where(
+                BisonAnswer.__table__.c.annotator_id == row.id,
+                BisonAnswer.__table__.c.answer.is_not(None))).scalar_one()
+    work = [
+        Work("annotate", len(rateable), "image", "to rate (stage 1)"),
+        Work("review", len(reviewable), "image", "to review (stage 2)"),
+        Work("resolve", len(disagreements(engine, resolver=name)) if row is not None else 0,
+             "disagreement", "to resolve"),
+        Work("fluency-round", len(fluency_queue(engine)) if native else 0, "caption",
+             "for the fluency round"),
+        Work("bison annotate", bison_total - answered, "BISON item", "to answer"),
+    ]
+    return [item for item in work if item.count]
+
+
+def dashboard(engine: Engine) -> Dashboard:
+    """Everything `thumb status` shows, read in a handful of grouped queries."""
+    image, caption, annotator = Image.__table__, Caption.__table__, Annotator.__table__
+    with engine.connect() as connection:
+        finished, started = _finished_and_started(connection)
+        stages = _image_stages(connection, finished, started) + _caption_stages(engine,
+                                                                                connection)
+        systems = dict(connection.execute(
+            select(caption.c.system, func.count()).group_by(caption.c.system)
+            .order_by(caption.c.system)).all())
+        resolved = dict(connection.execute(
+            select(Resolution.__table__.c.resolver_id, func.count())
+            .group_by(Resolution.__table__.c.resolver_id)).all())
+        verdicts = dict(connection.execute(
+            select(FluencyCheck.__table__.c.checker_id, func.count())
+            .group_by(FluencyCheck.__table__.c.checker_id)).all())
+        answers = BisonAnswer.__table__
+        bison = dict(connection.execute(
+            select(answers.c.annotator_id, func.count()).where(answers.c.answer.is_not(None))
+            .group_by(answers.c.annotator_id)).all())
+        people = connection.execute(select(annotator.c.id, annotator.c.name,
+                                           annotator.c.native_english)
+                                    .order_by(annotator.c.name)).all()
+        counts = [connection.execute(select(func.count()).select_from(table)).scalar_one()
+                  for table in (image, caption, BisonItem.__table__)]
+
+    def progress(annotator_id: int, stage: Stage) -> tuple[int, int]:
+        done = finished.get((int(stage), annotator_id), set())
+        return len(done), len(started.get((int(stage), annotator_id), set()) - done)
+
+    annotators = [
+        AnnotatorProgress(name, native, *progress(annotator_id, Stage.FIRST),
+                          *progress(annotator_id, Stage.SECOND),
+                          resolved.get(annotator_id, 0), verdicts.get(annotator_id, 0),
+                          bison.get(annotator_id, 0), work_for(engine, name))
+        for annotator_id, name, native in people
+    ]
+    return Dashboard(counts[0], counts[1], systems, stages, annotators,
+                     broken_images(engine), counts[2])

@@ -1,0 +1,134 @@
+"""`thumb status` and `thumb next`: the pipeline per stage, each annotator's work and what
+waits for them, read from a project in the middle of the THUMB protocol."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from storage import import_captions, open_database
+from storage.annotation import AnnotationSession
+from storage.dashboard import dashboard, work_for
+from storage.models import Stage
+from storage.workflow import assign_double, disagreements, fluency_queue
+from tests.app_helpers import sample_engine
+from tests.conftest import SAMPLE_CSV
+from thumb_tui.cli import app
+
+runner = CliRunner()
+
+
+def rate(session: AnnotationSession, index: int, *, captions: int | None = None,
+         change_first: bool = False) -> None:
+    """Rate the image at `index` (only its first `captions` captions when given): stage 1
+    with P4 R4, review with the stage-1 values (P changed on the first caption if asked)."""
+    for number, group in enumerate(session.open_image(index)[:captions]):
+        values = dict(group.reference) if group.reference else {"precision": 4, "recall": 4}
+        values.pop("note", None)
+        if change_first and number == 0:
+            values["precision"] = 1
+        session.set_values(group, values, image_index=index, focus=0)
+
+
+@pytest.fixture
+def midway(tmp_path):
+    """Alice rated every image; Bob rated one of the three double images and started a
+    second; Carol reviewed two images (changing one caption) and started a third."""
+    engine = sample_engine(tmp_path)
+    doubles = set(assign_double(engine, 0.2, seed=3, actor="lead").marked)
+    alice = AnnotationSession(engine, "alice")
+    for index in range(len(alice.images)):
+        rate(alice, index)
+    bob = AnnotationSession(engine, "bob")
+    assert {image.key for image in bob.images} == doubles
+    rate(bob, 0)
+    rate(bob, 1, captions=1)
+    carol = AnnotationSession(engine, "carol", stage=Stage.SECOND)
+    assert len(carol.images) == 13  # 12 single images and the double one Bob finished
+    rate(carol, 0, change_first=True)
+    rate(carol, 1)
+    rate(carol, 2, captions=1)
+    return engine, tmp_path / "app.db"
+
+
+def test_pipeline_per_stage(midway):
+    engine, _ = midway
+    stages = {s.stage: s for s in dashboard(engine).stages}
+    assert (stages["stage 1"].waiting, stages["stage 1"].in_progress,
+            stages["stage 1"].done) == (0, 0, 15)
+    blind = stages["second blind rating"]
+    assert (blind.waiting, blind.in_progress, blind.done) == (1, 1, 1)
+    review = stages["review"]
+    assert (review.waiting, review.in_progress, review.done, review.not_ready) == (10, 1, 2, 2)
+    resolution = stages["resolution"]
+    assert (resolution.waiting, resolution.in_progress, resolution.done) == (
+        len(disagreements(engine)), 0, 0) == (1, 0, 0)
+    assert stages["fluency round"].waiting == len(fluency_queue(engine)) > 0
+
+
+def test_each_annotator_what_they_did_and_what_waits(midway):
+    engine, _ = midway
+    people = {p.name: p for p in dashboard(engine).annotators}
+    assert (people["alice"].rated_images, people["alice"].rating_images) == (15, 0)
+    assert (people["bob"].rated_images, people["bob"].rating_images) == (1, 1)
+    assert (people["carol"].reviewed_images, people["carol"].reviewing_images) == (2, 1)
+    assert people["alice"].waiting == []  # rated everything: no review, no resolving
+    bob = {w.command: w.count for w in people["bob"].waiting}
+    # his unfinished double image and the one still open; 13 reviewable less his own and
+    # Carol's three; the disagreement is on an image he did not touch
+    assert bob == {"annotate": 2, "review": 9, "resolve": 1}
+    carol = {w.command: w.count for w in people["carol"].waiting}
+    # the open double image; her unfinished review and the ten nobody has started
+    assert carol == {"annotate": 1, "review": 11}
+    newcomer = {w.command: w.count for w in work_for(engine, "dave")}
+    assert newcomer == {"annotate": 1}
+
+
+def test_status_command_table_and_json(midway):
+    _, db = midway
+    shown = runner.invoke(app, ["--db", str(db), "status"])
+    assert shown.exit_code == 0, shown.output
+    for text in ("Pipeline", "second blind", "review", "resolution", "fluency round",
+                 "annotate 2", "review 9", "resolve 1", "review 11", "captions by Human"):
+        assert text in shown.output
+    data = json.loads(runner.invoke(app, ["--db", str(db), "status", "--format", "json"])
+                      .output)
+    assert [s["stage"] for s in data["stages"]] == [
+        "stage 1", "second blind rating", "review", "resolution", "fluency round"]
+    assert {p["name"] for p in data["annotators"]} == {"alice", "bob", "carol"}
+    assert runner.invoke(app, ["--db", str(db), "status", "--format", "xml"]).exit_code == 2
+
+
+def test_next_prints_the_commands_to_run(midway):
+    _, db = midway
+    result = runner.invoke(app, ["--db", str(db), "next", "--annotator", "bob"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"thumb --db {db} annotate --annotator bob    # 2 images to rate (stage 1)",
+        f"thumb --db {db} review --annotator bob    # 9 images to review (stage 2)",
+        f"thumb --db {db} resolve --annotator bob    # 1 disagreement to resolve",
+    ]
+    nothing = runner.invoke(app, ["--db", str(db), "next", "--annotator", "alice"])
+    assert nothing.output == "Nothing waits for alice now.\n"
+
+
+def test_status_stays_readable_with_a_thousand_systems(tmp_path):
+    with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
+        row = next(csv.DictReader(handle))
+    source = tmp_path / "many.csv"
+    with source.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        writer.writeheader()
+        for number in range(1000):
+            writer.writerow({**row, "image": str(SAMPLE_CSV.parent / row["image"]),
+                             "system": f"system-{number:04d}",
+                             "caption": f"Caption number {number}."})
+    engine = open_database(tmp_path / "many.db")
+    import_captions(engine, source, actor="t", allow_outside_images=True)
+    shown = runner.invoke(app, ["--db", str(tmp_path / "many.db"), "status"])
+    assert shown.exit_code == 0, shown.output
+    assert "system-0001" not in shown.output and "1000 systems" in shown.output
+    assert len(shown.output.splitlines()) < 40
