@@ -8,13 +8,12 @@ first's scores, so this agreement is inflated by design). A statistic that is un
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 WEIGHTS = (None, "linear", "quadratic")
-DIMENSIONS = ("precision", "recall", "fluency_error", "total")
 
 
 class UndefinedStatistic(ValueError):
@@ -165,12 +164,15 @@ def _within_one(first: np.ndarray, second: np.ndarray, binary: bool) -> float:
 
 
 def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0.90,
-                    seed: int = 0) -> pd.DataFrame:
+                    seed: int = 0, scales: Mapping[str, Sequence[float]] | None = None
+                    ) -> pd.DataFrame:
     """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n (captions),
     images, note}: per annotator pair and overall (`all`), bootstrap CIs resampling images.
 
     `pairs`: one row per caption and compared pair of ratings, with columns kind, pair,
-    image and `<dimension>_a`, `<dimension>_b` for each of DIMENSIONS."""
+    image and `<dimension>_a`, `<dimension>_b` for each dimension compared. `scales`: each
+    ordinal dimension's categories (a rubric's levels), so that kappa counts the levels
+    nobody used; `fluency_error` is the yes/no dimension."""
     from metrics.correlation import check_ci
 
     check_ci(ci)
@@ -179,6 +181,7 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
         return pd.DataFrame(columns=["dimension", "pair", "kind", "statistic", "value",
                                      "ci_low", "ci_high", "n", "images", "note"])
     rng = np.random.default_rng(seed)
+    dimensions = [c.removesuffix("_a") for c in pairs.columns if c.endswith("_a")]
     for kind, of_kind in pairs.groupby("kind"):
         groups = [("all", of_kind), *of_kind.groupby("pair")]
         for pair, subset in groups:
@@ -188,10 +191,10 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
             samples = [np.concatenate([rows_of[i] for i in rng.choice(unique_images,
                                                                       len(unique_images))])
                        for _ in range(bootstrap)]
-            for dimension in DIMENSIONS:
+            for dimension in dimensions:
                 a = subset[f"{dimension}_a"].to_numpy()
                 b = subset[f"{dimension}_b"].to_numpy()
-                categories = [1, 2, 3, 4, 5] if dimension in ("precision", "recall") else None
+                categories = (scales or {}).get(dimension)
                 binary = dimension == "fluency_error"
                 for name, compute in _statistics(a, b, binary, categories).items():
                     record = {"dimension": dimension, "pair": pair, "kind": kind,

@@ -139,15 +139,15 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     return float(t), float(stats.t.sf(t, n - 3))
 
 
-def system_table(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: int,
-                 ci: float, seed: int) -> pd.DataFrame:
-    """THUMB Table 2: per system, mean P, R, penalties and Total (bootstrap CIs over
-    images), next to each metric's mean."""
+def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence[str],
+                 bootstrap: int, ci: float, seed: int) -> pd.DataFrame:
+    """THUMB Table 2: per system, the mean of each human score and penalty in `scores`
+    (a rubric's) and of Total (bootstrap CIs over images), next to each metric's mean."""
     rows = []
     for system, part in data.groupby("system", sort=False):
         weights = image_weights(part["image_id"], bootstrap, seed) if bootstrap else None
         row: dict[str, object] = {"system": system, "n": len(part)}
-        for column in ("precision", "recall", "fluency", "conciseness", "inclusive", "total"):
+        for column in (*scores, "total"):
             row[column] = float(part[column].mean())
         if weights is not None:
             means = weights @ part["total"].to_numpy() / weights.sum(axis=1)

@@ -14,7 +14,8 @@ import pandas as pd
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.judgments import JudgmentReport
-from reports.tables import Report
+from reports.tables import Report, score_labels
+from rubrics import Rubric
 from rubrics.escape import for_markdown
 
 FORMATS = ("md", "html", "json")
@@ -42,20 +43,19 @@ def markdown_table(frame: pd.DataFrame, **options: object) -> str:
     return escaped.to_markdown(**options)
 
 
-DIMENSION_SHORT = {"precision": "P", "recall": "R", "total": "Total"}
-
-
 def _with_ci(value: float, low: float, high: float) -> str:
     return f"{value:.3f}" + ("" if pd.isna(low) else f" [{low:.2f}, {high:.2f}]")
 
 
-def _systems_tables(systems: pd.DataFrame, metrics: list[str]) -> tuple[str, str]:
-    """Table 2 as two narrow tables: the human means (Total with its CI) and the metric
-    means, one row per metric and one column per system."""
+def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric
+                    ) -> tuple[str, str]:
+    """Table 2 as two narrow tables: the human means of the rubric's scores and penalties
+    (Total with its CI) and the metric means, one row per metric and one column per
+    system."""
     human = systems[["system", "n"]].copy()
-    for column, label, digits in (("precision", "P", 2), ("recall", "R", 2),
-                                  ("fluency", "Fl", 3), ("conciseness", "Con", 3),
-                                  ("inclusive", "Inc", 3)):
+    columns = [(d.key, d.short, 2) for d in rubric.dimensions]
+    columns += [(p.key, p.abbreviation, 3) for p in rubric.penalties]
+    for column, label, digits in columns:
         human[label] = systems[column].map(lambda v, d=digits: f"{v:.{d}f}")
     human["Total [CI]"] = [f"{total:.2f}" + ("" if pd.isna(low) else
                                              f" [{low:.2f}, {high:.2f}]")
@@ -64,7 +64,7 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str]) -> tuple[str, str
                                index=False)]
     means = systems.set_index("system")[metrics].T.rename_axis("metric mean")
     return (markdown_table(human, index=False, disable_numparse=True,
-                           colalign=("left", *["right"] * 7)),
+                           colalign=("left", *["right"] * (len(human.columns) - 1))),
             markdown_table(means, floatfmt=".3f") if metrics else "no metrics computed")
 
 
@@ -101,15 +101,17 @@ def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
 
 def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     """(title, markdown table) sections shared by the Markdown and HTML reports."""
+    labels = score_labels(report.rubric)
     all_methods = report.correlations.copy()
-    all_methods["dim"] = all_methods["dimension"].map(DIMENSION_SHORT)
+    all_methods["dim"] = all_methods["dimension"].map(labels)
     all_methods["r [CI]"] = [_with_ci(*values) for values in all_methods[
         ["r", "ci_low", "ci_high"]].itertuples(index=False)]
-    human, means = _systems_tables(report.systems, list(report.signatures))
+    human, means = _systems_tables(report.systems, list(report.signatures), report.rubric)
+    first, second = (d.short for d in report.rubric.dimensions)
     sections = [
         ("Systems: human scores (THUMB Table 2; Total CI over images)", human),
         ("Systems: metric means", means),
-        ("Strictly best / worst in both P and R (THUMB Table 3)",
+        (f"Strictly best / worst in both {first} and {second} (THUMB Table 3)",
          markdown_table(report.strict, index=False)),
         ("Instance-level Pearson r (THUMB Table 4)",
          markdown_table(report.table4, index=False, floatfmt=".3f")),
@@ -125,7 +127,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
         significant = report.williams[report.williams["p"] < 0.05].rename(
             columns={"dimension": "dim", "r_metric": "r", "r_versus": "r vs"}).drop(
             columns="n")  # each subset's n is in the correlations table
-        significant["dim"] = significant["dim"].map(DIMENSION_SHORT)
+        significant["dim"] = significant["dim"].map(labels)
         sections.append(("Williams test: metric correlates better than versus (p < 0.05)",
                          markdown_table(significant, index=False, floatfmt=".3f")
                          if len(significant) else "none"))
@@ -189,17 +191,20 @@ def draw_figures(report: Report, folder: Path) -> dict[str, Path]:
     figures: dict[str, Path] = {}
     human = data["system"] == "Human"
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for axis, dimension in zip(axes, ("precision", "recall"), strict=True):
-        bins = [0.5 + i for i in range(6)]
-        axis.hist([data.loc[~human, dimension], data.loc[human, dimension]], bins=bins,
-                  density=True, label=["machine", "Human"])
-        axis.set_title(dimension.capitalize())
+    dimensions = report.rubric.dimensions
+    for axis, dimension in zip(axes, dimensions, strict=True):
+        bins = [level - 0.5 for level in dimension.scale] + [dimension.max + 0.5]
+        axis.hist([data.loc[~human, dimension.key], data.loc[human, dimension.key]],
+                  bins=bins, density=True, label=["machine", "Human"])
+        axis.set_title(dimension.label)
         axis.set_xlabel("score")
         axis.set_ylabel("share of captions")
     axes[0].legend()
     figure.tight_layout()
-    figures["Precision and recall: human vs machine captions"] = folder / "figure2.png"
-    figure.savefig(figures["Precision and recall: human vs machine captions"], dpi=100)
+    title = (f"{dimensions[0].label} and {dimensions[1].label.lower()}: human vs machine "
+             "captions")
+    figures[title] = folder / "figure2.png"
+    figure.savefig(figures[title], dpi=100)
     plt.close(figure)
     for metric in report.signatures:
         figure, axis = plt.subplots(figsize=(4, 3.5))

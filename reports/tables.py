@@ -19,21 +19,39 @@ from metrics.correlation import (
 )
 from metrics.signature import signature_labels, tool_version
 from reports.bison import bison_report
+from rubrics import Rubric
 from storage.bison import has_bison_items
 from storage.queries import final_scores
 from storage.readers import contributing_annotators, fluency_checkers, metric_scores
+from storage.rubric_registry import stored_rubrics
 
 
-def pearson_table(correlations: pd.DataFrame) -> pd.DataFrame:
+def score_labels(rubric: Rubric) -> dict[str, str]:
+    """Column labels of the human scores in the report tables: the rubric's short names of
+    its dimensions (P, R for THUMB), and Total."""
+    return {**{d.key: d.short for d in rubric.dimensions}, "total": "Total"}
+
+
+def pearson_table(correlations: pd.DataFrame, rubric: Rubric) -> pd.DataFrame:
     """THUMB Table 4: instance-level Pearson r of each metric and subset with P, R, Total."""
+    labels = score_labels(rubric)
     if correlations.empty:
-        return pd.DataFrame(columns=["metric", "subset", "P", "R", "Total"])
+        return pd.DataFrame(columns=["metric", "subset", *labels.values()])
     pearson = correlations[correlations["method"] == "pearson"]
     table = pearson.pivot_table(index=["metric", "subset"], columns="dimension", values="r",
                                 sort=False)
-    table = table.reindex(columns=["precision", "recall", "total"]).reset_index()
-    table.columns = ["metric", "subset", "P", "R", "Total"]
+    table = table.reindex(columns=list(labels)).reset_index()
+    table.columns = ["metric", "subset", *labels.values()]
     return table
+
+
+def report_rubric(engine: Engine, signatures: list[str]) -> Rubric:
+    """The one rubric of the final scores (as the database stores it): scores on
+    different scales cannot share one table."""
+    if len(signatures) != 1:
+        raise ValueError(f"the final scores were made under several rubrics "
+                         f"({', '.join(signatures)}); report each project apart")
+    return stored_rubrics(engine)[signatures[0]]
 
 
 @dataclass
@@ -46,6 +64,7 @@ class Report:
     williams: pd.DataFrame
     pairwise: pd.DataFrame
     table4: pd.DataFrame
+    rubric: Rubric
     data: pd.DataFrame = field(repr=False)
     bison: dict[str, pd.DataFrame] = field(default_factory=dict)
     judgments: list = field(default_factory=list)  # a JudgmentReport per judgment set
@@ -82,6 +101,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     if unknown:
         raise ValueError(f"--exclude-system {unknown[0]!r} is not a system here "
                          f"({', '.join(systems)})")
+    rubric = report_rubric(engine, sorted(data["rubric"].unique()))
     subsets = {"all": data["system"].notna()}
     subsets.update({f"without:{s}": data["system"] != s for s in exclude_systems})
     header = {
@@ -99,10 +119,12 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     return Report(
         header=header,
         signatures={m: signatures[m] for m in metrics},
-        systems=system_table(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
+        systems=system_table(data, metrics, scores=[*rubric.score_keys, *rubric.penalty_keys],
+                             bootstrap=bootstrap, ci=ci, seed=seed),
         strict=strict_best_worst(data),
         correlations=correlations,
-        table4=pearson_table(correlations),
+        table4=pearson_table(correlations, rubric),
+        rubric=rubric,
         williams=williams_records(data, metrics, subsets) if len(metrics) > 1
         else pd.DataFrame(),
         pairwise=pairwise_records(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),

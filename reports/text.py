@@ -15,17 +15,15 @@ from reports.render import (
     labelled_bison_tables,
     markdown_table,
 )
+from rubrics import THUMB_1_0, Rubric
 from rubrics.escape import printable
 
 KIND_LABELS = {
     "blind": "blind double rating: two independent stage-1 ratings",
     "stage1-vs-stage2": "stage 1 vs stage 2: the second annotator SAW the first's scores",
 }
-DIMENSION_LABELS = {"precision": "P", "recall": "R", "fluency_error": "fluency>0",
-                    "total": "Total"}
 STATISTICS = ("kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "alpha_interval",
               "exact", "within_1", "change_rate")
-CONFUSION_DIMENSIONS = ("precision", "recall", "fluency_error")
 
 
 def _missing(value: object) -> bool:
@@ -36,11 +34,20 @@ def _pair_label(pair: str) -> str:
     return "all pairs" if pair == "all" else pair.replace("|", " & ")
 
 
+def _dimension_labels(rubric: Rubric) -> dict[str, str]:
+    """Column labels of the compared dimensions: P, R, fluency>0, Total for THUMB."""
+    labels = {d.key: d.short for d in rubric.dimensions}
+    if rubric.has_penalty("fluency"):
+        labels["fluency_error"] = f"{rubric.penalty('fluency').label.lower()}>0"
+    return {**labels, "total": "Total"}
+
+
 def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
-                   bootstrap: int) -> str:
+                   bootstrap: int, rubric: Rubric = THUMB_1_0) -> str:
     """One block per kind of pair and per pair: statistics by dimension (CI under the
     value in the terminal, beside it in Markdown), footnotes for undefined values, then
-    the confusion matrices of P, R and "fluency penalty > 0"."""
+    the confusion matrices of the rubric's scores and "fluency penalty > 0"."""
+    labels = _dimension_labels(rubric)
     lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)"
              if bootstrap else "Agreement (no CIs: --bootstrap 0)", ""]
     confusion = report["statistic"].str.startswith("confusion:")
@@ -53,14 +60,15 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
             first = part.iloc[0]
             lines += [("### " if markdown else "") + f"{_pair_label(str(pair))}: "
                       f"{first['n']} captions, {first['images']} images", ""]
-            lines += _statistics_table(part, markdown)
+            lines += _statistics_table(part, markdown, labels)
             matrices = report[confusion & (report["kind"] == kind)
                               & (report["pair"] == pair)]
-            lines += _confusion_lines(matrices, str(kind), str(pair), markdown)
+            lines += _confusion_lines(matrices, str(kind), str(pair), markdown, rubric, labels)
     return "\n".join(lines)
 
 
-def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
+def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
+                      ) -> list[str]:
     """Statistics by dimension; undefined values and CI-less ones point to numbered notes."""
     notes: list[str] = []
 
@@ -72,7 +80,7 @@ def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
     rows = []
     for statistic in STATISTICS:
         row: list[str] = [statistic]
-        for dimension in DIMENSION_LABELS:
+        for dimension in labels:
             match = part[(part["statistic"] == statistic) & (part["dimension"] == dimension)]
             if match.empty:
                 row.append("")
@@ -90,7 +98,7 @@ def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
                 cell += " " + footnote(str(record["note"]))
             row.append(cell)
         rows.append(row)
-    headers = ["statistic", *DIMENSION_LABELS.values()]
+    headers = ["statistic", *labels.values()]
     table = (markdown_table(pd.DataFrame(rows, columns=headers), index=False) if markdown
              else tabulate(rows, headers=headers, tablefmt="simple", stralign="left"))
     lines = [table, ""]
@@ -98,8 +106,8 @@ def _statistics_table(part: pd.DataFrame, markdown: bool) -> list[str]:
     return lines + ([""] if notes else [])
 
 
-def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str,
-                     markdown: bool) -> list[str]:
+def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str, markdown: bool,
+                     rubric: Rubric, labels: dict[str, str]) -> list[str]:
     """Counts of (first rating, second rating) as matrices, side by side in the terminal."""
     if matrices.empty:
         return []
@@ -111,7 +119,7 @@ def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str,
         first, second = pair.split("|", 1)
         axes = f"rows: {first}, columns: {second}"
     blocks = []
-    for dimension in CONFUSION_DIMENSIONS:
+    for dimension in [label for label in labels if label != "total"]:
         counts = matrices[matrices["dimension"] == dimension]
         if counts.empty:
             continue
@@ -120,12 +128,12 @@ def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str,
                               "b": [float(c[1]) for c in cells],
                               "count": counts["value"].to_numpy(int)})
         values = ([0.0, 1.0] if dimension == "fluency_error"
-                  else [1.0, 2.0, 3.0, 4.0, 5.0])
+                  else [float(level) for level in rubric.dimension(dimension).scale])
         matrix = (frame.pivot_table(index="a", columns="b", values="count", aggfunc="sum")
                   .reindex(index=values, columns=values, fill_value=0).fillna(0).astype(int))
         names = ["no", "yes"] if dimension == "fluency_error" else [f"{v:g}" for v in values]
         rows = [[names[i], *matrix.iloc[i].tolist()] for i in range(len(values))]
-        label = DIMENSION_LABELS[dimension]
+        label = labels[dimension]
         if markdown:
             blocks.append(markdown_table(pd.DataFrame(rows, columns=[label, *names]),
                                          index=False))

@@ -9,8 +9,13 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-PENALTY_KEYS = ("fluency", "conciseness", "inclusive")
+# The rating table has one column per score and penalty it can hold. A rubric scores both
+# dimensions and any of the penalties, under its own labels, scales, amounts, catalogue
+# and weights; another dimension or penalty needs a migration that adds its column.
 SCORE_KEYS = ("precision", "recall")
+PENALTY_KEYS = ("fluency", "conciseness", "inclusive")
+# Tolerance of penalty comparisons: sums of 0.1 steps are not exact in binary.
+EPSILON = 1e-9
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,11 @@ class Dimension:
     question: str
     definition: str
     levels: Mapping[int, str]
+    weight: float
+
+    @property
+    def scale(self) -> range:
+        return range(self.min, self.max + 1)
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class ErrorType:
         return self.min == self.max
 
     def check(self, value: float) -> None:
-        if not self.min - 1e-9 <= value <= self.max + 1e-9:
+        if not self.min - EPSILON <= value <= self.max + EPSILON:
             raise ValueError(
                 f"{self.code!r} takes a penalty between {self.min:g} and {self.max:g}, "
                 f"not {value:g}"
@@ -51,12 +61,27 @@ class ErrorType:
 
 @dataclass(frozen=True)
 class PenaltyCategory:
-    """A penalty family (fluency, conciseness, inclusive language) and its error types."""
+    """A penalty family (fluency, conciseness, inclusive language) and its error types.
+    With `multiple`, several errors add up (THUMB's fluency); otherwise one type at most."""
 
     key: str
     label: str
+    short: str
+    abbreviation: str
     max_total: float
     types: tuple[ErrorType, ...]
+    multiple: bool = False
+
+    def allowed_ranges(self) -> tuple[tuple[float, float], ...]:
+        """The amounts a rating may hold, as closed intervals: 0 to the cap when errors add
+        up; else none (0) or one type's value or range."""
+        if self.multiple:
+            return ((0.0, self.max_total),)
+        return ((0.0, 0.0), *sorted({(t.min, t.max) for t in self.types}))
+
+    def allows(self, amount: float) -> bool:
+        return any(low - EPSILON <= amount <= high + EPSILON
+                   for low, high in self.allowed_ranges())
 
     def type(self, code: str) -> ErrorType:
         for error_type in self.types:
@@ -78,10 +103,17 @@ class Example:
 
     id: str
     caption: str
-    precision: int
-    recall: int
+    scores: Mapping[str, int]
     penalties: Mapping[str, float]
     why: str
+
+    @property
+    def precision(self) -> int:
+        return self.scores["precision"]
+
+    @property
+    def recall(self) -> int:
+        return self.scores["recall"]
 
 
 @dataclass(frozen=True)
@@ -94,23 +126,68 @@ class Reason:
 
 @dataclass(frozen=True)
 class Rubric:
-    """A versioned rubric: dimensions, rules, penalty catalogue and total-score weights."""
+    """A versioned rubric: dimensions, rules, penalty catalogue and total-score weights.
+    `definition` is the parsed file, which the database stores so that every rating's
+    rubric can be read back from the database alone."""
 
     id: str
     version: str
     title: str
     source: str
-    precision_weight: float
-    recall_weight: float
     dimensions: tuple[Dimension, ...]
     rules: tuple[Rule, ...]
     penalties: tuple[PenaltyCategory, ...]
     examples: tuple[Example, ...] = field(default=())
     resolution_reasons: tuple[Reason, ...] = field(default=())
+    definition: Mapping = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def signature(self) -> str:
         return f"{self.id}-{self.version}"
+
+    @property
+    def precision_weight(self) -> float:
+        return self.dimension("precision").weight
+
+    @property
+    def recall_weight(self) -> float:
+        return self.dimension("recall").weight
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        return tuple(d.key for d in self.dimensions)
+
+    @property
+    def penalty_keys(self) -> tuple[str, ...]:
+        return tuple(p.key for p in self.penalties)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """One-letter labels of the dimensions and penalties (P, R, F, C, I for THUMB)."""
+        return {**{d.key: d.short for d in self.dimensions},
+                **{p.key: p.short for p in self.penalties}}
+
+    def has_penalty(self, key: str) -> bool:
+        return key in self.penalty_keys
+
+    def formula(self) -> str:
+        """The total as text, as the help screen shows it (THUMB: 0.5·P + 0.5·R minus the
+        fluency, conciseness and inclusive-language penalties)."""
+        weighted = " + ".join(f"{d.weight:g}·{d.short}" for d in self.dimensions)
+        return weighted + "".join(f" − {p.label.lower()}" for p in self.penalties)
+
+    def allowed_ranges(self) -> dict[str, tuple[tuple[float, float], ...]]:
+        """Every rating column's valid values under this rubric, as closed intervals: each
+        level of a dimension, each penalty's amounts, and 0 for a penalty it does not have.
+        A dimension it does not have stays NULL. The database enforces these."""
+        ranges: dict[str, tuple[tuple[float, float], ...]] = {
+            d.key: tuple((float(level), float(level)) for level in d.scale)
+            for d in self.dimensions
+        }
+        for key in PENALTY_KEYS:
+            ranges[key] = self.penalty(key).allowed_ranges() if self.has_penalty(key) else (
+                (0.0, 0.0),)
+        return ranges
 
     def dimension(self, key: str) -> Dimension:
         for dimension in self.dimensions:
@@ -124,17 +201,25 @@ class Rubric:
                 return category
         raise ValueError(f"rubric {self.signature} has no penalty {key!r}")
 
-    def total(
-        self,
-        precision: float,
-        recall: float,
-        fluency: float = 0.0,
-        conciseness: float = 0.0,
-        inclusive: float = 0.0,
-    ) -> float:
-        """Weighted P and R minus the penalties (penalties are positive amounts)."""
-        weighted = self.precision_weight * precision + self.recall_weight * recall
-        return weighted - fluency - conciseness - inclusive
+    def total(self, *scores: float, **values: float) -> float:
+        """The weighted scores minus the penalties (positive amounts): scores by position
+        in the rubric's order or by key, penalties by key, e.g. `total(5, 4, fluency=0.1)`.
+        """
+        named = dict(zip(self.score_keys, scores, strict=False))
+        if len(scores) > len(named) or named.keys() & values.keys():
+            raise ValueError(f"{self.signature} takes the scores {self.score_keys} once each")
+        named.update(values)
+        unknown = named.keys() - {*self.score_keys, *self.penalty_keys}
+        if unknown:
+            raise ValueError(f"rubric {self.signature} has no {', '.join(sorted(unknown))}")
+        return self.total_of(named)
+
+    def total_of(self, values: Mapping[str, object]) -> float:
+        """The total of a rating's values by column name. Penalties the rubric does not
+        have must be 0 or missing."""
+        weighted = sum(d.weight * float(values[d.key]) for d in self.dimensions)  # type: ignore[arg-type]
+        penalties = sum(float(values.get(key) or 0.0) for key in PENALTY_KEYS)  # type: ignore[arg-type]
+        return weighted - penalties
 
 
 def _error_type(raw: dict) -> ErrorType:
@@ -145,44 +230,71 @@ def _error_type(raw: dict) -> ErrorType:
     return ErrorType(raw["code"], raw["label"], low, high, raw.get("example", ""))
 
 
+def _check_keys(kind: str, keys: list[str], columns: tuple[str, ...]) -> None:
+    if kind == "dimension" and sorted(keys) != sorted(columns):
+        raise ValueError(f"a rubric scores the dimensions {', '.join(columns)} (under its own "
+                         f"labels, scales and weights), not {', '.join(keys) or 'none'}")
+    for key in keys:
+        if key not in columns:
+            raise ValueError(f"{kind} {key!r} has no column in the rating table (it has "
+                             f"{', '.join(columns)}); a new one needs a schema migration")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"a {kind} appears twice: {', '.join(keys)}")
+
+
+def _dimension(raw: dict, weights: dict) -> Dimension:
+    dimension = Dimension(
+        key=raw["key"],
+        label=raw["label"],
+        short=raw["short"],
+        min=int(raw["min"]),
+        max=int(raw["max"]),
+        question=raw["question"],
+        definition=raw["definition"],
+        levels=MappingProxyType({int(k): v for k, v in raw["levels"].items()}),
+        weight=float(weights[f"{raw['key']}_weight"]),
+    )
+    if dimension.min > dimension.max or set(dimension.levels) != set(dimension.scale):
+        raise ValueError(f"dimension {dimension.key!r}: levels must describe every score "
+                         f"from {dimension.min} to {dimension.max}")
+    return dimension
+
+
+def _penalty(raw: dict) -> PenaltyCategory:
+    return PenaltyCategory(
+        key=raw["key"],
+        label=raw["label"],
+        short=raw.get("short", raw["label"][:1].upper()),
+        abbreviation=raw.get("abbreviation", raw["label"]),
+        max_total=float(raw["max_total"]),
+        types=tuple(_error_type(t) for t in raw["types"]),
+        multiple=bool(raw.get("multiple", False)),
+    )
+
+
 def parse_rubric(data: dict) -> Rubric:
-    """Build a Rubric from the parsed TOML structure of a rubric file."""
+    """Build a Rubric from the parsed TOML structure of a rubric file. The total's weights
+    are `[total] <dimension>_weight`; dimensions and penalties must be columns of the
+    rating table (SCORE_KEYS, PENALTY_KEYS)."""
+    weights = data["total"]
+    dimensions = tuple(_dimension(d, weights) for d in data["dimensions"])
+    penalties = tuple(_penalty(p) for p in data["penalties"])
+    _check_keys("dimension", [d.key for d in dimensions], SCORE_KEYS)
+    _check_keys("penalty", [p.key for p in penalties], PENALTY_KEYS)
+    score_keys = {d.key for d in dimensions}
     return Rubric(
         id=data["id"],
         version=str(data["version"]),
         title=data["title"],
         source=data.get("source", ""),
-        precision_weight=float(data["total"]["precision_weight"]),
-        recall_weight=float(data["total"]["recall_weight"]),
-        dimensions=tuple(
-            Dimension(
-                key=d["key"],
-                label=d["label"],
-                short=d["short"],
-                min=int(d["min"]),
-                max=int(d["max"]),
-                question=d["question"],
-                definition=d["definition"],
-                levels=MappingProxyType({int(k): v for k, v in d["levels"].items()}),
-            )
-            for d in data["dimensions"]
-        ),
+        dimensions=dimensions,
         rules=tuple(Rule(r["key"], r["text"]) for r in data.get("rules", [])),
-        penalties=tuple(
-            PenaltyCategory(
-                key=p["key"],
-                label=p["label"],
-                max_total=float(p["max_total"]),
-                types=tuple(_error_type(t) for t in p["types"]),
-            )
-            for p in data["penalties"]
-        ),
+        penalties=penalties,
         examples=tuple(
             Example(
                 id=e["id"],
                 caption=e["caption"],
-                precision=int(e["precision"]),
-                recall=int(e["recall"]),
+                scores=MappingProxyType({k: int(v) for k, v in e.items() if k in score_keys}),
                 penalties=MappingProxyType(dict(e.get("penalties", {}))),
                 why=e["why"],
             )
@@ -191,6 +303,7 @@ def parse_rubric(data: dict) -> Rubric:
         resolution_reasons=tuple(
             Reason(r["code"], r["label"]) for r in data.get("resolution_reasons", [])
         ),
+        definition=MappingProxyType(data),
     )
 
 
@@ -204,7 +317,11 @@ def load_rubric(name_or_path: str | Path = "thumb-1.0") -> Rubric:
         if not resource.is_file():
             raise ValueError(f"no rubric named {name_or_path!r} and no such file")
         text = resource.read_text(encoding="utf-8")
-    return parse_rubric(tomllib.loads(text))
+    try:
+        return parse_rubric(tomllib.loads(text))
+    except (KeyError, TypeError, ValueError) as exc:
+        detail = f"lacks {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(f"rubric {name_or_path}: {detail}") from None
 
 
 THUMB_1_0 = load_rubric("thumb-1.0")

@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy import ColumnElement, Connection, Engine, and_, select, update
 
-from rubrics import THUMB_1_0, Rubric
+from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from storage.image_flags import flag_image, flagged_by
 from storage.models import (
+    RATING_VALUE_FIELDS,
     Annotator,
     Assignment,
     Caption,
@@ -28,6 +29,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
+from storage.rubric_registry import project_rubric
 from storage.workflow import (
     ProtocolError,
     check_may_rate,
@@ -35,14 +37,10 @@ from storage.workflow import (
     primary_first_ratings,
 )
 
-RATING_FIELDS = (
-    "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
-    "inclusive", "inclusive_type", "note",
-)
+RATING_FIELDS = (*RATING_VALUE_FIELDS, "note")
 EMPTY_RATING: dict[str, object] = {
-    "precision": None, "recall": None, "fluency": 0.0, "fluency_type": None,
-    "conciseness": 0.0, "conciseness_type": None, "inclusive": 0.0, "inclusive_type": None,
-    "note": "",
+    **dict.fromkeys(SCORE_KEYS), **{f"{key}_type": None for key in PENALTY_KEYS},
+    **dict.fromkeys(PENALTY_KEYS, 0.0), "note": "",
 }
 
 
@@ -70,9 +68,7 @@ class CaptionGroup:
     def total(self, rubric: Rubric) -> float | None:
         if not self.complete:
             return None
-        v = self.values
-        return rubric.total(v["precision"], v["recall"], v["fluency"], v["conciseness"],
-                            v["inclusive"])  # type: ignore[arg-type]
+        return rubric.total_of(self.values)
 
 
 @dataclass(frozen=True)
@@ -143,7 +139,7 @@ class AnnotationSession:
         annotator: str,
         *,
         stage: Stage = Stage.FIRST,
-        rubric: Rubric = THUMB_1_0,
+        rubric: Rubric | None = None,
         native_english: bool | None = None,
         seed_source: Callable[[], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -151,7 +147,7 @@ class AnnotationSession:
         self.engine = engine
         self.annotator = annotator
         self.stage = stage
-        self.rubric = rubric
+        self.rubric = rubric or project_rubric(engine)
         self._seed_source = seed_source or (lambda: secrets.randbits(31))
         self._clock = clock
         register_annotator(engine, annotator, native_english)
@@ -322,14 +318,15 @@ class AnnotationSession:
         for field, value in values.items():
             if field not in RATING_FIELDS:
                 raise ValueError(f"unknown rating field {field!r}")
-            if field in ("precision", "recall") and value is not None:
+            if field in SCORE_KEYS and value is not None:
                 dimension = self.rubric.dimension(field)
-                if value not in range(dimension.min, dimension.max + 1):
+                if value not in dimension.scale:
                     raise ValueError(f"{field} must be {dimension.min}-{dimension.max}")
-            if field in ("fluency", "conciseness", "inclusive"):
-                category = self.rubric.penalty(field)
-                if not 0 <= float(value) <= category.max_total:  # type: ignore[arg-type]
-                    raise ValueError(f"{field} penalty out of range")
+            if field in PENALTY_KEYS and value:
+                if not self.rubric.has_penalty(field):
+                    raise ValueError(f"rubric {self.rubric.signature} has no {field} penalty")
+                if not self.rubric.penalty(field).allows(float(value)):  # type: ignore[arg-type]
+                    raise ValueError(f"{field} penalty {value} is not one the rubric allows")
 
     def set_values(
         self, group: CaptionGroup, values: dict[str, object], *, image_index: int, focus: int

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine, Select, and_, func, select
 
+from rubrics import PENALTY_KEYS
 from storage.models import (
+    RATING_VALUE_FIELDS,
     Annotator,
     Assignment,
     Caption,
@@ -20,13 +22,24 @@ from storage.models import (
     Stage,
 )
 from storage.queries import ratings_frame, references_by_image
+from storage.rubric_registry import project_rubric, stored_rubrics
 
 TABULAR_FORMATS = ("csv", "jsonl", "parquet")
 RATING_COLUMNS = [
-    "annotator", "stage", "precision", "recall", "fluency", "fluency_type", "conciseness",
-    "conciseness_type", "inclusive", "inclusive_type", "note", "seconds", "total", "rubric",
+    "annotator", "stage", *RATING_VALUE_FIELDS, "note", "seconds", "total", "rubric",
     "created_at", "updated_at", "native_english", "resolution_reasons", "resolution_note",
 ]
+FLUENCY_ROUND_COLUMNS = ["fluency_round", "fluency_round_type", "fluency_round_by"]
+
+
+def _unused_columns(engine: Engine, signatures: set[str]) -> list[str]:
+    """Columns of penalties that none of the exported ratings' rubrics has (the project's
+    rubric when there are no ratings): a rubric's file has only its own fields."""
+    stored = stored_rubrics(engine)
+    rubrics = [stored[s] for s in signatures] or [project_rubric(engine)]
+    unused = [key for key in PENALTY_KEYS if not any(r.has_penalty(key) for r in rubrics)]
+    fluency_round = FLUENCY_ROUND_COLUMNS if "fluency" in unused else []
+    return [*(f for key in unused for f in (key, f"{key}_type")), *fluency_round]
 
 
 def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd.DataFrame:
@@ -78,6 +91,8 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     frame["native_english"] = pd.Series(
         [None if pd.isna(v) else bool(v) for v in frame["native_english"]], dtype=object,
         index=frame.index)
+    unused = _unused_columns(engine, set(ratings["rubric"].dropna()))
+    frame = frame.drop(columns=unused)
     return frame if keep_caption_pk else frame.drop(columns="caption_pk")
 
 

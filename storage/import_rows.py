@@ -13,25 +13,12 @@ from typing import TypeVar
 from rubrics import Rubric
 from storage.images import ImagePathError, image_problem, resolve_image
 from storage.import_files import Record
-from storage.models import Stage
+from storage.models import RATING_VALUE_FIELDS, Stage
 from storage.untrusted import FLAG, KEY, NUMBER, TEXT, TEXTS
 
 CAPTION_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references"}
 RATING_COLUMNS = {
-    "annotator",
-    "stage",
-    "precision",
-    "recall",
-    "fluency",
-    "fluency_type",
-    "conciseness",
-    "conciseness_type",
-    "inclusive",
-    "inclusive_type",
-    "note",
-    "seconds",
-    "created_at",
-    "updated_at",
+    "annotator", "stage", *RATING_VALUE_FIELDS, "note", "seconds", "created_at", "updated_at",
 }
 # Workflow state our own export writes so that a project survives export and import:
 # the image's blind double-rating mark, the annotator's native-speaker flag, a resolver's
@@ -184,7 +171,12 @@ def score(record: Record, name: str, rubric: Rubric) -> int:
 
 def penalty(record: Record, key: str, rubric: Rubric) -> tuple[float, str | None]:
     """A penalty amount and its error type(s). Negative amounts (the THUMB release's
-    convention) mean the same penalty as positive ones. A type alone implies its value."""
+    convention) mean the same penalty as positive ones. A type alone implies its value.
+    A penalty the rubric does not have must be absent (or 0)."""
+    if not rubric.has_penalty(key):
+        if _number(record, key) or _text(record, f"{key}_type"):
+            raise RowError(f"rubric {rubric.signature} has no {key} penalty")
+        return 0.0, None
     category = rubric.penalty(key)
     amount = _number(record, key)
     type_text = _text(record, f"{key}_type")
@@ -199,7 +191,7 @@ def penalty(record: Record, key: str, rubric: Rubric) -> tuple[float, str | None
         amount = round(sum(t.min for t in types), 6)
     amount = abs(amount)
     allowed = {0.0} | {t.min for t in category.types if t.fixed}
-    if key != "fluency" and not any(math.isclose(amount, a) for a in allowed):
+    if not category.multiple and not any(math.isclose(amount, a) for a in allowed):
         choices = ", ".join(f"{a:g}" for a in sorted(allowed))
         raise RowError(f"{key} penalty must be one of {choices}, not {record.get(key)!r}")
     if not 0 <= amount <= category.max_total:
@@ -210,8 +202,8 @@ def penalty(record: Record, key: str, rubric: Rubric) -> tuple[float, str | None
         low, high = sum(t.min for t in types), sum(t.max for t in types)
         if not low - 1e-9 <= amount <= high + 1e-9:
             raise RowError(f"{key} penalty {amount:g} does not match error type {type_text!r}")
-    elif amount > 0 and key != "fluency":
-        # Conciseness and inclusive values identify their type; fluency sums are ambiguous.
+    elif amount > 0 and not category.multiple:
+        # One error type at a time: the value names it; sums of several are ambiguous.
         matches = [t.code for t in category.types if t.fixed and math.isclose(t.min, amount)]
         codes = matches[:1] if len(matches) == 1 else []
     return amount, ",".join(codes) or None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, select, update
 
-from rubrics import THUMB_1_0, Rubric
+from rubrics import Rubric
 from storage.errors import Problems
 from storage.import_files import read_records
 from storage.import_rows import (
@@ -24,6 +24,7 @@ from storage.import_rows import (
     unknown_columns,
 )
 from storage.models import (
+    RATING_VALUE_FIELDS,
     Annotator,
     Caption,
     Event,
@@ -35,6 +36,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
+from storage.rubric_registry import project_rubric, register_rubric
 from storage.workflow import reviewed_images
 
 CaptionKey = tuple[str, str]  # (image key, system)
@@ -352,19 +354,8 @@ class _WorkflowState:
 
 
 def _rating_values(rating: RatingRow) -> dict[str, object]:
-    return {
-        "stage": int(rating.stage),
-        "precision": rating.precision,
-        "recall": rating.recall,
-        "fluency": rating.fluency,
-        "fluency_type": rating.fluency_type,
-        "conciseness": rating.conciseness,
-        "conciseness_type": rating.conciseness_type,
-        "inclusive": rating.inclusive,
-        "inclusive_type": rating.inclusive_type,
-        "note": rating.note,
-        "seconds": rating.seconds,
-    }
+    return {"stage": int(rating.stage), "note": rating.note, "seconds": rating.seconds,
+            **{field: getattr(rating, field) for field in RATING_VALUE_FIELDS}}
 
 
 def apply_plan(
@@ -432,7 +423,8 @@ def apply_plan(
     if plan.fluency_checks:
         connection.execute(FluencyCheck.__table__.insert(), [
             {"caption_id": caption_ids[key], "checker_id": annotator_ids[v.checker],
-             "fluency": v.fluency, "fluency_type": v.fluency_type, "created_at": now}
+             "fluency": v.fluency, "fluency_type": v.fluency_type, "created_at": now,
+             "rubric": rubric.signature}
             for key, v in plan.fluency_checks.items()])
     summary = ImportSummary(
         file=source,
@@ -456,14 +448,17 @@ def apply_plan(
 
 
 def import_captions(
-    engine: Engine, path: str | Path, *, actor: str, rubric: Rubric = THUMB_1_0,
+    engine: Engine, path: str | Path, *, actor: str, rubric: Rubric | None = None,
     allow_outside_images: bool = False,
 ) -> ImportSummary:
     """Import a CSV/JSONL file of captions (and optional ratings). On any problem raise
     InputError listing every `file:line: problem` — all of them, found in one pass — and
     leave the database unchanged. Image paths must stay inside the file's folder unless
-    `allow_outside_images`."""
+    `allow_outside_images`. Ratings are read and stored under `rubric`, which becomes the
+    project's rubric; by default, under the project's rubric."""
     path = Path(path)
+    chosen = rubric
+    rubric = chosen or project_rubric(engine)
     problems = Problems(path)
     records = [(line, normalise_keys(record)) for line, record in
                read_records(path, schema=JSON_SCHEMA, problems=problems)]
@@ -493,6 +488,8 @@ def import_captions(
             problems.add(line, str(exc))
             rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
     with engine.begin() as connection:
+        if chosen is not None:
+            register_rubric(connection, chosen, choose=True)
         plan = _plan(rows, _Existing(connection), problems,
                      rejected_images=rejected if problems.items else None)
         problems.raise_if_any()

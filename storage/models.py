@@ -14,6 +14,11 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from rubrics import PENALTY_KEYS, SCORE_KEYS
+
+# The rating columns a rubric fills: the scores, and each penalty with its error type(s).
+RATING_VALUE_FIELDS = (*SCORE_KEYS, *(f for key in PENALTY_KEYS for f in (key, f"{key}_type")))
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -100,20 +105,15 @@ class Annotator(SQLModel, table=True):
 
 
 class Rating(SQLModel, table=True):
-    """One annotator's scores of one caption at one stage. P and R stay NULL until set."""
+    """One annotator's scores of one caption at one stage. Scores stay NULL until set.
+    Triggers (migration 0006) refuse values that the rating's rubric does not allow."""
 
     __table_args__ = (
         UniqueConstraint("caption_id", "annotator_id", "stage", name="rating_unique"),
         CheckConstraint("stage IN (1, 2, 3)", name="rating_stage_valid"),
-        CheckConstraint(
-            "precision IS NULL OR precision IN (1, 2, 3, 4, 5)", name="rating_precision_1_5"
-        ),
-        CheckConstraint("recall IS NULL OR recall IN (1, 2, 3, 4, 5)", name="rating_recall_1_5"),
-        CheckConstraint("fluency >= 0 AND fluency <= 5", name="rating_fluency_range"),
-        CheckConstraint("conciseness IN (0, 0.5)", name="rating_conciseness_valid"),
-        CheckConstraint("inclusive IN (0, 0.5, 2)", name="rating_inclusive_valid"),
         CheckConstraint("seconds >= 0", name="rating_seconds_non_negative"),
-        CheckConstraint("length(rubric) > 0", name="rating_rubric_not_empty"),
+        ForeignKeyConstraint(["rubric"], ["rubric.signature"], name="rating_rubric_fkey",
+                             ondelete="RESTRICT"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -152,6 +152,46 @@ class ImageFlag(SQLModel, table=True):
     created_at: datetime = _timestamp()
 
 
+class RubricRecord(SQLModel, table=True):
+    """A rubric that ratings in this database were made with: the parsed file as JSON, so
+    that totals and reports read it from here. The most recently chosen one is the
+    project's rubric for new ratings."""
+
+    __tablename__ = "rubric"
+    __table_args__ = (
+        CheckConstraint("length(signature) > 0", name="rubric_signature_not_empty"),
+    )
+
+    signature: str = Field(primary_key=True, description="id and version, e.g. thumb-1.0")
+    rubric_id: str
+    version: str
+    title: str
+    definition: str = Field(description="the rubric file, parsed, as JSON")
+    registered_at: datetime = _timestamp()
+    chosen_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
+class RubricRange(SQLModel, table=True):
+    """Values a rubric allows in one rating column, as a closed interval (a single level
+    of a score is low = high). The triggers on rating and fluency_check read these."""
+
+    __tablename__ = "rubric_range"
+    __table_args__ = (
+        UniqueConstraint("rubric", "field", "low", "high", name="rubric_range_unique"),
+        CheckConstraint("field IN ('precision', 'recall', 'fluency', 'conciseness', "
+                        "'inclusive')", name="rubric_range_field_valid"),
+        CheckConstraint("low <= high", name="rubric_range_ordered"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    rubric: str = Field(foreign_key="rubric.signature", ondelete="RESTRICT")
+    field: str
+    low: float
+    high: float
+
+
 class Resolution(SQLModel, table=True):
     """Why a resolver settled a stage-1/stage-2 disagreement; the settled values are the
     resolver's final-stage rating of the caption."""
@@ -172,7 +212,8 @@ class FluencyCheck(SQLModel, table=True):
 
     __tablename__ = "fluency_check"
     __table_args__ = (
-        CheckConstraint("fluency >= 0 AND fluency <= 5", name="fluency_check_range"),
+        ForeignKeyConstraint(["rubric"], ["rubric.signature"],
+                             name="fluency_check_rubric_fkey", ondelete="RESTRICT"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -181,6 +222,7 @@ class FluencyCheck(SQLModel, table=True):
     fluency: float
     fluency_type: str | None = None
     created_at: datetime = _timestamp()
+    rubric: str = Field(description="the rubric whose fluency amounts apply")
 
 
 class Event(SQLModel, table=True):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pandas as pd
 from sqlalchemy import Engine, func, select
 
-from rubrics import Rubric, load_rubric
+from rubrics import PENALTY_KEYS, SCORE_KEYS
 from storage.models import (
+    RATING_VALUE_FIELDS,
     Annotator,
     Caption,
     FluencyCheck,
@@ -20,31 +19,25 @@ from storage.models import (
 )
 
 RATING_VALUE_COLUMNS = [
-    "precision", "recall", "fluency", "fluency_type", "conciseness", "conciseness_type",
-    "inclusive", "inclusive_type", "note", "seconds", "rubric", "created_at", "updated_at",
+    *RATING_VALUE_FIELDS, "note", "seconds", "rubric", "created_at", "updated_at",
 ]
 
 
-@cache
-def rubric_for(signature: str) -> Rubric:
-    """The rubric a rating was made under, from its stored signature (e.g. thumb-1.0)."""
-    return load_rubric(signature)
+def with_totals(frame: pd.DataFrame, engine: Engine) -> pd.DataFrame:
+    """Add `total` from each rating's own rubric, as stored in the database (NaN while a
+    score is missing)."""
+    from storage.rubric_registry import stored_rubrics
 
-
-def with_totals(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add `total` from each rating's own rubric weights (NaN while P or R is missing)."""
+    rubrics = stored_rubrics(engine)
     frame = frame.copy()
     frame["total"] = float("nan")
     for signature, index in frame.groupby("rubric").groups.items():
-        rubric = rubric_for(str(signature))
+        rubric = rubrics[str(signature)]
         # as floats: a column that is all None (P only, R not yet) is of object dtype, and
         # pandas 3 refuses to put its object result into the float column
-        part = frame.loc[index, ["precision", "recall", "fluency", "conciseness",
-                                 "inclusive"]].astype("float64")
-        frame.loc[index, "total"] = rubric.total(
-            part["precision"], part["recall"], part["fluency"], part["conciseness"],
-            part["inclusive"],
-        )
+        part = frame.loc[index, [*SCORE_KEYS, *PENALTY_KEYS]].astype("float64")
+        weighted = sum(d.weight * part[d.key] for d in rubric.dimensions)
+        frame.loc[index, "total"] = weighted - part[list(PENALTY_KEYS)].sum(axis=1)
     return frame
 
 
@@ -67,7 +60,7 @@ def ratings_frame(engine: Engine) -> pd.DataFrame:
     )
     with engine.connect() as connection:
         frame = pd.read_sql(query, connection)
-    return with_totals(frame)
+    return with_totals(frame, engine)
 
 
 def final_scores(engine: Engine) -> pd.DataFrame:
@@ -108,7 +101,8 @@ def final_scores(engine: Engine) -> pd.DataFrame:
         final.loc[has_check, "fluency"] = final.loc[has_check, "fluency_checked"]
         final.loc[has_check, "fluency_type"] = final.loc[has_check, "fluency_type_checked"]
         final.loc[has_check, "final_source"] += " + fluency round"
-        final = with_totals(final.drop(columns=["fluency_checked", "fluency_type_checked"]))
+        final = with_totals(final.drop(columns=["fluency_checked", "fluency_type_checked"]),
+                            engine)
     return final
 
 

@@ -64,8 +64,8 @@ def _caption_row(line: int, record: Record, images_dir: Path | None,
         THUMB_1_0,
     )
     assert scores is not None
-    total = THUMB_1_0.total(scores.precision, scores.recall, scores.fluency,
-                            scores.conciseness, scores.inclusive)
+    total = THUMB_1_0.total(scores.precision, scores.recall, fluency=scores.fluency,
+                            conciseness=scores.conciseness, inclusive=scores.inclusive)
     stated = record["human_score"]
     if not isinstance(stated, (int, float)) or abs(total - stated) > 1e-6:
         raise RowError(f"human_score {stated!r} is not (P + R) / 2 minus penalties ({total:g})")

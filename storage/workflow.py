@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, Table, func, select, update
 
+from rubrics import PENALTY_KEYS, SCORE_KEYS
 from storage.models import (
     Annotator,
     Assignment,
@@ -26,7 +27,7 @@ from storage.models import (
     utcnow,
 )
 
-COMPARED = ("precision", "recall", "fluency", "conciseness", "inclusive")
+COMPARED = (*SCORE_KEYS, *PENALTY_KEYS)
 
 
 class ProtocolError(PermissionError):
@@ -232,9 +233,9 @@ class Disagreement:
     def severity(self) -> tuple[float, float, float]:
         """Worst first: the largest P/R gap, then the summed P/R gap, then penalties."""
         gaps = [abs(float(self.first[d]) - float(self.second[d]))  # type: ignore[arg-type]
-                for d in ("precision", "recall")]
+                for d in SCORE_KEYS]
         penalties = sum(abs(float(self.first[p]) - float(self.second[p]))  # type: ignore[arg-type]
-                        for p in ("fluency", "conciseness", "inclusive"))
+                        for p in PENALTY_KEYS)
         return max(gaps), sum(gaps), penalties
 
 
@@ -389,10 +390,11 @@ def record_fluency_check(engine: Engine, caption_id: int, checker: str, fluency:
                                  .where(annotator.c.name == checker)).one()
         if not row.native_english:
             raise ProtocolError("only native English speakers do the fluency round")
-        reviewed = connection.execute(select(rating.c.id).where(
+        reviewed = connection.execute(select(rating.c.id, rating.c.rubric).where(
             rating.c.caption_id == caption_id, rating.c.stage == int(Stage.SECOND),
             rating.c.precision.is_not(None))).first()
         if reviewed is None:
             raise ProtocolError("the fluency round comes after review (stage 2)")
         _upsert_logged(connection, table, caption_id, checker, "fluency",
-                       {"checker_id": row.id, "fluency": fluency, "fluency_type": fluency_type})
+                       {"checker_id": row.id, "fluency": fluency, "fluency_type": fluency_type,
+                        "rubric": reviewed.rubric})

@@ -40,11 +40,13 @@ def agreement_command(
     change rate, confusion matrices; per pair and overall, with bootstrap CIs."""
     from reports.agreement import agreement_report
     from reports.text import agreement_text
+    from storage.rubric_registry import project_rubric
 
     if fmt not in ("table", "csv", "json", "md"):
         fail("--format must be table, csv, json or md")
     output_file(out)
-    report = agreement_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    engine = state.existing_engine
+    report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if report.empty:
         typer.echo("no pairs of ratings to compare yet (blind double ratings or stage 2)")
         return
@@ -53,7 +55,8 @@ def agreement_command(
     elif fmt == "csv":
         text = report.to_csv(index=False)
     else:
-        text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap)
+        text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap,
+                              rubric=project_rubric(engine))
     write_or_echo(text, out, f"{len(report)} records")
 
 

@@ -38,10 +38,20 @@ def import_command(
     file: Annotated[Path, typer.Argument(help="CSV or JSONL of captions (and ratings).")],
     allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
+    rubric: Annotated[
+        str | None,
+        typer.Option("--rubric", help="A rubric TOML file (or a bundled name such as "
+                                      "thumb-1.0): the file's ratings and all new ones use "
+                                      "it. Default: the project's rubric (THUMB 1.0 at first)."),
+    ] = None,
 ) -> None:
     """Import captions, references and optional ratings (all or nothing)."""
-    with database_for_import() as engine:
-        summary = import_captions(engine, file, actor=by or default_actor(),
+    from rubrics import load_rubric
+
+    with value_errors():
+        chosen = None if rubric is None else load_rubric(rubric)
+    with value_errors(), database_for_import() as engine:
+        summary = import_captions(engine, file, actor=by or default_actor(), rubric=chosen,
                                   allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 

@@ -99,8 +99,8 @@ def fluency_round_command(
     annotator: Annotated[str, typer.Option("--annotator", help="A native English speaker.")],
 ) -> None:
     """Check the fluency of captions neither of whose raters was a native speaker."""
-    from rubrics import THUMB_1_0
     from storage.annotation import is_native_speaker
+    from storage.rubric_registry import project_rubric
     from storage.workflow import fluency_queue
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
@@ -111,4 +111,4 @@ def fluency_round_command(
              "`thumb annotator NAME --native`)")
     queue = fluency_queue(engine)
     stop_if_empty(queue, "No captions are waiting for the fluency round.")
-    ThumbApp(screen=FluencyRoundScreen(engine, name, THUMB_1_0, queue)).run()
+    ThumbApp(screen=FluencyRoundScreen(engine, name, project_rubric(engine), queue)).run()

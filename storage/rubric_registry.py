@@ -1,0 +1,70 @@
+"""The rubrics a database knows: each stored with the values it allows (which the
+database's triggers enforce), read back from the database for totals and reports, and the
+project's rubric for new ratings (the one chosen last, THUMB 1.0 in a new database)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from sqlalchemy import Connection, Engine, Row, Select, select, update
+
+from rubrics import Rubric, parse_rubric
+from storage.models import RubricRange, RubricRecord, utcnow
+
+
+def _definition(rubric: Rubric) -> str:
+    return json.dumps(dict(rubric.definition), sort_keys=True)
+
+
+@cache
+def _parse(definition: str) -> Rubric:
+    return parse_rubric(json.loads(definition))
+
+
+def register_rubric(connection: Connection, rubric: Rubric, *, choose: bool = False) -> None:
+    """Store the rubric and the values it allows (once); with `choose`, make it the
+    project's rubric for new ratings. A changed file under a stored id and version is
+    refused: ratings made with the stored one must keep meaning what they meant."""
+    table = RubricRecord.__table__
+    stored = connection.execute(
+        select(table.c.definition).where(table.c.signature == rubric.signature)
+    ).scalar()
+    now = utcnow()
+    if stored is None:
+        connection.execute(table.insert().values(
+            signature=rubric.signature, rubric_id=rubric.id, version=rubric.version,
+            title=rubric.title, definition=_definition(rubric), registered_at=now,
+        ))
+        connection.execute(RubricRange.__table__.insert(), [
+            {"rubric": rubric.signature, "field": field, "low": low, "high": high}
+            for field, ranges in rubric.allowed_ranges().items() for low, high in ranges
+        ])
+    elif _parse(stored) != rubric:
+        raise ValueError(f"this database already has a different rubric {rubric.signature}; "
+                         "a changed rubric file needs a new version")
+    if choose:
+        connection.execute(update(table).where(table.c.signature == rubric.signature)
+                           .values(chosen_at=now))
+
+
+def _rows(database: Engine | Connection, query: Select) -> list[Row]:
+    if isinstance(database, Connection):
+        return list(database.execute(query).all())
+    with database.connect() as connection:
+        return list(connection.execute(query).all())
+
+
+def stored_rubrics(database: Engine | Connection) -> dict[str, Rubric]:
+    """Every rubric of this database by signature (e.g. `thumb-1.0`)."""
+    table = RubricRecord.__table__
+    rows = _rows(database, select(table.c.signature, table.c.definition))
+    return {signature: _parse(definition) for signature, definition in rows}
+
+
+def project_rubric(database: Engine | Connection) -> Rubric:
+    """The rubric new ratings are made with: the one chosen last."""
+    table = RubricRecord.__table__
+    (row,) = _rows(database, select(table.c.definition).where(table.c.chosen_at.is_not(None))
+                   .order_by(table.c.chosen_at.desc()).limit(1))
+    return _parse(row.definition)
