@@ -59,8 +59,8 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric
         human[label] = systems[column].map(lambda v, d=digits: f"{v:.{d}f}")
     human["Total [CI]"] = [f"{total:.2f}" + ("" if pd.isna(low) else
                                              f" [{low:.2f}, {high:.2f}]")
-                           for total, low, high in systems[
-                               ["total", "total_ci_low", "total_ci_high"]].itertuples(
+                           for total, low, high in systems.reindex(  # no CI: --bootstrap 0
+                               columns=["total", "total_ci_low", "total_ci_high"]).itertuples(
                                index=False)]
     means = systems.set_index("system")[metrics].T.rename_axis("metric mean")
     return (markdown_table(human, index=False, disable_numparse=True,

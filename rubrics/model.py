@@ -146,14 +146,6 @@ class Rubric:
         return f"{self.id}-{self.version}"
 
     @property
-    def precision_weight(self) -> float:
-        return self.dimension("precision").weight
-
-    @property
-    def recall_weight(self) -> float:
-        return self.dimension("recall").weight
-
-    @property
     def score_keys(self) -> tuple[str, ...]:
         return tuple(d.key for d in self.dimensions)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
@@ -10,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static
 
-from rubrics import printable
+from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric, printable
 from storage.annotation import AnnotationSession, CaptionGroup, ImageItem, fluency_value
 from storage.images import broken_reason
 from storage.models import Stage
@@ -24,12 +25,7 @@ from thumb_tui.widgets.image_view import ImageView, open_in_viewer
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen, key_label
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
-DIMENSIONS = ("precision", "recall")
-PENALTY_ACTIONS = ("fluency", "conciseness", "inclusive", "note")
-FIELD_LABELS = {"precision": "P", "recall": "R", "fluency": "fluency",
-                "fluency_type": "fluency", "conciseness": "conciseness",
-                "conciseness_type": "conciseness", "inclusive": "inclusive language",
-                "inclusive_type": "inclusive language", "note": "note"}
+PENALTY_ACTIONS = (*PENALTY_KEYS, "note")
 
 
 EMPTY_QUEUE = {
@@ -43,7 +39,38 @@ EMPTY_QUEUE = {
 
 def next_missing(group: CaptionGroup) -> str | None:
     """The first of P, R that is still unscored in the group."""
-    return next((d for d in DIMENSIONS if group.values[d] is None), None)
+    return next((d for d in SCORE_KEYS if group.values[d] is None), None)
+
+
+def field_labels(rubric: Rubric) -> dict[str, str]:
+    """What a message calls each rating field: P, R, fluency, … for THUMB."""
+    labels = {d.key: d.short for d in rubric.dimensions}
+    for penalty in rubric.penalties:
+        labels[penalty.key] = labels[f"{penalty.key}_type"] = penalty.label.lower()
+    return labels
+
+
+def rubric_bindings(bindings: list[Binding], rubric: Rubric) -> list[Binding]:
+    """The bindings as this rubric names them: the score keys span its scale and the
+    dimension keys carry its short labels; a penalty key it has no penalty for is left
+    out (THUMB 1.0 keeps them as written above)."""
+    first, second = (d.short for d in rubric.dimensions)
+    low = min(d.min for d in rubric.dimensions)
+    high = max(d.max for d in rubric.dimensions)
+    shown = []
+    for binding in bindings:
+        if binding.action in PENALTY_KEYS and not rubric.has_penalty(binding.action):
+            continue
+        if binding.id and binding.id.startswith("score-"):
+            level = int(binding.id.removeprefix("score-"))
+            if level > high:
+                continue
+            binding = replace(binding, description=f"score {first}/{second}",
+                              key_display=f"{low}-{high}", show=level == low)
+        elif binding.id == "toggle-dimension":
+            binding = replace(binding, description=f"{first}/{second}")
+        shown.append(binding)
+    return shown
 
 
 def image_name(image: ImageItem) -> str:
@@ -112,7 +139,7 @@ class AnnotateScreen(KeyBarScreen):
                     yield RubricPanel(self.session.rubric, id="rubric")
                 yield VerticalScroll(id="captions", can_focus=False)
             yield Static(id="message")
-        yield KeyBar(self.BINDINGS)
+        yield KeyBar(self.shown_bindings)
 
     def on_mount(self) -> None:
         if not self.session.images:
@@ -194,6 +221,20 @@ class AnnotateScreen(KeyBarScreen):
         """The caption the penalty and note keys act on."""
         return self.focus_index if self.scored_index is None else self.scored_index
 
+    @property
+    def shown_bindings(self) -> list[Binding]:
+        """The key bar's and the help screen's keys, as the session's rubric names them."""
+        return rubric_bindings(self.BINDINGS, self.session.rubric)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A penalty the rubric does not have, or a score above its scale, has no key."""
+        rubric = self.session.rubric
+        if action in PENALTY_KEYS and not rubric.has_penalty(action):
+            return False
+        if action == "score" and int(parameters[0]) > rubric.dimension(self.dimension).max:  # type: ignore[call-overload]
+            return False
+        return super().check_action(action, parameters)
+
     def key_of(self, action: str) -> str:
         """The key shown for a binding of this screen (the user's, after a keymap)."""
         binding = next(b for b in self.BINDINGS if b.action == action)
@@ -229,8 +270,10 @@ class AnnotateScreen(KeyBarScreen):
         values = self.groups[scored].values
         self.focus_index, self.scored_index = scored + 1, scored
         count = len(self.groups)
-        penalty_keys = " ".join(self.key_of(action) for action in PENALTY_ACTIONS)
-        self.say(f"saved P {values['precision']} R {values['recall']} for {scored + 1}/{count}"
+        penalty_keys = " ".join(self.key_of(action) for action in PENALTY_ACTIONS
+                                if action == "note" or self.session.rubric.has_penalty(action))
+        scores = " ".join(f"{d.short} {values[d.key]}" for d in self.session.rubric.dimensions)
+        self.say(f"saved {scores} for {scored + 1}/{count}"
                  f" → now {scored + 2}/{count}; {penalty_keys} still act on {scored + 1}")
 
     # -- actions ----------------------------------------------------------------------------
@@ -315,30 +358,23 @@ class AnnotateScreen(KeyBarScreen):
         self.app.push_screen(FluencyScreen(self.session.rubric, group.text, str(current)), chosen)
 
     def action_conciseness(self) -> None:
-        target = self.penalty_group()
-        if target is None:
-            return
-        index, group = target
-        redundant = self.session.rubric.penalty("conciseness").types[0]
-        if group.values["conciseness"]:
-            self.change({"conciseness": 0.0, "conciseness_type": None}, index)
-        else:
-            self.change({"conciseness": redundant.min, "conciseness_type": redundant.code},
-                        index)
+        """Toggle THUMB's one conciseness type (or cycle a rubric's several)."""
+        self.cycle_penalty("conciseness")
 
     def action_inclusive(self) -> None:
         """Cycle none -> each catalogue type (e.g. 0.5 appearance, 2 severe) -> none."""
+        self.cycle_penalty("inclusive")
+
+    def cycle_penalty(self, key: str) -> None:
+        """Set the caption's `key` penalty to the next of none and each catalogue type."""
         target = self.penalty_group()
         if target is None:
             return
         index, group = target
-        cycle = [(0.0, None)] + [
-            (t.min, t.code) for t in self.session.rubric.penalty("inclusive").types
-        ]
-        now = (group.values["inclusive"], group.values["inclusive_type"])
-        position = next((i for i, (v, _) in enumerate(cycle) if v == now[0]), 0)
+        cycle = [(0.0, None)] + [(t.min, t.code) for t in self.session.rubric.penalty(key).types]
+        position = next((i for i, (v, _) in enumerate(cycle) if v == group.values[key]), 0)
         value, code = cycle[(position + 1) % len(cycle)]
-        self.change({"inclusive": value, "inclusive_type": code}, index)
+        self.change({key: value, f"{key}_type": code}, index)
 
     def action_note(self) -> None:
         target = self.penalty_group()
@@ -371,7 +407,8 @@ class AnnotateScreen(KeyBarScreen):
         if "recall" in fields or "precision" in fields:
             self.dimension = "recall" if "recall" in fields else "precision"
         self.update_focus()
-        labels = ", ".join(dict.fromkeys(FIELD_LABELS.get(f, f) for f in fields))
+        known = field_labels(self.session.rubric)
+        labels = ", ".join(dict.fromkeys(known.get(f, f) for f in fields))
         where = f" on image {index + 1}" if moved else ""
         self.say(f"undid {labels}{where}")
 
@@ -411,7 +448,7 @@ class AnnotateScreen(KeyBarScreen):
                  + ("; moved on" if following is not None else "; no other image is left to rate"))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(help_markdown(self.session.rubric, self.BINDINGS)))
+        self.app.push_screen(HelpScreen(help_markdown(self.session.rubric, self.shown_bindings)))
 
     def action_quit_app(self) -> None:
         if self.session.images:

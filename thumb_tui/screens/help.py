@@ -15,8 +15,7 @@ from thumb_tui.widgets.keybar import KeyBar, key_label
 
 def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
     lines = [f"# {rubric.title}", "", f"*{rubric.source}*", ""]
-    lines += [f"**Total** = {rubric.precision_weight:g}·P + {rubric.recall_weight:g}·R "
-              "− fluency − conciseness − inclusive language", ""]
+    lines += [f"**Total** = {rubric.formula()}", ""]
     for dimension in rubric.dimensions:
         lines += [f"## {dimension.label} ({dimension.short}, {dimension.min}–{dimension.max})",
                   "", f"**{dimension.question}**", "", dimension.definition, ""]
@@ -35,10 +34,10 @@ def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
     lines += ["## Worked examples", ""]
     for example in rubric.examples:
         penalty = sum(example.penalties.values())
-        total = rubric.total(example.precision, example.recall, **example.penalties)
-        lines += [f"- **{example.caption}**  ", f"  P {example.precision}, "
-                  f"R {example.recall}, penalty {penalty:g} → **total {total:.1f}**. "
-                  f"{example.why}"]
+        total = rubric.total(**example.scores, **example.penalties)
+        scores = ", ".join(f"{d.short} {example.scores[d.key]}" for d in rubric.dimensions)
+        lines += [f"- **{example.caption}**  ", f"  {scores}, penalty {penalty:g} → "
+                  f"**total {total:.1f}**. {example.why}"]
     return "\n".join(lines) + keys_markdown(keys)
 
 

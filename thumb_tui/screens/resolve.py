@@ -16,6 +16,7 @@ from textual.widgets.option_list import OptionDoesNotExist
 
 from rubrics import printable
 from storage.annotation import AnnotationSession
+from storage.models import RATING_VALUE_FIELDS
 from storage.workflow import COMPARED, Disagreement, record_resolution
 from thumb_tui.screens.annotate import AnnotateScreen, image_name
 from thumb_tui.widgets.caption_card import rating_context, score_line
@@ -112,7 +113,7 @@ class ResolveScreen(AnnotateScreen):
                     yield CaptionText(id="resolve-caption")
                     yield Static(id="compare")
             yield Static(id="message")
-        yield KeyBar(self.BINDINGS)
+        yield KeyBar(self.shown_bindings)
 
     def focused_text(self) -> CaptionText | None:
         return self.query_one("#resolve-caption", CaptionText) if self.queue else None
@@ -155,16 +156,17 @@ class ResolveScreen(AnnotateScreen):
              "dim")))
         self.query_one("#resolve-caption", CaptionText).update(
             Text(printable(group.text), style="bold"))
+        rubric = self.session.rubric
         text = Text("\n")
         for label, values in (("stage 1", item.first), ("stage 2", item.second)):
-            text.append_text(rating_context(label, values))
+            text.append_text(rating_context(label, values, rubric))
             text.append("\n")
         text.append("final:  ")  # each value below is padded by one space
-        for key, label in (("precision", "P"), ("recall", "R")):
-            value = group.values[key]
-            style = "bold reverse" if self.dimension == key else "bold"
-            text.append(f" {label} {'-' if value is None else value} ", style=style)
-        text.append(" " + score_line(group.values).split("  ", 2)[2])
+        for dimension in rubric.dimensions:
+            value = group.values[dimension.key]
+            style = "bold reverse" if self.dimension == dimension.key else "bold"
+            text.append(f" {dimension.short} {'-' if value is None else value} ", style=style)
+        text.append(" " + score_line(group.values, rubric).split("  ", 2)[2])
         total = group.total(self.session.rubric)
         text.append(f"  = {total:.1f}" if total is not None else "  = -", style="bold")
         chosen = self.reasons.get(item.caption_id, [])
@@ -213,9 +215,7 @@ class ResolveScreen(AnnotateScreen):
 
     def action_take(self, stage: int) -> None:
         source = self.item.first if stage == 1 else self.item.second
-        self.change({key: source[key] for key in
-                     ("precision", "recall", "fluency", "fluency_type", "conciseness",
-                      "conciseness_type", "inclusive", "inclusive_type")})
+        self.change({key: source[key] for key in RATING_VALUE_FIELDS})
 
     def action_reasons(self) -> None:
         item = self.item

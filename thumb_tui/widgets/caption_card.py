@@ -11,8 +11,6 @@ from rubrics import Rubric, printable
 from storage.annotation import CaptionGroup
 from thumb_tui.widgets.caption_text import CaptionText
 
-PENALTIES = (("fluency", "F"), ("conciseness", "C"), ("inclusive", "I"))
-
 
 def _score(value: object) -> str:
     return "-" if value is None else str(value)
@@ -22,24 +20,25 @@ def _amount(amount: object) -> str:
     return f"{amount:g}" if amount else "-"
 
 
-def score_line(values: dict[str, object]) -> str:
-    """P, R and penalties in one short line, e.g. `P 4  R 3  F 0.1  C -  I -`."""
-    parts = [f"P {_score(values['precision'])}", f"R {_score(values['recall'])}"]
-    parts += [f"{label} {_amount(values[key])}" for key, label in PENALTIES]
+def score_line(values: dict[str, object], rubric: Rubric) -> str:
+    """The rubric's scores and penalties in one short line, by their short labels, e.g.
+    `P 4  R 3  F 0.1  C -  I -` for THUMB."""
+    parts = [f"{d.short} {_score(values[d.key])}" for d in rubric.dimensions]
+    parts += [f"{p.short} {_amount(values[p.key])}" for p in rubric.penalties]
     return "  ".join(parts)
 
 
-def penalty_kinds(values: dict[str, object]) -> str:
+def penalty_kinds(values: dict[str, object], rubric: Rubric) -> str:
     """The error types behind the penalties, e.g. `fluency: spelling, grammar`."""
     return "; ".join(f"{key}: {str(values[f'{key}_type']).replace(',', ', ')}"
-                     for key, _ in PENALTIES if values[key] and values[f"{key}_type"])
+                     for key in rubric.penalty_keys if values[key] and values[f"{key}_type"])
 
 
-def rating_context(label: str, values: dict[str, object]) -> Text:
+def rating_context(label: str, values: dict[str, object], rubric: Rubric) -> Text:
     """Another stage's rating as a reviewer or resolver needs it: the scores, the error
     types and the note, e.g. `stage 1: P 4  R 3  F 0.1 ... (fluency: spelling) note: …`."""
-    text = Text(f"{label}: {score_line(values)}")
-    kinds = penalty_kinds(values)
+    text = Text(f"{label}: {score_line(values, rubric)}")
+    kinds = penalty_kinds(values, rubric)
     if kinds:
         text.append(f" ({kinds})")
     if values.get("note"):
@@ -94,20 +93,20 @@ class CaptionCard(Horizontal):
             caption.append(f"  (×{len(self.group.caption_ids)})", style="dim")
         self.text.update(caption)
         body = Text()
-        for key, label in (("precision", "P"), ("recall", "R")):
-            style = "bold reverse" if self.focused_dimension == key else "bold"
-            body.append(f" {label} {_score(values[key])} ", style=style)
-        for key, label in PENALTIES:
-            body.append(f" {label} {_amount(values[key])}")
+        for dimension in self.rubric.dimensions:
+            style = "bold reverse" if self.focused_dimension == dimension.key else "bold"
+            body.append(f" {dimension.short} {_score(values[dimension.key])} ", style=style)
+        for penalty in self.rubric.penalties:
+            body.append(f" {penalty.short} {_amount(values[penalty.key])}")
         total = self.group.total(self.rubric)
         body.append("  = " + (f"{total:.1f}" if total is not None else "-"), style="bold")
-        kinds = penalty_kinds(values)
+        kinds = penalty_kinds(values, self.rubric)
         if kinds:
             body.append("\n" + kinds, style="dim")
         if values["note"]:
             body.append(f"\nnote: {printable(str(values['note']))}", style="italic")
         if self.group.reference is not None:
-            reference = rating_context("stage 1", self.group.reference)
+            reference = rating_context("stage 1", self.group.reference, self.rubric)
             reference.stylize("dim")
             body.append("\n")
             body.append_text(reference)
