@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from rubrics import Rubric
+from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from storage.images import ImagePathError, image_problem, resolve_image
 from storage.import_files import Record
 from storage.models import RATING_VALUE_FIELDS, Stage
@@ -41,12 +41,12 @@ ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
 # The type every field must have in a JSON-lines file (CSV cells are text, parsed strictly).
 JSON_SCHEMA = {
     **dict.fromkeys(["image", "system", "sys", "caption", "hyp", "annotator", "note",
-                     "fluency_type", "conciseness_type", "inclusive_type", "created_at",
+                     *(f"{key}_type" for key in PENALTY_KEYS), "created_at",
                      "updated_at", "resolution_reasons", "resolution_note",
                      "fluency_round_type", "fluency_round_by", "rubric"], TEXT),
     **dict.fromkeys(["image_id", "caption_id", "stage"], KEY),
-    **dict.fromkeys(["precision", "p", "recall", "r", "fluency", "conciseness", "inclusive",
-                     "seconds", "fluency_round", "total", "image_seconds"], NUMBER),
+    **dict.fromkeys([*SCORE_KEYS, "p", "r", *PENALTY_KEYS, "seconds", "fluency_round",
+                     "total", "image_seconds"], NUMBER),
     **dict.fromkeys(["double_rating", "native_english"], FLAG),
     "references": TEXTS,
 }

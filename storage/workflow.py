@@ -26,6 +26,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
+from storage.rubric_registry import stored_rubrics
 
 COMPARED = (*SCORE_KEYS, *PENALTY_KEYS)
 
@@ -350,9 +351,12 @@ class FluencyItem(NamedTuple):
 
 def fluency_queue(engine: Engine) -> list[FluencyItem]:
     """Captions whose stage-1 and stage-2 raters are both not native English speakers and
-    that no native speaker has checked yet."""
+    that no native speaker has checked yet, where the review's rubric has a fluency
+    penalty."""
     rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
+        without_fluency = {signature for signature, rubric in stored_rubrics(connection).items()
+                           if not rubric.has_penalty("fluency")}
         native = {row.id: bool(row.native_english) for row in connection.execute(
             select(annotator.c.id, annotator.c.native_english))}
         first = primary_first_ratings(connection)
@@ -366,7 +370,8 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
         ).all()
     same_text: dict[tuple[int, str], list[int]] = {}
     for row in rows:
-        if row.caption_id in checked or row.caption_id not in first:
+        if (row.caption_id in checked or row.caption_id not in first
+                or row.rubric in without_fluency):
             continue
         if native[first[row.caption_id]["annotator_id"]] or native[row.annotator_id]:
             continue

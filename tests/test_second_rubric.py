@@ -27,6 +27,7 @@ from storage import InputError, final_scores, import_captions, open_database, ra
 from storage.annotation import AnnotationSession
 from storage.models import Stage, utcnow
 from storage.rubric_registry import project_rubric, register_rubric, stored_rubrics
+from storage.workflow import fluency_queue
 from tests.app_helpers import screen_text
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp
@@ -200,6 +201,7 @@ async def test_the_second_rubric_end_to_end(tmp_path):
 
     ratings = ratings_frame(engine)
     assert set(ratings["rubric"]) == {"pr4-1"}
+    assert fluency_queue(engine) == []  # PR-4 has no fluency to check
     assert ratings["precision"].max() == 4 and set(ratings["fluency"]) == {0.0}
     finals = final_scores(engine)
     assert len(finals) == 60
