@@ -14,8 +14,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, MetaData, create_engine, inspect, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel
 
+from rubrics import THUMB_1_0
 from storage import final_scores, open_database
 from storage.migrations import (
     RELEASE_0_1_0,
@@ -25,6 +27,7 @@ from storage.migrations import (
     head_revision,
     upgrade_database,
 )
+from storage.rubric_registry import project_rubric
 
 SCHEMAS = Path(__file__).parent / "schemas"
 POSTGRES_URL = os.environ.get("THUMB_TEST_POSTGRES")
@@ -162,6 +165,13 @@ def test_release_0_1_0_sqlite_database_upgrades_keeping_every_row(tmp_path):
     finals = final_scores(engine).set_index("caption_id")
     assert finals.loc[1, ["precision", "recall", "final_source"]].tolist() == [4, 4, "resolution"]
     assert len(finals) == 6
+    # THUMB 1.0 is stored with the values it allows, and the database holds ratings to it
+    assert project_rubric(engine) == THUMB_1_0
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT DISTINCT rubric FROM fluency_check")).scalars(
+            ).all() == ["thumb-1.0"]
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text("UPDATE rating SET conciseness = 0.3 WHERE id = 1"))
 
     (backup,) = tmp_path.glob("thumb.db.backup-*")
     assert backup.name.startswith(f"thumb.db.backup-{RELEASE_0_1_0}-")
