@@ -10,6 +10,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKeyConstraint,
+    LargeBinary,
     UniqueConstraint,
 )
 from sqlmodel import Field, SQLModel
@@ -579,6 +580,168 @@ class JudgmentMetricScore(SQLModel, table=True):
 
 JUDGMENT_TABLES = (JudgmentSet, JudgmentImage, JudgmentReference, JudgmentCaption,
                    JudgmentScore, JudgmentPair, JudgmentMetricScore)
+
+
+MATCH_DIRECTIONS = ("i2t", "t2i")
+
+
+class MatchModel(SQLModel, table=True):
+    """A retrieval model that proposed image-caption matches, with the settings it ran with.
+    `top_lists` keeps its ranked lists to `depth` (query -> items, both directions, as a
+    NumPy .npz) for gold negatives and for comparing models' rankings."""
+
+    __tablename__ = "match_model"
+    __table_args__ = (
+        CheckConstraint("length(name) > 0", name="match_model_name_not_empty"),
+        CheckConstraint("top_k >= 1", name="match_model_top_k_positive"),
+        CheckConstraint("depth >= top_k", name="match_model_depth_covers_top_k"),
+        CheckConstraint("direction IN ('i2t', 't2i', 'both')", name="match_model_direction"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    signature: str
+    direction: str
+    top_k: int
+    depth: int
+    queries_sample: int | None = None
+    seed: int | None = None
+    top_lists: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = _timestamp()
+
+
+class MatchPair(SQLModel, table=True):
+    """An image-caption pair that humans verify: a model's candidate or a gold item."""
+
+    __tablename__ = "match_pair"
+    __table_args__ = (UniqueConstraint("image_id", "caption_id", name="match_pair_unique"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
+
+
+class MatchProposal(SQLModel, table=True):
+    """Which model proposed a pair, in which direction, at which rank (1 = best)."""
+
+    __tablename__ = "match_proposal"
+    __table_args__ = (
+        UniqueConstraint("pair_id", "model_id", "direction", name="match_proposal_unique"),
+        CheckConstraint("direction IN ('i2t', 't2i')", name="match_proposal_direction"),
+        CheckConstraint("rank >= 1", name="match_proposal_rank_positive"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    pair_id: int = Field(foreign_key="match_pair.id", index=True, ondelete="RESTRICT")
+    model_id: int = Field(foreign_key="match_model.id", index=True, ondelete="RESTRICT")
+    direction: str
+    rank: int
+
+
+class MatchBatch(SQLModel, table=True):
+    """Pairs verified together, with gold items; each is verified by `redundancy` people."""
+
+    __tablename__ = "match_batch"
+    __table_args__ = (CheckConstraint("redundancy >= 1", name="match_batch_redundancy"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    seed: int
+    redundancy: int
+    created_at: datetime = _timestamp()
+
+
+class MatchBatchItem(SQLModel, table=True):
+    """A pair in a batch; `gold` is 'positive' or 'negative' for a known answer, else NULL.
+    Never shown to the annotator."""
+
+    __tablename__ = "match_batch_item"
+    __table_args__ = (
+        UniqueConstraint("batch_id", "position", name="match_batch_item_position"),
+        UniqueConstraint("batch_id", "pair_id", name="match_batch_item_pair"),
+        CheckConstraint("position >= 0", name="match_batch_item_position_non_negative"),
+        CheckConstraint("gold IS NULL OR gold IN ('positive', 'negative')",
+                        name="match_batch_item_gold"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    batch_id: int = Field(foreign_key="match_batch.id", index=True, ondelete="RESTRICT")
+    pair_id: int = Field(foreign_key="match_pair.id", index=True, ondelete="RESTRICT")
+    position: int
+    gold: str | None = None
+
+
+class MatchClaim(SQLModel, table=True):
+    """An annotator's claim on a batch: their order of its pairs and where they were.
+    A rejected claim (after quality control) frees the batch for someone else and its
+    answers leave the aggregation."""
+
+    __tablename__ = "match_claim"
+    __table_args__ = (
+        UniqueConstraint("batch_id", "annotator_id", name="match_claim_unique"),
+        CheckConstraint("status IN ('active', 'rejected')", name="match_claim_status"),
+        CheckConstraint("focus >= 0", name="match_claim_focus_non_negative"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    batch_id: int = Field(foreign_key="match_batch.id", index=True, ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
+    shuffle_seed: int
+    status: str = "active"
+    focus: int = 0
+    claimed_at: datetime = _timestamp()
+
+
+class MatchVerification(SQLModel, table=True):
+    """One annotator's answer on one pair of a claimed batch: 1 = 100% yes, 2 = partially
+    yes, 3 = mostly no, 4 = 100% no (NULL after undoing a first answer)."""
+
+    __tablename__ = "match_verification"
+    __table_args__ = (
+        UniqueConstraint("claim_id", "item_id", name="match_verification_unique"),
+        CheckConstraint("answer IS NULL OR answer IN (1, 2, 3, 4)",
+                        name="match_verification_answer"),
+        CheckConstraint("seconds >= 0", name="match_verification_seconds"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    claim_id: int = Field(foreign_key="match_claim.id", index=True, ondelete="RESTRICT")
+    item_id: int = Field(foreign_key="match_batch_item.id", index=True, ondelete="RESTRICT")
+    answer: int | None = None
+    seconds: float = 0.0
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+class PositiveSet(SQLModel, table=True):
+    """A named set of image-caption positives (imported, or derived from verifications)."""
+
+    __tablename__ = "positive_set"
+    __table_args__ = (CheckConstraint("length(name) > 0", name="positive_set_name_not_empty"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    source: str = Field(description="where it came from, with its settings")
+    created_at: datetime = _timestamp()
+
+
+class PositivePair(SQLModel, table=True):
+    """One positive of a set, per direction as the eccv-caption layout keeps them: ids are
+    strings and need not be in the project (a positive set is about ids)."""
+
+    __tablename__ = "positive_pair"
+    __table_args__ = (
+        UniqueConstraint("set_id", "direction", "query_key", "item_key",
+                         name="positive_pair_unique"),
+        CheckConstraint("direction IN ('i2t', 't2i')", name="positive_pair_direction"),
+        CheckConstraint("length(query_key) > 0 AND length(item_key) > 0",
+                        name="positive_pair_keys_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(foreign_key="positive_set.id", index=True, ondelete="RESTRICT")
+    direction: str
+    query_key: str
+    item_key: str
 
 
 class SchemaVersion(SQLModel, table=True):

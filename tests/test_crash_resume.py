@@ -29,14 +29,16 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX p
 
 
 class TerminalApp:
-    """`thumb annotate` running in a pty of 80x24, its output drained in a thread."""
+    """`thumb annotate` (or another screen's command) running in a pty of 80x24, its output
+    drained in a thread."""
 
-    def __init__(self, db: Path, annotator: str) -> None:
+    def __init__(self, db: Path, annotator: str, command: tuple[str, ...] = ("annotate",)
+                 ) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "thumb_tui", "--db", str(db), "annotate",
+            [sys.executable, "-m", "thumb_tui", "--db", str(db), *command,
              "--annotator", annotator, "--image-mode", "none"],
             stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
             start_new_session=True,

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from thumb_tui.cli import analysis, bison, database, judgments, project, rating, retrieval
+from thumb_tui.cli import (
+    analysis,
+    bison,
+    database,
+    judgments,
+    match,
+    project,
+    rating,
+    retrieval,
+)
 from thumb_tui.cli.common import SafeGroup, state
 
 app = typer.Typer(
@@ -36,5 +45,6 @@ app.add_typer(bison.app, name="bison")
 app.add_typer(judgments.app, name="judgments")
 app.add_typer(database.app, name="db")
 app.add_typer(retrieval.app, name="retrieval")
+app.add_typer(match.app, name="match")
 
 __all__ = ["app"]

@@ -1,0 +1,538 @@
+"""Match verification (ECCV Caption, Chun et al. 2022) as pure functions: top-k proposals
+from similarity matrices in chunks, batch packing with gold items, gold scoring, vote
+aggregation, precision/recall of positive sets against the human-verified ones (the
+paper's Table 2) and the overlap of models' rankings (its section 5).
+
+Pairs are (image, caption) integer ids; directions are "i2t" (an image queries captions)
+and "t2i" (a caption queries images). Nothing here touches a database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from metrics.agreement import UndefinedStatistic, alpha_from_matrix, kappa_from_pairs
+from metrics.correlation import check_ci, percentile_ci
+from rubrics.match import ANSWER_VALUES, DEFAULT_RULE, GOLD_RIGHT, RULES
+
+DIRECTIONS = ("i2t", "t2i")
+GOLD_NEGATIVE_BEYOND = 25
+CHUNK_CELLS = 32_000_000  # similarity cells per chunk: 128 MB of float32
+
+
+# -- proposals ------------------------------------------------------------------------------
+
+def _check_chunk(chunk: np.ndarray, rows: np.ndarray, columns: np.ndarray | None = None
+                 ) -> None:
+    """Refuse NaN and infinite scores, naming the first one's row and column (1-based)."""
+    bad = ~np.isfinite(chunk)
+    if bad.any():
+        row, column = np.argwhere(bad)[0]
+        value = chunk[row, column]
+        column_number = column if columns is None else columns[column]
+        raise ValueError(f"the score at row {rows[row] + 1}, column {column_number + 1} is "
+                         f"{value} (NaN or infinite scores cannot be ranked)")
+
+
+def _best_first(scores: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Sort each row of `indices` by descending score, ties by ascending index."""
+    order = np.lexsort((indices, -scores), axis=-1)
+    return np.take_along_axis(indices, order, axis=-1)
+
+
+def _top_k_unordered(block: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of each row's k highest scores (in no order); of equal scores at the
+    boundary, the lower indices. argpartition alone picks among such ties arbitrarily."""
+    n_columns = block.shape[1]
+    if k >= n_columns:
+        return np.broadcast_to(np.arange(n_columns), block.shape).copy()
+    part = np.argpartition(-block, k - 1, axis=1)[:, :k]
+    chosen = np.take_along_axis(block, part, axis=1)
+    threshold = chosen.min(axis=1)
+    ties_everywhere = (block == threshold[:, None]).sum(axis=1)
+    ties_chosen = (chosen == threshold[:, None]).sum(axis=1)
+    for row in np.flatnonzero(ties_everywhere > ties_chosen):
+        above = np.flatnonzero(block[row] > threshold[row])
+        ties = np.flatnonzero(block[row] == threshold[row])[:k - len(above)]
+        part[row] = np.concatenate([above, ties])
+    return part
+
+
+def _chunk_rows(n_columns: int) -> int:
+    return max(1, CHUNK_CELLS // max(n_columns, 1))
+
+
+def top_k_rows(matrix: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Column indices of the k highest scores of each row (or of the rows listed), best
+    first, ties to the lower index. Reads `matrix` (a memory map is fine) in row chunks,
+    never holding more than one."""
+    rows = np.arange(matrix.shape[0]) if rows is None else np.asarray(rows)
+    n_columns = matrix.shape[1]
+    k = min(k, n_columns)
+    out = np.empty((len(rows), k), dtype=np.int64)
+    step = _chunk_rows(n_columns)
+    for start in range(0, len(rows), step):
+        chosen = rows[start:start + step]
+        chunk = np.asarray(matrix[chosen[0]:chosen[-1] + 1] if _contiguous(chosen)
+                           else matrix[chosen], dtype=np.float32)
+        _check_chunk(chunk, chosen)
+        part = _top_k_unordered(chunk, k)
+        scores = np.take_along_axis(chunk, part, axis=1)
+        out[start:start + len(chunk)] = _best_first(scores, part)
+    return out
+
+
+def top_k_columns(matrix: np.ndarray, k: int, columns: np.ndarray | None = None
+                  ) -> np.ndarray:
+    """Row indices of the k highest scores of each column (or of the columns listed), best
+    first, from row chunks: a running top k per column is merged with each chunk's, so the
+    matrix is read once, row-major."""
+    n_rows = matrix.shape[0]
+    columns = np.arange(matrix.shape[1]) if columns is None else np.asarray(columns)
+    whole = len(columns) == matrix.shape[1] and _contiguous(columns)
+    k = min(k, n_rows)
+    best_scores = np.full((k, len(columns)), -np.inf, dtype=np.float32)
+    best_rows = np.full((k, len(columns)), np.iinfo(np.int64).max, dtype=np.int64)
+    step = _chunk_rows(matrix.shape[1])
+    positions = np.arange(len(columns))
+    for start in range(0, n_rows, step):
+        chunk = np.asarray(matrix[start:start + step], dtype=np.float32)
+        chunk = chunk if whole else chunk[:, columns]
+        _check_chunk(chunk, np.arange(start, start + len(chunk)), columns)
+        part = _top_k_unordered(chunk.T, min(k, len(chunk))).T
+        scores = np.vstack([best_scores, chunk[part, positions]])
+        found = np.vstack([best_rows, part + start])
+        order = np.lexsort((found, -scores), axis=0)[:k]
+        best_scores = np.take_along_axis(scores, order, axis=0)
+        best_rows = np.take_along_axis(found, order, axis=0)
+    return best_rows.T.copy()
+
+
+def _contiguous(indices: np.ndarray) -> bool:
+    return len(indices) > 0 and indices[-1] - indices[0] + 1 == len(indices) and bool(
+        (np.diff(indices) == 1).all())
+
+
+@dataclass(frozen=True)
+class ScoreFile:
+    """A model's image x caption similarities as read from a file: `scores` (possibly a
+    read-only memory map) with the image id of each row and the caption id of each column,
+    as strings."""
+
+    scores: np.ndarray
+    image_keys: list[str]
+    caption_keys: list[str]
+
+
+def read_score_file(path: Path, image_keys: Path | None = None,
+                    caption_keys: Path | None = None) -> ScoreFile:
+    """A model's similarities: `.npy` (memory mapped, so a 5,000 x 25,000 matrix is read in
+    chunks; ids from `image_keys` / `caption_keys`, one per line, in row and column order),
+    or what `metrics.rankings.read_scores` reads (`.npz` with arrays scores, image_ids,
+    caption_ids; Parquet with image_id, caption_id, score). ValueError names the file and
+    the problem."""
+    from metrics.rankings import read_scores
+
+    if path.suffix.lower() != ".npy":
+        scores, images, captions = read_scores(path)
+        return ScoreFile(scores, [str(i) for i in images], [str(c) for c in captions])
+    if image_keys is None or caption_keys is None:
+        raise ValueError(f"{path}: a .npy matrix needs --image-keys and --caption-keys files "
+                         "(one id per line, in row and column order)")
+    try:
+        scores = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+    found = ScoreFile(scores, _key_lines(image_keys), _key_lines(caption_keys))
+    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
+        raise ValueError(f"{path}: expected a 2-D matrix of numbers, not {scores.ndim}-D "
+                         f"{scores.dtype}")
+    if scores.shape != (len(found.image_keys), len(found.caption_keys)):
+        raise ValueError(f"{path}: the matrix is {scores.shape[0]} x {scores.shape[1]} but "
+                         f"the id files name {len(found.image_keys)} images and "
+                         f"{len(found.caption_keys)} captions")
+    return found
+
+
+def _key_lines(path: Path) -> list[str]:
+    try:
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read ids from {path}: {exc}") from None
+
+
+def proposals(top_lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int,
+              caption_image: dict[int, int]) -> pd.DataFrame:
+    """A model's candidates: each query's top k in every direction it ran, its known
+    positives (a caption's own image) left out. `top_lists` maps a direction to (query ids,
+    items best first) with image ids as queries for i2t and caption ids for t2i. Columns:
+    image, caption, direction, rank (1 = best)."""
+    frames = []
+    for direction, (queries, items) in top_lists.items():
+        if direction not in DIRECTIONS:
+            raise ValueError(f"direction must be i2t or t2i, not {direction!r}")
+        kept = items[:, :k]
+        ranks = np.broadcast_to(np.arange(1, kept.shape[1] + 1), kept.shape)
+        query = np.repeat(queries, kept.shape[1])
+        images, captions = (query, kept.ravel()) if direction == "i2t" else (kept.ravel(),
+                                                                               query)
+        frame = pd.DataFrame({"image": images.astype(np.int64),
+                              "caption": captions.astype(np.int64),
+                              "direction": direction, "rank": ranks.ravel()})
+        own = frame["caption"].map(caption_image)
+        frames.append(frame[own.to_numpy() != frame["image"].to_numpy()])
+    if not frames:
+        return pd.DataFrame(columns=["image", "caption", "direction", "rank"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def near_pair_codes(top_lists: Iterable[dict[str, tuple[np.ndarray, np.ndarray]]],
+                    depth: int, n_captions_code: int) -> np.ndarray:
+    """Sorted codes (image * n_captions_code + caption) of every pair some model ranks in
+    its top `depth`, in any direction it ran."""
+    codes = []
+    for lists in top_lists:
+        for direction, (queries, items) in lists.items():
+            kept = items[:, :depth]
+            query = np.repeat(queries, kept.shape[1]).astype(np.int64)
+            images, captions = (query, kept.ravel()) if direction == "i2t" else (
+                kept.ravel().astype(np.int64), query)
+            codes.append(images * n_captions_code + captions)
+    return np.unique(np.concatenate(codes)) if codes else np.empty(0, dtype=np.int64)
+
+
+# -- batches --------------------------------------------------------------------------------
+
+def check_batch_size(size: int) -> None:
+    if size < 3:
+        raise ValueError(f"batch size must be at least 3 (one candidate, one known positive "
+                         f"and one known negative), not {size}")
+
+
+def pack_batches(n_candidates: int, size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Candidates (by index) shuffled into batches of `size` - 2, leaving room for one known
+    positive and one known negative per batch."""
+    check_batch_size(size)
+    order = rng.permutation(n_candidates)
+    per_batch = size - 2
+    return [order[start:start + per_batch] for start in range(0, n_candidates, per_batch)]
+
+
+def draw_negatives(count: int, images: np.ndarray, captions: np.ndarray,
+                   excluded_codes: np.ndarray, n_captions_code: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """`count` distinct (image, caption) pairs, as rows of an array, whose codes are not in
+    the sorted `excluded_codes` (pairs a model ranks near the top, known positives, pairs
+    already in use). Raises ValueError when too few such pairs exist."""
+    chosen: list[int] = []
+    taken = set()
+    total = len(images) * len(captions)
+    for _ in range(50):
+        need = count - len(chosen)
+        if need <= 0:
+            break
+        draw = max(need * 4, 64)
+        codes = (images[rng.integers(0, len(images), draw)].astype(np.int64) * n_captions_code
+                 + captions[rng.integers(0, len(captions), draw)])
+        position = np.searchsorted(excluded_codes, codes)
+        position = np.minimum(position, max(len(excluded_codes) - 1, 0))
+        free = codes if len(excluded_codes) == 0 else codes[excluded_codes[position] != codes]
+        for code in free.tolist():
+            if code not in taken:
+                taken.add(code)
+                chosen.append(code)
+                if len(chosen) == count:
+                    break
+    if len(chosen) < count:
+        free_total = total - len(excluded_codes)
+        raise ValueError(f"found {len(chosen)} of the {count} known negatives needed: "
+                         f"{max(free_total, 0)} of {total} pairs lie beyond every model's "
+                         "top ranks")
+    result = np.array(chosen, dtype=np.int64)
+    return np.stack([result // n_captions_code, result % n_captions_code], axis=1)
+
+
+# -- quality control ------------------------------------------------------------------------
+
+def gold_correct(gold: pd.Series, answer: pd.Series) -> pd.Series:
+    """A known positive is answered right with 'yes' or 'partially yes', a known negative
+    with 'mostly no' or '100% no'. NaN where the item is not gold or unanswered."""
+    right = np.where(gold == "positive", answer.isin(GOLD_RIGHT["positive"]),
+                     answer.isin(GOLD_RIGHT["negative"]))
+    return pd.Series(right, index=answer.index).where(gold.notna() & answer.notna())
+
+
+def quality_tables(answers: pd.DataFrame, rushed_seconds: float
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per annotator and per claimed batch: pairs answered, gold right/total, gold accuracy,
+    median seconds per pair and rushed pairs (answered faster than `rushed_seconds`). A batch
+    with a wrong gold answer is flagged for checking. `answers` has one row per answered
+    item: annotator, batch, claim, status, gold, answer, seconds."""
+    if rushed_seconds < 0:
+        raise ValueError("rushed seconds must be non-negative")
+    data = answers.dropna(subset=["answer"]).copy()
+    data["gold_right"] = gold_correct(data["gold"], data["answer"])
+    data["is_gold"] = data["gold"].notna()
+    data["rushed"] = data["seconds"] < rushed_seconds
+
+    def summarise(keys: list[str]) -> pd.DataFrame:
+        grouped = data.groupby(keys, sort=True)
+        table = pd.DataFrame({
+            "pairs": grouped.size(),
+            "gold_right": grouped["gold_right"].sum().astype(int),
+            "gold_total": grouped["is_gold"].sum().astype(int),
+            "median_seconds": grouped["seconds"].median(),
+            "rushed": grouped["rushed"].sum().astype(int),
+        }).reset_index()
+        table["gold_accuracy"] = (table["gold_right"] / table["gold_total"]).where(
+            table["gold_total"] > 0)
+        return table
+
+    columns = ["annotator", "pairs", "gold_right", "gold_total", "gold_accuracy",
+               "median_seconds", "rushed"]
+    if data.empty:
+        return (pd.DataFrame(columns=columns),
+                pd.DataFrame(columns=["batch", *columns, "status", "flagged"]))
+    per_annotator = summarise(["annotator"])[columns]
+    per_batch = summarise(["batch", "annotator", "status"])
+    per_batch["flagged"] = per_batch["gold_right"] < per_batch["gold_total"]
+    return per_annotator, per_batch[["batch", *columns, "status", "flagged"]]
+
+
+# -- aggregation ----------------------------------------------------------------------------
+
+def aggregate_votes(votes: pd.DataFrame, rule: str = "yes+partial", min_votes: int = 1
+                    ) -> pd.DataFrame:
+    """Per pair (columns image, caption): votes, positive votes and the verdict. A pair is
+    positive when more than half of its votes are positive answers under `rule` ('yes':
+    100% yes only; 'yes+partial': 100% yes or partially yes) and it has at least
+    `min_votes` votes; pairs with fewer votes are undecided (verdict NaN)."""
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
+    if min_votes < 1:
+        raise ValueError(f"min votes must be at least 1, not {min_votes}")
+    data = votes.dropna(subset=["answer"])
+    unknown = sorted(set(data["answer"].astype(int)) - set(ANSWER_VALUES))
+    if unknown:
+        raise ValueError(f"answers must be 1-4, found {unknown[0]}")
+    data = data.assign(positive=data["answer"].isin(RULES[rule]))
+    table = data.groupby(["image", "caption"]).agg(votes=("answer", "size"),
+                                                    positive_votes=("positive", "sum"))
+    table = table.reset_index()
+    table["positive_votes"] = table["positive_votes"].astype(int)
+    verdict = table["positive_votes"] * 2 > table["votes"]
+    table["verdict"] = verdict.where(table["votes"] >= min_votes)
+    return table
+
+
+def positive_set_quality(existing: pd.DataFrame, verified: pd.DataFrame) -> pd.DataFrame:
+    """ECCV Caption Table 2 for one existing positive set r, per direction: with h the pairs
+    humans decided and p ⊆ h the positive ones, only r' = r ∩ h can be judged (section 3.3).
+    precision = |r' ∩ p| / |r'|; recall = |r' ∩ p| / |p_d| with p_d the positives whose
+    query is a query of r in that direction. `existing` has direction, image, caption;
+    `verified` has image, caption, verdict (bool). Returns direction, judged (|r'|),
+    size (|r|), verified_positives (|p_d|), hits, precision, recall (NaN when undefined)."""
+    decided = verified.dropna(subset=["verdict"])
+    h = set(zip(decided["image"], decided["caption"], strict=True))
+    p = {pair for pair, v in zip(zip(decided["image"], decided["caption"], strict=True),
+                                 decided["verdict"], strict=True) if v}
+    rows = []
+    for direction in DIRECTIONS:
+        mine = existing[existing["direction"] == direction]
+        r = set(zip(mine["image"], mine["caption"], strict=True))
+        queries = set(mine["image"] if direction == "i2t" else mine["caption"])
+        side = 0 if direction == "i2t" else 1
+        p_d = {pair for pair in p if pair[side] in queries}
+        judged = r & h
+        hits = len(judged & p)
+        rows.append({"direction": direction, "size": len(r), "judged": len(judged),
+                     "verified_positives": len(p_d), "hits": hits,
+                     "precision": hits / len(judged) if judged else np.nan,
+                     "recall": len(judged & p_d) / len(p_d) if p_d else np.nan})
+    return pd.DataFrame(rows)
+
+
+# -- model bias -----------------------------------------------------------------------------
+
+def model_bias(proposed: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per proposing model (paper section 5): candidates proposed, how many humans decided,
+    how many were verified positive, the share positive among decided, and how many of its
+    positives no other model proposed. `proposed` has model, image, caption (any
+    directions); `verdicts` has image, caption, verdict."""
+    pairs = proposed.drop_duplicates(["model", "image", "caption"])
+    merged = pairs.merge(verdicts[["image", "caption", "verdict"]], on=["image", "caption"],
+                         how="left")
+    proposers = merged.groupby(["image", "caption"])["model"].transform("nunique")
+    merged["positive"] = merged["verdict"].eq(True)
+    merged["decided"] = merged["verdict"].notna()
+    merged["only_this_model"] = merged["positive"] & (proposers == 1)
+    table = merged.groupby("model").agg(candidates=("image", "size"),
+                                        decided=("decided", "sum"),
+                                        positives=("positive", "sum"),
+                                        unique_positives=("only_this_model", "sum"))
+    table = table.astype(int).reset_index()
+    table["positive_share"] = (table["positives"] / table["decided"]).where(
+        table["decided"] > 0)
+    return table
+
+
+def kendall_tau_top_lists(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Kendall tau-b per query between two models' top lists (rows: the same queries, items
+    best first). Over the union of both lists, an item missing from a list ranks below all
+    of its items (tied there); NaN where one ranking has no untied pair."""
+    if first.shape[0] != second.shape[0]:
+        raise ValueError("both models need the same queries")
+    depth_a, depth_b = first.shape[1], second.shape[1]
+    out = np.empty(first.shape[0])
+    step = 2000
+    for start in range(0, first.shape[0], step):
+        a, b = first[start:start + step], second[start:start + step]
+        items = np.concatenate([a, b], axis=1)
+        in_a = items[:, :, None] == a[:, None, :]
+        in_b = items[:, :, None] == b[:, None, :]
+        rank_a = np.where(in_a.any(-1), in_a.argmax(-1), depth_a).astype(np.int16)
+        rank_b = np.where(in_b.any(-1), in_b.argmax(-1), depth_b).astype(np.int16)
+        valid = np.concatenate([np.ones(a.shape, bool), ~in_a[:, depth_a:].any(-1)], axis=1)
+        sign_a = np.sign(rank_a[:, :, None] - rank_a[:, None, :])
+        sign_b = np.sign(rank_b[:, :, None] - rank_b[:, None, :])
+        mask = valid[:, :, None] & valid[:, None, :]
+        concordance = (sign_a * sign_b * mask).sum(axis=(1, 2), dtype=np.int64)
+        untied_a = (np.abs(sign_a) * mask).sum(axis=(1, 2), dtype=np.int64)
+        untied_b = (np.abs(sign_b) * mask).sum(axis=(1, 2), dtype=np.int64)
+        denominator = np.sqrt(untied_a.astype(float) * untied_b)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start:start + step] = np.where(denominator > 0,
+                                               concordance / denominator, np.nan)
+    return out
+
+
+def model_overlap(lists: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], k: int
+                  ) -> pd.DataFrame:
+    """For every two models and direction both ran: the queries they share, the mean
+    overlap of their top k (|A ∩ B| / k) and the mean Kendall tau-b of their top lists."""
+    rows = []
+    names = sorted(lists)
+    for index, name_a in enumerate(names):
+        for name_b in names[index + 1:]:
+            for direction in DIRECTIONS:
+                if direction not in lists[name_a] or direction not in lists[name_b]:
+                    continue
+                queries_a, items_a = lists[name_a][direction]
+                queries_b, items_b = lists[name_b][direction]
+                shared, where_a, where_b = np.intersect1d(queries_a, queries_b,
+                                                          return_indices=True)
+                if len(shared) == 0:
+                    continue
+                a, b = items_a[where_a], items_b[where_b]
+                top_a, top_b = a[:, :k], b[:, :k]
+                overlap = (top_a[:, :, None] == top_b[:, None, :]).any(-1).sum(1) / k
+                tau = kendall_tau_top_lists(a, b)
+                rows.append({"model_a": name_a, "model_b": name_b, "direction": direction,
+                             "queries": len(shared), "overlap_at_k": float(overlap.mean()),
+                             "kendall_tau": float(np.nanmean(tau)) if np.isfinite(
+                                 tau).any() else np.nan})
+    return pd.DataFrame(rows, columns=["model_a", "model_b", "direction", "queries",
+                                       "overlap_at_k", "kendall_tau"])
+
+
+def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
+                       bootstrap: int = 1000, ci: float = 0.90, seed: int = 0
+                       ) -> pd.DataFrame:
+    """Agreement between redundant verifiers over long-format votes (pair, annotator,
+    answer): Krippendorff's alpha (ordinal, on the four answers; nominal, on the verdict
+    under `rule`) over every verifier, and Cohen's kappa (linear on the answers, unweighted
+    on the verdict) per two verifiers, each with a percentile bootstrap CI over pairs.
+    Tidy records {statistic, pair, value, ci_low, ci_high, n, note}; a statistic that
+    cannot be computed is reported undefined with the reason, never NaN."""
+    check_ci(ci)
+    data = votes.dropna(subset=["answer"]).astype({"answer": float})
+    data = data.assign(verdict=data["answer"].isin(RULES[rule]).astype(float))
+    shared = data.groupby("pair")["annotator"].nunique()
+    data = data[data["pair"].isin(shared[shared >= 2].index)]
+    rng = np.random.default_rng(seed)
+    records = []
+
+    def record(statistic: str, who: str, compute: Callable[[pd.DataFrame], float],
+               frame: pd.DataFrame) -> None:
+        units = frame["pair"].unique()
+        row = {"statistic": statistic, "pair": who, "value": None, "ci_low": None,
+               "ci_high": None, "n": len(units), "note": None}
+        try:
+            row["value"] = round(compute(frame), 12) + 0.0
+        except UndefinedStatistic as exc:
+            row["note"] = f"undefined: {exc}"
+        if row["value"] is not None and bootstrap and len(units) >= 2:
+            rows_of = frame.groupby("pair").indices
+            values = []
+            for _ in range(bootstrap):
+                chosen = [rows_of[u] for u in rng.choice(units, len(units))]
+                relabelled = frame.iloc[np.concatenate(chosen)].assign(
+                    pair=np.repeat(np.arange(len(chosen)), [len(c) for c in chosen]))
+                try:
+                    values.append(compute(relabelled))
+                except UndefinedStatistic:
+                    continue
+            if values:
+                row["ci_low"], row["ci_high"] = percentile_ci(np.array(values), ci)
+        records.append(row)
+
+    for column, level in (("answer", "ordinal"), ("verdict", "nominal")):
+        record(f"alpha_{level}:{column}", "all",
+               lambda f, c=column, lv=level: _alpha(f, c, lv), data)
+    names = sorted(data["annotator"].unique())
+    for index, first in enumerate(names):
+        for second in names[index + 1:]:
+            both = data[data["annotator"].isin([first, second])]
+            counts = both.groupby("pair")["annotator"].nunique()
+            both = both[both["pair"].isin(counts[counts == 2].index)]
+            if both.empty:
+                continue
+            for column, weights in (("answer", "linear"), ("verdict", None)):
+                record(f"kappa_{weights or 'unweighted'}:{column}", f"{first}|{second}",
+                       lambda f, c=column, w=weights, a=first: _kappa(f, c, w, a), both)
+    return pd.DataFrame(records, columns=["statistic", "pair", "value", "ci_low", "ci_high",
+                                          "n", "note"])
+
+
+def _alpha(frame: pd.DataFrame, column: str, level: str) -> float:
+    matrix = frame.pivot_table(index="annotator", columns="pair", values=column,
+                               aggfunc="first")
+    return alpha_from_matrix(matrix.to_numpy(dtype=float), level)
+
+
+def _kappa(frame: pd.DataFrame, column: str, weights: str | None, first: str) -> float:
+    ordered = frame.sort_values(["pair", "annotator"])
+    mine = ordered["annotator"].to_numpy() == first
+    categories = list(ANSWER_VALUES) if column == "answer" else [0.0, 1.0]
+    return kappa_from_pairs(ordered[column].to_numpy()[mine],
+                            ordered[column].to_numpy()[~mine], weights, categories)
+
+
+def plan_batches(candidates: np.ndarray, *, image_ids: np.ndarray, caption_ids: np.ndarray,
+                 caption_image: np.ndarray, excluded_codes: np.ndarray,
+                 gold_captions: set[int], size: int, rng: np.random.Generator,
+                 code: int) -> list[list[tuple[int, int, str | None]]]:
+    """Batches of (image, caption, gold) in display position order: `size` - 2 candidates
+    (rows of image and caption ids), one known positive (a caption with its own image,
+    captions not yet used as gold first) and one known negative (not a caption's own image,
+    nor a pair whose code is in the sorted `excluded_codes`), shuffled together."""
+    groups = pack_batches(len(candidates), size, rng)
+    originals = caption_image.astype(np.int64) * code + caption_ids
+    excluded = np.union1d(excluded_codes, originals)
+    negatives = draw_negatives(len(groups), image_ids, caption_ids, excluded, code, rng)
+    fresh = np.flatnonzero([c not in gold_captions for c in caption_ids.tolist()])
+    pool = fresh if len(fresh) >= len(groups) else np.arange(len(caption_ids))
+    chosen = rng.choice(pool, size=len(groups), replace=len(pool) < len(groups))
+    plan = []
+    for number, group in enumerate(groups):
+        members = [(int(i), int(c), None) for i, c in candidates[group].tolist()]
+        members.append((int(caption_image[chosen[number]]), int(caption_ids[chosen[number]]),
+                        "positive"))
+        members.append((int(negatives[number, 0]), int(negatives[number, 1]), "negative"))
+        plan.append([members[j] for j in rng.permutation(len(members)).tolist()])
+    return plan

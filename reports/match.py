@@ -1,0 +1,504 @@
+"""Match verification where storage and metrics meet: models' proposals from score files
+(or the project's CLIP scorer), batches with gold items, quality control, aggregation into
+positive sets, the paper's Table 2 and model-bias analyses, and the eccv-caption files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine
+
+from metrics.match import (
+    DIRECTIONS,
+    ScoreFile,
+    aggregate_votes,
+    check_batch_size,
+    model_bias,
+    model_overlap,
+    near_pair_codes,
+    plan_batches,
+    positive_set_quality,
+    proposals,
+    quality_tables,
+    top_k_columns,
+    top_k_rows,
+    verifier_agreement,
+)
+from metrics.positives import (
+    PositiveSet as IdPositiveSet,
+)
+from metrics.positives import (
+    normalize_id,
+    positive_set,
+    read_positive_dir,
+    shipped_positive_set,
+    write_positive_dir,
+)
+from metrics.signature import format_signature
+from rubrics import printable
+from rubrics.match import DEFAULT_RULE
+from storage.match import (
+    ORIGINAL,
+    PAIR_CODE,
+    BatchInputs,
+    BatchPlan,
+    Collection,
+    MatchError,
+    PositiveMaps,
+    ProposalSummary,
+    TopLists,
+    check_new_model,
+    collection,
+    create_batches,
+    load_positive_set,
+    model_settings,
+    model_top_lists,
+    pair_maps,
+    positive_set_names,
+    proposal_frame,
+    query_sample,
+    record_proposals,
+    store_positive_set,
+    verification_frame,
+)
+
+SHIPPED_SETS = {"eccv": "eccv", "cxc": "cxc", "coco": "coco-5k"}
+
+
+# -- proposals ------------------------------------------------------------------------------
+
+def scores_digest(path: Path) -> str:
+    """A short digest of a scores file, or of a folder's ranked-list files."""
+    from metrics.signature import digest
+    from storage.retrieval import file_digest
+
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    return digest([file_digest([(f.name, f) for f in files])], length=12)
+
+
+def _positions(keys: list[str], index: dict[str, int], what: str, path: Path) -> np.ndarray:
+    """Project positions of a file's ids; every project item exactly once."""
+    positions = np.empty(len(keys), dtype=np.int64)
+    seen: set[str] = set()
+    for number, key in enumerate(keys):
+        if key in seen:
+            raise MatchError(f"{path}: {what} id {key!r} appears twice")
+        seen.add(key)
+        if key not in index:
+            raise MatchError(f"{path}: {what} id {key!r} is not {what} of the project")
+        positions[number] = index[key]
+    if len(keys) != len(index):
+        missing = next(k for k in index if k not in seen)
+        raise MatchError(f"{path}: {len(index) - len(keys)} {what}s of the project have no "
+                         f"scores, e.g. {missing!r} (the matrix must cover every image and "
+                         "caption)")
+    return positions
+
+
+def sample_positions(total: int, sample: int | None, seed: int) -> np.ndarray | None:
+    """Sorted positions of a seeded sample of `sample` queries; None for all of them."""
+    if sample is None or sample >= total:
+        return None
+    if sample < 1:
+        raise MatchError(f"--queries-sample must be at least 1, not {sample}")
+    return np.sort(np.random.default_rng(seed).choice(total, size=sample, replace=False))
+
+
+def top_lists_from_matrix(source: ScoreFile, items: Collection, path: Path, *,
+                          directions: tuple[str, ...], depth: int,
+                          sample: int | None, seed: int) -> TopLists:
+    """Each query's top `depth` items in every direction asked, as database ids."""
+    rows = _positions(source.image_keys, items.image_index(), "image", path)
+    columns = _positions(source.caption_keys, items.caption_index(), "caption", path)
+    image_of_row, caption_of_column = items.image_ids[rows], items.caption_ids[columns]
+    lists: TopLists = {}
+    try:
+        if "i2t" in directions:
+            chosen = sample_positions(len(rows), sample, seed)
+            queries = np.arange(len(rows)) if chosen is None else chosen
+            best = top_k_rows(source.scores, depth, chosen)
+            lists["i2t"] = (image_of_row[queries], caption_of_column[best])
+        if "t2i" in directions:
+            chosen = sample_positions(len(columns), sample, seed)
+            queries = np.arange(len(columns)) if chosen is None else chosen
+            best = top_k_columns(source.scores, depth, chosen)
+            lists["t2i"] = (caption_of_column[queries], image_of_row[best])
+    except ValueError as exc:
+        raise MatchError(f"{path}: {exc}") from None
+    return lists
+
+
+def read_ranked_lists(path: Path, items: Collection) -> TopLists:
+    """Ranked lists in the eccv-caption layout (query id -> item ids, best first), read by
+    `metrics.rankings`: a `*_image_to_caption.json` (i2t), a `*_caption_to_image.json`
+    (t2i), or a folder with one of each. Every query and item must be the project's; each
+    list is kept to the length of the shortest."""
+    from metrics.positives import CAPTION_TO_IMAGE, IMAGE_TO_CAPTION
+    from metrics.rankings import read_rankings_json
+
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    lists: TopLists = {}
+    for file in files:
+        direction = ("i2t" if file.name.endswith(IMAGE_TO_CAPTION) else
+                     "t2i" if file.name.endswith(CAPTION_TO_IMAGE) else None)
+        if direction is None:
+            raise MatchError(f"{file}: a ranked-list file is named *{IMAGE_TO_CAPTION} or "
+                             f"*{CAPTION_TO_IMAGE}")
+        if direction in lists:
+            raise MatchError(f"{path}: more than one {direction} ranked-list file")
+        ranked = read_rankings_json(file)
+        queries, targets = ((items.image_index(), items.caption_index()) if direction == "i2t"
+                            else (items.caption_index(), items.image_index()))
+        query_ids, item_ids = ((items.image_ids, items.caption_ids) if direction == "i2t"
+                               else (items.caption_ids, items.image_ids))
+        kind = "image" if direction == "i2t" else "caption"
+        for what, ids, known in (("query", ranked.queries, queries),
+                                 ("item", ranked.items, targets)):
+            unknown = next((i for i in ids if str(i) not in known), None)
+            if unknown is not None:
+                raise MatchError(f"{file}: {what} {unknown!r} is not in the project"
+                                 + (f" ({kind}s query here)" if what == "query" else ""))
+        depth = int((ranked.order >= 0).sum(axis=1).min())
+        item_rows = np.array([targets[str(i)] for i in ranked.items])[ranked.order[:, :depth]]
+        query_rows = np.array([queries[str(q)] for q in ranked.queries])
+        lists[direction] = (query_ids[query_rows], item_ids[item_rows])
+    if not lists:
+        raise MatchError(f"{path}: no ranked-list files")
+    return lists
+
+
+def proposal_signature(digest: str, *, source: str, top_k: int, depth: int, direction: str,
+                       sample: int | None, seed: int) -> str:
+    return format_signature("match-proposals", {
+        "source": source, "digest": digest, "top-k": str(top_k), "depth": str(depth),
+        "direction": direction,
+        "queries": "all" if sample is None else f"sample({sample},seed:{seed})"})
+
+
+def check_can_propose(engine: Engine, model: str, sample: int | None, seed: int) -> None:
+    """Before any scoring: the model name is new, and every model proposes for the same
+    queries (a sample must repeat the first model's)."""
+    check_new_model(engine, model)
+    first = query_sample(engine)
+    if first is None:
+        return
+    first_sample, first_seed, name = first
+    if (first_sample, first_seed if first_sample is not None else None) != (
+            sample, seed if sample is not None else None):
+        settings = ("all queries" if first_sample is None
+                    else f"--queries-sample {first_sample} --seed {first_seed}")
+        raise MatchError(f"model {name!r} proposed for {settings}; every model must use the "
+                         "same queries")
+
+
+def propose(engine: Engine, lists: TopLists, *, model: str, signature: str, direction: str,
+            top_k: int, sample: int | None, seed: int, actor: str) -> ProposalSummary:
+    """Store a model's ranked lists and its top-k candidates, known positives left out."""
+    items = collection(engine)
+    own_image = dict(zip(items.caption_ids.tolist(), items.caption_image.tolist(),
+                         strict=True))
+    depth = min(ranked.shape[1] for _, ranked in lists.values())
+    if depth < top_k:
+        raise MatchError(f"the ranked lists hold {depth} items per query, fewer than "
+                         f"--top-k {top_k}")
+    return record_proposals(engine, model=model, signature=signature, direction=direction,
+                            top_k=top_k, depth=depth, top_lists=lists,
+                            candidates=proposals(lists, top_k, own_image),
+                            sample=sample, seed=seed if sample is not None else None,
+                            actor=actor)
+
+
+def clip_scores(engine: Engine, clip_model: str, device: str, batch_size: int) -> ScoreFile:
+    """The project's images x captions cosine similarities under a CLIP model, each image
+    and caption embedded once (GPU when present)."""
+    from metrics.clip import PREFIX, ClipEmbedder
+    from storage.match import caption_texts
+
+    paths, texts = caption_texts(engine)
+    items = collection(engine)
+    missing = [key for key, path in zip(items.image_keys, paths, strict=True)
+               if not path or not Path(path).is_file()]
+    if missing:
+        raise MatchError(f"--scorer clip needs every image file; {len(missing)} not found, "
+                         f"e.g. {missing[0]!r}")
+    clip = ClipEmbedder(clip_model, device, batch_size)
+    images = clip.images(paths)  # type: ignore[arg-type]
+    captions = clip.texts([PREFIX + text for text in texts])
+    return ScoreFile((images @ captions.T).astype(np.float32), items.image_keys,
+                     items.caption_keys)
+
+
+# -- batches --------------------------------------------------------------------------------
+
+def make_batches(engine: Engine, *, size: int, redundancy: int, seed: int,
+                 negatives_beyond: int, actor: str) -> BatchPlan:
+    check_batch_size(size)
+    rng = np.random.default_rng(seed)
+
+    def planner(inputs: BatchInputs) -> BatchPlan:
+        shallow = [(name, depth) for name, depth, _ in inputs.models
+                   if depth < negatives_beyond]
+        if shallow:
+            raise MatchError(f"model {shallow[0][0]!r} kept its ranked lists to depth "
+                             f"{shallow[0][1]}; --negatives-beyond must not exceed it")
+        items = inputs.collection
+        excluded = np.union1d(near_pair_codes([lists for _, _, lists in inputs.models],
+                                              negatives_beyond, PAIR_CODE),
+                              inputs.used_codes)
+        try:
+            return plan_batches(inputs.candidates, image_ids=items.image_ids,
+                                caption_ids=items.caption_ids,
+                                caption_image=items.caption_image, excluded_codes=excluded,
+                                gold_captions=inputs.gold_captions, size=size, rng=rng,
+                                code=PAIR_CODE)
+        except ValueError as exc:
+            raise MatchError(f"{exc}; lower --negatives-beyond") from None
+
+    return create_batches(engine, planner, redundancy=redundancy, seed=seed, actor=actor,
+                          settings={"size": size, "negatives_beyond": negatives_beyond})
+
+
+# -- quality control ------------------------------------------------------------------------
+
+def quality_control(engine: Engine, rushed_seconds: float
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per annotator, per claimed batch) gold accuracy, time per pair, rushed pairs."""
+    return quality_tables(verification_frame(engine), rushed_seconds)
+
+
+# -- aggregation ----------------------------------------------------------------------------
+
+def verdicts(engine: Engine, rule: str, min_votes: int, *, gold: bool = False
+             ) -> pd.DataFrame:
+    """Per verified pair (rejected claims do not vote; gold items only with `gold`): image
+    and caption keys, votes, positive votes, verdict."""
+    answers = verification_frame(engine)
+    votes = answers[answers["status"] == "active"]
+    if not gold:
+        votes = votes[votes["gold"].isna()]
+    return aggregate_votes(votes[["image_key", "caption_key", "answer"]].rename(
+        columns={"image_key": "image", "caption_key": "caption"}), rule, min_votes)
+
+
+def _pairs_frame(maps: PositiveMaps) -> pd.DataFrame:
+    rows = [(d, q, i) if d == "i2t" else (d, i, q)
+            for d in DIRECTIONS for q, found in maps[d].items() for i in found]
+    return pd.DataFrame(rows, columns=["direction", "image", "caption"])
+
+
+@dataclass(frozen=True)
+class PositivesResult:
+    name: str
+    rule: str
+    min_votes: int
+    decided: int
+    positives: int
+    undecided: int
+    rows: int
+    quality: pd.DataFrame  # Table 2: one row per existing set and direction
+    agreement: pd.DataFrame
+
+
+def derive_positives(engine: Engine, *, name: str, rule: str = DEFAULT_RULE,
+                     min_votes: int = 1, merge: tuple[str, ...] = (), actor: str,
+                     bootstrap: int = 1000, ci: float = 0.90, seed: int = 0
+                     ) -> PositivesResult:
+    """The human-verified positives (stored as NAME-human) and, merged with the original
+    positives and the sets in `merge`, the new positive set NAME; with the precision and
+    recall of every existing set against the verified pairs (ECCV Caption Table 2) and the
+    agreement of redundant verifiers."""
+    if name == ORIGINAL or name.endswith("-human"):
+        raise MatchError(f"choose another name than {name!r}")
+    table = verdicts(engine, rule, min_votes)
+    positive = table[table["verdict"].eq(True)]
+    human = pair_maps(zip(positive["image"], positive["caption"], strict=True))
+    merged: PositiveMaps = {d: {q: list(v) for q, v in m.items()}
+                            for d, m in load_positive_set(engine, ORIGINAL).items()}
+    for extra in (human, *(load_positive_set(engine, other) for other in merge)):
+        for direction in DIRECTIONS:
+            for query, found in extra[direction].items():
+                merged[direction].setdefault(query, [])
+                merged[direction][query] += [i for i in found
+                                             if i not in merged[direction][query]]
+    settings = f"rule:{rule}|min-votes:{min_votes}"
+    source = f"verified|{settings}|merged:{'+'.join((ORIGINAL, *merge))}"
+    store_positive_set(engine, f"{name}-human", human, source=f"verified|{settings}",
+                       actor=actor, replace=True)
+    rows = store_positive_set(engine, name, merged, source=source, actor=actor, replace=True)
+    # Table 2 judges every pair people answered, gold items too (the known positives are
+    # the original set's own pairs: their answers measure its precision).
+    quality = positive_sets_quality(engine, verdicts(engine, rule, min_votes, gold=True),
+                                    skip={name, f"{name}-human"})
+    answers = verification_frame(engine)
+    votes = answers[(answers["status"] == "active") & answers["gold"].isna()]
+    agreement = verifier_agreement(votes[["pair", "annotator", "answer"]], rule=rule,
+                                   bootstrap=bootstrap, ci=ci, seed=seed)
+    decided = int(table["verdict"].notna().sum())
+    return PositivesResult(name, rule, min_votes, decided, len(positive),
+                           len(table) - decided, rows, quality, agreement)
+
+
+def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
+                          ) -> pd.DataFrame:
+    frames = []
+    for name in positive_set_names(engine):
+        if name in skip or name.endswith("-human"):
+            continue
+        quality = positive_set_quality(_pairs_frame(load_positive_set(engine, name)), table)
+        frames.append(quality.assign(positive_set=name))
+    if not frames:
+        return pd.DataFrame()
+    result = pd.concat(frames, ignore_index=True)
+    return result[["positive_set", *[c for c in result.columns if c != "positive_set"]]]
+
+
+def bias(engine: Engine, *, rule: str = DEFAULT_RULE, min_votes: int = 1
+         ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per proposing model: candidates, decided, verified positives; per two models and
+    direction: overlap of top k and Kendall tau of their ranked lists)."""
+    items = collection(engine)
+    image_key = dict(zip(items.image_ids.tolist(), items.image_keys, strict=True))
+    caption_key = dict(zip(items.caption_ids.tolist(), items.caption_keys, strict=True))
+    proposed = proposal_frame(engine)
+    proposed = proposed.assign(image=proposed["image"].map(image_key),
+                               caption=proposed["caption"].map(caption_key))
+    per_model = model_bias(proposed, verdicts(engine, rule, min_votes))
+    settings = {row.model: row.top_k for row in proposed.groupby("model")["rank"].max()
+                .rename("top_k").reset_index().itertuples()}
+    k = min(settings.values()) if settings else 1
+    return per_model, model_overlap(model_top_lists(engine), k)
+
+
+# -- files ----------------------------------------------------------------------------------
+
+def import_positives(engine: Engine, name: str, directory: Path | None, *, actor: str
+                     ) -> tuple[str, int]:
+    """A positive set in the eccv-caption layout from DIR, or (no DIR) `eccv`, `cxc` or
+    `coco` as the eccv-caption package ships them. Returns (source, rows stored)."""
+    from metrics.positives import PositivesError, eccv_caption_available
+    from metrics.signature import package_version
+
+    try:
+        if directory is None:
+            if name not in SHIPPED_SETS:
+                raise MatchError(f"no folder given and {name!r} is not a shipped set "
+                                 f"({', '.join(SHIPPED_SETS)})")
+            if not eccv_caption_available():
+                raise MatchError("the eccv-caption package is not installed (pip install "
+                                 "eccv-caption); it ships the eccv, cxc and coco sets")
+            found = shipped_positive_set(SHIPPED_SETS[name])
+            source = f"eccv-caption {package_version('eccv-caption')}: {SHIPPED_SETS[name]}"
+        else:
+            found = read_positive_dir(directory, name)
+            source = f"{directory.resolve()}#{scores_digest(directory)}"
+    except PositivesError as exc:
+        raise MatchError(str(exc)) from None
+    maps = {"i2t": {str(q): [str(i) for i in v] for q, v in found.image_to_captions.items()},
+            "t2i": {str(q): [str(i) for i in v] for q, v in found.caption_to_images.items()}}
+    return source, store_positive_set(engine, name, maps, source=source, actor=actor)
+
+
+def export_eccv(engine: Engine, name: str, out: Path) -> list[Path]:
+    """`out/NAME_image_to_caption.json` and `out/NAME_caption_to_image.json` in the layout
+    of eccv-caption's data files (keys: id strings; values: lists of integer ids). Ids
+    that are not integers are written as the project's database ids, and
+    `out/NAME_ids.json` maps those back to the keys."""
+    maps = load_positive_set(engine, name)
+    images = {q for q in maps["i2t"]} | {i for v in maps["t2i"].values() for i in v}
+    captions = {q for q in maps["t2i"]} | {i for v in maps["i2t"].values() for i in v}
+    items = collection(engine)
+    image_ids = _integer_ids(images, dict(zip(items.image_keys, items.image_ids.tolist(),
+                                              strict=True)), "image", name)
+    caption_ids = _integer_ids(captions, dict(zip(items.caption_keys,
+                                                  items.caption_ids.tolist(), strict=True)),
+                               "caption", name)
+    exported = positive_set(
+        name,
+        {image_ids[q]: [caption_ids[i] for i in v] for q, v in maps["i2t"].items()},
+        {caption_ids[q]: [image_ids[i] for i in v] for q, v in maps["t2i"].items()})
+    write_positive_dir(exported, out, prefix=name)
+    written = [out / f"{name}_image_to_caption.json", out / f"{name}_caption_to_image.json"]
+    renamed = {kind: {str(v): k for k, v in ids.items() if str(v) != k}
+               for kind, ids in (("images", image_ids), ("captions", caption_ids))}
+    if any(renamed.values()):
+        written.append(out / f"{name}_ids.json")
+        written[-1].write_text(json.dumps(renamed, indent=1, sort_keys=True),
+                               encoding="utf-8")
+    return written
+
+
+def _integer_ids(keys: set[str], database_ids: dict[str, int], kind: str, name: str
+                 ) -> dict[str, int]:
+    """Each key as an integer id: itself when every key is an integer, else its database
+    id (all keys must then be the project's)."""
+    normal = {key: normalize_id(key) for key in keys}
+    if all(isinstance(v, int) for v in normal.values()):
+        return normal  # type: ignore[return-value]
+    outside = next((k for k in sorted(keys) if k not in database_ids), None)
+    if outside is not None:
+        raise MatchError(f"positive set {name!r} mixes integer ids and project keys, and "
+                         f"{kind} id {outside!r} is not in the project: eccv-json needs "
+                         "integer ids")
+    return {key: database_ids[key] for key in keys}
+
+
+def export_verifications(engine: Engine, out: Path) -> int:
+    """Every answer (pair, annotator, answer, seconds, proposing models and ranks, gold) to
+    CSV or Parquet, by the suffix of `out`."""
+    frame = verification_frame(engine).drop(columns=["pair", "claim"])
+    frame = frame.rename(columns={"image": "image_db_id", "caption": "caption_db_id",
+                                  "models": "proposed_by"})
+    frame["answered_at"] = frame["answered_at"].astype(str)
+    if out.suffix.lower() == ".parquet":
+        frame.to_parquet(out, index=False)
+    elif out.suffix.lower() == ".csv":
+        frame.to_csv(out, index=False)
+    else:
+        raise MatchError(f"{out}: verifications export to .csv or .parquet")
+    return len(frame)
+
+
+def id_positive_set(engine: Engine, name: str) -> IdPositiveSet:
+    """A stored positive set as metrics.positives sees one (for retrieval evaluation)."""
+    maps = load_positive_set(engine, name)
+    return positive_set(name, maps["i2t"], maps["t2i"])
+
+
+def clip_digest(clip_model: str) -> str:
+    """What identifies CLIP proposals: the model's label (its folder's name for a path)."""
+    from metrics.torch_device import model_label
+
+    return model_label(clip_model)
+
+
+def frame_text(frame: pd.DataFrame) -> str:
+    """A table for the terminal; stored text (names) shown with control bytes escaped."""
+    from tabulate import tabulate
+
+    if frame.empty:
+        return "(none)"
+    rows = [[printable(v, newlines=False) if isinstance(v, str) else None if pd.isna(v) else v
+             for v in row] for row in frame.itertuples(index=False, name=None)]
+    return tabulate(rows, headers=list(frame.columns), floatfmt=".3f", missingval="-")
+
+
+def match_status(engine: Engine) -> str:
+    """Models, batches, answers and positive sets in a few lines."""
+    from storage.match import match_counts, positive_set_sources
+
+    counts = match_counts(engine)
+    lines = [f"models: {counts['models']}  pairs: {counts['pairs']}  "
+             f"batches: {counts['batches']}  claims: {counts['claims']} "
+             f"({counts['rejected']} rejected)  answers: {counts['answers']} of "
+             f"{counts['needed']} needed"]
+    settings = model_settings(engine)
+    for row in settings.itertuples():
+        lines.append(f"  {printable(row.model, newlines=False)}: {row.signature}")
+    lines.append("positive sets:")
+    for name, source in positive_set_sources(engine).items():
+        lines.append(f"  {printable(name, newlines=False)}: {printable(source, newlines=False)}")
+    return "\n".join(lines)

@@ -1,0 +1,744 @@
+"""Match verification in storage: the project's image-caption collection, models' proposals,
+batches with gold items, claims, answers (the `MatchSession` behind the verification
+screen) and named positive sets.
+
+Every answer is committed as it is made, in one transaction with its event-log row, so a
+killed process loses nothing; a batch is claimed in the same locked transaction that checks
+it is still free."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Connection, Engine, func, select, text, update
+
+from rubrics.match import ANSWER_VALUES
+from storage.models import (
+    Annotator,
+    Caption,
+    Event,
+    Image,
+    MatchBatch,
+    MatchBatchItem,
+    MatchClaim,
+    MatchModel,
+    MatchPair,
+    MatchProposal,
+    MatchVerification,
+    PositivePair,
+    PositiveSet,
+    utcnow,
+)
+from storage.workflow import ProtocolError
+
+# Pairs are coded image_id * PAIR_CODE + caption_id (database ids) in NumPy arrays.
+PAIR_CODE = 1 << 32
+ORIGINAL = "original"
+# A PostgreSQL advisory lock that serialises claims (any constant).
+_PG_CLAIM_LOCK = 0x6D61746368
+
+
+class MatchError(ValueError):
+    """A match-verification request that cannot be carried out; the message says why."""
+
+
+@contextmanager
+def locked(engine: Engine) -> Iterator[Connection]:
+    """A transaction holding the write lock from its first statement, so a check and the
+    write it guards see the same database (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
+    transaction lock)."""
+    with engine.begin() as connection:
+        if connection.dialect.name == "sqlite":
+            if not connection.connection.driver_connection.in_transaction:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": _PG_CLAIM_LOCK})
+        yield connection
+
+
+def _log(connection: Connection, actor: str, action: str, table: str, **values: object
+         ) -> None:
+    connection.execute(Event.__table__.insert().values(at=utcnow(), actor=actor,
+                                                       action=action, table_name=table,
+                                                       **values))
+
+
+# -- the collection -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Collection:
+    """The project's images and captions with their keys. A caption's key is its
+    `caption_id` from the import when it has one, else `<image key>/<system>`."""
+
+    image_ids: np.ndarray
+    image_keys: list[str]
+    caption_ids: np.ndarray
+    caption_keys: list[str]
+    caption_image: np.ndarray  # the image id of each caption
+
+    def image_index(self) -> dict[str, int]:
+        return {key: i for i, key in enumerate(self.image_keys)}
+
+    def caption_index(self) -> dict[str, int]:
+        return {key: i for i, key in enumerate(self.caption_keys)}
+
+
+def load_collection(connection: Connection) -> Collection:
+    image, caption = Image.__table__, Caption.__table__
+    images = connection.execute(select(image.c.id, image.c.key).order_by(image.c.id)).all()
+    key_of = {row.id: row.key for row in images}
+    captions = connection.execute(
+        select(caption.c.id, caption.c.image_id, caption.c.system, caption.c.external_id)
+        .order_by(caption.c.id)).all()
+    keys = [row.external_id or f"{key_of[row.image_id]}/{row.system}" for row in captions]
+    if len(set(keys)) != len(keys):
+        twice = pd.Series(keys)[pd.Series(keys).duplicated()].iloc[0]
+        raise MatchError(f"caption key {twice!r} names two captions; give captions distinct "
+                         "caption_id values")
+    return Collection(np.array([r.id for r in images], dtype=np.int64),
+                      [r.key for r in images],
+                      np.array([r.id for r in captions], dtype=np.int64), keys,
+                      np.array([r.image_id for r in captions], dtype=np.int64))
+
+
+def collection(engine: Engine) -> Collection:
+    with engine.connect() as connection:
+        return load_collection(connection)
+
+
+def caption_texts(engine: Engine) -> tuple[list[str | None], list[str]]:
+    """The image paths and caption texts of the collection, in its order (for scorers)."""
+    image, caption = Image.__table__, Caption.__table__
+    with engine.connect() as connection:
+        paths = list(connection.execute(select(image.c.path).order_by(image.c.id)).scalars())
+        texts = list(connection.execute(select(caption.c.text).order_by(caption.c.id))
+                     .scalars())
+    return paths, [text.strip() for text in texts]
+
+
+# -- proposals ------------------------------------------------------------------------------
+
+TopLists = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def pack_top_lists(lists: TopLists) -> bytes:
+    buffer = io.BytesIO()
+    arrays = {}
+    for direction, (queries, items) in lists.items():
+        arrays[f"{direction}_queries"] = queries.astype(np.int64)
+        arrays[f"{direction}_items"] = items.astype(np.int64)
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def unpack_top_lists(blob: bytes) -> TopLists:
+    with np.load(io.BytesIO(blob)) as data:
+        return {direction: (data[f"{direction}_queries"], data[f"{direction}_items"])
+                for direction in ("i2t", "t2i") if f"{direction}_queries" in data}
+
+
+@dataclass(frozen=True)
+class ProposalSummary:
+    model: str
+    proposals: int
+    new_pairs: int
+    pairs_total: int
+
+
+def model_names(connection: Connection) -> list[str]:
+    table = MatchModel.__table__
+    return list(connection.execute(select(table.c.name).order_by(table.c.id)).scalars())
+
+
+def check_new_model(engine: Engine, name: str) -> None:
+    with engine.connect() as connection:
+        if name in model_names(connection):
+            raise MatchError(f"model {name!r} has proposed already; give this run another "
+                             "--model name")
+
+
+def query_sample(engine: Engine) -> tuple[int | None, int | None, str] | None:
+    """The query sampling (N, seed) the first model used, with its name, if any model ran."""
+    table = MatchModel.__table__
+    with engine.connect() as connection:
+        row = connection.execute(select(table.c.queries_sample, table.c.seed, table.c.name)
+                                 .order_by(table.c.id).limit(1)).first()
+    return None if row is None else (row.queries_sample, row.seed, row.name)
+
+
+def record_proposals(engine: Engine, *, model: str, signature: str, direction: str,
+                     top_k: int, depth: int, top_lists: TopLists, candidates: pd.DataFrame,
+                     sample: int | None, seed: int | None, actor: str) -> ProposalSummary:
+    """Store a model's ranked lists and its candidates (columns image, caption, direction,
+    rank: database ids), merged with other models' candidates: one pair row per
+    image-caption pair, one proposal row per model, direction and rank. One transaction."""
+    proposal, model_table = MatchProposal.__table__, MatchModel.__table__
+    with locked(engine) as connection:
+        if model in model_names(connection):
+            raise MatchError(f"model {model!r} has proposed already; give this run another "
+                             "--model name")
+        model_id = connection.execute(model_table.insert().values(
+            name=model, signature=signature, direction=direction, top_k=top_k, depth=depth,
+            queries_sample=sample, seed=seed, top_lists=pack_top_lists(top_lists),
+            created_at=utcnow())).inserted_primary_key[0]
+        codes = (candidates["image"].to_numpy(np.int64) * PAIR_CODE
+                 + candidates["caption"].to_numpy(np.int64))
+        before = _count(connection, MatchPair.__table__)
+        pair_of = _pair_id_map(connection, codes)
+        rows = [{"pair_id": pair_of[c], "model_id": model_id, "direction": d, "rank": int(r)}
+                for c, d, r in zip(codes.tolist(), candidates["direction"].tolist(),
+                                   candidates["rank"].tolist(), strict=True)]
+        if rows:
+            connection.execute(proposal.insert(), rows)
+        total = _count(connection, MatchPair.__table__)
+        _log(connection, actor, "create", "match_model", row_id=model_id, field_name="name",
+             new_value=json.dumps({"model": model, "signature": signature,
+                                   "proposals": len(rows), "new_pairs": total - before}))
+    return ProposalSummary(model, len(rows), total - before, total)
+
+
+def _count(connection: Connection, table) -> int:
+    return connection.execute(select(func.count()).select_from(table)).scalar_one()
+
+
+def _pair_id_map(connection: Connection, codes: np.ndarray) -> dict[int, int]:
+    """Pair id of every pair code, creating the pairs that do not exist yet."""
+    table = MatchPair.__table__
+
+    def existing() -> dict[int, int]:
+        rows = connection.execute(select(table.c.id, table.c.image_id, table.c.caption_id))
+        return {image * PAIR_CODE + caption: pair_id for pair_id, image, caption in rows}
+
+    known = existing()
+    missing = [c for c in np.unique(codes).tolist() if c not in known]
+    if missing:
+        connection.execute(table.insert(), [
+            {"image_id": c // PAIR_CODE, "caption_id": c % PAIR_CODE} for c in missing])
+        known = existing()
+    return known
+
+
+def model_top_lists(engine: Engine) -> dict[str, TopLists]:
+    table = MatchModel.__table__
+    with engine.connect() as connection:
+        return {row.name: unpack_top_lists(row.top_lists) for row in connection.execute(
+            select(table.c.name, table.c.top_lists).order_by(table.c.id))}
+
+
+def model_settings(engine: Engine) -> pd.DataFrame:
+    table = MatchModel.__table__
+    with engine.connect() as connection:
+        rows = connection.execute(select(
+            table.c.name, table.c.signature, table.c.direction, table.c.top_k, table.c.depth,
+            table.c.queries_sample, table.c.seed).order_by(table.c.id)).all()
+    return pd.DataFrame(rows, columns=["model", "signature", "direction", "top_k", "depth",
+                                       "queries_sample", "seed"])
+
+
+# -- batches --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BatchInputs:
+    """What a batch planner needs, read in the transaction that writes its plan."""
+
+    candidates: np.ndarray  # (n, 2) image and caption ids of proposed pairs in no batch
+    models: list[tuple[str, int, TopLists]]  # name, depth of its lists, the lists
+    used_codes: np.ndarray  # codes of every pair proposed or in a batch
+    collection: Collection
+    gold_captions: set[int]  # captions already a known positive in some batch
+
+
+# A planned batch: (image id, caption id, gold) per position; gold is None for a candidate.
+BatchPlan = list[list[tuple[int, int, str | None]]]
+
+
+def create_batches(engine: Engine, planner: Callable[[BatchInputs], BatchPlan], *,
+                   redundancy: int, seed: int, settings: dict[str, object], actor: str
+                   ) -> BatchPlan:
+    """Read what `planner` needs, let it pack the batches, and write them, in one locked
+    transaction (two runs at once cannot batch a pair twice)."""
+    if redundancy < 1:
+        raise MatchError(f"redundancy must be at least 1, not {redundancy}")
+    pair, item, batch = MatchPair.__table__, MatchBatchItem.__table__, MatchBatch.__table__
+    model = MatchModel.__table__
+    with locked(engine) as connection:
+        models = [(m.name, m.depth, unpack_top_lists(m.top_lists)) for m in connection.execute(
+            select(model.c.name, model.c.depth, model.c.top_lists).order_by(model.c.id))]
+        if not models:
+            raise MatchError("no proposals yet: run `thumb match propose` first")
+        batched = select(item.c.pair_id)
+        proposed = select(MatchProposal.__table__.c.pair_id)
+        candidates = np.array(connection.execute(
+            select(pair.c.image_id, pair.c.caption_id)
+            .where(pair.c.id.in_(proposed), pair.c.id.not_in(batched))
+            .order_by(pair.c.id)).all(), dtype=np.int64).reshape(-1, 2)
+        if len(candidates) == 0:
+            raise MatchError("every proposed pair is in a batch already")
+        used = np.array(connection.execute(select(pair.c.image_id, pair.c.caption_id)).all(),
+                        dtype=np.int64).reshape(-1, 2)
+        used = np.sort(used[:, 0] * PAIR_CODE + used[:, 1])
+        gold_captions = set(connection.execute(select(pair.c.caption_id).join(
+            item, item.c.pair_id == pair.c.id).where(item.c.gold == "positive")).scalars())
+        plan = planner(BatchInputs(candidates, models, used, load_collection(connection),
+                                   gold_captions))
+        codes = np.array([i * PAIR_CODE + c for members in plan for i, c, _ in members],
+                         dtype=np.int64)
+        pair_of = _pair_id_map(connection, codes)
+        now = utcnow()
+        rows = []
+        for members in plan:
+            batch_id = connection.execute(batch.insert().values(
+                seed=seed, redundancy=redundancy, created_at=now)).inserted_primary_key[0]
+            rows += [{"batch_id": batch_id, "pair_id": pair_of[i * PAIR_CODE + c],
+                      "position": position, "gold": gold}
+                     for position, (i, c, gold) in enumerate(members)]
+        connection.execute(item.insert(), rows)
+        _log(connection, actor, "create", "match_batch", field_name="batches",
+             new_value=json.dumps({"batches": len(plan), "redundancy": redundancy,
+                                   "seed": seed, **settings}))
+    return plan
+
+
+# -- the verification session ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PairView:
+    """One pair as the annotator sees it: never which model proposed it, nor whether it is
+    a gold item."""
+
+    item_id: int
+    image_key: str
+    image_path: str | None
+    caption: str
+    answer: int | None
+
+
+@dataclass(frozen=True)
+class MatchProgress:
+    batch_number: int  # 1-based among this annotator's batches
+    batch_done: int
+    batch_total: int
+    answered: int  # answers given on the project, by everyone (active claims)
+    needed: int  # answers the project's batches need (pairs x redundancy)
+
+
+class MatchSession:
+    """One annotator's verification work: the batch they hold (claimed in a locked
+    transaction), its pairs in their own seeded order, answers committed at once with an
+    event-log row, undo, and where they were (a restart resumes there)."""
+
+    def __init__(self, engine: Engine, annotator: str, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 seed_source: Callable[[], int] | None = None) -> None:
+        from storage.annotation import register_annotator
+
+        self.engine, self.annotator = engine, annotator
+        self._clock = clock
+        self._seed = seed_source or (lambda: secrets.randbits(31))
+        register_annotator(engine, annotator, None)
+        with engine.connect() as connection:
+            self.annotator_id = connection.execute(select(Annotator.__table__.c.id).where(
+                Annotator.__table__.c.name == annotator)).scalar_one()
+        self.claim_id: int | None = None
+        self.items: list[PairView] = []
+        self.focus = 0
+        self._shown: tuple[int, float] | None = None
+        self._batch_number = 0
+        counts = match_counts(engine)
+        self._answered, self._needed = counts["answers"], counts["needed"]
+        claim = self._open_claim() or self.claim_next()
+        if claim is None:
+            self._load(self._last_claim())
+
+    # -- claims -----------------------------------------------------------------------------
+
+    def _claims(self, connection: Connection) -> list:
+        claim = MatchClaim.__table__
+        return connection.execute(select(claim.c.id, claim.c.status).where(
+            claim.c.annotator_id == self.annotator_id).order_by(claim.c.id)).all()
+
+    def _open_claim(self) -> int | None:
+        """The annotator's first active claim with pairs left to answer, loaded."""
+        claim, item, verification = (MatchClaim.__table__, MatchBatchItem.__table__,
+                                     MatchVerification.__table__)
+        answered = (select(func.count()).select_from(verification)
+                    .where(verification.c.claim_id == claim.c.id,
+                           verification.c.answer.is_not(None)).scalar_subquery())
+        size = (select(func.count()).select_from(item)
+                .where(item.c.batch_id == claim.c.batch_id).scalar_subquery())
+        with self.engine.connect() as connection:
+            claim_id = connection.execute(
+                select(claim.c.id).where(claim.c.annotator_id == self.annotator_id,
+                                         claim.c.status == "active", answered < size)
+                .order_by(claim.c.id).limit(1)).scalar()
+        if claim_id is not None:
+            self._load(claim_id)
+        return claim_id
+
+    def _last_claim(self) -> int | None:
+        with self.engine.connect() as connection:
+            active = [c.id for c in self._claims(connection) if c.status == "active"]
+        return active[-1] if active else None
+
+    def claim_next(self) -> int | None:
+        """Claim the first batch that still needs verifiers and that this annotator has not
+        held, checked and written in one locked transaction. None when there is none."""
+        batch, claim = MatchBatch.__table__, MatchClaim.__table__
+        holders = (select(func.count()).select_from(claim)
+                   .where(claim.c.batch_id == batch.c.id, claim.c.status == "active")
+                   .scalar_subquery())
+        mine = select(claim.c.batch_id).where(claim.c.annotator_id == self.annotator_id)
+        with locked(self.engine) as connection:
+            batch_id = connection.execute(
+                select(batch.c.id).where(holders < batch.c.redundancy, batch.c.id.not_in(mine))
+                .order_by(batch.c.id).limit(1)).scalar()
+            if batch_id is None:
+                return None
+            claim_id = connection.execute(claim.insert().values(
+                batch_id=batch_id, annotator_id=self.annotator_id, shuffle_seed=self._seed(),
+                status="active", focus=0, claimed_at=utcnow())).inserted_primary_key[0]
+            _log(connection, self.annotator, "create", "match_claim", row_id=claim_id,
+                 field_name="batch_id", new_value=json.dumps(batch_id))
+        self._load(claim_id)
+        return claim_id
+
+    def _load(self, claim_id: int | None) -> None:
+        self.claim_id, self.items, self._shown = claim_id, [], None
+        if claim_id is None:
+            return
+        claim, item, pair = MatchClaim.__table__, MatchBatchItem.__table__, MatchPair.__table__
+        image, caption, verification = (Image.__table__, Caption.__table__,
+                                        MatchVerification.__table__)
+        with self.engine.connect() as connection:
+            row = connection.execute(select(claim).where(claim.c.id == claim_id)).one()
+            answers = dict(connection.execute(
+                select(verification.c.item_id, verification.c.answer)
+                .where(verification.c.claim_id == claim_id)).all())
+            rows = connection.execute(
+                select(item.c.id, image.c.key, image.c.path, caption.c.text)
+                .join(pair, pair.c.id == item.c.pair_id)
+                .join(image, image.c.id == pair.c.image_id)
+                .join(caption, caption.c.id == pair.c.caption_id)
+                .where(item.c.batch_id == row.batch_id).order_by(item.c.position)).all()
+            self._batch_number = sum(1 for c in self._claims(connection) if c.id <= claim_id)
+        views = [PairView(r.id, r.key, r.path, r.text.strip(), answers.get(r.id))
+                 for r in rows]
+        random.Random(row.shuffle_seed).shuffle(views)
+        self.items = views
+        self.focus = min(row.focus, max(len(views) - 1, 0))
+
+    # -- answering --------------------------------------------------------------------------
+
+    def show(self, index: int) -> None:
+        """The annotator now looks at pair `index`: time from here counts towards it, and a
+        restart comes back to it."""
+        self._shown = (self.items[index].item_id, self._clock())
+        self.focus = index
+        with self.engine.begin() as connection:
+            connection.execute(update(MatchClaim.__table__)
+                               .where(MatchClaim.__table__.c.id == self.claim_id)
+                               .values(focus=index))
+
+    def _elapsed(self, item_id: int) -> float:
+        if self._shown is None or self._shown[0] != item_id:
+            return 0.0
+        now = self._clock()
+        elapsed = max(0.0, now - self._shown[1])
+        self._shown = (item_id, now)
+        return elapsed
+
+    def _check_active(self, connection: Connection) -> None:
+        status = connection.execute(select(MatchClaim.__table__.c.status).where(
+            MatchClaim.__table__.c.id == self.claim_id)).scalar_one()
+        if status != "active":
+            raise ProtocolError("this batch was reassigned after quality control; your "
+                                "answers on it no longer count")
+
+    def answer(self, index: int, value: int) -> PairView:
+        """Record `value` (1-4) for pair `index` with the time spent on it; commit with an
+        event-log row."""
+        if value not in ANSWER_VALUES:
+            raise ValueError(f"answer must be 1-4, not {value!r}")
+        view = self.items[index]
+        with self.engine.begin() as connection:
+            self._check_active(connection)
+            old = self._write(connection, view.item_id, value, self._elapsed(view.item_id),
+                              uuid.uuid4().hex, action="update")
+        if old is None:
+            self._answered += 1
+        new = PairView(view.item_id, view.image_key, view.image_path, view.caption, value)
+        self.items[index] = new
+        return new
+
+    def _write(self, connection: Connection, item_id: int, value: int | None, seconds: float,
+               change_id: str, *, action: str, reverts: str | None = None) -> int | None:
+        """Upsert the answer, add the seconds, log old -> new. Returns the old answer."""
+        table = MatchVerification.__table__
+        now = utcnow()
+        row = connection.execute(select(table.c.id, table.c.answer).where(
+            table.c.claim_id == self.claim_id, table.c.item_id == item_id)).one_or_none()
+        if row is None:
+            old = None
+            row_id = connection.execute(table.insert().values(
+                claim_id=self.claim_id, item_id=item_id, answer=value, seconds=seconds,
+                created_at=now, updated_at=now)).inserted_primary_key[0]
+        else:
+            old, row_id = row.answer, row.id
+            connection.execute(update(table).where(table.c.id == row_id).values(
+                answer=value, seconds=table.c.seconds + seconds, updated_at=now))
+        _log(connection, self.annotator, action, "match_verification", row_id=row_id,
+             field_name="answer", old_value=json.dumps(old), new_value=json.dumps(value),
+             change_id=change_id, reverts=reverts)
+        return old
+
+    def undo(self) -> int | None:
+        """Revert this annotator's latest answer not yet undone (switching to its batch if
+        needed). Returns the index of the pair it touched, or None if nothing is left."""
+        event, verification = Event.__table__, MatchVerification.__table__
+        claim = MatchClaim.__table__
+        undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
+        with self.engine.begin() as connection:
+            last = connection.execute(
+                select(event.c.change_id, event.c.row_id, event.c.old_value)
+                .where(event.c.actor == self.annotator, event.c.action == "update",
+                       event.c.table_name == "match_verification",
+                       event.c.change_id.not_in(undone))
+                .order_by(event.c.id.desc()).limit(1)).first()
+            if last is None:
+                return None
+            target = connection.execute(
+                select(verification.c.claim_id, verification.c.item_id, verification.c.answer,
+                       claim.c.status)
+                .join(claim, claim.c.id == verification.c.claim_id)
+                .where(verification.c.id == last.row_id)).one()
+            if target.status != "active":
+                raise ProtocolError("that answer's batch was reassigned after quality "
+                                    "control")
+            previous = json.loads(last.old_value)
+            switched = target.claim_id != self.claim_id
+            self.claim_id = target.claim_id
+            self._write(connection, target.item_id, previous, 0.0, uuid.uuid4().hex,
+                        action="undo", reverts=last.change_id)
+        self._answered += (previous is not None) - (target.answer is not None)
+        if switched:
+            self._load(target.claim_id)
+        index = next(i for i, v in enumerate(self.items) if v.item_id == target.item_id)
+        view = self.items[index]
+        self.items[index] = PairView(view.item_id, view.image_key, view.image_path,
+                                     view.caption, previous)
+        return index
+
+    # -- where the annotator is --------------------------------------------------------------
+
+    @property
+    def batch_complete(self) -> bool:
+        return bool(self.items) and all(v.answer is not None for v in self.items)
+
+    def next_unanswered(self, after: int) -> int | None:
+        count = len(self.items)
+        return next((i % count for i in range(after + 1, after + 1 + count)
+                     if self.items[i % count].answer is None), None)
+
+    def progress(self) -> MatchProgress:
+        done = sum(v.answer is not None for v in self.items)
+        return MatchProgress(self._batch_number, done, len(self.items), self._answered,
+                             self._needed)
+
+
+# -- reading answers ------------------------------------------------------------------------
+
+def verification_frame(engine: Engine) -> pd.DataFrame:
+    """Every answered verification: batch, claim, status, annotator, image and caption ids
+    and keys, gold, answer, seconds, answered_at, and the proposing models with their ranks
+    (`models`: 'name:direction:rank' joined by ';', empty for gold items)."""
+    claim, item, pair = MatchClaim.__table__, MatchBatchItem.__table__, MatchPair.__table__
+    verification, annotator = MatchVerification.__table__, Annotator.__table__
+    proposal, model = MatchProposal.__table__, MatchModel.__table__
+    with engine.connect() as connection:
+        items = load_collection(connection)
+        rows = connection.execute(
+            select(item.c.batch_id.label("batch"), claim.c.id.label("claim"), claim.c.status,
+                   annotator.c.name.label("annotator"), pair.c.id.label("pair"),
+                   pair.c.image_id.label("image"), pair.c.caption_id.label("caption"),
+                   item.c.gold, verification.c.answer, verification.c.seconds,
+                   verification.c.updated_at.label("answered_at"))
+            .select_from(verification)
+            .join(claim, claim.c.id == verification.c.claim_id)
+            .join(annotator, annotator.c.id == claim.c.annotator_id)
+            .join(item, item.c.id == verification.c.item_id)
+            .join(pair, pair.c.id == item.c.pair_id)
+            .where(verification.c.answer.is_not(None))
+            .order_by(verification.c.id)).all()
+        proposed = connection.execute(
+            select(proposal.c.pair_id, model.c.name, proposal.c.direction, proposal.c.rank)
+            .join(model, model.c.id == proposal.c.model_id)
+            .order_by(proposal.c.pair_id, model.c.id, proposal.c.direction)).all()
+    frame = pd.DataFrame(rows, columns=["batch", "claim", "status", "annotator", "pair",
+                                        "image", "caption", "gold", "answer", "seconds",
+                                        "answered_at"])
+    labels: dict[int, list[str]] = {}
+    for pair_id, name, direction, rank in proposed:
+        labels.setdefault(pair_id, []).append(f"{name}:{direction}:{rank}")
+    frame["models"] = frame["pair"].map(lambda p: ";".join(labels.get(p, [])))
+    image_key = dict(zip(items.image_ids.tolist(), items.image_keys, strict=True))
+    caption_key = dict(zip(items.caption_ids.tolist(), items.caption_keys, strict=True))
+    frame.insert(6, "image_key", frame["image"].map(image_key))
+    frame.insert(8, "caption_key", frame["caption"].map(caption_key))
+    frame["answer"] = frame["answer"].astype("Int64")
+    return frame
+
+
+def match_counts(engine: Engine) -> dict[str, int]:
+    """How far the project's match verification has come."""
+    claim, verification = MatchClaim.__table__, MatchVerification.__table__
+    batch, item = MatchBatch.__table__, MatchBatchItem.__table__
+    with engine.connect() as connection:
+        def count(statement) -> int:
+            return connection.execute(statement).scalar_one()
+
+        return {
+            "models": _count(connection, MatchModel.__table__),
+            "pairs": _count(connection, MatchPair.__table__),
+            "batches": _count(connection, batch),
+            "claims": _count(connection, claim),
+            "rejected": count(select(func.count()).select_from(claim)
+                              .where(claim.c.status == "rejected")),
+            "answers": count(select(func.count()).select_from(verification)
+                             .join(claim, claim.c.id == verification.c.claim_id)
+                             .where(claim.c.status == "active",
+                                    verification.c.answer.is_not(None))),
+            "needed": count(select(func.coalesce(func.sum(batch.c.redundancy), 0))
+                            .select_from(item).join(batch, batch.c.id == item.c.batch_id)),
+        }
+
+
+def proposal_frame(engine: Engine) -> pd.DataFrame:
+    """Every proposal: model, direction, rank, image and caption ids."""
+    proposal, model, pair = (MatchProposal.__table__, MatchModel.__table__,
+                             MatchPair.__table__)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(model.c.name, proposal.c.direction, proposal.c.rank, pair.c.image_id,
+                   pair.c.caption_id)
+            .join(model, model.c.id == proposal.c.model_id)
+            .join(pair, pair.c.id == proposal.c.pair_id)).all()
+    return pd.DataFrame(rows, columns=["model", "direction", "rank", "image", "caption"])
+
+
+def reject_claims(engine: Engine, claims: list[tuple[int, str]], *, actor: str) -> int:
+    """Mark (batch, annotator) claims rejected after quality control: their answers leave
+    the aggregation and the batch is open to another verifier. Returns how many changed."""
+    claim, annotator = MatchClaim.__table__, Annotator.__table__
+    changed = 0
+    with locked(engine) as connection:
+        for batch_id, name in claims:
+            row = connection.execute(
+                select(claim.c.id, claim.c.status).join(
+                    annotator, annotator.c.id == claim.c.annotator_id)
+                .where(claim.c.batch_id == batch_id, annotator.c.name == name)).one_or_none()
+            if row is None:
+                raise MatchError(f"{name} holds no claim on batch {batch_id}")
+            if row.status == "rejected":
+                continue
+            connection.execute(update(claim).where(claim.c.id == row.id)
+                               .values(status="rejected"))
+            _log(connection, actor, "update", "match_claim", row_id=row.id,
+                 field_name="status", old_value=json.dumps("active"),
+                 new_value=json.dumps("rejected"))
+            changed += 1
+    return changed
+
+
+# -- positive sets --------------------------------------------------------------------------
+
+PositiveMaps = dict[str, dict[str, list[str]]]  # direction -> query key -> item keys
+
+
+def positive_set_names(engine: Engine) -> list[str]:
+    table = PositiveSet.__table__
+    with engine.connect() as connection:
+        return [ORIGINAL, *connection.execute(select(table.c.name).order_by(table.c.id))
+                .scalars()]
+
+
+def original_maps(connection: Connection) -> PositiveMaps:
+    """The project's own positives: every caption with its image."""
+    items = load_collection(connection)
+    image_key = dict(zip(items.image_ids.tolist(), items.image_keys, strict=True))
+    return pair_maps((image_key[i], c) for i, c in zip(
+        items.caption_image.tolist(), items.caption_keys, strict=True))
+
+
+def pair_maps(pairs: Iterable[tuple[str, str]]) -> PositiveMaps:
+    """eccv-caption style maps {i2t: {image: [captions]}, t2i: {caption: [images]}} of a
+    set of (image, caption) key pairs."""
+    maps: PositiveMaps = {"i2t": {}, "t2i": {}}
+    for image, caption in dict.fromkeys(pairs):
+        maps["i2t"].setdefault(image, []).append(caption)
+        maps["t2i"].setdefault(caption, []).append(image)
+    return maps
+
+
+def load_positive_set(engine: Engine, name: str) -> PositiveMaps:
+    table, pairs = PositiveSet.__table__, PositivePair.__table__
+    with engine.connect() as connection:
+        if name == ORIGINAL:
+            return original_maps(connection)
+        set_id = connection.execute(select(table.c.id).where(table.c.name == name)).scalar()
+        if set_id is None:
+            known = ", ".join(positive_set_names(engine))
+            raise MatchError(f"no positive set named {name!r} (known: {known})")
+        rows = connection.execute(select(pairs.c.direction, pairs.c.query_key,
+                                         pairs.c.item_key).where(pairs.c.set_id == set_id)
+                                  .order_by(pairs.c.id)).all()
+    maps: PositiveMaps = {"i2t": {}, "t2i": {}}
+    for direction, query, item in rows:
+        maps[direction].setdefault(query, []).append(item)
+    return maps
+
+
+def store_positive_set(engine: Engine, name: str, maps: PositiveMaps, *, source: str,
+                       actor: str, replace: bool = False) -> int:
+    """Store a named positive set (all or nothing); with `replace`, an existing set of that
+    name is replaced. Returns the number of (direction, query, item) rows."""
+    if name == ORIGINAL:
+        raise MatchError(f"{ORIGINAL!r} is the project's own positive set; choose another "
+                         "name")
+    table, pairs = PositiveSet.__table__, PositivePair.__table__
+    rows = [{"direction": direction, "query_key": str(query), "item_key": str(item)}
+            for direction in ("i2t", "t2i") for query, items in maps.get(direction, {}).items()
+            for item in dict.fromkeys(items)]
+    with locked(engine) as connection:
+        existing = connection.execute(select(table.c.id).where(table.c.name == name)).scalar()
+        if existing is not None and not replace:
+            raise MatchError(f"a positive set named {name!r} exists already")
+        if existing is not None:
+            connection.execute(pairs.delete().where(pairs.c.set_id == existing))
+            connection.execute(table.delete().where(table.c.id == existing))
+        set_id = connection.execute(table.insert().values(
+            name=name, source=source, created_at=utcnow())).inserted_primary_key[0]
+        for start in range(0, len(rows), 20_000):
+            connection.execute(pairs.insert(), [{**r, "set_id": set_id}
+                                                for r in rows[start:start + 20_000]])
+        _log(connection, actor, "import" if existing is None else "update", "positive_set",
+             row_id=set_id, field_name=name,
+             new_value=json.dumps({"source": source, "rows": len(rows)}))
+    return len(rows)
+
+
+def positive_set_sources(engine: Engine) -> dict[str, str]:
+    table = PositiveSet.__table__
+    with engine.connect() as connection:
+        return {ORIGINAL: "the project's captions with their images",
+                **dict(connection.execute(select(table.c.name, table.c.source)).all())}
