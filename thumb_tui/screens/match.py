@@ -86,6 +86,8 @@ class MatchScreen(KeyBarScreen):
                 "No batch to verify: none is left that needs you.")
             return
         self.show(self.index)
+        if self.session.batch_complete:
+            self.say("every batch is done, thank you (u undoes your last answer; q quits)")
 
     # -- display ----------------------------------------------------------------------------
 
