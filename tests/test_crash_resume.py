@@ -63,6 +63,11 @@ class TerminalApp:
             os.write(self.master, key.encode())
             time.sleep(0.15)
 
+    def quit(self) -> int:
+        """Press q and wait for the app to end; returns its exit status."""
+        self.press("q")
+        return self.process.wait(timeout=15)
+
     def kill(self) -> None:
         os.kill(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
@@ -115,9 +120,7 @@ def test_sigkill_loses_nothing_and_restart_resumes_in_place(tmp_path):
         second.press("2")  # same image, same caption, recall is next
         wait_for(lambda: scores().get(two) == (3, 2), "the resumed key to be committed")
         assert scores()[one] == (5, 4)
-        second.press("q")
-        second.process.wait(timeout=15)
-        assert second.process.returncode == 0
+        assert second.quit() == 0
     finally:
         if second.process.poll() is None:
             second.kill()
