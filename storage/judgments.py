@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from storage.models import (
     JudgmentCaption,
@@ -121,3 +121,27 @@ def judgment_metric_scores(engine: Engine, set_id: int) -> pd.DataFrame:
             select(score.c.caption_id, score.c.metric, score.c.signature, score.c.value)
             .join(caption, score.c.caption_id == caption.c.id)
             .where(caption.c.set_id == set_id), connection)
+
+
+def judgment_counts(engine: Engine) -> dict[str, int]:
+    """Judgments (scores or choices) per set name."""
+    table, score, pair = JudgmentSet.__table__, JudgmentScore.__table__, JudgmentPair.__table__
+    with engine.connect() as connection:
+        counts = dict(connection.execute(
+            select(table.c.name, func.count(score.c.id)).join(
+                score, score.c.set_id == table.c.id).group_by(table.c.name)).all())
+        counts.update(connection.execute(
+            select(table.c.name, func.count(pair.c.id)).join(
+                pair, pair.c.set_id == table.c.id).group_by(table.c.name)).all())
+    return counts
+
+
+def judgment_metric_summary(engine: Engine, set_id: int) -> list[tuple[str, int, float]]:
+    """(signature, captions, mean) per signature stored for the set's captions."""
+    score, caption = JudgmentMetricScore.__table__, JudgmentCaption.__table__
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(  # type: ignore[misc]
+            select(score.c.signature, func.count(), func.avg(score.c.value))
+            .join(caption, score.c.caption_id == caption.c.id)
+            .where(caption.c.set_id == set_id)
+            .group_by(score.c.signature).order_by(score.c.signature))]

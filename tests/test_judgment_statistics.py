@@ -283,6 +283,11 @@ def test_metrics_say_what_a_judgment_set_lacks(tmp_path):
         result = runner.invoke(app, [*db, "metrics", "compute", "--judgments", "bare",
                                      "--metric", metric, "--clip-model", "/nonexistent"])
         assert result.exit_code == 2 and message in result.output, result.output
+    status = runner.invoke(app, [*db, "status"])
+    assert "judgment set bare (score, scale 1-4 (whole numbers))" in status.output
+    assert "180 judgments" in status.output
+    listed = runner.invoke(app, [*db, "metrics", "list", "--judgments", "bare"])
+    assert "run `thumb metrics compute --judgments bare`" in listed.output
     unknown = runner.invoke(app, [*db, "judgments", "report", "nope"])
     assert unknown.exit_code == 2 and "no judgment set named 'nope'; known: 'bare'" in (
         unknown.output)

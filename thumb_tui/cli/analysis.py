@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from rubrics.escape import printable
 from thumb_tui.cli.common import (
     BootstrapOption,
     CiOption,
@@ -167,12 +168,23 @@ _register_compute()
 
 
 @metrics_app.command("list")
-def metrics_list_command() -> None:
+def metrics_list_command(
+    judgments: Annotated[str | None, typer.Option(
+        "--judgments", help="The scores of this judgment set's captions instead.")] = None,
+) -> None:
     """Stored metric scores: one line per signature with count and mean."""
+    from storage.judgments import judgment_metric_summary, judgment_set
     from storage.readers import metric_score_summary
 
-    summary = metric_score_summary(state.existing_engine)
+    engine = state.existing_engine
+    if judgments is None:
+        summary = metric_score_summary(engine)
+    else:
+        with value_errors():
+            summary = judgment_metric_summary(engine, judgment_set(engine, judgments).id)
     if not summary:
-        typer.echo("no metric scores stored yet: run `thumb metrics compute`")
+        typer.echo("no metric scores stored yet: run `thumb metrics compute"
+                   + (f" --judgments {printable(judgments, newlines=False)}" if judgments
+                      else "") + "`")
     for signature, count, mean in summary:
         typer.echo(f"{count:>7} captions  mean {mean:9.4f}  {signature}")

@@ -159,8 +159,20 @@ def _overview_table(board: Dashboard) -> Table:
     table.add_row("annotators", str(len(board.annotators)))
     if board.bison_items:
         table.add_row("BISON items", str(board.bison_items))
+    _judgment_rows(table)
     table.add_row("images flagged as broken", str(len({b.key for b in board.broken_images})))
     return table
+
+
+def _judgment_rows(table: Table) -> None:
+    """One row per judgment set: its kind, scale and number of judgments."""
+    from storage.judgments import judgment_counts, judgment_sets
+
+    counts = judgment_counts(state.existing_engine)
+    for info in judgment_sets(state.existing_engine):
+        table.add_row(f"judgment set {for_markup(info.name, newlines=False)} ({info.kind}"
+                      + (f", scale {info.scale}" if info.kind == "score" else "") + ")",
+                      f"{counts.get(info.name, 0)} judgments")
 
 
 def _pipeline_table(board: Dashboard) -> Table:
