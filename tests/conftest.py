@@ -23,6 +23,13 @@ needs_anchors = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def no_user_keymap(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+                   ) -> None:
+    """Tests never read the developer's own keymap (~/.config/thumb-tui/keymap.toml)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
     engine = open_database(tmp_path / "test.db")

@@ -20,6 +20,7 @@ from tests.app_helpers import (
     sample_engine,
 )
 from tests.test_bison import SAMPLE_BISON
+from tests.test_keymap import write_keymap
 from tests.test_workflow import add_context, rate_everything, review_with_changes
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.annotate import ReviewScreen
@@ -131,3 +132,10 @@ def test_bison(snap_compare, tmp_path):
 
 def test_bison_help(snap_compare, tmp_path):
     assert snap_compare(bison_app(tmp_path), terminal_size=(80, 24), press=["question_mark"])
+
+
+def test_user_keymap(snap_compare, tmp_path):
+    """The key bar shows the user's keys from the keymap file."""
+    write_keymap('[keymap]\nfluency = "v"\nnext-caption = "down,ctrl+n"\nhelp = "f1"\n')
+    app = make_app(sample_engine(tmp_path), image_mode="halfcell")
+    assert snap_compare(app, terminal_size=(80, 24))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from textual.app import App
 from textual.screen import Screen
 
 from storage.annotation import AnnotationSession
+from thumb_tui.keymap import load_keymap
 from thumb_tui.screens.annotate import AnnotateScreen
 
 
@@ -14,8 +17,13 @@ class ThumbApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(self, session: AnnotationSession | None = None, image_mode: str = "auto",
-                 *, screen: Screen | None = None) -> None:
+                 *, screen: Screen | None = None,
+                 keymap: Mapping[str, str] | None = None) -> None:
+        """`keymap`: binding id -> keys; by default the user's keymap file (KeymapError
+        when it is unusable)."""
         super().__init__()
+        self.keymap = dict(load_keymap() if keymap is None else keymap)
+        self.set_keymap(self.keymap)
         if screen is None:
             if session is None:
                 raise ValueError("give a session (stage-1 rating) or a screen")

@@ -31,13 +31,17 @@ def fail(message: str) -> NoReturn:
 class SafeGroup(TyperGroup):
     """The root command group: an operating-system or database error that reaches it (a
     folder that does not exist, a full disk, a server that went away) ends the command in
-    one line with exit status 2, never a traceback."""
+    one line with exit status 2, never a traceback; so does an unusable keymap file."""
 
     def invoke(self, ctx: typer.Context) -> object:
         from sqlalchemy.exc import DBAPIError
 
+        from thumb_tui.keymap import KeymapError
+
         try:
             return super().invoke(ctx)
+        except KeymapError as exc:
+            fail(str(exc))
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{where}")

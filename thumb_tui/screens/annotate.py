@@ -223,8 +223,9 @@ class AnnotateScreen(KeyBarScreen):
 
     @property
     def shown_bindings(self) -> list[Binding]:
-        """The key bar's and the help screen's keys, as the session's rubric names them."""
-        return rubric_bindings(self.BINDINGS, self.session.rubric)
+        """The key bar's and the help screen's keys: the user's keys, as the session's
+        rubric names them."""
+        return rubric_bindings(super().shown_bindings, self.session.rubric)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A penalty the rubric does not have, or a score above its scale, has no key."""
@@ -237,7 +238,7 @@ class AnnotateScreen(KeyBarScreen):
 
     def key_of(self, action: str) -> str:
         """The key shown for a binding of this screen (the user's, after a keymap)."""
-        binding = next(b for b in self.BINDINGS if b.action == action)
+        binding = next(b for b in self.shown_bindings if b.action == action)
         return key_label(binding)
 
     def change(self, values: dict[str, object], index: int | None = None) -> bool:

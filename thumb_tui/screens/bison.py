@@ -150,7 +150,7 @@ class BisonScreen(KeyBarScreen):
                                (self.view.left, self.view.right)))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(BISON_HELP + keys_markdown(self.BINDINGS)))
+        self.app.push_screen(HelpScreen(BISON_HELP + keys_markdown(self.shown_bindings)))
 
     def action_quit_app(self) -> None:
         self.app.exit()

@@ -115,7 +115,7 @@ class FluencyRoundScreen(KeyBarScreen):
             self.redraw()
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(help_markdown(self.rubric, self.BINDINGS)))
+        self.app.push_screen(HelpScreen(help_markdown(self.rubric, self.shown_bindings)))
 
     def action_quit_app(self) -> None:
         self.app.exit()

@@ -43,8 +43,11 @@ def help_markdown(rubric: Rubric, keys: list[Binding]) -> str:
 
 def keys_markdown(keys: list[Binding]) -> str:
     """The screen's keys as a Markdown section."""
-    lines = ["", "", "## Keys", ""]
-    lines += [f"- `{key_label(b)}`: {b.description}" for b in keys if b.show]
+    lines = ["", "", "## Keys", "",
+             "Remap a key by its id in `~/.config/thumb-tui/keymap.toml` (under "
+             "`$XDG_CONFIG_HOME`), e.g. `[keymap]` then `fluency = \"v\"`.", ""]
+    lines += [f"- `{key_label(b)}`: {b.description}" + (f" (id `{b.id}`)" if b.id else "")
+              for b in keys if b.show or b.id]
     return "\n".join(lines)
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 from rich.text import Text
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.events import Key, Resize
+from textual.keys import format_key
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -14,6 +19,30 @@ MOVE_KEYS = Binding("up,down", "", "move", key_display="↑↓")
 
 def key_label(binding: Binding) -> str:
     return binding.key_display or binding.key
+
+
+def display_keys(keys: str) -> str:
+    """How a user's keys read in the key bar: `ctrl+n,down` -> `^n ↓`."""
+    shown = []
+    for key in keys.split(","):
+        *modifiers, name = key.strip().split("+")
+        name = format_key(name)
+        if "ctrl" in modifiers:
+            modifiers.remove("ctrl")
+            name = f"^{name}"
+        shown.append("+".join([*modifiers, name]))
+    return " ".join(shown)
+
+
+def remapped(bindings: list[Binding], keymap: Mapping[str, str]) -> list[Binding]:
+    """The bindings with the user's keys (by binding id) in place of the defaults."""
+    return [replace(b, key=keymap[b.id], key_display=display_keys(keymap[b.id]))
+            if b.id in keymap else b for b in bindings]
+
+
+def user_keymap(node: DOMNode) -> Mapping[str, str]:
+    """The keymap of the app `node` belongs to ({} outside a ThumbApp)."""
+    return getattr(node.app, "keymap", {})
 
 
 class KeyBar(Static):
@@ -35,9 +64,12 @@ class KeyBar(Static):
 
     def __init__(self, bindings: list[Binding], **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self._items = [(f" {key_label(b)} ", f" {b.description}") for b in bindings if b.show]
+        self._bindings = bindings
+        self._items: list[tuple[str, str]] = []
 
     def on_mount(self) -> None:
+        self._items = [(f" {key_label(b)} ", f" {b.description}")
+                       for b in remapped(self._bindings, user_keymap(self)) if b.show]
         self._layout(self.content_size.width or 78)
 
     def on_resize(self, event: Resize) -> None:
@@ -90,6 +122,11 @@ class KeyBarScreen(Screen[None]):
     def say(self, message: str) -> None:
         """Show a one-line message (each screen has its own message line)."""
         raise NotImplementedError
+
+    @property
+    def shown_bindings(self) -> list[Binding]:
+        """The screen's bindings with the user's keys, as the key bar and help show them."""
+        return remapped(self.BINDINGS, user_keymap(self))
 
     def on_mount(self) -> None:
         self.mount(Static(id="too-small"))

@@ -1,0 +1,80 @@
+"""User keymaps by binding id: the file in the XDG config dir remaps keys on every screen,
+and the key bar and help show the user's keys; a bad file ends in one line."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.app_helpers import make_app, sample_engine, screen_text
+from tests.conftest import SAMPLE_CSV
+from thumb_tui.cli import app as cli
+from thumb_tui.keymap import KeymapError, keymap_path, load_keymap, screen_bindings
+from thumb_tui.screens.annotate import AnnotateScreen
+from thumb_tui.screens.fluency import FluencyScreen
+from thumb_tui.screens.help import HelpScreen
+
+KEYMAP = '[keymap]\nfluency = "v"\nnext-caption = "down,ctrl+n"\nhelp = "f1"\n'
+
+
+def write_keymap(text: str):
+    path = keymap_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_binding_of_every_screen_has_an_id():
+    for name, bindings in screen_bindings().items():
+        assert all(b.id for b in bindings), name
+
+
+async def test_keymap_remaps_keys_and_the_key_bar_and_help_show_them(tmp_path):
+    write_keymap(KEYMAP)
+    app = make_app(sample_engine(tmp_path))
+    assert app.keymap == {"fluency": "v", "next-caption": "down,ctrl+n", "help": "f1"}
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        shown = screen_text(app)
+        assert " v  fluency" in shown and " f  fluency" not in shown
+        assert " ↓ ^n  caption" in shown and " f1  help" in shown
+        await pilot.press("ctrl+n")
+        assert screen.focus_index == 1
+        await pilot.press("f")  # no longer bound
+        assert "the key f does nothing here" in str(screen.query_one("#message").content)
+        await pilot.press("5", "4")  # 2/4 scored; v still acts on it
+        assert "v c i n still act on 2" in str(screen.query_one("#message").content)
+        await pilot.press("v")
+        assert isinstance(app.screen, FluencyScreen)
+        await pilot.press("escape", "f1")
+        assert isinstance(app.screen, HelpScreen)
+        source = app.screen.query_one("Markdown").source
+        assert "- `v`: fluency (id `fluency`)" in source
+        assert "- `f1`: help (id `help`)" in source
+        await pilot.press("escape")
+        assert isinstance(app.screen, AnnotateScreen)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('[keymap]\nflunecy = "v"\n', "unknown binding id 'flunecy'"),
+    ('[keymap]\nfluency = 3\n', "fluency must be keys as text"),
+    ('[keymap]\nfluency = "c"\n', "the key 'c' would do both fluency and conciseness"),
+    ('[keys]\nfluency = "v"\n', "expected only a [keymap] table"),
+    ('[keymap\n', "not a readable TOML file"),
+])
+def test_a_bad_keymap_is_refused_with_the_file_and_the_problem(text, problem):
+    path = write_keymap(text)
+    with pytest.raises(KeymapError) as caught:
+        load_keymap()
+    assert str(caught.value).startswith(f"{path}: ") and problem in str(caught.value)
+
+
+def test_the_cli_ends_a_bad_keymap_in_one_line(tmp_path):
+    db = str(tmp_path / "k.db")
+    assert CliRunner().invoke(cli, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    path = write_keymap('[keymap]\nflunecy = "v"\n')
+    result = CliRunner().invoke(cli, ["--db", db, "annotate", "--annotator", "a",
+                                      "--image-mode", "none"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: {path}: unknown binding id 'flunecy' (the help screen, ?, lists the ids)"]
