@@ -59,7 +59,8 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
                 continue  # one pair of annotators: "all pairs" would repeat it
             first = part.iloc[0]
             lines += [("### " if markdown else "") + f"{_pair_label(str(pair))}: "
-                      f"{first['n']} captions, {first['images']} images", ""]
+                      f"{first['n']} caption{'' if first['n'] == 1 else 's'}, "
+                      f"{first['images']} image{'' if first['images'] == 1 else 's'}", ""]
             lines += _statistics_table(part, markdown, labels)
             matrices = report[confusion & (report["kind"] == kind)
                               & (report["pair"] == pair)]

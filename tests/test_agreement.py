@@ -165,3 +165,16 @@ def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path)
     assert int(row[header.index(second)]) == off_diagonal[f"confusion:{first}->{second}"]
     markdown = agreement_text(report, markdown=True, ci=0.9, bootstrap=10)
     assert "### alice & bob" in markdown and "| kappa " in markdown
+
+
+def test_agreement_text_counts_one_image_in_the_singular(tmp_path):
+    from reports.agreement import agreement_report
+    from reports.text import agreement_text
+    from tests.app_helpers import sample_engine
+    from tests.test_workflow import review_with_changes
+
+    engine = sample_engine(tmp_path)
+    review_with_changes(engine)
+    report = agreement_report(engine, bootstrap=10).assign(n=1, images=1)
+    text = agreement_text(report, markdown=False, ci=0.9, bootstrap=10)
+    assert "1 caption, 1 image" in text and "1 images" not in text

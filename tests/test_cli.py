@@ -107,3 +107,18 @@ def test_annotator_records_native_speaker(tmp_path):
     assert "dave: a native English speaker" in result.output
     result = runner.invoke(app, ["--db", db, "fluency-round", "--annotator", "erin"])
     assert result.exit_code == 2 and "not recorded as a native English speaker" in result.output
+
+
+def test_agreement_md_out_says_what_it_wrote(tmp_path):
+    from storage import open_database
+    from tests.test_workflow import review_with_changes
+
+    db = tmp_path / "a.db"
+    assert runner.invoke(app, ["--db", str(db), "import", str(SAMPLE_CSV)]).exit_code == 0
+    review_with_changes(open_database(db))
+    out = tmp_path / "agreement.md"
+    result = runner.invoke(app, ["--db", str(db), "agreement", "--format", "md", "--out",
+                                 str(out), "--bootstrap", "10"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"wrote the agreement tables to {out}"
+    assert out.read_text(encoding="utf-8").startswith("Agreement")

@@ -58,7 +58,8 @@ def agreement_command(
     else:
         text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap,
                               rubric=project_rubric(engine))
-    write_or_echo(text, out, f"{len(report)} records")
+    write_or_echo(text, out, f"{len(report)} rows" if fmt in ("json", "csv")
+                  else "the agreement tables")
 
 
 @app.command("report")

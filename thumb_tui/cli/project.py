@@ -116,8 +116,11 @@ def export_command(
 def status_command(
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
-    """The pipeline per stage (waiting, in progress, done), each annotator's work and what
-    waits for them, and broken images."""
+    """Pipeline per stage, each annotator's work and what waits for them, broken images.
+
+    Stages: stage 1, second blind rating, review, resolution, fluency round; each with how
+    many images (or captions) wait, are in progress and are done. `--format json` gives
+    all of it, every system included."""
     import dataclasses
     import json
 
