@@ -1,5 +1,8 @@
 """`thumb report`'s renderers: the tables of a `Report` as Markdown, HTML (with figures) or
-JSON. Every number is shown with the signature of the metric that produced it."""
+JSON. Every number is shown with the signature of the metric that produced it. Stored text
+(system and annotator names, signatures) is untrusted: Markdown escapes it for Markdown and
+HTML, the HTML page is rendered with raw HTML off and a Content-Security-Policy that runs
+no script and loads nothing but its own inline images and style."""
 
 from __future__ import annotations
 
@@ -15,8 +18,7 @@ from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.judgments import JudgmentReport
 from reports.tables import Report, score_labels
-from rubrics import Rubric
-from rubrics.escape import for_markdown
+from rubrics import Rubric, for_html, for_markdown
 
 FORMATS = ("md", "html", "json")
 
@@ -36,10 +38,14 @@ def to_json(report: Report) -> str:
 
 
 def markdown_table(frame: pd.DataFrame, **options: object) -> str:
-    """A Markdown table whose cells cannot break it (a `|` inside any text cell is
-    escaped, whatever the column's dtype)."""
-    escaped = frame.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
-    escaped.columns = [str(c).replace("|", "\\|") for c in frame.columns]
+    """A Markdown table whose cells cannot break it or inject anything: every text cell
+    and column name is escaped for Markdown and HTML, whatever the column's dtype."""
+    def cell(value: object) -> object:
+        return for_markdown(value, table_cell=True) if isinstance(value, str) else value
+
+    escaped = frame.map(cell)
+    escaped.columns = [cell(str(c)) for c in frame.columns]
+    escaped.index = pd.Index([cell(v) for v in frame.index], name=cell(frame.index.name))
     return escaped.to_markdown(**options)
 
 
@@ -93,7 +99,7 @@ def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
         text = (markdown_table(shown[name], index=False, floatfmt=".3f") if len(table)
                 else "none yet")
         if "signature" in table and len(table):
-            text += "\n\n" + "\n".join(f"- `{labels[s]}`: `{s}`"
+            text += "\n\n" + "\n".join(f"- {for_markdown(labels[s])}: {for_markdown(s)}"
                                         for s in dict.fromkeys(table["signature"]))
         sections.append((f"BISON: {name}", text))
     return sections
@@ -135,6 +141,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
 
 
 def header_value(value: object) -> str:
+    """A header value as plain text (it lists stored names: escape it for the output)."""
     if isinstance(value, dict):
         return ", ".join(f"{key}: {item}" for key, item in value.items()) or "none"
     if isinstance(value, list | tuple):
@@ -143,10 +150,11 @@ def header_value(value: object) -> str:
 
 
 def _header_lines(report: Report) -> list[str]:
-    lines = [f"- {key.replace('_', ' ')}: {header_value(value)}"
+    lines = [f"- {key.replace('_', ' ')}: {for_markdown(header_value(value))}"
              for key, value in report.header.items()]
     lines += ["", "Signatures:", ""]
-    lines += [f"- `{label}`: `{signature}`" for label, signature in report.signatures.items()]
+    lines += [f"- {for_markdown(label)}: {for_markdown(signature)}"
+              for label, signature in report.signatures.items()]
     return lines
 
 
@@ -156,25 +164,35 @@ def to_markdown(report: Report, figures: dict[str, Path]) -> str:
         lines += [f"## {title}", "", table, ""]
     if figures:
         lines += ["## Figures", ""]
-        lines += [f"- {name}: [{path.name}]({path.name})" for name, path in figures.items()]
+        lines += [f"- {for_markdown(name)}: [{path.name}]({path.name})"  # our file names
+                  for name, path in figures.items()]
     return "\n".join(lines) + "\n"
 
 
 def to_html(report: Report, figures: dict[str, Path]) -> str:
     import markdown_it
 
-    renderer = markdown_it.MarkdownIt("commonmark").enable("table")
+    # raw HTML off: whatever the Markdown holds is shown as text, never parsed as a tag
+    renderer = markdown_it.MarkdownIt("commonmark", {"html": False}).enable("table")
     body = [renderer.render("# thumb-tui report\n\n" + "\n".join(_header_lines(report)))]
     for title, table in _markdown_tables(report):
         body.append(renderer.render(f"## {title}\n\n{table}\n"))
     for name, path in figures.items():
         encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-        body.append(f'<h2>{name}</h2><img alt="{name}" src="data:image/png;base64,'
-                    f'{encoded}">')
-    style = ("body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:"
-             "collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>thumb-tui report"
-            f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+        body.append(f'<h2>{for_html(name)}</h2><img alt="{for_html(name)}" '
+                    f'src="data:image/png;base64,{encoded}">')
+    return HTML_PAGE.format(policy=CONTENT_SECURITY_POLICY, style=STYLE, body="".join(body))
+
+
+# No script runs, nothing is fetched: only the page's own style and its data: images.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+                           "base-uri 'none'; form-action 'none'")
+STYLE = ("body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:"
+         "collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}")
+HTML_PAGE = ("<!doctype html><html><head><meta charset='utf-8'>"
+             "<meta http-equiv='Content-Security-Policy' content=\"{policy}\">"
+             "<title>thumb-tui report</title><style>{style}</style></head>"
+             "<body>{body}</body></html>\n")
 
 
 def draw_figures(report: Report, folder: Path) -> dict[str, Path]:
@@ -312,7 +330,7 @@ def judgment_header_lines(report: JudgmentReport) -> list[str]:
     lines = [f"- {key.replace('_', ' ')}: {for_markdown(header_value(value))}"
              for key, value in report.header.items()]
     lines += ["", "Signatures:", ""]
-    lines += [f"- {for_markdown(label)}: `{signature}`"
+    lines += [f"- {for_markdown(label)}: {for_markdown(signature)}"
               for label, signature in report.signatures.items()]
     return lines
 
@@ -325,7 +343,8 @@ def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
     if not len(report.records):
         sections.append(("Metrics", "no metric scores of this set yet: run `thumb metrics "
                                     "compute --judgments NAME`"))
-    for title, frame in judgment_frames(report, lambda text: for_markdown(str(text))):
+    for title, frame in judgment_frames(report, lambda text: for_markdown(str(text),
+                                                                          table_cell=True)):
         # stored text is escaped already (`|` included): no second escaping of cells
         sections.append((title, frame.to_markdown(index=False, disable_numparse=True)))
     return sections

@@ -13,7 +13,10 @@ import re
 # UTF-8 file or database can hold).
 _FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _FORBIDDEN_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# Emphasis, code and strike-through characters, and the `]` that would close a link or an
+# image (`](` or `][`); a lone `[` or `]` is plain text in CommonMark and stays readable.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~]|\](?=[(\[]))")
+_MARKDOWN_TABLE_SPECIAL = re.compile(r"([\\`*_~|]|\](?=[(\[]))")
 
 
 def forbidden_character(text: str) -> str | None:
@@ -53,12 +56,13 @@ def for_markup(text: str, *, newlines: bool = True) -> str:
     return escape(printable(text, newlines=newlines))
 
 
-def for_markdown(text: str) -> str:
-    """`text` as one line of Markdown that renders as exactly this text: printable; HTML's
-    `<`, `>`, `&` as entities (no raw HTML, no autolink); Markdown's emphasis, code, link,
-    table and strike-through characters backslash-escaped."""
-    return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", printable(text, newlines=False)),
-                       quote=False)
+def for_markdown(text: str, *, table_cell: bool = False) -> str:
+    """`text` as one line of Markdown that renders as exactly this text: printable (so it
+    cannot start a line of its own); HTML's `<`, `>`, `&` as entities (no raw HTML, no
+    autolink, no entity); emphasis, code, strike-through and link-closing characters
+    backslash-escaped; in a table cell also `|`."""
+    special = _MARKDOWN_TABLE_SPECIAL if table_cell else _MARKDOWN_SPECIAL
+    return html.escape(special.sub(r"\\\1", printable(text, newlines=False)), quote=False)
 
 
 def for_html(text: str) -> str:

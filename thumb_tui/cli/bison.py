@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from rubrics import printable
 from thumb_tui.cli.common import (
     ActorOption,
     AnnotatorOption,
@@ -111,4 +112,4 @@ def bison_report_command(
         typer.echo(json.dumps({k: json.loads(v.to_json(orient="records"))
                                for k, v in tables.items()}, indent=1))
         return
-    typer.echo(bison_text(tables))
+    typer.echo(printable(bison_text(tables)))
