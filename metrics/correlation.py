@@ -192,7 +192,8 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
                                     "subset": subset, "method": method,
                                     "r": correlation(x, y, method), "ci_low": low,
                                     "ci_high": high, "n": len(part)})
-    return pd.DataFrame(records)
+    return pd.DataFrame(records, columns=["metric", "dimension", "subset", "method", "r",
+                                          "ci_low", "ci_high", "n"])
 
 
 def williams_records(data: pd.DataFrame, metrics: Sequence[str],
@@ -202,6 +203,8 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
     records = []
     for subset, mask in subsets.items():
         part = data[mask]
+        if len(part) <= 3:  # the test is undefined for so few captions: no rows
+            continue
         for dimension in HUMAN:
             human = part[dimension].to_numpy(dtype=float)
             for first in metrics:
@@ -214,7 +217,8 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
                     records.append({"metric": first, "versus": second, "dimension": dimension,
                                     "subset": subset, "r_metric": r1, "r_versus": r2,
                                     "t": t, "p": p, "n": len(part)})
-    return pd.DataFrame(records)
+    return pd.DataFrame(records, columns=["metric", "versus", "dimension", "subset",
+                                          "r_metric", "r_versus", "t", "p", "n"])
 
 
 def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: int,
@@ -248,4 +252,5 @@ def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: i
             low, high = percentile_ci(replicate, ci)
         records.append({"metric": metric, "accuracy": float(accuracy), "ci_low": low,
                         "ci_high": high, "pairs": len(human), "ties": int(tie.sum())})
-    return pd.DataFrame(records)
+    return pd.DataFrame(records, columns=["metric", "accuracy", "ci_low", "ci_high", "pairs",
+                                          "ties"])

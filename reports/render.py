@@ -62,8 +62,9 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric
     columns = [(d.key, d.short, 2) for d in rubric.dimensions]
     columns += [(p.key, p.abbreviation, 3) for p in rubric.penalties]
     for column, label, digits in columns:
-        human[label] = systems[column].map(lambda v, d=digits: f"{v:.{d}f}")
-    human["Total [CI]"] = [f"{total:.2f}" + ("" if pd.isna(low) else
+        human[label] = systems[column].map(lambda v, d=digits: "-" if pd.isna(v) else
+                                           f"{v:.{d}f}")
+    human["Total [CI]"] = ["-" if pd.isna(total) else f"{total:.2f}" + ("" if pd.isna(low) else
                                              f" [{low:.2f}, {high:.2f}]")
                            for total, low, high in systems.reindex(  # no CI: --bootstrap 0
                                columns=["total", "total_ci_low", "total_ci_high"]).itertuples(

@@ -19,10 +19,15 @@ from metrics.correlation import (
 )
 from metrics.signature import signature_labels, tool_version
 from reports.bison import bison_report
-from rubrics import Rubric
+from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
 from storage.queries import final_scores
-from storage.readers import contributing_annotators, fluency_checkers, metric_scores
+from storage.readers import (
+    caption_rows,
+    contributing_annotators,
+    fluency_checkers,
+    metric_scores,
+)
 from storage.rubric_registry import stored_rubrics
 
 
@@ -87,10 +92,14 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
 
     check_ci(ci)
     human = final_scores(engine)
-    if human.empty:
-        raise ValueError("no final human scores yet: rate, review or import ratings first"
-                         " (a judgment set has its own report: thumb judgments report NAME)")
     wide, signatures = metric_columns(metric_scores(engine))
+    has_human = not human.empty
+    if not has_human:
+        if not signatures:
+            raise ValueError("nothing to report yet: rate, review or import ratings, or "
+                             "compute metric scores (`thumb metrics compute`); a judgment "
+                             "set has its own report: thumb judgments report NAME")
+        human = _captions_without_scores(engine)
     data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
     metrics = [m for m in signatures if data[m].notna().all()]
     missing = [m for m in signatures if m not in metrics]
@@ -101,37 +110,56 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     if unknown:
         raise ValueError(f"--exclude-system {unknown[0]!r} is not a system here "
                          f"({', '.join(systems)})")
-    rubric = report_rubric(engine, sorted(data["rubric"].unique()))
+    rubric = report_rubric(engine, sorted(data["rubric"].unique())) if has_human else THUMB_1_0
     subsets = {"all": data["system"].notna()}
-    subsets.update({f"without:{s}": data["system"] != s for s in exclude_systems})
+    # without the only system there is nothing left to correlate
+    subsets.update({f"without:{s}": data["system"] != s for s in exclude_systems
+                    if (data["system"] != s).any()})
     header = {
         "tool": f"thumb-tui {tool_version()}",
         "captions": len(data), "images": int(data["image_id"].nunique()),
-        "systems": systems, "rubric": sorted(data["rubric"].unique()),
+        "systems": systems, "rubric": sorted(r for r in data["rubric"].unique() if r),
         "annotators": contributing_annotators(engine),
-        "annotators_of_final_scores": sorted(set(data["annotator"]) | fluency_checkers(engine)),
+        "annotators_of_final_scores": sorted((set(data["annotator"]) - {""})
+                                             | fluency_checkers(engine)),
         "final_scores": data["final_source"].value_counts().to_dict(),
         "bootstrap": bootstrap, "ci": ci, "seed": seed,
         "metrics_skipped": {m: "not computed for every caption" for m in missing},
     }
-    correlations = correlation_records(data, metrics, subsets, bootstrap=bootstrap, ci=ci,
+    if not has_human:
+        header["final_scores"] = "none yet: metric means only"
+    compared = metrics if has_human else []  # nothing human to correlate with
+    correlations = correlation_records(data, compared, subsets, bootstrap=bootstrap, ci=ci,
                                        seed=seed)
     return Report(
         header=header,
         signatures={m: signatures[m] for m in metrics},
         systems=system_table(data, metrics, scores=[*rubric.score_keys, *rubric.penalty_keys],
                              bootstrap=bootstrap, ci=ci, seed=seed),
-        strict=strict_best_worst(data),
+        strict=strict_best_worst(data) if has_human else pd.DataFrame(
+            columns=["system", "best", "worst"]),
         correlations=correlations,
         table4=pearson_table(correlations, rubric),
         rubric=rubric,
-        williams=williams_records(data, metrics, subsets) if len(metrics) > 1
+        williams=williams_records(data, compared, subsets) if len(compared) > 1
         else pd.DataFrame(),
-        pairwise=pairwise_records(data, metrics, bootstrap=bootstrap, ci=ci, seed=seed),
+        pairwise=pairwise_records(data, compared, bootstrap=bootstrap, ci=ci, seed=seed),
         data=data,
         bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
         judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
     )
+
+
+def _captions_without_scores(engine: Engine) -> pd.DataFrame:
+    """Every caption in the shape of `final_scores`, its human columns empty: a project
+    with metric scores and no final human scores yet still gets its metric means."""
+    captions, _ = caption_rows(engine)
+    frame = captions.rename(columns={"image_id": "image_pk", "image_key": "image_id",
+                                     "text": "caption"})
+    for column in (*THUMB_1_0.score_keys, *THUMB_1_0.penalty_keys, "total"):
+        frame[column] = float("nan")
+    frame["annotator"], frame["rubric"], frame["final_source"] = "", "", "none"
+    return frame
 
 
 def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:

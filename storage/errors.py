@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rubrics import printable
+
 MAX_LISTED = 50
 
 
@@ -15,10 +17,14 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        """`file:line: message`; a problem with the whole file (line 0) has no line."""
+        """`file:line: message`, one line whatever the message quotes (control characters
+        and line breaks shown as escapes); a problem with the whole file (line 0) has no
+        line."""
+        file, message = printable(str(self.file), newlines=False), printable(
+            self.message, newlines=False)
         if self.line == 0:
-            return f"{self.file}: {self.message}"
-        return f"{self.file}:{self.line}: {self.message}"
+            return f"{file}: {message}"
+        return f"{file}:{self.line}: {message}"
 
 
 class InputError(ValueError):

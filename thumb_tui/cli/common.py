@@ -188,6 +188,8 @@ def value_errors() -> Iterator[None]:
     """A ValueError or RuntimeError raised for the user's input ends the command with it."""
     try:
         yield
+    except typer.Exit:  # a RuntimeError too: a command that already ended with fail()
+        raise
     except (ValueError, RuntimeError) as exc:
         fail(str(exc))
 

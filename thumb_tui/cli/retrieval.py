@@ -14,6 +14,7 @@ from thumb_tui.cli.common import (
     SeedOption,
     default_actor,
     fail,
+    output_file,
     state,
     value_errors,
     write_or_echo,
@@ -204,6 +205,8 @@ def compare_command(
         fail(f"--format must be one of {', '.join(FORMATS)}")
     if direction not in ("i2t", "t2i", "mean"):
         fail("--direction must be i2t, t2i or mean")
+    output_file(out)
+    output_file(plot, "--plot")
     with value_errors():
         ranks, tau = comparison(state.existing_engine, positives, direction)
     if output == "json":

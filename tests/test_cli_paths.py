@@ -1,0 +1,105 @@
+"""Path mistakes end every command in one line and exit 2, never a traceback: a --db in a
+folder that does not exist, a --db that is a CSV file, an --out into a missing folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLE_CSV
+from thumb_tui.cli import app
+
+runner = CliRunner()
+SAMPLE_RATINGS = SAMPLE_CSV.parent / "example_ratings.csv"
+# The least each command needs besides --db; {out} is a path in a missing folder.
+COMMANDS = {
+    "import": ["import", str(SAMPLE_CSV)],
+    "import-thumb": ["import-thumb", str(SAMPLE_CSV), "--references", str(SAMPLE_CSV)],
+    "export": ["export", "--out", "{out}"],
+    "status": ["status"],
+    "annotator": ["annotator", "ann"],
+    "assign": ["assign", "--double", "0.1"],
+    "annotate": ["annotate", "--annotator", "ann", "--image-mode", "none"],
+    "review": ["review", "--annotator", "ann", "--image-mode", "none"],
+    "resolve": ["resolve", "--annotator", "ann", "--image-mode", "none"],
+    "fluency-round": ["fluency-round", "--annotator", "ann"],
+    "agreement": ["agreement", "--out", "{out}"],
+    "report": ["report", "--out", "{out}"],
+    "metrics compute": ["metrics", "compute", "--metric", "bleu"],
+    "metrics list": ["metrics", "list"],
+    "bison import": ["bison", "import", str(SAMPLE_CSV.parent / "bison.jsonl")],
+    "bison annotate": ["bison", "annotate", "--annotator", "ann", "--image-mode", "none"],
+    "bison evaluate": ["bison", "evaluate", "--scorer", "bleu"],
+    "bison report": ["bison", "report"],
+    "db upgrade": ["db", "upgrade"],
+    "retrieval evaluate": ["retrieval", "evaluate", "--name", "m", "--scores", str(SAMPLE_CSV),
+                           "--positives", "project"],
+    "retrieval relevance": ["retrieval", "relevance", "--out", "{out}"],
+    "retrieval compare": ["retrieval", "compare", "--out", "{out}"],
+}
+WITH_OUT = [name for name, args in COMMANDS.items() if "{out}" in args]
+
+
+def all_commands() -> set[str]:
+    names = set()
+
+    def walk(group, prefix: tuple[str, ...] = ()) -> None:
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                walk(command, (*prefix, name))
+            else:
+                names.add(" ".join((*prefix, name)))
+
+    walk(typer.main.get_command(app))
+    return names
+
+
+def test_every_command_is_covered():
+    assert set(COMMANDS) == all_commands()
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def args_for(name: str, out: Path) -> list[str]:
+    return [part.replace("{out}", str(out)) for part in COMMANDS[name]]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_db_in_a_missing_folder(tmp_path, name):
+    db = tmp_path / "nowhere" / "x.db"
+    line = one_line_error(runner.invoke(app, ["--db", str(db), *args_for(name, tmp_path / "o")]))
+    assert f"the folder {db.parent} does not exist" in line
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_db_that_is_a_csv_file(tmp_path, name):
+    csv = tmp_path / "captions.csv"
+    csv.write_bytes(SAMPLE_CSV.read_bytes())
+    line = one_line_error(runner.invoke(app, ["--db", str(csv), *args_for(name, tmp_path / "o")]))
+    assert "is not a thumb-tui database (not a SQLite file)" in line
+    assert csv.read_bytes() == SAMPLE_CSV.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def rated_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("paths") / "rated.db"
+    for source in (SAMPLE_CSV, SAMPLE_RATINGS):
+        assert runner.invoke(app, ["--db", str(db), "import", str(source)]).exit_code == 0
+    return db
+
+
+@pytest.mark.parametrize("name", WITH_OUT)
+def test_out_into_a_missing_folder(rated_db, tmp_path, name):
+    out = tmp_path / "missing" / "deeper" / "file.out"
+    (tmp_path / "missing").write_text("a file where a folder should be")
+    line = one_line_error(runner.invoke(app, ["--db", str(rated_db), *args_for(name, out)]))
+    assert "missing" in line
