@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python benchmarks/annotate_latency.py
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/metrics.py
 	$(BIN)/python benchmarks/report_speed.py
+	$(BIN)/python benchmarks/fuzz_imports.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

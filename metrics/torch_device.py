@@ -38,5 +38,5 @@ def load_error(kind: str, name: str, exc: Exception) -> RuntimeError:
         f"cannot load the {kind} model {name!r} ({type(exc).__name__}: {exc}). Without "
         "internet access, download it elsewhere (e.g. save_pretrained) and pass its local "
         "folder instead of the name"
-        + ("." if offline else "; set HF_HUB_OFFLINE=1 to stop network attempts.")
+        + ("; or let it be fetched from the hub (--allow-download)." if offline else ".")
     )

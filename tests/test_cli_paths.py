@@ -38,6 +38,11 @@ COMMANDS = {
     "retrieval evaluate": ["retrieval", "evaluate", "--name", "m", "--scores", str(SAMPLE_CSV),
                            "--positives", "project"],
     "retrieval relevance": ["retrieval", "relevance", "--out", "{out}"],
+    "judgments import": ["judgments", "import", str(SAMPLE_CSV), "--name", "j", "--scale",
+                         "1-5"],
+    "judgments export": ["judgments", "export", "j", "--out", "{out}.csv"],
+    "judgments report": ["judgments", "report", "j", "--out", "{out}"],
+    "judgments list": ["judgments", "list"],
     "retrieval compare": ["retrieval", "compare", "--out", "{out}"],
 }
 WITH_OUT = [name for name, args in COMMANDS.items() if "{out}" in args]
@@ -103,3 +108,26 @@ def test_out_into_a_missing_folder(rated_db, tmp_path, name):
     (tmp_path / "missing").write_text("a file where a folder should be")
     line = one_line_error(runner.invoke(app, ["--db", str(rated_db), *args_for(name, out)]))
     assert "missing" in line
+
+
+def test_a_hub_model_fails_fast_without_hf_hub_offline(rated_db, tmp_path):
+    """Issue #15 item 6: without HF_HUB_OFFLINE, loading a hub model spent minutes in
+    retries. Models now load from local files only unless --allow-download."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("transformers")
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_HOME"] = str(tmp_path / "hf")  # an empty cache
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "thumb_tui", "--db", str(rated_db), "metrics", "compute",
+         "--metric", "clip-s", "--clip-model", "openai/clip-vit-base-patch32"],
+        env=env, capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - start
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "cannot load the CLIP model" in result.stderr and "--allow-download" in result.stderr
+    assert seconds < 60, seconds

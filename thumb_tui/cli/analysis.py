@@ -10,11 +10,13 @@ import typer
 
 from rubrics.escape import printable
 from thumb_tui.cli.common import (
+    AllowDownloadOption,
     BootstrapOption,
     CiOption,
     SeedOption,
     console,
     fail,
+    model_hub,
     output_file,
     output_folder,
     state,
@@ -105,9 +107,11 @@ def _metric_option_parameters() -> list[inspect.Parameter]:
 
 def metrics_compute_command(
     metric: list[str] | None = None, keep_self_references: bool = False,
-    judgments: str | None = None, **metric_settings: object,
+    judgments: str | None = None, allow_download: bool = False, **metric_settings: object,
 ) -> None:
     from rich.progress import Progress
+
+    model_hub(allow_download)
 
     from metrics.registry import DEFAULT_METRICS, MetricOptions
     from reports.scoring import compute_judgment_metrics, compute_metrics
@@ -155,6 +159,8 @@ def _register_compute() -> None:
                               "--judgments", help="Score the captions of this judgment set "
                                                   "(against its own references) instead of "
                                                   "the project's.")]),
+        inspect.Parameter("allow_download", inspect.Parameter.KEYWORD_ONLY, default=False,
+                          annotation=AllowDownloadOption),
     ]
     parameters = fixed + _metric_option_parameters()
     metrics_compute_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ import typer
 from rubrics import printable
 from thumb_tui.cli.common import (
     ActorOption,
+    AllowDownloadOption,
     AnnotatorOption,
     BootstrapOption,
     CiOption,
@@ -21,6 +22,7 @@ from thumb_tui.cli.common import (
     database_for_import,
     default_actor,
     image_mode,
+    model_hub,
     state,
     stop_if_empty,
     value_errors,
@@ -77,8 +79,10 @@ def bison_evaluate_command(
     device: Annotated[str, typer.Option("--device")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
     seed: Annotated[int, typer.Option("--seed", help="Baseline: reference sampling.")] = 0,
+    allow_download: AllowDownloadOption = False,
 ) -> None:
     """Let a model (or a caption-metric baseline) choose an image for every item."""
+    model_hub(allow_download)
     from metrics.bison import ClipScorer
     from metrics.registry import MetricOptions, metric_classes
     from reports.bison import baseline, evaluate

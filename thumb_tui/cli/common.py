@@ -4,6 +4,7 @@ way to end a command with an error."""
 from __future__ import annotations
 
 import getpass
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,6 +167,22 @@ NativeOption = Annotated[
     bool | None, typer.Option("--native/--non-native", help="Are you a native English speaker?")
 ]
 AnnotatorOption = Annotated[str, typer.Option("--annotator", help="Your annotator name.")]
+AllowDownloadOption = Annotated[bool, typer.Option(
+    "--allow-download",
+    help="Let models be fetched from the Hugging Face hub. By default only local files are "
+         "used (a model folder or the local cache), so that a machine without internet "
+         "fails at once instead of retrying for minutes.")]
+
+
+def model_hub(allow_download: bool) -> None:
+    """Local-only model loading unless the user allows the hub (HF_HUB_OFFLINE and
+    TRANSFORMERS_OFFLINE, read when transformers and huggingface_hub are first imported,
+    which the commands do only after this)."""
+    if not allow_download:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
 OutsideImagesOption = Annotated[bool, typer.Option(
     "--allow-outside-images",
     help="Accept image paths that lead outside the images folder (absolute paths, .., "

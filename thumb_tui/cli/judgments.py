@@ -18,6 +18,7 @@ from thumb_tui.cli.common import (
     database_for_import,
     default_actor,
     fail,
+    output_file,
     state,
     value_errors,
     write_or_echo,
@@ -107,6 +108,7 @@ def report_command(
 
     if fmt not in REPORT_FORMATS:
         fail(f"--format must be one of {', '.join(REPORT_FORMATS)}")
+    output_file(out)
     with value_errors():
         report = build_judgment_report(state.existing_engine, name, aggregate=aggregate,
                                        metrics=metric, bootstrap=bootstrap, ci=ci, seed=seed)
