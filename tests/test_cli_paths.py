@@ -43,6 +43,17 @@ COMMANDS = {
     "judgments export": ["judgments", "export", "j", "--out", "{out}.csv"],
     "judgments report": ["judgments", "report", "j", "--out", "{out}"],
     "judgments list": ["judgments", "list"],
+    "next": ["next", "--annotator", "ann"],
+    "match propose": ["match", "propose", "--model", "m", "--scores", str(SAMPLE_CSV)],
+    "match batches": ["match", "batches"],
+    "match annotate": ["match", "annotate", "--annotator", "ann", "--image-mode", "none"],
+    "match qc": ["match", "qc"],
+    "match reassign": ["match", "reassign", "--flagged"],
+    "match positives": ["match", "positives"],
+    "match bias": ["match", "bias"],
+    "match export": ["match", "export", "--format", "csv", "--out", "{out}.csv"],
+    "match import-positives": ["match", "import-positives", "eccv"],
+    "match status": ["match", "status"],
     "retrieval compare": ["retrieval", "compare", "--out", "{out}"],
 }
 WITH_OUT = [name for name, args in COMMANDS.items() if "{out}" in args]

@@ -53,6 +53,8 @@ def match_errors() -> Iterator[None]:
     try:
         with protocol_refusals():
             yield
+    except typer.Exit:  # a RuntimeError too: the command already ended with fail()
+        raise
     except (MatchError, ValueError, RuntimeError) as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
