@@ -106,6 +106,16 @@ def final_scores(engine: Engine) -> pd.DataFrame:
     return final
 
 
+def image_of_caption(engine: Engine, caption_id: int) -> tuple[str, str | None]:
+    """The key and file path of the image a caption describes."""
+    image, caption = Image.__table__, Caption.__table__
+    with engine.connect() as connection:
+        key, path = connection.execute(
+            select(image.c.key, image.c.path).join(caption, caption.c.image_id == image.c.id)
+            .where(caption.c.id == caption_id)).one()
+    return key, path
+
+
 def references_by_image(engine: Engine) -> dict[str, list[str]]:
     ref, image = ImageReference.__table__, Image.__table__
     query = (

@@ -78,3 +78,9 @@ def test_the_cli_ends_a_bad_keymap_in_one_line(tmp_path):
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         f"error: {path}: unknown binding id 'flunecy' (the help screen, ?, lists the ids)"]
+
+
+def test_every_work_screen_has_help_and_open_image():
+    for name in ("annotate", "review", "resolve", "fluency round", "BISON", "match"):
+        actions = {b.action for b in screen_bindings()[name]}
+        assert "help" in actions and any(a.startswith("open_image") for a in actions), name

@@ -228,6 +228,15 @@ async def test_fluency_round_sets_the_final_fluency(engine):
         assert message == f"saved; {distinct - 1} to check (] next)"
         await pilot.press("x")  # the verdict moved on: the next caption is fluent
         await pilot.pause()
+        await pilot.press("z")  # a key that does nothing says so
+        message = str(app.screen.query_one("#round-message", Static).content)
+        assert message == "the key z does nothing here; ? lists the keys"
+        opened = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("webbrowser.open", lambda uri: opened.append(uri) or True)
+            await pilot.press("o")
+        assert len(opened) == 1 and "in the system viewer" in str(
+            app.screen.query_one("#round-message", Static).content)
     twins = next(item for item in queue[2:] if len(item.caption_ids) > 1)
     later = [twins, next(item for item in queue[2:] if item is not twins)]
     app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, later))

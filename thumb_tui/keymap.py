@@ -35,13 +35,14 @@ def screen_bindings() -> dict[str, list[Binding]]:
     from thumb_tui.screens.fluency import FluencyScreen
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
     from thumb_tui.screens.help import HelpScreen
+    from thumb_tui.screens.match import MatchScreen
     from thumb_tui.screens.note import NoteScreen
     from thumb_tui.screens.resolve import ReasonScreen, ResolveScreen
 
     screens = {"annotate": AnnotateScreen, "review": ReviewScreen, "resolve": ResolveScreen,
                "reasons": ReasonScreen, "fluency round": FluencyRoundScreen,
                "BISON": BisonScreen, "fluency": FluencyScreen, "note": NoteScreen,
-               "help": HelpScreen}
+               "help": HelpScreen, "match": MatchScreen}
     return {name: list(screen.BINDINGS) for name, screen in screens.items()}
 
 

@@ -12,9 +12,11 @@ from textual.widgets import Static
 
 from rubrics import Rubric, printable
 from storage.annotation import fluency_value
+from storage.queries import image_of_caption
 from storage.workflow import FluencyItem, record_fluency_check
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen, help_markdown
+from thumb_tui.widgets.image_view import open_in_viewer
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 
@@ -35,6 +37,7 @@ class FluencyRoundScreen(KeyBarScreen):
                 id="round-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
                 id="round-previous"),
+        Binding("o", "open_image", "open image", id="round-open-image"),
         Binding("question_mark", "help", "help", key_display="?", id="round-help"),
         Binding("q", "quit_app", "quit", id="round-quit"),
     ]
@@ -113,6 +116,16 @@ class FluencyRoundScreen(KeyBarScreen):
         if self.queue:
             self.position = (self.position + step) % len(self.queue)
             self.redraw()
+
+    def say(self, message: str) -> None:
+        self.query_one("#round-message", Static).update(Text(message))
+
+    def action_open_image(self) -> None:
+        """The caption's image in the system viewer (fluency is judged on the text, but
+        the image may explain a word)."""
+        if self.queue:
+            key, path = image_of_caption(self.engine, self.queue[self.position].caption_id)
+            self.say(open_in_viewer(path, key))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(help_markdown(self.rubric, self.shown_bindings)))
