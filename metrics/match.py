@@ -15,8 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metrics.agreement import UndefinedStatistic, alpha_from_matrix, kappa_from_pairs
-from metrics.correlation import check_ci, percentile_ci
 from rubrics.match import ANSWER_VALUES, DEFAULT_RULE, GOLD_RIGHT, RULES
 
 DIRECTIONS = ("i2t", "t2i")
@@ -45,21 +43,23 @@ def _best_first(scores: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 
 def _top_k_unordered(block: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of each row's k highest scores (in no order); of equal scores at the
-    boundary, the lower indices. argpartition alone picks among such ties arbitrarily."""
-    n_columns = block.shape[1]
+    """Column indices of each row's k highest scores (in row order, not by score); of equal
+    scores at the boundary, the lower indices. A partition finds each row's k-th value (no
+    index array, no negated copy); one pass collects what lies at or above it."""
+    n_rows, n_columns = block.shape
     if k >= n_columns:
         return np.broadcast_to(np.arange(n_columns), block.shape).copy()
-    part = np.argpartition(-block, k - 1, axis=1)[:, :k]
-    chosen = np.take_along_axis(block, part, axis=1)
-    threshold = chosen.min(axis=1)
-    ties_everywhere = (block == threshold[:, None]).sum(axis=1)
-    ties_chosen = (chosen == threshold[:, None]).sum(axis=1)
-    for row in np.flatnonzero(ties_everywhere > ties_chosen):
-        above = np.flatnonzero(block[row] > threshold[row])
-        ties = np.flatnonzero(block[row] == threshold[row])[:k - len(above)]
-        part[row] = np.concatenate([above, ties])
-    return part
+    threshold = np.partition(block, n_columns - k, axis=1)[:, n_columns - k]
+    rows, columns = np.nonzero(block >= threshold[:, None])  # row-major: ascending columns
+    above = block[rows, columns] > threshold[rows]
+    above_per_row = np.bincount(rows[above], minlength=n_rows)
+    tie = (~above).astype(np.int64)
+    ties_before = np.cumsum(tie) - tie  # over the whole block
+    row_start = np.searchsorted(rows, np.arange(n_rows))  # every row has its k-th value
+    ties_before_in_row = ties_before - ties_before[row_start][rows]
+    keep = above | (ties_before_in_row < (k - above_per_row)[rows])
+    columns = columns[keep]
+    return columns.reshape(n_rows, k)
 
 
 def _chunk_rows(n_columns: int) -> int:
@@ -103,7 +103,7 @@ def top_k_columns(matrix: np.ndarray, k: int, columns: np.ndarray | None = None
         chunk = np.asarray(matrix[start:start + step], dtype=np.float32)
         chunk = chunk if whole else chunk[:, columns]
         _check_chunk(chunk, np.arange(start, start + len(chunk)), columns)
-        part = _top_k_unordered(chunk.T, min(k, len(chunk))).T
+        part = _top_k_unordered(np.ascontiguousarray(chunk.T), min(k, len(chunk))).T
         scores = np.vstack([best_scores, chunk[part, positions]])
         found = np.vstack([best_rows, part + start])
         order = np.lexsort((found, -scores), axis=0)[:k]
@@ -449,6 +449,9 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
     on the verdict) per two verifiers, each with a percentile bootstrap CI over pairs.
     Tidy records {statistic, pair, value, ci_low, ci_high, n, note}; a statistic that
     cannot be computed is reported undefined with the reason, never NaN."""
+    from metrics.agreement import UndefinedStatistic
+    from metrics.correlation import check_ci, percentile_ci
+
     check_ci(ci)
     data = votes.dropna(subset=["answer"]).astype({"answer": float})
     data = data.assign(verdict=data["answer"].isin(RULES[rule]).astype(float))
@@ -500,12 +503,16 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
 
 
 def _alpha(frame: pd.DataFrame, column: str, level: str) -> float:
+    from metrics.agreement import alpha_from_matrix
+
     matrix = frame.pivot_table(index="annotator", columns="pair", values=column,
                                aggfunc="first")
     return alpha_from_matrix(matrix.to_numpy(dtype=float), level)
 
 
 def _kappa(frame: pd.DataFrame, column: str, weights: str | None, first: str) -> float:
+    from metrics.agreement import kappa_from_pairs
+
     ordered = frame.sort_values(["pair", "annotator"])
     mine = ordered["annotator"].to_numpy() == first
     categories = list(ANSWER_VALUES) if column == "answer" else [0.0, 1.0]
