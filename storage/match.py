@@ -381,7 +381,7 @@ class MatchSession:
                 Annotator.__table__.c.name == annotator)).scalar_one()
         self.claim_id: int | None = None
         self.items: list[PairView] = []
-        self.focus = 0
+        self.focus = self._stored_focus = 0
         self._shown: tuple[int, float] | None = None
         self._batch_number = 0
         counts = match_counts(engine)
@@ -465,7 +465,7 @@ class MatchSession:
                  for r in rows]
         random.Random(row.shuffle_seed).shuffle(views)
         self.items = views
-        self.focus = min(row.focus, max(len(views) - 1, 0))
+        self.focus = self._stored_focus = min(row.focus, max(len(views) - 1, 0))
 
     # -- answering --------------------------------------------------------------------------
 
@@ -474,10 +474,18 @@ class MatchSession:
         restart comes back to it."""
         self._shown = (self.items[index].item_id, self._clock())
         self.focus = index
-        with self.engine.begin() as connection:
-            connection.execute(update(MatchClaim.__table__)
-                               .where(MatchClaim.__table__.c.id == self.claim_id)
-                               .values(focus=index))
+        if index != self._stored_focus:
+            self._store_focus(index)
+
+    def _store_focus(self, index: int, connection: Connection | None = None) -> None:
+        if connection is None:
+            with self.engine.begin() as own:
+                self._store_focus(index, own)
+            return
+        connection.execute(update(MatchClaim.__table__)
+                           .where(MatchClaim.__table__.c.id == self.claim_id)
+                           .values(focus=index))
+        self._stored_focus = index
 
     def _elapsed(self, item_id: int) -> float:
         if self._shown is None or self._shown[0] != item_id:
@@ -494,21 +502,27 @@ class MatchSession:
             raise ProtocolError("this batch was reassigned after quality control; your "
                                 "answers on it no longer count")
 
-    def answer(self, index: int, value: int) -> PairView:
-        """Record `value` (1-4) for pair `index` with the time spent on it; commit with an
-        event-log row."""
+    def answer(self, index: int, value: int) -> int | None:
+        """Record `value` (1-4) for pair `index` with the time spent on it, commit it with an
+        event-log row, and return the batch's next unanswered pair (None when the batch is
+        complete), stored in the same transaction as where the annotator now is."""
         if value not in ANSWER_VALUES:
             raise ValueError(f"answer must be 1-4, not {value!r}")
         view = self.items[index]
+        count = len(self.items)
+        following = next((i % count for i in range(index + 1, index + count)
+                          if self.items[i % count].answer is None), None)
         with self.engine.begin() as connection:
             self._check_active(connection)
             old = self._write(connection, view.item_id, value, self._elapsed(view.item_id),
                               uuid.uuid4().hex, action="update")
+            if following is not None:
+                self._store_focus(following, connection)
         if old is None:
             self._answered += 1
-        new = PairView(view.item_id, view.image_key, view.image_path, view.caption, value)
-        self.items[index] = new
-        return new
+        self.items[index] = PairView(view.item_id, view.image_key, view.image_path,
+                                     view.caption, value)
+        return following
 
     def _write(self, connection: Connection, item_id: int, value: int | None, seconds: float,
                change_id: str, *, action: str, reverts: str | None = None) -> int | None:

@@ -130,11 +130,10 @@ class MatchScreen(KeyBarScreen):
         if not self.session.items:
             return
         try:
-            self.session.answer(self.index, value)
+            following = self.session.answer(self.index, value)
         except ProtocolError as exc:
             self.say(f"not saved: {exc}")
             return
-        following = self.session.next_unanswered(self.index)
         if following is not None:
             self.say(f"saved: {answer_label(value)}")
             self.show(following)
