@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -148,26 +148,71 @@ def _id_key(value: Id) -> tuple[int, int | str]:
 
 def rankings_from_lists(lists: Mapping[object, Sequence[object]], *, source: str = "rankings"
                         ) -> Rankings:
-    """Rankings from `{query: [items…]}` with any id spellings (normalised here)."""
-    queries: list[Id] = []
-    index_of: dict[Id, int] = {}
-    encoded: list[list[int]] = []
-    for key, values in lists.items():
-        query = _checked_id(key, source, key)
-        if not isinstance(values, list | tuple | np.ndarray):
-            raise RankingsError(f"{source}: the list of query {key!r} is not a list of ids")
-        row = [index_of.setdefault(_checked_id(v, source, key), len(index_of)) for v in values]
-        queries.append(query)
-        encoded.append(row)
+    """Rankings from `{query: [items…]}` with any id spellings (normalised here). Lists of
+    plain integers (the eccv-caption form) are encoded with NumPy, not item by item."""
+    queries = [_checked_id(key, source, key) for key in lists]
     if len(set(queries)) != len(queries):
         raise RankingsError(f"{source}: a query id appears twice")
-    width = max(map(len, encoded), default=0)
-    order = np.full((len(encoded), width), -1, dtype=np.int32)
-    for row, items in enumerate(encoded):
-        order[row, : len(items)] = items
-    rankings = Rankings(tuple(queries), tuple(index_of), order)
+    for key, values in lists.items():
+        if not isinstance(values, list | tuple | np.ndarray):
+            raise RankingsError(f"{source}: the list of query {key!r} is not a list of ids")
+    integer_rows = _integer_rows(lists.values())
+    if integer_rows is not None:
+        lengths = np.array([len(row) for row in integer_rows], dtype=np.int64)
+        values = np.concatenate(integer_rows) if integer_rows else np.zeros(0, np.int64)
+        item_ids, encoded = _encode_integers(values)
+        rankings = Rankings(tuple(queries), item_ids, _pack(encoded, lengths))
+    else:
+        index_of: dict[Id, int] = {}
+        encoded_rows = [[index_of.setdefault(_checked_id(v, source, key), len(index_of))
+                         for v in values] for key, values in lists.items()]
+        lengths = np.array([len(row) for row in encoded_rows], dtype=np.int64)
+        flat = np.fromiter((i for row in encoded_rows for i in row), dtype=np.int32,
+                           count=int(lengths.sum()))
+        rankings = Rankings(tuple(queries), tuple(index_of), _pack(flat, lengths))
     check_lists(rankings, source)
     return rankings
+
+
+def _integer_rows(rows: Iterable[Sequence[object]]) -> list[np.ndarray] | None:
+    """Each list as an int64 array when every value is a plain (non-negative, non-bool)
+    integer, else None."""
+    arrays = []
+    for values in rows:
+        array = np.asarray(values)
+        if array.ndim != 1 or array.dtype.kind not in "iu" or (
+                not isinstance(values, np.ndarray) and bool in set(map(type, values))):
+            return None
+        if len(array) and array.min() < 0:
+            return None
+        arrays.append(array.astype(np.int64, copy=False))
+    return arrays
+
+
+def _encode_integers(values: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
+    """(distinct ids ascending, index of each value among them), through a lookup table
+    when the ids are small enough."""
+    if len(values) and values.max() < _LOOKUP_LIMIT:
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        item_ids = np.nonzero(present)[0]
+        lookup = np.full(len(present), -1, dtype=np.int32)
+        lookup[item_ids] = np.arange(len(item_ids), dtype=np.int32)
+        return tuple(item_ids.tolist()), lookup[values]
+    item_ids, encoded = np.unique(values, return_inverse=True)
+    return tuple(item_ids.tolist()), encoded.astype(np.int32)
+
+
+def _pack(encoded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated rows into a (rows x longest) matrix padded with -1."""
+    width = int(lengths.max()) if len(lengths) else 0
+    if np.all(lengths == width):
+        return encoded.reshape(len(lengths), width)
+    order = np.full((len(lengths), width), -1, dtype=np.int32)
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    column = np.arange(len(encoded)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    order[row, column] = encoded
+    return order
 
 
 def _checked_id(value: object, source: str, query: object) -> Id:
@@ -322,25 +367,8 @@ def _rankings_from_arrays(keys: np.ndarray, lengths: np.ndarray, values: np.ndar
         again = list(re.finditer(f'"{twice}"\\s*:', text))[1].start()
         line = text.count("\n", 0, again) + 1
         raise RankingsError(f"{path}:{line}: query {twice!r} appears twice")
-    if len(values) and values.max() < _LOOKUP_LIMIT:
-        present = np.zeros(int(values.max()) + 1, dtype=bool)
-        present[values] = True
-        item_ids = np.nonzero(present)[0]
-        lookup = np.full(len(present), -1, dtype=np.int32)
-        lookup[item_ids] = np.arange(len(item_ids), dtype=np.int32)
-        encoded = lookup[values]
-    else:
-        item_ids, encoded = np.unique(values, return_inverse=True)
-        encoded = encoded.astype(np.int32)
-    width = int(lengths.max()) if len(lengths) else 0
-    if np.all(lengths == width):
-        order = encoded.reshape(len(lengths), width)
-    else:
-        order = np.full((len(lengths), width), -1, dtype=np.int32)
-        row = np.repeat(np.arange(len(lengths)), lengths)
-        column = np.arange(len(values)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        order[row, column] = encoded
-    return Rankings(tuple(keys.tolist()), tuple(item_ids.tolist()), order)
+    item_ids, encoded = _encode_integers(values)
+    return Rankings(tuple(keys.tolist()), item_ids, _pack(encoded, lengths))
 
 
 def read_scores(path: Path) -> tuple[np.ndarray, tuple[Id, ...], tuple[Id, ...]]:

@@ -17,6 +17,7 @@ import pandas as pd
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.judgments import JudgmentReport
+from reports.retrieval_text import retrieval_sections
 from reports.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
 
@@ -34,6 +35,7 @@ def to_json(report: Report) -> str:
         "pairwise": records(report.pairwise), "table4": records(report.table4),
         "bison": {name: records(table) for name, table in report.bison.items()},
         "judgments": [judgment_json(judgments) for judgments in report.judgments],
+        "retrieval": records(report.retrieval),
     }, indent=1)
 
 
@@ -129,6 +131,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
          markdown_table(report.pairwise, index=False, floatfmt=".3f")),
         *_bison_sections(report.bison),
         *[section for judgments in report.judgments for section in judgment_sections(judgments)],
+        *retrieval_sections(report.retrieval),
     ]
     if not report.williams.empty:
         significant = report.williams[report.williams["p"] < 0.05].rename(

@@ -201,6 +201,12 @@ def _compute(directions: dict[str, Ranked], target: Target, settings: Settings
     return evaluate(directions, semantic=[semantic], **common)
 
 
+def retrieval_table(engine: Engine) -> pd.DataFrame:
+    """Every stored retrieval result (latest per model, signature and metric) as a tidy
+    frame for `thumb report`; empty when no model was evaluated."""
+    return pd.DataFrame(tidy(results_frame(engine)))
+
+
 def tidy(frame: pd.DataFrame) -> list[dict[str, object]]:
     """JSON-ready records {model, positives, metric, direction, k, m, value, ci_low,
     ci_high, n, signature}."""

@@ -1,6 +1,7 @@
 """Retrieval results and model comparisons as terminal tables, Markdown and a τ heat map.
 Values print as percentages (RSUM as the sum of six percentages, 0-600); every label that
-comes from a file or the database goes through `rich.text.Text` or Markdown escaping."""
+comes from a file or the database goes through `rubrics.escape` (control characters shown,
+never sent) and then `rich.text.Text` (no markup) or Markdown escaping."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from rubrics.escape import for_markdown, printable
 
 COLUMNS = ("i2t", "t2i", "mean")
 
@@ -43,7 +46,8 @@ def result_rows(records: Sequence[dict[str, object]], separator: str = " "
     """[model, positives, metric, i2t, t2i, mean-or-both] rows in the records' order."""
     rows: dict[tuple, dict[str, str]] = {}
     for record in records:
-        key = (record["model"], record["positives"], _metric_name(record))
+        key = tuple(printable(str(part), newlines=False) for part in
+                    (record["model"], record["positives"], _metric_name(record)))
         column = "mean" if record["direction"] == "both" else str(record["direction"])
         rows.setdefault(key, {})[column] = _cell(record, separator)
     return [[*map(str, key), *(cells.get(c, "") for c in COLUMNS)]
@@ -81,17 +85,9 @@ def _print(renderable: object, out: Path | None) -> None:
         Console(file=handle, width=120, color_system=None).print(renderable)
 
 
-def markdown_escape(text: str) -> str:
-    """Markdown-safe cell text: no HTML, no table breaks, no emphasis or links."""
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
-    for special in "\\`*_{}[]()#+!|<>":
-        text = text.replace(special, f"\\{special}")
-    return text
-
-
 def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(map(markdown_escape, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(markdown_escape(cell) for cell in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(for_markdown, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(for_markdown(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -100,15 +96,28 @@ def results_markdown(records: Sequence[dict[str, object]], *, ci: float) -> str:
                                           result_rows(records)) + "\n"
 
 
+def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """The report's retrieval section (none when no model was evaluated): every stored
+    result, with the signatures that produced them."""
+    if table.empty:
+        return []
+    records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    text = _markdown(("model", "positives", "metric", *COLUMNS), result_rows(records))
+    signatures = "\n".join(f"- {for_markdown(s)}" for s in dict.fromkeys(table["signature"]))
+    return [("Retrieval (values in %, [bootstrap CI over queries]; level and resamples in "
+             "each signature)",
+             f"{text}\n\nSignatures:\n\n{signatures}")]
+
+
 def _rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     models = list(dict.fromkeys(ranks["model"]))
     rows = []
     for number, (metric, part) in enumerate(ranks.groupby("metric", sort=False)):
         by_model = part.set_index("model")
-        rows.append([f"({number + 1}) {metric}", *(
+        rows.append([f"({number + 1}) {printable(str(metric), newlines=False)}", *(
             f"{_percent(by_model.loc[m, 'value'])} (#{by_model.loc[m, 'rank']:g})"
             if m in by_model.index else "" for m in models)])
-    return ["metric", *map(str, models)], rows
+    return ["metric", *(printable(str(m), newlines=False) for m in models)], rows
 
 
 def _tau_rows(tau: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

@@ -19,6 +19,7 @@ from metrics.correlation import (
 )
 from metrics.signature import signature_labels, tool_version
 from reports.bison import bison_report
+from reports.retrieval import retrieval_table
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
 from storage.queries import final_scores
@@ -73,6 +74,7 @@ class Report:
     data: pd.DataFrame = field(repr=False)
     bison: dict[str, pd.DataFrame] = field(default_factory=dict)
     judgments: list = field(default_factory=list)  # a JudgmentReport per judgment set
+    retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -147,6 +149,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         data=data,
         bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
         judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
+        retrieval=retrieval_table(engine),
     )
 
 

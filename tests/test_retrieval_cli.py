@@ -185,3 +185,34 @@ def test_shipped_sets_work_on_ids_alone(tmp_path):
     refused = _evaluate(str(tmp_path / "ids.db"), "--name", "ids2", "--i2t", str(paths[0]),
                         "--t2i", str(paths[1]), "--positives", "eccv")
     assert refused.exit_code == 2 and "e.g. 123456789" in refused.output
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_the_report_has_a_retrieval_section(tmp_path, fmt):
+    from metrics.registry import MetricOptions
+    from reports.render import write_report
+    from reports.scoring import compute_metrics
+    from reports.tables import build_report
+    from storage import import_captions, open_database
+
+    db = str(tmp_path / "rep.db")
+    engine = open_database(db)
+    import_captions(engine, SAMPLE_CSV, actor="t", allow_outside_images=True)
+    import_captions(engine, SAMPLE_CSV.parent / "example_ratings.csv", actor="t",
+                    allow_outside_images=True)
+    compute_metrics(engine, ["bleu"], MetricOptions(tokenizer="ptb-python"))
+    i2t, t2i = _lists(db, tmp_path, 6)
+    result = _evaluate(db, "--name", "<b>bold</b>", "--i2t", str(i2t), "--t2i", str(t2i),
+                       "--positives", "project", "--bootstrap", "20")
+    assert result.exit_code == 0, result.output
+    text = write_report(build_report(engine, bootstrap=20), tmp_path / "out", fmt).read_text()
+    if fmt == "json":
+        records = json.loads(text)["retrieval"]
+        assert {"model", "positives", "metric", "direction", "k", "value", "ci_low",
+                "ci_high", "n"} <= set(records[0])
+        assert {r["metric"] for r in records} >= {"recall@k", "map@r", "rsum"}
+    else:
+        signature = "retrieval|positives:project#" if fmt == "html" else \
+            "retrieval\\|positives:project#"
+        assert "Retrieval" in text and signature in text
+        assert "<b>bold</b>" not in text  # escaped for Markdown and HTML
