@@ -14,14 +14,21 @@ against each image (tests check it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import sparse
 
 from metrics.cider import _ngram_counts
+from metrics.correlation import (
+    check_ci,
+    correlation,
+    correlation_ci,
+    image_weights,
+)
 from metrics.positives import Id, PositiveSet, normalize_id, positive_set_from_pairs
 from metrics.retrieval import RelevanceView
 
@@ -178,3 +185,67 @@ def pairwise_relevance(captions: Sequence[str], references: Sequence[Sequence[st
     """(images x captions) of any per-pair metric: a plain loop, for small projects."""
     return np.array([[score(caption, refs) for caption in captions] for refs in references],
                     dtype=np.float32)
+
+
+# --- human agreement (the NCS paper's Table 1 analysis) --------------------------------
+
+JUDGMENT_COLUMNS = ("image_id", "caption_id", "grade")
+
+
+def read_judgments(path: Path) -> pd.DataFrame:
+    """Graded human judgments of image-caption pairs from a CSV with the columns
+    image_id, caption_id, grade (e.g. CxC's 0-5 similarity ratings, or match-verification
+    answers mapped to numbers); several grades of one pair are averaged later. Problems
+    name the file and line."""
+    import csv
+
+    path = Path(path)
+    rows = []
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = set(JUDGMENT_COLUMNS) - set(reader.fieldnames or ())
+            if missing:
+                raise RelevanceError(f"{path}:1: missing column(s) "
+                                     f"{', '.join(sorted(missing))}")
+            for row in reader:
+                line = reader.line_num
+                try:
+                    grade = float(row["grade"])
+                    pair = (normalize_id(row["image_id"] or ""),
+                            normalize_id(row["caption_id"] or ""))
+                except (TypeError, ValueError) as error:
+                    raise RelevanceError(f"{path}:{line}: {error}") from None
+                if not np.isfinite(grade):
+                    raise RelevanceError(f"{path}:{line}: the grade must be a finite number")
+                rows.append((*pair, grade))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise RelevanceError(f"{path}: cannot read: {error}") from None
+    if not rows:
+        raise RelevanceError(f"{path}: no judgments")
+    return pd.DataFrame(rows, columns=list(JUDGMENT_COLUMNS))
+
+
+def human_agreement(judgments: pd.DataFrame, scorers: Mapping[str, np.ndarray], *,
+                    bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Pearson, Spearman and Kendall τ-b of each scorer's value per judged pair (binary
+    relevance of a positive set, or φ of a relevance matrix) with the human grades; CIs
+    resample images (Kendall gets none, as in the THUMB report). One row per scorer and
+    method: scorer, method, r, ci_low, ci_high, n."""
+    check_ci(ci)
+    grades = judgments["grade"].to_numpy(dtype=float)
+    weights = image_weights(judgments["image_id"].tolist(), bootstrap, seed) \
+        if bootstrap else None
+    rows = []
+    for name, values in scorers.items():
+        values = np.asarray(values, dtype=float)
+        if values.shape != grades.shape:
+            raise ValueError(f"{name}: {values.shape[0]} values for {len(grades)} judgments")
+        for method in ("pearson", "spearman", "kendall-b"):
+            constant = np.ptp(values) == 0 or np.ptp(grades) == 0
+            r = float("nan") if constant else correlation(values, grades, method)
+            low, high = (float("nan"), float("nan")) if weights is None or constant else \
+                correlation_ci(values, grades, method, weights, ci)
+            rows.append({"scorer": name, "method": method, "r": r, "ci_low": low,
+                         "ci_high": high, "n": len(grades)})
+    return pd.DataFrame(rows)

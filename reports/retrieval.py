@@ -34,6 +34,7 @@ from metrics.relevance import (
     RelevanceError,
     RelevanceMatrix,
     cider_d_all_pairs,
+    human_agreement,
     pairwise_relevance,
     read_relevance,
     write_relevance,
@@ -340,3 +341,33 @@ def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
             if len(x) >= 2 and len(set(x)) > 1 and len(set(y)) > 1:
                 tau.loc[a, b] = stats.kendalltau(x, y, variant="b").statistic
     return tau
+
+
+# --- human agreement -------------------------------------------------------------------
+
+def relevance_agreement(judgments: pd.DataFrame, targets: Sequence[Target], *,
+                        bootstrap: int = 1000, ci: float = 0.95, seed: int = 0
+                        ) -> pd.DataFrame:
+    """How well Recall-style (binary: is the pair a positive of the set) and NCS-style (φ
+    of a relevance matrix) relevance follow graded human judgments of the same pairs."""
+    pairs = list(zip(judgments["image_id"], judgments["caption_id"], strict=True))
+    scorers: dict[str, np.ndarray] = {}
+    for target in targets:
+        if target.kind == "semantic":
+            matrix = target.relevance
+            row = {image: i for i, image in enumerate(matrix.images)}
+            column = {caption: j for j, caption in enumerate(matrix.captions)}
+            missing = [p for p in pairs if p[0] not in row or p[1] not in column]
+            if missing:
+                raise ValueError(f"the relevance matrix {target.label} lacks {len(missing)} "
+                                 f"judged pair(s), e.g. {missing[0]!r}")
+            scorers[f"{target.label} (graded)"] = np.array(
+                [matrix.values[row[i], column[c]] for i, c in pairs])
+        else:
+            positive = {(i, c) for fold in target.folds
+                        for i, captions in fold.image_to_captions.items() for c in captions}
+            positive |= {(i, c) for fold in target.folds
+                         for c, images in fold.caption_to_images.items() for i in images}
+            scorers[f"{target.label} (binary)"] = np.array(
+                [float(p in positive) for p in pairs])
+    return human_agreement(judgments, scorers, bootstrap=bootstrap, ci=ci, seed=seed)

@@ -109,6 +109,36 @@ def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
              f"{text}\n\nSignatures:\n\n{signatures}")]
 
 
+def _agreement_rows(table: pd.DataFrame) -> list[list[str]]:
+    rows = []
+    for row in table.itertuples(index=False):
+        value = "–" if pd.isna(row.r) else f"{row.r:.3f}"
+        interval = "" if pd.isna(row.ci_low) else f"[{row.ci_low:.3f}, {row.ci_high:.3f}]"
+        rows.append([str(row.scorer), str(row.method), value, interval, str(row.n)])
+    return rows
+
+
+AGREEMENT_HEADERS = ("relevance", "method", "r", "CI", "pairs")
+
+
+def _agreement_title(ci: float) -> str:
+    return f"correlation with human grades ({ci:.0%} CI resampling images; none for Kendall)"
+
+
+def agreement_markdown(table: pd.DataFrame, ci: float) -> str:
+    return f"{_agreement_title(ci)}\n\n{_markdown(AGREEMENT_HEADERS, _agreement_rows(table))}\n"
+
+
+def agreement_table(table: pd.DataFrame, ci: float, *, out: Path | None = None) -> None:
+    rich_table = Table(title=_agreement_title(ci), title_justify="left", box=None,
+                       pad_edge=False)
+    for header in AGREEMENT_HEADERS:
+        rich_table.add_column(header, overflow="fold")
+    for row in _agreement_rows(table):
+        rich_table.add_row(*(Text(cell) for cell in row))
+    _print(rich_table, out)
+
+
 def _rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     models = list(dict.fromkeys(ranks["model"]))
     rows = []

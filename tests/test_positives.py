@@ -127,3 +127,37 @@ def test_coco_1k_folds_partition_the_5k_test_split():
     first = folds[0]
     assert set(first.image_to_captions) == first.images
     assert all(set(c) <= first.captions for c in first.image_to_captions.values())
+
+
+def _instances(path: Path, labels: dict[int, list[int]]) -> Path:
+    path.write_text(json.dumps({
+        "images": [{"id": image} for image in labels],
+        "categories": [{"id": c, "name": f"c{c}"} for c in range(1, 81)],
+        "annotations": [{"image_id": image, "category_id": c}
+                        for image, classes in labels.items() for c in classes]}))
+    return path
+
+
+def test_plausible_matches_differ_in_at_most_zeta_classes(tmp_path: Path):
+    from metrics.positives import plausible_matches, read_coco_presence
+
+    presence = read_coco_presence(_instances(tmp_path / "i.json", {
+        1: [1, 2], 2: [1, 2], 3: [1], 4: [5, 6, 7]}))
+    captions = {10: (1,), 11: (1,), 20: (2,), 30: (3,), 40: (4,), 99: (7,)}
+    exact = plausible_matches(presence, captions, 0)
+    assert exact.image_to_captions[1] == (10, 11, 20)
+    assert exact.caption_to_images[30] == (3,)
+    one = plausible_matches(presence, captions, 1)
+    assert one.image_to_captions[3] == (10, 11, 20, 30)
+    assert 99 not in one.caption_to_images  # its image has no class vector
+    assert plausible_matches(presence, captions, 3).caption_to_images[40] == (4,)
+    assert plausible_matches(presence, captions, 5).caption_to_images[40] == (1, 2, 3, 4)
+
+
+def test_a_bad_instances_file_is_named(tmp_path: Path):
+    from metrics.positives import read_coco_presence
+
+    path = tmp_path / "i.json"
+    path.write_text('{"images": []}')
+    with pytest.raises(PositivesError, match="not a COCO instances file"):
+        read_coco_presence(path)

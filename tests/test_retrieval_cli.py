@@ -216,3 +216,84 @@ def test_the_report_has_a_retrieval_section(tmp_path, fmt):
             "retrieval\\|positives:project#"
         assert "Retrieval" in text and signature in text
         assert "<b>bold</b>" not in text  # escaped for Markdown and HTML
+
+
+def test_agreement_of_binary_and_graded_relevance_with_human_grades(project):
+    from scipy import stats
+
+    db, folder = project
+    relevance = folder / "rel.npz"
+    assert runner.invoke(app, ["--db", db, "retrieval", "relevance", "--out", str(relevance),
+                               "--tokenizer", "ptb-python"]).exit_code == 0
+    phi = np.load(relevance)
+    images, captions = phi["image_ids"].tolist(), phi["caption_ids"].tolist()
+    truth = {(str(i), str(c)) for i, c in phi["ground_truth"]}
+    rng = np.random.default_rng(0)
+    rows, graded, binary, grades = [], [], [], []
+    for _ in range(150):
+        i, c = int(rng.integers(len(images))), int(rng.integers(len(captions)))
+        grade = round(float(phi["values"][i, c]) + rng.normal(0, 0.5), 3)
+        rows.append(f"{images[i]},{captions[c]},{grade}")
+        graded.append(phi["values"][i, c])
+        binary.append(float((images[i], captions[c]) in truth))
+        grades.append(grade)
+    judgments = folder / "judgments.csv"
+    judgments.write_text("image_id,caption_id,grade\n" + "\n".join(rows) + "\n")
+    result = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
+                                 str(judgments), "--positives", "project", "--relevance",
+                                 str(relevance), "--bootstrap", "200", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    table = {(r["scorer"], r["method"]): r for r in json.loads(result.output)}
+    pearson = table[("cider-d (graded)", "pearson")]
+    assert pearson["r"] == pytest.approx(stats.pearsonr(graded, grades).statistic, abs=1e-6)
+    assert pearson["ci_low"] < pearson["r"] < pearson["ci_high"] and pearson["n"] == 150
+    assert table[("project (binary)", "kendall-b")]["r"] == pytest.approx(
+        stats.kendalltau(binary, grades).statistic, abs=1e-9)
+    judgments.write_text("image_id,caption_id,grade\nimg01,img01/Human,high\n")
+    bad = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
+                              str(judgments), "--relevance", str(relevance)])
+    assert bad.exit_code == 2 and f"{judgments}:2:" in bad.output
+
+
+def test_pmrp_from_instances_equals_pmrp_from_the_same_labels_in_a_directory(tmp_path):
+    from metrics.positives import (
+        plausible_matches,
+        positive_set_from_pairs,
+        read_coco_presence,
+        write_positive_dir,
+    )
+
+    rng = np.random.default_rng(0)
+    images = list(range(100, 160))
+    captions = list(range(1000, 1300))
+    pairs = [(images[j // 5], c) for j, c in enumerate(captions)]
+    write_positive_dir(positive_set_from_pairs("own", pairs), tmp_path / "own")
+    labels = {i: [int(c) for c in rng.choice(range(1, 81), 2, replace=False)] if i % 3
+              else [1] for i in images}
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps({
+        "images": [{"id": i} for i in images],
+        "categories": [{"id": c} for c in range(1, 81)],
+        "annotations": [{"image_id": i, "category_id": c} for i, cs in labels.items()
+                        for c in cs]}))
+    derived = plausible_matches(read_coco_presence(instances),
+                                positive_set_from_pairs("own", pairs).caption_to_images, 1)
+    write_positive_dir(derived, tmp_path / "pm", prefix="pm")
+    i2t = {i: [int(c) for c in rng.permutation(captions)] for i in images}
+    t2i = {c: [int(i) for i in rng.permutation(images)] for c in captions}
+    for name, lists in (("i2t", i2t), ("t2i", t2i)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(lists))
+    db = str(tmp_path / "pm.db")
+    common = ["--i2t", str(tmp_path / "i2t.json"), "--t2i", str(tmp_path / "t2i.json"),
+              "--bootstrap", "0", "--format", "json", "--pmrp-cap", "5"]
+    from_instances = _evaluate(db, "--name", "x", *common, "--positives",
+                               str(tmp_path / "own"), "--pm-from", str(instances),
+                               "--zeta", "0,1")
+    assert from_instances.exit_code == 0, from_instances.output
+    from_dir = _evaluate(db, "--name", "y", *common, "--pm", str(tmp_path / "pm"))
+    assert from_dir.exit_code == 0, from_dir.output
+    pmrp = {(r["positives"], r["direction"]): r["value"]
+            for r in json.loads(from_instances.output) if r["metric"] == "pmrp"}
+    assert {p for p, _ in pmrp} == {"pm-zeta0", "pm-zeta1"}
+    for record in json.loads(from_dir.output):
+        assert record["value"] == pytest.approx(pmrp[("pm-zeta1", record["direction"])])

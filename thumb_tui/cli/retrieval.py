@@ -221,3 +221,46 @@ def compare_command(
         with value_errors():
             draw_tau(tau, plot)
         typer.echo(f"wrote the τ heat map to {plot}", err=True)
+
+
+@app.command("agreement")
+def agreement_command(
+    judgments: Annotated[Path, typer.Option(
+        "--judgments", help="CSV of graded pairs: image_id, caption_id, grade.")],
+    positives: Annotated[list[str] | None, typer.Option(
+        "--positives", help="Binary relevance from these sets (repeat).")] = None,
+    relevance: Annotated[list[Path] | None, typer.Option(
+        "--relevance", help="Graded relevance from these matrices (repeat).")] = None,
+    bootstrap: BootstrapOption = 1000,
+    ci: Annotated[float, typer.Option("--ci", help="Confidence level of the CIs.")] = 0.95,
+    seed: SeedOption = 0,
+    output: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+) -> None:
+    """Correlate binary and graded relevance with human grades (NCS paper, Table 1)."""
+    from metrics.positives import PositivesError
+    from metrics.relevance import RelevanceError, read_judgments
+    from reports.retrieval import relevance_agreement, resolve_positives, resolve_relevance
+    from reports.retrieval_text import agreement_markdown, agreement_table
+
+    if output not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}")
+    if not (positives or relevance):
+        fail("give --positives (binary relevance) and/or --relevance (graded relevance)")
+    if not 0 < ci < 1:
+        fail("--ci must be between 0 and 1 (0.95 for 95%)")
+    engine = state.engine if positives and "project" in positives else None
+    try:
+        targets = resolve_positives(engine, positives or []) + resolve_relevance(relevance
+                                                                                 or [])
+        table = relevance_agreement(read_judgments(judgments), targets,
+                                    bootstrap=bootstrap, ci=ci, seed=seed)
+    except (PositivesError, RelevanceError, ValueError) as error:
+        fail(str(error))
+    if output == "json":
+        records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+        write_or_echo(json.dumps(records, indent=1), out, "the agreement")
+    elif output == "md":
+        write_or_echo(agreement_markdown(table, ci), out, "the agreement")
+    else:
+        agreement_table(table, ci, out=out)
