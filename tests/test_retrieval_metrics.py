@@ -349,3 +349,21 @@ def test_score_matrices_are_checked(tmp_path: Path):
              caption_ids=np.array(["a", "10"]))
     _, images, captions = read_scores(path)
     assert images == (1,) and captions == ("a", 10)
+
+
+def test_a_score_matrix_and_its_ranked_lists_agree_on_fold_filtered_metrics():
+    rng = np.random.default_rng(12)
+    images = [int(x) for x in rng.choice(10**5, 300, replace=False)]
+    captions = [int(x) for x in rng.choice(10**5, 400, replace=False)]
+    scores = np.round(rng.random((300, 400)), 2)
+    truth = {i: [captions[int(j)] for j in rng.choice(400, 4, replace=False)] for i in images}
+    fold = frozenset(captions[:150]) | {c for cs in truth.values() for c in cs[:1]}
+    folded = PositiveSet("fold", positive_set("p", truth, {}).image_to_captions, {},
+                         captions=fold)
+    scored = ScoredRankings(tuple(images), tuple(captions), scores)
+    listed = rankings_from_lists(dict(zip(images, _reference_ranking(scores, captions),
+                                          strict=True)))
+    ours = positive_scores(scored, folded, "i2t")
+    reference = positive_scores(listed, folded, "i2t")
+    for key, values in reference.items():
+        np.testing.assert_allclose(ours[key], values, atol=1e-12)

@@ -73,8 +73,7 @@ def evaluate_command(
         "--replace", help="Re-evaluate a stored model from other files.")] = False,
     by: ActorOption = "",
 ) -> None:
-    """Evaluate one model on every positive set given (its rankings are read once;
-    results already stored for the same files and settings are not computed again)."""
+    """Evaluate a model on positive sets (stored results are reused)."""
     from metrics.positives import PositivesError
     from metrics.rankings import RankingsError
     from metrics.relevance import RelevanceError
@@ -169,17 +168,20 @@ def relevance_command(
     tokenizer: Annotated[str, typer.Option("--tokenizer", help="auto, ptb-java or ptb-python.")]
     = "auto",
 ) -> None:
-    """Build the semantic-relevance matrix of the project: the metric of every caption
-    against every image's references (kept if the file already holds the same one)."""
+    """Build the project's semantic-relevance matrix (every caption vs every image)."""
     from metrics.relevance import RELEVANCE_METRICS
     from reports.retrieval import project_relevance
 
     if metric not in RELEVANCE_METRICS:
         fail(f"--metric must be one of {', '.join(RELEVANCE_METRICS)}")
     target = out or Path(f"relevance-{metric}.npz")
-    with value_errors():
-        matrix, built = project_relevance(state.existing_engine, metric, target,
-                                          tokenizer=tokenizer)
+    from rich.progress import Progress
+
+    with value_errors(), Progress(transient=True) as progress:
+        task = progress.add_task("scoring captions against every image", total=None)
+        matrix, built = project_relevance(
+            state.existing_engine, metric, target, tokenizer=tokenizer,
+            progress=lambda done, total: progress.update(task, completed=done, total=total))
     verb = "wrote" if built else "kept (same signature)"
     typer.echo(f"{verb} {target}: {len(matrix.images)} images x {len(matrix.captions)} "
                f"captions\n{matrix.signature}")
@@ -196,8 +198,7 @@ def compare_command(
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Also draw the metric-by-metric τ heat map (.png/.svg).")] = None,
 ) -> None:
-    """Rank every evaluated model under every metric, with Kendall τ-b between the metrics'
-    rankings (ECCV Caption Table 5)."""
+    """Rank the evaluated models under every metric, with Kendall τ-b between metrics."""
     from reports.retrieval import comparison
     from reports.retrieval_text import comparison_markdown, comparison_table, draw_tau
 
