@@ -24,6 +24,7 @@ from metrics.positives import Id, line_of_key, normalize_id
 
 DIRECTIONS = ("i2t", "t2i")
 _LOOKUP_LIMIT = 50_000_000  # largest integer id mapped through a lookup table
+_SCORE_CHUNK = 8_000_000  # matrix cells ranked at once (64 MB of float64)
 _DUPLICATE_CHUNK = 20_000_000  # cells of the (rows x items) scratch of the duplicate check
 
 
@@ -127,9 +128,10 @@ class ScoredRankings(_Ids):
         take = min(depth, len(columns))
         if take == 0 or len(rows) == 0:
             return result
-        for start in range(0, len(rows), 4096):
-            chunk = rows[start : start + 4096]
-            block = self.scores[chunk][:, columns]
+        step = max(1, _SCORE_CHUNK // len(columns))
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            block = self.scores[chunk] if allowed is None else self.scores[chunk][:, columns]
             threshold = -np.partition(-block, take - 1, axis=1)[:, take - 1 : take]
             r, c = np.nonzero(block >= threshold)
             order = np.lexsort((self._id_rank[columns[c]], -block[r, c], r))
