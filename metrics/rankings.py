@@ -181,13 +181,21 @@ def _integer_rows(rows: Iterable[Sequence[object]]) -> list[np.ndarray] | None:
     integer, else None."""
     arrays = []
     for values in rows:
-        array = np.asarray(values)
-        if array.ndim != 1 or array.dtype.kind not in "iu" or (
-                not isinstance(values, np.ndarray) and bool in set(map(type, values))):
-            return None
+        if isinstance(values, np.ndarray):
+            if values.ndim != 1 or values.dtype.kind not in "iu":
+                return None
+            array = values.astype(np.int64, copy=False)
+        else:
+            if not all(kind is int or issubclass(kind, np.integer)
+                       for kind in set(map(type, values))):
+                return None  # strings, floats, bools: each goes through normalize_id
+            try:
+                array = np.fromiter(values, dtype=np.int64, count=len(values))
+            except OverflowError:
+                return None
         if len(array) and array.min() < 0:
             return None
-        arrays.append(array.astype(np.int64, copy=False))
+        arrays.append(array)
     return arrays
 
 
