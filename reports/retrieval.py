@@ -18,7 +18,7 @@ from metrics.positives import (
     PositiveSet,
     normalize_id,
     positive_files,
-    positive_set_from_pairs,
+    positive_set,
     read_positive_dir,
     shipped_positive_set,
     shipped_positive_sets,
@@ -42,11 +42,11 @@ from metrics.relevance import (
 from metrics.retrieval import DEFAULT_KS, PMRP_CAP, SemanticInput, evaluate
 from metrics.signature import digest, format_signature, package_version
 from metrics.tokenize import resolve_tokenizer, tokenize
+from storage.match import ORIGINAL, load_positive_set, positive_set_names
 from storage.retrieval import (
     check_model_files,
     file_digest,
     project_captions,
-    project_pairs,
     project_references,
     results_frame,
     save_evaluation,
@@ -93,7 +93,8 @@ class Target:
 
 def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Target]:
     """`eccv`, `cxc`, `coco-5k`, `coco-1k` (the eccv-caption package), `project` (each
-    caption with its image) or a directory in the eccv-caption layout."""
+    caption with its image), a positive set stored by `thumb match`, or a directory in
+    the eccv-caption layout."""
     targets = []
     for name in dict.fromkeys(names):
         if name in SHIPPED_NAMES:
@@ -102,15 +103,15 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
             universe = (frozenset(coco.image_to_captions), frozenset(coco.caption_to_images))
             content = f"eccv-caption=={package_version('eccv-caption')}"
             targets.append(Target("positives", name, content, folds, universe=universe))
-        elif name == PROJECT:
-            if engine is None:
-                raise ValueError("--positives project needs a project database")
-            pairs = project_pairs(engine)
-            own = positive_set_from_pairs(PROJECT, pairs)
-            universe = (frozenset(own.image_to_captions), frozenset(own.caption_to_images))
-            content = digest(sorted(f"{i}\t{c}" for i, c in pairs))
-            folds = (own,)
-            targets.append(Target("positives", PROJECT, content, folds, universe=universe))
+        elif engine is not None and (name == PROJECT or name in positive_set_names(engine)):
+            maps = load_positive_set(engine, ORIGINAL if name == PROJECT else name)
+            own = positive_set(name, maps["i2t"], maps["t2i"])
+            everything = load_positive_set(engine, ORIGINAL)
+            universe = (frozenset(map(normalize_id, everything["i2t"])),
+                        frozenset(map(normalize_id, everything["t2i"])))
+            content = digest(sorted(f"{d}\t{q}\t{i}" for d, lists in maps.items()
+                                    for q, items in lists.items() for i in items))
+            targets.append(Target("positives", name, content, (own,), universe=universe))
         else:
             path = Path(name)
             positives = read_positive_dir(path)

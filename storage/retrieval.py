@@ -117,25 +117,15 @@ def results_frame(engine: Engine, models: Sequence[str] | None = None,
 
 
 def project_captions(engine: Engine) -> pd.DataFrame:
-    """Every caption of the project with its retrieval key (the imported caption_id when it
-    has one, else `<image key>/<system>`), image key and text."""
-    from storage.models import Caption, Image
+    """Every caption of the project with its retrieval key (as `thumb match` keys it: the
+    imported caption_id, else `<image key>/<system>`), its image's key and its text."""
+    from storage.match import caption_texts, collection
 
-    caption, image = Caption.__table__, Image.__table__
-    with engine.connect() as connection:
-        frame = pd.read_sql(
-            select(caption.c.id, caption.c.external_id, caption.c.system, caption.c.text,
-                   image.c.key.label("image_key"))
-            .join(image, caption.c.image_id == image.c.id).order_by(caption.c.id), connection)
-    fallback = frame["image_key"] + "/" + frame["system"]
-    frame["caption_key"] = frame["external_id"].where(frame["external_id"].notna(), fallback)
-    return frame[["caption_key", "image_key", "text"]]
-
-
-def project_pairs(engine: Engine) -> list[tuple[str, str]]:
-    """(image key, caption key) of every caption: the project's own positives."""
-    frame = project_captions(engine)
-    return list(zip(frame["image_key"], frame["caption_key"], strict=True))
+    items = collection(engine)
+    image_key = dict(zip(items.image_ids.tolist(), items.image_keys, strict=True))
+    return pd.DataFrame({"caption_key": items.caption_keys,
+                         "image_key": [image_key[i] for i in items.caption_image.tolist()],
+                         "text": caption_texts(engine)[1]})
 
 
 def project_references(engine: Engine) -> dict[str, list[str]]:

@@ -297,3 +297,21 @@ def test_pmrp_from_instances_equals_pmrp_from_the_same_labels_in_a_directory(tmp
     assert {p for p, _ in pmrp} == {"pm-zeta0", "pm-zeta1"}
     for record in json.loads(from_dir.output):
         assert record["value"] == pytest.approx(pmrp[("pm-zeta1", record["direction"])])
+
+
+def test_a_positive_set_stored_by_thumb_match_is_evaluated_by_name(project):
+    from storage import open_database
+    from storage.match import pair_maps, store_positive_set
+
+    db, folder = project
+    images, captions = _keys(db)
+    extra = [(image, caption) for image in images[:5] for caption in captions[:8]]
+    store_positive_set(open_database(db), "verified", pair_maps(extra), source="test",
+                       actor="t")
+    i2t, t2i = _lists(db, folder, 7)
+    result = _evaluate(db, "--name", "m", "--i2t", str(i2t), "--t2i", str(t2i),
+                       "--positives", "verified", "--bootstrap", "0", "--format", "json")
+    assert result.exit_code == 0, result.output
+    records = {(r["metric"], r["direction"], r["k"]): r for r in json.loads(result.output)}
+    assert records[("map@r", "i2t", None)]["n"] == 5
+    assert records[("map@r", "t2i", None)]["n"] == 8

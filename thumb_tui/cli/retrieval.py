@@ -250,7 +250,7 @@ def agreement_command(
         fail("give --positives (binary relevance) and/or --relevance (graded relevance)")
     if not 0 < ci < 1:
         fail("--ci must be between 0 and 1 (0.95 for 95%)")
-    engine = state.engine if positives and "project" in positives else None
+    engine = state.engine if positives else None
     try:
         targets = resolve_positives(engine, positives or []) + resolve_relevance(relevance
                                                                                  or [])
