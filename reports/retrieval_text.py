@@ -86,9 +86,10 @@ def _print(renderable: object, out: Path | None) -> None:
 
 
 def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(map(for_markdown, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(for_markdown(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
+    def cells(row: Sequence[str]) -> str:
+        return "| " + " | ".join(for_markdown(cell, table_cell=True) for cell in row) + " |"
+
+    return "\n".join([cells(headers), "|" + "---|" * len(headers), *map(cells, rows)])
 
 
 def results_markdown(records: Sequence[dict[str, object]], *, ci: float) -> str:

@@ -151,7 +151,7 @@ def test_relevance_then_semantic_metrics_then_compare(project):
     assert table.exit_code == 0, table.output
     assert "[red]tricky[/red] | name" in table.output  # printed literally, not as markup
     markdown = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "md"])
-    assert "\\[red\\]tricky\\[/red\\] \\| name" in markdown.output
+    assert "[red]tricky[/red] \\| name" in markdown.output  # the | cannot end the cell
     compared = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "json"])
     payload = json.loads(compared.output)
     ranks = {(r["model"], r["metric"]): r["rank"] for r in payload["ranks"]}
@@ -212,9 +212,7 @@ def test_the_report_has_a_retrieval_section(tmp_path, fmt):
                 "ci_high", "n"} <= set(records[0])
         assert {r["metric"] for r in records} >= {"recall@k", "map@r", "rsum"}
     else:
-        signature = "retrieval|positives:project#" if fmt == "html" else \
-            "retrieval\\|positives:project#"
-        assert "Retrieval" in text and signature in text
+        assert "Retrieval" in text and "retrieval|positives:project#" in text
         assert "<b>bold</b>" not in text  # escaped for Markdown and HTML
 
 
