@@ -61,11 +61,13 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
+## Every benchmark (figures next to targets, none asserts): run_all.py writes
+## benchmarks/RESULTS.md, the table README.md quotes; then the interface benchmarks.
 bench: install
-	$(BIN)/python benchmarks/import_speed.py
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/annotate_latency.py
-	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/metrics.py
-	$(BIN)/python benchmarks/report_speed.py
+	$(BIN)/python benchmarks/match_proposals.py
+	$(BIN)/python benchmarks/match_latency.py
 	$(BIN)/python benchmarks/fuzz_imports.py
 
 clean:

@@ -1,54 +1,59 @@
-"""Import speed: the 2,500-caption THUMB release (target < 5 s) and 100,000 generated
-captions with references and ratings (target < 60 s). Prints figures; asserts nothing."""
+"""Import speed and memory: the 2,500-caption THUMB 1.0 release (target 5 s), and a million
+generated caption rows with references and stage-1 ratings as CSV and as JSON lines
+(target 60 s and 1 GB peak each), each import in a fresh process whose peak resident memory
+is measured. The million-row imports run once each (minutes per run); the release import is
+the best of 3. Prints figures next to targets; asserts nothing."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.synthetic import generate  # noqa: E402
+from benchmarks.table import ANCHORS, Table, best_of, in_child, megabytes, seconds  # noqa: E402
 from storage import import_captions, import_thumb, open_database  # noqa: E402
 
-ANCHORS = ROOT.parent / "shared" / "anchors" / "thumb-1.0"
-def timed(label: str, target: float, action: Callable[[], object]) -> None:
-    start = time.perf_counter()
-    summary = action()
-    seconds = time.perf_counter() - start
-    verdict = "ok" if seconds < target else "SLOWER THAN TARGET"
-    print(f"{label:<44} {seconds:7.2f} s  (target < {target:g} s: {verdict})  {summary}")
+
+def import_file(database: Path, path: Path) -> str:
+    return str(import_captions(open_database(database), path, actor="bench"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--captions", type=int, default=100_000)
+    parser.add_argument("--captions", type=int, default=1_000_000)
     args = parser.parse_args()
+    table = Table("import_speed", f"fresh SQLite files; {os.cpu_count()} CPUs shared with "
+                                  "other developers")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         release = ANCHORS / "mscoco_THumB-1.0.jsonl"
         if release.is_file():
-            engine = open_database(folder / "thumb.db")
-            timed("THUMB 1.0 release (2,500 captions)", 5, lambda: import_thumb(
-                engine, release, ANCHORS / "mscoco_references.json", actor="bench"))
-        else:
-            small = folder / "small"
-            small.mkdir()
-            path = generate(small, 2_500)
-            engine = open_database(folder / "small.db")
-            timed("generated 2,500 captions (no anchors)", 5,
-                  lambda: import_captions(engine, path, actor="bench"))
-        big = folder / "big"
-        big.mkdir()
-        path = generate(big, args.captions)
-        engine = open_database(folder / "big.db")
-        timed(f"generated {args.captions:,} captions + ratings", 60,
-              lambda: import_captions(engine, path, actor="bench"))
+            def thumb() -> None:
+                database = folder / "thumb.db"
+                database.unlink(missing_ok=True)
+                import_thumb(open_database(database), release,
+                             ANCHORS / "mscoco_references.json", actor="bench")
+
+            took, _ = best_of(thumb)
+            table.add("import the THUMB 1.0 release (2,500 captions)", seconds(took),
+                      target="< 5 s", met=took < 5)
+        for fmt in ("csv", "jsonl"):
+            data = folder / fmt
+            data.mkdir()
+            path = generate(data, args.captions, fmt=fmt)
+            took, peak, summary = in_child(partial(import_file, folder / f"{fmt}.db", path))
+            table.add(f"import {args.captions:,} caption rows with ratings, {fmt.upper()} "
+                      "(one run)", f"{seconds(took)}, peak {megabytes(peak)}",
+                      target="<= 60 s, <= 1 GB", met=took <= 60 and peak <= 2**30,
+                      note=summary.split(": ", 1)[-1])
+    table.save()
 
 
 if __name__ == "__main__":

@@ -45,8 +45,13 @@ class MetricOption:
 
 
 DEVICE = MetricOption("device", "device", "auto", "auto, cpu or cuda.")
-BATCH_SIZE = MetricOption("batch_size", "batch_size", 64, "Batch size of a neural model.", int,
-                          minimum=1)
+BATCH_SIZE = MetricOption(
+    "batch_size", "batch_size", None,
+    "Batch size of a neural model (default: what the free GPU memory holds; 64 on the CPU).",
+    int, minimum=1)
+
+
+NO_REFERENCES = "no references"  # why a reference-based score is undefined
 
 
 class Metric(ABC):
@@ -57,7 +62,7 @@ class Metric(ABC):
     help: ClassVar[str] = ""
     options: ClassVar[tuple[MetricOption, ...]] = ()
     corpus_level: bool = False  # True when one caption's score depends on the others
-    needs_references: bool = True
+    needs_references: bool = True  # False for reference-free metrics (CLIP-S)
     needs_images: bool = False
 
     @classmethod
@@ -76,19 +81,26 @@ class Metric(ABC):
     def signature(self, items: Sequence[CaptionItem], references: str) -> str:
         return format_signature(self.name, {**self.settings(items), "refs": references})
 
+    def undefined_reason(self, item: CaptionItem) -> str | None:
+        """Why this metric has no score for the item (NaN from `score()`), or None."""
+        return NO_REFERENCES if self.needs_references and not item.references else None
+
     def score(self, items: Sequence[CaptionItem]) -> np.ndarray:
-        if not items:
-            return np.zeros(0)
-        if self.needs_references and (bare := sum(not item.references for item in items)):
-            raise RuntimeError(f"{self.name} needs references: {bare} caption(s) have none "
-                               "(none imported, or the only ones were the caption itself)")
-        if self.needs_images and (absent := [item.image_key for item in items
-                                             if not item.image_path
-                                             or not Path(item.image_path).is_file()]):
+        """One score per item; NaN where the metric is undefined (`undefined_reason`), and
+        `compute()` only sees the items it can score."""
+        scores = np.full(len(items), np.nan)
+        defined = [i for i, item in enumerate(items) if self.undefined_reason(item) is None]
+        if not defined:
+            return scores
+        if self.needs_images and (absent := [items[i].image_key for i in defined
+                                             if not items[i].image_path
+                                             or not Path(items[i].image_path).is_file()]):
             raise RuntimeError(f"{self.name} needs the image files: {len(absent)} caption(s) "
                                f"have none, e.g. of image {absent[0]!r} (a judgment set "
                                "imported without an image column has no images)")
-        scores = np.asarray(self.compute(items), dtype=float)
-        if scores.shape != (len(items),):
-            raise RuntimeError(f"{self.name} returned {scores.shape} scores for {len(items)}")
+        computed = np.asarray(self.compute([items[i] for i in defined]), dtype=float)
+        if computed.shape != (len(defined),):
+            raise RuntimeError(f"{self.name} returned {computed.shape} scores for "
+                               f"{len(defined)}")
+        scores[defined] = computed
         return scores

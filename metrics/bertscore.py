@@ -8,16 +8,24 @@ import numpy as np
 
 from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
 from metrics.signature import package_version
-from metrics.torch_device import load_error, model_label, resolve_device
+from metrics.torch_device import (
+    in_batches,
+    load_error,
+    model_batch_size,
+    model_label,
+    resolve_device,
+)
 
 # The paper's setting: roberta-large, layer 17 (bert-score's own default for it).
 DEFAULT_MODEL = "roberta-large"
 DEFAULT_LAYER = 17
+CAPTION_TOKENS = 64  # subword tokens a caption batch is padded to, for the memory estimate
 
 
 class BertScore(Metric):
     """Model and layer are configurable, any local model path works (give its layer);
-    idf weighting and baseline rescaling are options."""
+    idf weighting and baseline rescaling are options. The batch size is the one given, else
+    from the free GPU memory (CUDA) or 64 (CPU); halved when a batch runs out of memory."""
 
     name = "bertscore"
     help = "BERTScore F1, best over the references (bert-score; any model and layer)"
@@ -44,7 +52,7 @@ class BertScore(Metric):
         rescale: bool = False,
         baseline_path: str | None = None,
         device: str = "auto",
-        batch_size: int = 64,
+        batch_size: int | None = None,
     ) -> None:
         if layer is None:
             if model != DEFAULT_MODEL:
@@ -82,13 +90,20 @@ class BertScore(Metric):
             raise load_error("BERTScore", self.model, exc) from exc
         if self.device.startswith("cuda"):
             scorer._model.half()
+        self.batch_size = model_batch_size(self.device, scorer._model.config, CAPTION_TOKENS,
+                                           self.batch_size)
         return scorer
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         if self._scorer is None:
             self._scorer = self._load(items)
-        _, _, f1 = self._scorer.score(
-            [item.text for item in items], [list(item.references) for item in items],
-            batch_size=self.batch_size,
-        )
-        return f1.float().numpy()
+        scorer = self._scorer
+
+        def f1(batch: Sequence[CaptionItem]) -> list[float]:
+            _, _, values = scorer.score([item.text for item in batch],
+                                        [list(item.references) for item in batch],
+                                        batch_size=len(batch))
+            return values.float().tolist()
+
+        values, self.batch_size = in_batches(f1, items, self.batch_size)
+        return np.array(values)

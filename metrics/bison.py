@@ -33,7 +33,8 @@ class ClipScorer:
 
     name = "clip"
 
-    def __init__(self, model: str, device: str = "auto", batch_size: int = 64) -> None:
+    def __init__(self, model: str, device: str = "auto", batch_size: int | None = None
+                 ) -> None:
         from metrics.clip import embedder
         from metrics.torch_device import model_label, resolve_device
 

@@ -4,14 +4,17 @@ tokens, without its per-pair Python loops."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from metrics.base import CaptionItem, Metric, MetricOption
 from metrics.signature import digest
 from metrics.tokenize import TOKENIZER, resolve_tokenizer, tokenize
+
+if TYPE_CHECKING:  # SciPy loads when CIDEr-D runs, not when the command line starts
+    from scipy import sparse
 
 CORPORA = ("auto", "per-system", "pooled")
 
@@ -22,6 +25,8 @@ def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
     vocabulary: dict[str, int] = {}
     token_lists = [[vocabulary.setdefault(t, len(vocabulary)) for t in text.split()]
                    for text in texts]
+    from scipy import sparse
+
     lengths = np.array([len(tokens) for tokens in token_lists], dtype=np.int64)
     flat = np.fromiter((t for tokens in token_lists for t in tokens), dtype=np.int64,
                        count=int(lengths.sum()))
@@ -49,13 +54,74 @@ def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
     return matrices
 
 
-def _scale_rows(matrix: sparse.csr_matrix, weights: np.ndarray, row_group: np.ndarray
-                ) -> sparse.csr_matrix:
-    """Multiply each stored entry (row r, column c) by weights[row_group[r], c]."""
-    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
-    scaled = matrix.copy()
-    scaled.data = matrix.data * weights[row_group[rows], matrix.indices]
-    return scaled
+PAIR_CHUNK = 200_000  # caption-reference pairs scored at once: bounds the memory
+
+
+def _index(keys: Iterable[object]) -> tuple[np.ndarray, dict]:
+    """Number the distinct keys in order of first appearance: (number of each key, keys)."""
+    numbers: dict = {}
+    return np.array([numbers.setdefault(key, len(numbers)) for key in keys],
+                    dtype=np.int64), numbers
+
+
+def _membership(groups: Sequence[Sequence[int]], width: int) -> sparse.csr_matrix:
+    """(groups x width) matrix counting how often each group lists each member."""
+    from scipy import sparse
+
+    sizes = [len(members) for members in groups]
+    return sparse.csr_matrix(
+        (np.ones(sum(sizes)), (np.repeat(np.arange(len(groups)), sizes),
+                               np.fromiter((m for ms in groups for m in ms), dtype=np.int64))),
+        shape=(len(groups), width))
+
+
+def _document_frequencies(corpus_sets: sparse.csr_matrix, set_refs: sparse.csr_matrix,
+                          ref_counts: sparse.csr_matrix) -> sparse.csr_matrix:
+    """(corpora x n-grams), sparse: in how many items of each corpus an n-gram occurs in at
+    least one reference (pycocoevalcap's document frequency)."""
+    present = (set_refs @ (ref_counts > 0).astype(np.float64)).tocsr()
+    present.data[:] = 1.0  # the reference set contains the n-gram
+    return (corpus_sets @ present).tocsr()
+
+
+def _idf_weights(df: sparse.csr_matrix, log_size: np.ndarray, rows: np.ndarray,
+                 columns: np.ndarray) -> np.ndarray:
+    """log(corpus size) - log(max(1, df)) at each (corpus row, n-gram column)."""
+    df.sort_indices()
+    width = np.int64(df.shape[1])
+    keys = np.repeat(np.arange(df.shape[0], dtype=np.int64), np.diff(df.indptr)) * width \
+        + df.indices
+    wanted = rows.astype(np.int64) * width + columns
+    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    found = np.zeros(len(wanted)) if not len(keys) else np.where(
+        keys[at] == wanted, df.data[at], 0.0)
+    return log_size[rows] - np.log(np.maximum(1.0, found))
+
+
+def _tfidf(counts: sparse.csr_matrix, rows: np.ndarray, row_corpus: np.ndarray,
+           df: sparse.csr_matrix, log_size: np.ndarray) -> sparse.csr_matrix:
+    """The rows `rows` of `counts`, each weighted by the idf of its corpus."""
+    vectors = counts[rows].tocsr()
+    owner = np.repeat(row_corpus, np.diff(vectors.indptr))
+    vectors.data = vectors.data * _idf_weights(df, log_size, owner, vectors.indices)
+    return vectors
+
+
+def _corpora(group: np.ndarray, set_of: np.ndarray, scored: np.ndarray
+             ) -> tuple[dict, np.ndarray]:
+    """Corpora with the same multiset of reference sets are one distinct corpus: (the
+    distinct corpora, the distinct corpus of each item, -1 for an item not scored)."""
+    rows = np.nonzero(scored)[0]
+    order = rows[np.lexsort((set_of[rows], group[rows]))]
+    groups, first = np.unique(group[order], return_index=True)
+    keys = [tuple(sets.tolist()) for sets in np.split(set_of[order], first[1:])
+            ] if len(order) else []
+    corpus_of_group, distinct = _index(keys)
+    item_corpus = np.full(len(group), -1, dtype=np.int64)
+    if len(groups):
+        position = np.searchsorted(groups, group[rows])
+        item_corpus[rows] = corpus_of_group[position]
+    return distinct, item_corpus
 
 
 def cider_d(
@@ -66,43 +132,74 @@ def cider_d(
 
     Document frequencies come from the items of the same `corpus` id (default: all items
     form one corpus, as in one pycocoevalcap `Cider` call); several corpora are scored in
-    one pass. Identical reference texts are counted once, however many captions share them."""
-    items, split = len(references), len(hypotheses)
+    one pass, and corpora with the same reference sets (systems captioning the same
+    images) share one set of frequencies. Each distinct text is counted once; time and
+    memory grow with the number of caption-reference pairs. An item without references
+    scores NaN (CIDEr-D is undefined for it) and is left out of the frequencies."""
+    items = len(references)
+    if not items:
+        return np.zeros(0)
     group = np.zeros(items, dtype=np.int64) if corpus is None else np.asarray(corpus)
-    groups = int(group.max()) + 1 if items else 0
-    unique_refs: dict[str, int] = {}
-    pair_ref = np.array([unique_refs.setdefault(r, len(unique_refs))
-                         for refs in references for r in refs], dtype=np.int64)
-    owner = np.repeat(np.arange(items), [len(refs) for refs in references])
-    counts = _ngram_counts([*hypotheses, *unique_refs], n)
-    # which unique references each corpus contains, once per item that lists them
-    membership = sparse.csr_matrix(
-        (np.ones(len(owner)), (owner, pair_ref)), shape=(items, len(unique_refs)))
-    membership.data[:] = 1.0
-    corpus_of = sparse.csr_matrix(
-        (np.ones(items), (group, np.arange(items))), shape=(groups, items))
-    log_size = np.log(np.bincount(group, minlength=groups).astype(float))
+    hyp_of, distinct_hyps = _index(hypotheses)
+    # captions of one image share its reference list: the lists are numbered first, and
+    # each distinct list is read once
+    list_of, distinct_lists = _index(tuple(refs) for refs in references)
+    ref_numbers: dict[str, int] = {}
+    list_refs = [np.array([ref_numbers.setdefault(r, len(ref_numbers)) for r in refs],
+                          dtype=np.int64) for refs in distinct_lists]
+    distinct_refs = list(ref_numbers)
+    list_sizes = np.array([len(refs) for refs in list_refs], dtype=np.int64)
+    per_item = list_sizes[list_of]
+    owner = np.repeat(np.arange(items), per_item)
+    scored = per_item > 0
+    flat = np.concatenate([np.zeros(0, dtype=np.int64), *list_refs])
+    starts = np.cumsum(list_sizes) - list_sizes
+    pair_ref = flat[np.repeat(starts[list_of], per_item)
+                    + np.arange(len(owner)) - np.repeat(np.cumsum(per_item) - per_item,
+                                                        per_item)]
+    # the set of distinct references of each item, and the items' corpora with the same
+    # multiset of reference sets, which therefore share their document frequencies
+    set_of_list, distinct_sets = _index(tuple(sorted(set(refs.tolist()))) for refs in list_refs)
+    set_of = set_of_list[list_of]
+    distinct_corpora, item_corpus = _corpora(group, set_of, scored)
+    log_size = np.log(np.array([len(key) for key in distinct_corpora], dtype=float))
+    set_refs = _membership(list(distinct_sets), len(distinct_refs))
+    corpus_sets = _membership(list(distinct_corpora), len(distinct_sets))
+
+    counts = _ngram_counts([*distinct_hyps, *distinct_refs], n)
+    split = len(distinct_hyps)
     lengths = counts[1].sum(axis=1).A.ravel()  # THUMB/COCO: length = number of bigrams
-    penalty = np.exp(-((lengths[owner] - lengths[split:][pair_ref]) ** 2) / (2 * sigma**2))
-    per_order = np.zeros((len(owner), n))
-    for k, matrix in enumerate(counts):
-        hyp, ref = matrix[:split].tocsr(), matrix[split:].tocsr()
-        present = (membership @ (ref > 0).astype(float)).tocsr()
-        present.data[:] = 1.0  # item i's reference set contains the n-gram
-        df = (corpus_of @ present).toarray()  # corpora x n-grams
-        weights = log_size[:, None] - np.log(np.maximum(1.0, df))
-        hyp_vec = _scale_rows(hyp, weights, group)
-        ref_vec = _scale_rows(ref[pair_ref], weights, group[owner])  # weights of the pair
-        h = hyp_vec[owner]
-        overlap = h.minimum(ref_vec).multiply(ref_vec).sum(axis=1).A.ravel()
-        norm_h = np.sqrt(hyp_vec.multiply(hyp_vec).sum(axis=1).A.ravel())[owner]
+    # reference vectors depend on (corpus, reference): weight each such pair once
+    pair_corpus = item_corpus[owner]
+    ref_unit, units = _index(zip(pair_corpus.tolist(), pair_ref.tolist(), strict=True))
+    unit_corpus = np.array([c for c, _ in units], dtype=np.int64)
+    unit_ref = np.array([r for _, r in units], dtype=np.int64)
+    item_rows = np.nonzero(scored)[0]
+    item_at = np.full(items, -1, dtype=np.int64)  # row of each scored item in hyp_vec
+    item_at[item_rows] = np.arange(len(item_rows))
+    per_pair = np.zeros(len(owner))
+    for matrix in counts:
+        hyp_counts, ref_counts = matrix[:split].tocsr(), matrix[split:].tocsr()
+        df = _document_frequencies(corpus_sets, set_refs, ref_counts)
+        hyp_vec = _tfidf(hyp_counts, hyp_of[item_rows], item_corpus[item_rows], df, log_size)
+        ref_vec = _tfidf(ref_counts, unit_ref, unit_corpus, df, log_size)
+        norm_h = np.sqrt(hyp_vec.multiply(hyp_vec).sum(axis=1).A.ravel())
         norm_r = np.sqrt(ref_vec.multiply(ref_vec).sum(axis=1).A.ravel())
-        both = (norm_h != 0) & (norm_r != 0)
-        overlap[both] /= norm_h[both] * norm_r[both]
-        per_order[:, k] = overlap * penalty
-    per_ref = per_order.mean(axis=1)
-    sums = np.bincount(owner, weights=per_ref, minlength=items)
-    return sums / np.bincount(owner, minlength=items) * 10.0
+        for start in range(0, len(owner), PAIR_CHUNK):
+            chunk = slice(start, start + PAIR_CHUNK)
+            h_rows, r_rows = item_at[owner[chunk]], ref_unit[chunk]
+            r = ref_vec[r_rows]
+            overlap = hyp_vec[h_rows].minimum(r).multiply(r).sum(axis=1).A.ravel()
+            norms = norm_h[h_rows] * norm_r[r_rows]
+            both = norms != 0
+            overlap[both] /= norms[both]
+            per_pair[chunk] += overlap
+    delta = lengths[hyp_of[owner]] - lengths[split:][pair_ref]
+    per_pair *= np.exp(-(delta**2) / (2 * sigma**2)) / n
+    sums = np.bincount(owner, weights=per_pair, minlength=items)
+    scores = np.full(items, np.nan)
+    scores[scored] = sums[scored] / per_item[scored] * 10.0
+    return scores
 
 
 class CiderD(Metric):
@@ -148,10 +245,13 @@ class CiderD(Metric):
         return {"impl": "thumb-tui-sparse", "n": "4", "sigma": "6",
                 "tok": self.tokenizer, "corpus": f"{self.corpus_for(items)}#{corpus}"}
 
+    def corpus_ids(self, items: Sequence[CaptionItem]) -> list[int]:
+        """The document-frequency corpus of each item: its system's, or one for all."""
+        if self.corpus_for(items) == "pooled":
+            return [0] * len(items)
+        systems: dict[str, int] = {}
+        return [systems.setdefault(item.system, len(systems)) for item in items]
+
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         hyps, refs = self._tokens(items)
-        if self.corpus_for(items) == "pooled":
-            return cider_d(hyps, refs)
-        systems: dict[str, int] = {}
-        corpus = [systems.setdefault(item.system, len(systems)) for item in items]
-        return cider_d(hyps, refs, corpus=corpus)
+        return cider_d(hyps, refs, corpus=self.corpus_ids(items))

@@ -15,23 +15,33 @@ import numpy as np
 
 from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
 from metrics.signature import package_version
-from metrics.torch_device import load_error, model_label, resolve_device
+from metrics.torch_device import (
+    in_batches,
+    load_error,
+    model_batch_size,
+    model_label,
+    resolve_device,
+)
 
 DEFAULT_CLIP = "openai/clip-vit-base-patch32"
 PREFIX = "A photo depicts "
 WEIGHT = 2.5
 
 
-class ClipEmbedder:
-    """A CLIP model with caches of normalised image and text embeddings."""
+TEXT_TOKENS = 77  # CLIP's context length
 
-    def __init__(self, model: str, device: str = "auto", batch_size: int = 64) -> None:
+
+class ClipEmbedder:
+    """A CLIP model with caches of normalised image and text embeddings. Batch sizes: the
+    one given, else from the free GPU memory (CUDA) or 64 (CPU)."""
+
+    def __init__(self, model: str, device: str = "auto", batch_size: int | None = None
+                 ) -> None:
         import torch
         from transformers import CLIPModel, CLIPProcessor
 
         self.name = model
         self.device = resolve_device(device)
-        self.batch_size = batch_size
         self.dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
         try:
             self.processor = CLIPProcessor.from_pretrained(model)
@@ -39,6 +49,10 @@ class ClipEmbedder:
         except (OSError, ValueError) as exc:
             raise load_error("CLIP", model, exc) from exc
         self.model.eval()
+        vision, text = self.model.config.vision_config, self.model.config.text_config
+        patches = (vision.image_size // vision.patch_size) ** 2 + 1
+        self.image_batch = model_batch_size(self.device, vision, patches, batch_size)
+        self.text_batch = model_batch_size(self.device, text, TEXT_TOKENS, batch_size)
         self._images: dict[str, np.ndarray] = {}
         self._texts: dict[str, np.ndarray] = {}
 
@@ -48,35 +62,37 @@ class ClipEmbedder:
         return array / np.linalg.norm(array, axis=1, keepdims=True)
 
     def images(self, paths: Sequence[str]) -> np.ndarray:
-        import torch
-        from PIL import Image
-
         missing = [p for p in dict.fromkeys(paths) if p not in self._images]
-        for start in range(0, len(missing), self.batch_size):
-            batch = missing[start:start + self.batch_size]
-            pictures = [Image.open(path).convert("RGB") for path in batch]
-            inputs = self.processor(images=pictures, return_tensors="pt").to(self.device)
-            with torch.no_grad():
-                features = self.model.get_image_features(
-                    pixel_values=inputs["pixel_values"].to(self.dtype))
-            for path, vector in zip(batch, self._normalise(_pooled(features)), strict=True):
-                self._images[path] = vector
+        vectors, self.image_batch = in_batches(self._embed_images, missing, self.image_batch)
+        self._images.update(zip(missing, vectors, strict=True))
         return np.stack([self._images[p] for p in paths])
 
     def texts(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._texts]
+        vectors, self.text_batch = in_batches(self._embed_texts, missing, self.text_batch)
+        self._texts.update(zip(missing, vectors, strict=True))
+        return np.stack([self._texts[t] for t in texts])
+
+    def _embed_images(self, paths: Sequence[str]) -> list[np.ndarray]:
+        import torch
+        from PIL import Image
+
+        pictures = [Image.open(path).convert("RGB") for path in paths]
+        inputs = self.processor(images=pictures, return_tensors="pt").to(self.device)
+        with torch.no_grad():
+            features = self.model.get_image_features(
+                pixel_values=inputs["pixel_values"].to(self.dtype))
+        return list(self._normalise(_pooled(features)))
+
+    def _embed_texts(self, texts: Sequence[str]) -> list[np.ndarray]:
         import torch
 
-        missing = [t for t in dict.fromkeys(texts) if t not in self._texts]
-        for start in range(0, len(missing), self.batch_size):
-            batch = missing[start:start + self.batch_size]
-            inputs = self.processor(text=batch, return_tensors="pt", padding=True,
-                                    truncation=True, max_length=77).to(self.device)
-            with torch.no_grad():
-                features = self.model.get_text_features(
-                    input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            for text, vector in zip(batch, self._normalise(_pooled(features)), strict=True):
-                self._texts[text] = vector
-        return np.stack([self._texts[t] for t in texts])
+        inputs = self.processor(text=list(texts), return_tensors="pt", padding=True,
+                                truncation=True, max_length=TEXT_TOKENS).to(self.device)
+        with torch.no_grad():
+            features = self.model.get_text_features(
+                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+        return list(self._normalise(_pooled(features)))
 
 
 def _pooled(features):
@@ -85,7 +101,7 @@ def _pooled(features):
 
 
 @cache
-def embedder(model: str, device: str, batch_size: int) -> ClipEmbedder:
+def embedder(model: str, device: str, batch_size: int | None) -> ClipEmbedder:
     """One embedder (and cache) per model and device, shared by the three variants."""
     return ClipEmbedder(model, device, batch_size)
 
@@ -128,7 +144,7 @@ class ClipMetric(Metric):
     )
 
     def __init__(self, model: str = DEFAULT_CLIP, device: str = "auto",
-                 batch_size: int = 64) -> None:
+                 batch_size: int | None = None) -> None:
         self.model, self.batch_size = model, batch_size
         self.device = resolve_device(device)
 

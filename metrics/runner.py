@@ -5,17 +5,18 @@ caller says what is stored already and where scores go."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from metrics.base import CaptionItem, Metric
 from rubrics import clean_caption
 
 Progress = Callable[[str, int, int], None]  # (metric, done, total)
-ScoreSink = Callable[[str, str, Sequence[CaptionItem], np.ndarray], None]
+# (metric, signature, items, values, reasons): a value is NaN where its reason says why
+ScoreSink = Callable[[str, str, Sequence[CaptionItem], np.ndarray, list[str | None]], None]
 STORE_CHUNK = 512
 
 
@@ -28,9 +29,10 @@ class MetricRun:
     seconds: float
 
 
-def caption_items(captions: pd.DataFrame, references: dict[int, list[str]],
+def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
                   keep_self_references: bool = False) -> tuple[list[CaptionItem], str]:
-    """Every caption (rows of caption_id, image_id, image_key, path, system, text), cleaned,
+    """Every caption (rows with attributes caption_id, image_id, image_key, path, system,
+    text), cleaned,
     with its image's cleaned references minus the caption itself (unless
     `keep_self_references`, which reproduces scores computed on data where a caption is also
     one of its own references, as THUMB 1.0's were). Also returns the reference description
@@ -38,7 +40,7 @@ def caption_items(captions: pd.DataFrame, references: dict[int, list[str]],
     cleaned = {image: [clean_caption(text) for text in texts]
                for image, texts in references.items()}
     items, excluded, counts = [], 0, set()
-    for row in captions.itertuples(index=False):
+    for row in captions:
         text = clean_caption(row.text)
         refs = cleaned.get(row.image_id, [])
         kept = tuple(r for r in refs if r.casefold() != text.casefold())
@@ -58,7 +60,8 @@ def run_metric(
     stored: Callable[[str], set[int]], sink: ScoreSink, progress: Progress | None = None,
 ) -> MetricRun:
     """Score the captions that `stored(signature)` does not list and pass each chunk to
-    `sink(metric, signature, items, values)` as soon as it is scored."""
+    `sink(metric, signature, items, values, reasons)` as soon as it is scored; `reasons`
+    says why a value is undefined (NaN), None where it is defined."""
     start = time.perf_counter()
     signature = metric.signature(items, references)
     done = stored(signature)
@@ -68,14 +71,19 @@ def run_metric(
         values = metric.score(items)
         wanted = {item.caption_id for item in todo}
         keep = [i for i, item in enumerate(items) if item.caption_id in wanted]
-        sink(metric.name, signature, [items[i] for i in keep], values[keep])
+        chunk = [items[i] for i in keep]
+        sink(metric.name, signature, chunk, values[keep], _reasons(metric, chunk))
         if progress:
             progress(metric.name, len(todo), len(todo))
     else:
         for start_at in range(0, len(todo), STORE_CHUNK):
             chunk = todo[start_at:start_at + STORE_CHUNK]
-            sink(metric.name, signature, chunk, metric.score(chunk))
+            sink(metric.name, signature, chunk, metric.score(chunk), _reasons(metric, chunk))
             if progress:
                 progress(metric.name, start_at + len(chunk), len(todo))
     return MetricRun(metric.name, signature, len(todo), len(items) - len(todo),
                      time.perf_counter() - start)
+
+
+def _reasons(metric: Metric, items: Sequence[CaptionItem]) -> list[str | None]:
+    return [metric.undefined_reason(item) for item in items]

@@ -1,8 +1,17 @@
-"""Device choice for the neural metrics: CUDA when present (in fp16), else CPU."""
+"""Device choice for the neural metrics: CUDA when present (in fp16), else CPU; batch sizes
+from the free GPU memory, halved when a batch still runs out of it."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+CPU_BATCH = 64  # on the CPU a larger batch gains nothing and holds more memory
+MAX_BATCH = 1024
+GPU_SHARE = 0.5  # of the free memory, for activations; the rest absorbs fragmentation
+Item = TypeVar("Item")
+Output = TypeVar("Output")
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -40,3 +49,57 @@ def load_error(kind: str, name: str, exc: Exception) -> RuntimeError:
         "folder instead of the name"
         + ("; or let it be fetched from the hub (--allow-download)." if offline else ".")
     )
+
+
+def activation_bytes(tokens: int, hidden: int, intermediate: int, heads: int,
+                     dtype_bytes: int) -> int:
+    """Peak activation memory of one input in a transformer layer without gradients: the
+    hidden states, the feed-forward expansion and the attention matrices, twice over for
+    the intermediate copies."""
+    return 2 * dtype_bytes * (tokens * (4 * hidden + intermediate) + 2 * heads * tokens**2)
+
+
+def model_batch_size(device: str, config: object, tokens: int, requested: int | None = None
+                     ) -> int:
+    """`auto_batch_size` for inputs of `tokens` tokens through a transformer whose
+    (transformers) config gives its widths; fp16 on CUDA."""
+    return auto_batch_size(device, activation_bytes(
+        tokens, config.hidden_size, config.intermediate_size,  # type: ignore[attr-defined]
+        config.num_attention_heads,  # type: ignore[attr-defined]
+        2 if device.startswith("cuda") else 4), requested)
+
+
+def auto_batch_size(device: str, bytes_per_item: int, requested: int | None = None) -> int:
+    """The batch size asked for; else, on CUDA, the power of two whose activations fill
+    `GPU_SHARE` of the free memory (at most `MAX_BATCH`); else `CPU_BATCH`."""
+    if requested:
+        return requested
+    if not device.startswith("cuda"):
+        return CPU_BATCH
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    fits = int(free * GPU_SHARE) // max(1, bytes_per_item)
+    return max(1, min(MAX_BATCH, 1 << max(0, fits.bit_length() - 1)))
+
+
+def in_batches(function: Callable[[Sequence[Item]], list[Output]], inputs: Sequence[Item],
+               batch_size: int) -> tuple[list[Output], int]:
+    """`function` over `inputs` batch by batch; a batch that runs out of GPU memory is
+    retried at half the size, which then stays. Returns the outputs and the last size."""
+    import torch
+
+    outputs: list[Output] = []
+    start = 0
+    while start < len(inputs):
+        batch = inputs[start:start + batch_size]
+        try:
+            outputs.extend(function(batch))
+        except torch.cuda.OutOfMemoryError:
+            if batch_size == 1:
+                raise
+            torch.cuda.empty_cache()
+            batch_size //= 2
+            continue
+        start += len(batch)
+    return outputs, batch_size

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
-from sqlalchemy import Engine
+from sqlalchemy import Engine, Row
 from sqlmodel import SQLModel
 
 from metrics.base import CaptionItem
@@ -25,7 +24,7 @@ def load_items(engine: Engine, keep_self_references: bool = False
     return caption_items(*caption_rows(engine), keep_self_references)
 
 
-def _compute(engine: Engine, rows: tuple[pd.DataFrame, dict[int, list[str]]],
+def _compute(engine: Engine, rows: tuple[list[Row], dict[int, list[str]]],
              scores: type[SQLModel], names: Sequence[str], options: MetricOptions | None,
              progress: Progress | None) -> list[MetricRun]:
     options = options or MetricOptions()
@@ -33,9 +32,9 @@ def _compute(engine: Engine, rows: tuple[pd.DataFrame, dict[int, list[str]]],
     items, references = caption_items(*rows, options.keep_self_references)
 
     def sink(metric: str, signature: str, chunk: Sequence[CaptionItem],
-             values: np.ndarray) -> None:
+             values: np.ndarray, reasons: list[str | None]) -> None:
         store_metric_scores(engine, metric, signature, [item.caption_id for item in chunk],
-                            values, scores)
+                            values, scores, reasons)
 
     return [run_metric(metric, items, references,
                        lambda s: stored_caption_ids(engine, s, scores), sink, progress)

@@ -78,14 +78,23 @@ class Report:
 
 
 def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
-    """caption_id x metric label table of stored scores, and label -> signature. A metric
-    stored under several signatures gets one column per signature, labelled by what
-    distinguishes them (`cider-d (pooled)`, `cider-d (per-system)`)."""
+    """caption_id x metric label table of stored scores (NaN where a score is undefined),
+    and label -> signature. A metric stored under several signatures gets one column per
+    signature, labelled by what distinguishes them (`cider-d (pooled)`, `cider-d
+    (per-system)`)."""
     labels = signature_labels(scores["signature"])
     signatures = {label: signature for signature, label in labels.items()}
     scores["label"] = scores["signature"].map(labels)
-    wide = scores.pivot_table(index="caption_id", columns="label", values="value")
+    wide = scores.pivot(index="caption_id", columns="label", values="value")
     return wide, signatures
+
+
+def _undefined_counts(scores: pd.DataFrame, captions: pd.Series) -> dict[str, str]:
+    """label -> 'undefined for N captions (reason)' among the reported captions."""
+    undefined = scores[scores["undefined"].notna() & scores["caption_id"].isin(captions)]
+    return {label: f"undefined for {len(rows)} captions "
+                   f"({', '.join(sorted(set(rows['undefined'])))})"
+            for label, rows in undefined.groupby("label")}
 
 
 def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
@@ -94,7 +103,8 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
 
     check_ci(ci)
     human = final_scores(engine)
-    wide, signatures = metric_columns(metric_scores(engine))
+    scores = metric_scores(engine)
+    wide, signatures = metric_columns(scores)
     has_human = not human.empty
     if not has_human:
         if not signatures:
@@ -103,8 +113,11 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                              "set has its own report: thumb judgments report NAME")
         human = _captions_without_scores(engine)
     data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
-    metrics = [m for m in signatures if data[m].notna().all()]
+    stored = scores.pivot(index="caption_id", columns="label", values="metric")
+    complete = stored.reindex(data["caption_id"]).notna().all()
+    metrics = [m for m in signatures if complete[m]]
     missing = [m for m in signatures if m not in metrics]
+    undefined = _undefined_counts(scores, data["caption_id"])
     systems = list(dict.fromkeys(data["system"]))
     if exclude_systems is None:
         exclude_systems = ["Human"] if "Human" in systems else []
@@ -127,6 +140,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         "final_scores": data["final_source"].value_counts().to_dict(),
         "bootstrap": bootstrap, "ci": ci, "seed": seed,
         "metrics_skipped": {m: "not computed for every caption" for m in missing},
+        "metrics_undefined": {m: undefined[m] for m in metrics if m in undefined},
     }
     if not has_human:
         header["final_scores"] = "none yet: metric means only"

@@ -4,9 +4,9 @@ judgments and the stored metric scores, as tidy frames for the statistics in `me
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Row, func, select
 
 from storage.models import (
     JudgmentCaption,
@@ -17,6 +17,9 @@ from storage.models import (
     JudgmentScore,
     JudgmentSet,
 )
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def judgment_set(engine: Engine, name: str) -> JudgmentSetInfo:
 
 
 def judgment_caption_rows(engine: Engine, set_id: int
-                          ) -> tuple[pd.DataFrame, dict[int, list[str]]]:
+                          ) -> tuple[list[Row], dict[int, list[str]]]:
     """The set's captions (caption_id, image_id, image_key, path, system, text) and each
     image's references in order: what a metric scores (like `readers.caption_rows`)."""
     caption, image, ref = (JudgmentCaption.__table__, JudgmentImage.__table__,
@@ -70,20 +73,19 @@ def judgment_caption_rows(engine: Engine, set_id: int
             .where(image.c.set_id == set_id).order_by(ref.c.image_id, ref.c.position)
         ):
             references.setdefault(row.image_id, []).append(row.text)
-        captions = pd.read_sql(
+        captions = list(connection.execute(
             select(caption.c.id.label("caption_id"), caption.c.image_id, caption.c.system,
                    caption.c.text, image.c.key.label("image_key"), image.c.path)
             .join(image, caption.c.image_id == image.c.id)
-            .where(caption.c.set_id == set_id).order_by(caption.c.id), connection)
-    captions["system"] = captions["system"].astype(object).where(captions["system"].notna(),
-                                                                 None)
-    captions["path"] = captions["path"].astype(object).where(captions["path"].notna(), None)
+            .where(caption.c.set_id == set_id).order_by(caption.c.id)))
     return captions, references
 
 
 def judgment_scores(engine: Engine, set_id: int) -> pd.DataFrame:
     """One row per score: caption_id, image (key), caption_key, caption, system, judge,
     score, note."""
+    import pandas as pd
+
     score, caption, image = (JudgmentScore.__table__, JudgmentCaption.__table__,
                              JudgmentImage.__table__)
     with engine.connect() as connection:
@@ -99,6 +101,8 @@ def judgment_scores(engine: Engine, set_id: int) -> pd.DataFrame:
 def judgment_pairs(engine: Engine, set_id: int) -> pd.DataFrame:
     """One row per choice: image (key), caption_a_id, caption_b_id, caption_a, caption_b,
     judge, choice (a, b or tie), category."""
+    import pandas as pd
+
     pair, image = JudgmentPair.__table__, JudgmentImage.__table__
     first, second = JudgmentCaption.__table__.alias("a"), JudgmentCaption.__table__.alias("b")
     with engine.connect() as connection:
@@ -115,6 +119,8 @@ def judgment_pairs(engine: Engine, set_id: int) -> pd.DataFrame:
 def judgment_metric_scores(engine: Engine, set_id: int) -> pd.DataFrame:
     """Every stored metric score of the set's captions: caption_id, metric, signature,
     value."""
+    import pandas as pd
+
     score, caption = JudgmentMetricScore.__table__, JudgmentCaption.__table__
     with engine.connect() as connection:
         return pd.read_sql(
@@ -136,12 +142,15 @@ def judgment_counts(engine: Engine) -> dict[str, int]:
     return counts
 
 
-def judgment_metric_summary(engine: Engine, set_id: int) -> list[tuple[str, int, float]]:
-    """(signature, captions, mean) per signature stored for the set's captions."""
+def judgment_metric_summary(engine: Engine, set_id: int
+                            ) -> list[tuple[str, int, float | None, int]]:
+    """(signature, captions scored, mean of the defined scores, captions where the score is
+    undefined) per signature stored for the set's captions."""
     score, caption = JudgmentMetricScore.__table__, JudgmentCaption.__table__
     with engine.connect() as connection:
         return [tuple(row) for row in connection.execute(  # type: ignore[misc]
-            select(score.c.signature, func.count(), func.avg(score.c.value))
+            select(score.c.signature, func.count(score.c.value), func.avg(score.c.value),
+                   func.count(score.c.undefined))
             .join(caption, score.c.caption_id == caption.c.id)
             .where(caption.c.set_id == set_id)
             .group_by(score.c.signature).order_by(score.c.signature))]

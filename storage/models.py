@@ -270,19 +270,26 @@ class Assignment(SQLModel, table=True):
 
 class MetricScore(SQLModel, table=True):
     """An automatic metric's score of one caption, with the signature of the settings that
-    produced it; the same signature is never computed twice."""
+    produced it; the same signature is never computed twice. A score the metric cannot give
+    (a reference-based metric for a caption whose image has no references) is stored as
+    undefined: no value, and the reason."""
 
     __tablename__ = "metric_score"
     __table_args__ = (
         UniqueConstraint("caption_id", "signature", name="metric_score_unique"),
         CheckConstraint("length(metric) > 0", name="metric_score_metric_not_empty"),
+        CheckConstraint("(value IS NULL) = (undefined IS NOT NULL)",
+                        name="metric_score_value_or_reason"),
+        CheckConstraint("undefined IS NULL OR length(undefined) > 0",
+                        name="metric_score_reason_not_empty"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
     caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
     metric: str = Field(index=True)
     signature: str = Field(index=True)
-    value: float
+    value: float | None = None
+    undefined: str | None = None  # why there is no value, e.g. "no references"
     computed_at: datetime = _timestamp()
 
 
@@ -561,12 +568,17 @@ class JudgmentPair(SQLModel, table=True):
 
 
 class JudgmentMetricScore(SQLModel, table=True):
-    """An automatic metric's score of a judged caption, with its signature."""
+    """An automatic metric's score of a judged caption, with its signature; undefined
+    scores as in `MetricScore`."""
 
     __tablename__ = "judgment_metric_score"
     __table_args__ = (
         UniqueConstraint("caption_id", "signature", name="judgment_metric_score_unique"),
         CheckConstraint("length(metric) > 0", name="judgment_metric_score_metric_not_empty"),
+        CheckConstraint("(value IS NULL) = (undefined IS NOT NULL)",
+                        name="judgment_metric_score_value_or_reason"),
+        CheckConstraint("undefined IS NULL OR length(undefined) > 0",
+                        name="judgment_metric_score_reason_not_empty"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -574,7 +586,8 @@ class JudgmentMetricScore(SQLModel, table=True):
                             ondelete="RESTRICT")
     metric: str = Field(index=True)
     signature: str = Field(index=True)
-    value: float
+    value: float | None = None
+    undefined: str | None = None
     computed_at: datetime = _timestamp()
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Engine, func, select
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
@@ -21,6 +22,9 @@ from storage.models import (
 RATING_VALUE_COLUMNS = [
     *RATING_VALUE_FIELDS, "note", "seconds", "rubric", "created_at", "updated_at",
 ]
+
+if TYPE_CHECKING:  # pandas loads where a frame is built: `thumb status` needs none
+    import pandas as pd
 
 
 def with_totals(frame: pd.DataFrame, engine: Engine) -> pd.DataFrame:
@@ -43,6 +47,8 @@ def with_totals(frame: pd.DataFrame, engine: Engine) -> pd.DataFrame:
 
 def ratings_frame(engine: Engine) -> pd.DataFrame:
     """Every rating, one row each, with caption, image and annotator; ordered by caption."""
+    import pandas as pd
+
     rating, caption, image, annotator = (
         Rating.__table__, Caption.__table__, Image.__table__, Annotator.__table__
     )
@@ -67,6 +73,8 @@ def final_scores(engine: Engine) -> pd.DataFrame:
     """One row per caption with its final complete rating: a resolution (final stage) over
     stage 2 over stage 1; within a stage, the first rating made. A native speaker's fluency
     check, where there is one, sets the fluency penalty. `final_source` says which."""
+    import pandas as pd
+
     from storage.workflow import disagreements
 
     frame = ratings_frame(engine)

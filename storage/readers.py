@@ -4,9 +4,9 @@ pure statistics in `metrics` take, or stores what a metric computed. No statisti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Row, func, select
 from sqlmodel import SQLModel
 
 from storage.models import (
@@ -22,10 +22,13 @@ from storage.models import (
 from storage.queries import ratings_frame
 from storage.workflow import primary_first_ratings
 
+if TYPE_CHECKING:  # pandas loads where a frame is built: `metrics compute` needs none
+    import pandas as pd
 
-def caption_rows(engine: Engine) -> tuple[pd.DataFrame, dict[int, list[str]]]:
-    """Every caption (caption_id, image_id, image_key, path, system, text), and each image's
-    references in their order: what a metric scores."""
+
+def caption_rows(engine: Engine) -> tuple[list[Row], dict[int, list[str]]]:
+    """Every caption (rows of caption_id, image_id, image_key, path, system, text), and each
+    image's references in their order: what a metric scores."""
     caption, image, ref = Caption.__table__, Image.__table__, ImageReference.__table__
     with engine.connect() as connection:
         references: dict[int, list[str]] = {}
@@ -33,11 +36,11 @@ def caption_rows(engine: Engine) -> tuple[pd.DataFrame, dict[int, list[str]]]:
             select(ref.c.image_id, ref.c.text).order_by(ref.c.image_id, ref.c.position)
         ):
             references.setdefault(row.image_id, []).append(row.text)
-        captions = pd.read_sql(
+        captions = list(connection.execute(
             select(caption.c.id.label("caption_id"), caption.c.image_id, caption.c.system,
                    caption.c.text, image.c.key.label("image_key"), image.c.path)
             .join(image, caption.c.image_id == image.c.id)
-            .order_by(caption.c.id), connection)
+            .order_by(caption.c.id)))
     return captions, references
 
 
@@ -54,32 +57,41 @@ def stored_caption_ids(engine: Engine, signature: str,
 
 def store_metric_scores(engine: Engine, metric: str, signature: str,
                         caption_ids: Sequence[int], values: Sequence[float],
-                        scores: type[SQLModel] = MetricScore) -> None:
-    """Store one chunk of scores in one transaction."""
+                        scores: type[SQLModel] = MetricScore,
+                        reasons: Sequence[str | None] | None = None) -> None:
+    """Store one chunk of scores in one transaction; where a reason is given the score is
+    undefined (no value)."""
+    reasons = reasons if reasons is not None else [None] * len(caption_ids)
     now = utcnow()
     with engine.begin() as connection:
         connection.execute(
             scores.__table__.insert(),
             [{"caption_id": caption_id, "metric": metric, "signature": signature,
-              "value": float(value), "computed_at": now}
-             for caption_id, value in zip(caption_ids, values, strict=True)],
+              "value": None if reason else float(value), "undefined": reason,
+              "computed_at": now}
+             for caption_id, value, reason in zip(caption_ids, values, reasons, strict=True)],
         )
 
 
 def metric_scores(engine: Engine) -> pd.DataFrame:
-    """Every stored score: caption_id, metric, signature, value."""
+    """Every stored score: caption_id, metric, signature, value (NaN where undefined) and
+    undefined (the reason, else None)."""
+    import pandas as pd
+
     table = MetricScore.__table__
     with engine.connect() as connection:
         return pd.read_sql(select(table.c.caption_id, table.c.metric, table.c.signature,
-                                  table.c.value), connection)
+                                  table.c.value, table.c.undefined), connection)
 
 
-def metric_score_summary(engine: Engine) -> list[tuple[str, int, float]]:
-    """(signature, captions, mean) per stored signature."""
+def metric_score_summary(engine: Engine) -> list[tuple[str, int, float | None, int]]:
+    """(signature, captions scored, mean of the defined scores, captions where the score is
+    undefined) per stored signature."""
     table = MetricScore.__table__
     with engine.connect() as connection:
         return [tuple(row) for row in connection.execute(  # type: ignore[misc]
-            select(table.c.signature, func.count(), func.avg(table.c.value))
+            select(table.c.signature, func.count(table.c.value), func.avg(table.c.value),
+                   func.count(table.c.undefined))
             .group_by(table.c.signature).order_by(table.c.signature))]
 
 
@@ -88,6 +100,8 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
     stage-1 ratings of a double-rated image; `stage1-vs-stage2`: the reviewed stage-1
     rating and its review), pair, image, and for each dimension the two values
     (`<dimension>_a`, `<dimension>_b`)."""
+    import pandas as pd
+
     ratings = ratings_frame(engine).dropna(subset=["precision", "recall"])
     ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
     caption, image = Caption.__table__, Image.__table__

@@ -45,8 +45,7 @@ def score_set(tmp_path, engine):
     import_judgments(engine, path, name="likert", kind="score", scale=Scale.parse("1-5"),
                      actor="t")
     captions, _ = judgment_caption_rows(engine, judgment_set(engine, "likert").id)
-    index = {text: cid for cid, text in zip(captions["caption_id"], captions["text"],
-                                             strict=True)}
+    index = {row.text: row.caption_id for row in captions}
     good = {index[f"caption {c}"]: quality[c] + rng.normal(0, 0.7) for c in quality}
     poor = {index[f"caption {c}"]: rng.normal() for c in quality}
     for name, values in (("good", good), ("poor", poor)):
@@ -168,8 +167,8 @@ def test_stored_text_is_escaped_in_markdown_and_terminal(engine, tmp_path):
                     encoding="utf-8")
     import_judgments(engine, path, name="<b>set</b>", kind="pairwise", actor="t")
     captions, _ = judgment_caption_rows(engine, judgment_set(engine, "<b>set</b>").id)
-    store_metric_scores(engine, "m", "m|impl:t", captions["caption_id"].tolist(), [1.0, 0.0],
-                        JudgmentMetricScore)
+    store_metric_scores(engine, "m", "m|impl:t", [row.caption_id for row in captions],
+                        [1.0, 0.0], JudgmentMetricScore)
     report = build_judgment_report(engine, "<b>set</b>", bootstrap=0)
     markdown = "\n".join(title + body for title, body in judgment_sections(report))
     assert "<script>" not in markdown and "<b>" not in markdown
@@ -273,21 +272,25 @@ def test_project_export_carries_metric_columns_and_report_has_judgment_sections(
 
 def test_metrics_say_what_a_judgment_set_lacks(tmp_path):
     """Without images clip-s says it needs them (before loading any model); without
-    references a reference metric says it needs them."""
+    references a reference metric's scores are stored as undefined ('no references')."""
     db = ["--db", str(tmp_path / "n.db")]
     result = runner.invoke(app, [*db, "judgments", "import", str(SAMPLE / "judgments.csv"),
                                  "--name", "bare", "--scale", "1-4"])
     assert result.exit_code == 0, result.output
-    for metric, message in (("clip-s", "clip-s needs the image files: 60 caption(s)"),
-                            ("coco-bleu-4", "coco-bleu-4 needs references: 60 caption(s)")):
-        result = runner.invoke(app, [*db, "metrics", "compute", "--judgments", "bare",
-                                     "--metric", metric, "--clip-model", "/nonexistent"])
-        assert result.exit_code == 2 and message in result.output, result.output
+    result = runner.invoke(app, [*db, "metrics", "compute", "--judgments", "bare",
+                                 "--metric", "clip-s", "--clip-model", "/nonexistent"])
+    assert result.exit_code == 2 and "clip-s needs the image files: 60 caption(s)" in (
+        result.output), result.output
     status = runner.invoke(app, [*db, "status"])
     assert "judgment set bare (score, scale 1-4 (whole numbers))" in status.output
     assert "180 judgments" in status.output
     listed = runner.invoke(app, [*db, "metrics", "list", "--judgments", "bare"])
     assert "run `thumb metrics compute --judgments bare`" in listed.output
+    result = runner.invoke(app, [*db, "metrics", "compute", "--judgments", "bare",
+                                 "--metric", "coco-bleu-4", "--tokenizer", "ptb-python"])
+    assert result.exit_code == 0, result.output
+    listed = runner.invoke(app, [*db, "metrics", "list", "--judgments", "bare"])
+    assert "(60 undefined)" in listed.output, listed.output
     unknown = runner.invoke(app, [*db, "judgments", "report", "nope"])
     assert unknown.exit_code == 2 and "no judgment set named 'nope'; known: 'bare'" in (
         unknown.output)

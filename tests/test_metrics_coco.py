@@ -90,10 +90,12 @@ def test_signatures_say_implementation_order_and_tokenizer():
         build_metric("coco-bleu-5", MetricOptions())
 
 
-def test_reference_metrics_say_they_need_references():
-    bare = [CaptionItem(1, "img", None, None, "A dog.", ())]
-    with pytest.raises(RuntimeError, match="coco-bleu-4 needs references: 1 caption"):
-        build_metric("coco-bleu-4", MetricOptions(tokenizer="ptb-python")).score(bare)
+def test_reference_metrics_are_undefined_without_references():
+    bare = CaptionItem(1, "img", None, None, "A dog.", ())
+    metric = build_metric("coco-bleu-4", MetricOptions(tokenizer="ptb-python"))
+    scores = metric.score([bare, *sample_items()[:1]])
+    assert np.isnan(scores[0]) and np.isfinite(scores[1])
+    assert metric.undefined_reason(bare) == "no references"
 
 
 def test_meteor_without_java_says_so(monkeypatch):

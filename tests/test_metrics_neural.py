@@ -157,3 +157,58 @@ def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
     assert distinct_images == 15 and len(items) == 60
     assert counts["images"] == distinct_images
     embedder.cache_clear()
+
+
+def test_batch_sizes_come_from_free_gpu_memory_or_default_on_the_cpu(monkeypatch):
+    from metrics.torch_device import CPU_BATCH, MAX_BATCH, activation_bytes, auto_batch_size
+
+    assert auto_batch_size("cpu", 10**6) == CPU_BATCH
+    assert auto_batch_size("cuda", 10**6, requested=7) == 7
+    per_image = activation_bytes(50, 768, 3072, 12, 2)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2**30, 80 * 2**30))
+    size = auto_batch_size("cuda", per_image)
+    assert size & (size - 1) == 0 and size * per_image <= 2**29 < 2 * size * per_image
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2**50, 2**50))
+    assert auto_batch_size("cuda", per_image) == MAX_BATCH
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10, 2**30))
+    assert auto_batch_size("cuda", per_image) == 1
+
+
+def test_a_batch_out_of_gpu_memory_is_retried_at_half_size():
+    from metrics.torch_device import in_batches
+
+    sizes = []
+
+    def square(batch):
+        sizes.append(len(batch))
+        if len(batch) > 3:
+            raise torch.cuda.OutOfMemoryError("fake")
+        return [x * x for x in batch]
+
+    outputs, last = in_batches(square, list(range(10)), 16)
+    assert outputs == [x * x for x in range(10)] and last == 2
+    assert sizes == [10, 8, 4, 2, 2, 2, 2, 2]
+
+
+def test_captions_without_references_are_undefined_for_reference_metrics(tmp_path, tiny_clip):
+    from metrics.base import NO_REFERENCES, CaptionItem
+    from metrics.bertscore import BertScore
+    from metrics.cider import CiderD
+    from metrics.clip import ClipS, RefClipS, RefOnlyC
+    from metrics.text_metrics import Bleu, RougeL
+
+    picture = tmp_path / "a.png"
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), "red").save(picture)
+    items = [CaptionItem(1, "a", str(picture), "S", "A red square.", ()),
+             CaptionItem(2, "b", str(picture), "S", "A dog.", ("A dog.", "A puppy."))]
+    for metric in (Bleu(), RougeL(), CiderD(tokenizer="ptb-python"),
+                   RefClipS(tiny_clip, "cpu"), RefOnlyC(tiny_clip, "cpu")):
+        scores = metric.score(items)
+        assert np.isnan(scores[0]) and np.isfinite(scores[1]), metric.name
+        assert metric.undefined_reason(items[0]) == NO_REFERENCES
+    clip_s = ClipS(tiny_clip, "cpu")
+    assert np.isfinite(clip_s.score(items)).all() and clip_s.undefined_reason(items[0]) is None
+    assert np.isnan(BertScore.__new__(BertScore).score(items[:1])).all()
+    assert np.isnan(CiderD(tokenizer="ptb-python").score(items[:1])).all()

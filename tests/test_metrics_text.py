@@ -20,6 +20,7 @@ from storage import final_scores, import_captions, import_thumb, open_database
 from storage.models import MetricScore
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
 from tests.image_files import good_png
+from tests.ptb_cases import generated_captions
 
 needs_java = pytest.mark.skipif(not java_available(), reason="Java or pycocoevalcap missing")
 
@@ -65,6 +66,42 @@ def test_cider_d_matches_pycocoevalcap_on_the_sample_project(sample):
         {i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)}
     )
     np.testing.assert_allclose(metric.score(items), expected, atol=1e-6, rtol=0)
+
+
+def raw_items(images: int, systems: int) -> list[CaptionItem]:
+    """Captions and references straight from the hard tokenization cases."""
+    texts = iter(generated_captions(images * (systems + 5), seed=7))
+    items = []
+    for image in range(images):
+        refs = tuple(next(texts) for _ in range(5))
+        items += [CaptionItem(len(items), str(image), None, f"s{system}", next(texts), refs)
+                  for system in range(systems)]
+    return items
+
+
+@needs_java
+def test_cider_d_from_raw_text_equals_the_full_pycocoevalcap_path():
+    """PTBTokenizer + Cider per system, against ours from the same raw texts."""
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    items = raw_items(images=60, systems=3)
+    ours = CiderD(corpus="per-system", tokenizer="ptb-java").score(items)
+    for system in ("s0", "s1", "s2"):
+        index = [i for i, item in enumerate(items) if item.system == system]
+        tokenizer = PTBTokenizer()
+        refs = tokenizer.tokenize({i: [{"caption": r} for r in items[i].references]
+                                   for i in index})
+        hyps = tokenizer.tokenize({i: [{"caption": items[i].text}] for i in index})
+        _, expected = Cider().compute_score(refs, hyps)
+        np.testing.assert_allclose(ours[index], expected, atol=1e-9, rtol=0)
+
+
+def test_systems_sharing_images_share_document_frequencies_and_score_as_alone():
+    hyps, refs = random_corpus(3, size=40)
+    both = cider_d(hyps * 2, refs * 2, corpus=[0] * 40 + [1] * 40)
+    np.testing.assert_allclose(both[:40], cider_d(hyps, refs), atol=1e-12)
+    np.testing.assert_allclose(both[40:], cider_d(hyps, refs), atol=1e-12)
 
 
 def test_per_system_corpus_scores_each_system_on_its_own(sample):
@@ -169,3 +206,50 @@ def test_table_4_correlations_reproduce(tmp_path):
         observed = [frame[column].corr(frame["value"])
                     for frame in (data, without) for column in ("precision", "recall", "total")]
         assert observed == pytest.approx(TABLE_4[run.metric], abs=0.01), run.metric
+
+
+def test_images_without_references_store_undefined_scores_with_the_reason(tmp_path):
+    """A caption whose image has no references (or only itself) gets no BLEU, ROUGE-L or
+    CIDEr-D: stored without a value and with the reason, counted apart by `metrics list`."""
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    for name in ("a.png", "b.png"):
+        good_png(tmp_path / name)
+    data = tmp_path / "c.jsonl"
+    data.write_text(
+        '{"image": "a.png", "system": "S", "caption": "A dog.", "references": []}\n'
+        '{"image": "a.png", "system": "T", "caption": "A cat.", "references": []}\n'
+        '{"image": "b.png", "system": "S", "caption": "A red bus.", '
+        '"references": ["A red bus on a street.", "A bus."]}\n'
+        '{"image": "b.png", "system": "T", "caption": "A bus.", '
+        '"references": ["A red bus on a street.", "A bus."]}\n',
+        encoding="utf-8")
+    engine = open_database(tmp_path / "s.db")
+    import_captions(engine, data, actor="t")
+    runs = compute_metrics(engine, ["bleu", "rouge-l", "cider-d"],
+                           MetricOptions(tokenizer="ptb-python"))
+    assert [run.computed for run in runs] == [4, 4, 4]
+    with engine.connect() as connection:
+        rows = connection.execute(select(MetricScore.__table__)).mappings().all()
+    undefined = [(row["metric"], row["value"]) for row in rows if row["undefined"]]
+    assert sorted(undefined) == sorted((m, None) for m in ("bleu", "rouge-l", "cider-d")
+                                       for _ in range(2))
+    assert {row["undefined"] for row in rows} == {None, "no references"}
+    assert all(row["value"] is not None for row in rows if not row["undefined"])
+    listed = CliRunner().invoke(app, ["--db", str(tmp_path / "s.db"), "metrics", "list"])
+    assert listed.exit_code == 0 and listed.output.count("(2 undefined)") == 3
+    again = compute_metrics(engine, ["bleu"], MetricOptions())
+    assert (again[0].computed, again[0].reused) == (0, 4)
+
+
+def test_bleu_signature_fields_are_what_sacrebleu_runs_with():
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU(**Bleu.OPTIONS)
+    settings = Bleu().settings([])
+    assert (settings["tok"], settings["smooth"]) == (bleu.tokenizer.signature(),
+                                                     bleu.smooth_method)
+    assert settings["eff"] == ("yes" if bleu.effective_order else "no")
+    assert settings["case"] == ("lc" if bleu.lowercase else "mixed")

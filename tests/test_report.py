@@ -214,3 +214,43 @@ def test_library_calls_refuse_a_bad_confidence_level(sample_report_db):
     for call in (build_report, agreement_report, bison_report):
         with pytest.raises(ValueError, match="must be between 0 and 1"):
             call(sample_report_db, ci=90)
+
+
+def test_metrics_undefined_without_references_are_reported_as_such(tmp_path):
+    """An image without references: its captions have no BLEU/ROUGE-L/CIDEr-D; the report
+    keeps the metrics, computes their statistics on the other captions and says so."""
+    from sqlalchemy import delete, select
+
+    from storage.models import ImageReference
+
+    engine = open_database(tmp_path / "r.db")
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    import_captions(engine, SAMPLE_CSV.parent / "example_ratings.csv", actor="t")
+    table = ImageReference.__table__
+    with engine.begin() as connection:
+        image = connection.execute(select(table.c.image_id).limit(1)).scalar_one()
+        connection.execute(delete(table).where(table.c.image_id == image))
+    compute_metrics(engine, ["bleu", "rouge-l", "cider-d"], MetricOptions(tokenizer="ptb-python"))
+    report = build_report(engine, bootstrap=20, seed=1)
+    assert set(report.signatures) == {"bleu", "rouge-l", "cider-d"}
+    assert report.header["metrics_skipped"] == {}
+    undefined = report.header["metrics_undefined"]
+    assert set(undefined) == {"bleu", "rouge-l", "cider-d"}
+    assert all(text.endswith("captions (no references)") for text in undefined.values())
+    count = int(undefined["bleu"].split()[2])
+    assert count > 0
+    all_captions = report.correlations.query("subset == 'all'")
+    assert set(all_captions["n"]) == {60 - count}
+    assert report.correlations["r"].notna().all()
+    assert (report.pairwise["pairs"] > 0).all()
+
+
+def test_caption_pairs_follow_images_then_rows_whatever_the_group_sizes():
+    from metrics.correlation import caption_pairs
+
+    data = pd.DataFrame({"image_id": [3, 1, 3, 2, 1, 3, 2, 1],
+                         "total": [1.0, 2.0, 3.0, 1.0, 1.0, 3.0, 1.0, 5.0]},
+                        index=[10, 11, 12, 13, 14, 15, 16, 17])
+    first, second, image = caption_pairs(data)
+    expected = [(11, 14, 1), (11, 17, 1), (14, 17, 1), (10, 12, 3), (10, 15, 3)]
+    assert list(zip(first.tolist(), second.tolist(), image.tolist(), strict=True)) == expected

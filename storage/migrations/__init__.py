@@ -10,17 +10,18 @@ ARCHITECTURE.md ("A schema change") says how to add a revision."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
+
+if TYPE_CHECKING:  # Alembic loads only when a database is behind the code
+    from alembic.config import Config
 
 SCRIPTS = Path(__file__).resolve().parent
 # The revision that holds the schema of thumb-tui 0.1.0 (`schema_version` 1).
@@ -57,6 +58,8 @@ class Upgrade:
 
 @cache
 def _config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(SCRIPTS))
     return config
@@ -64,6 +67,8 @@ def _config() -> Config:
 
 def head_revision() -> str:
     """The revision this thumb-tui's code expects."""
+    from alembic.script import ScriptDirectory
+
     heads = ScriptDirectory.from_config(_config()).get_heads()
     if len(heads) != 1:
         raise SchemaError(f"the migration scripts have {len(heads)} heads ({', '.join(heads)}); "
@@ -72,6 +77,8 @@ def head_revision() -> str:
 
 
 def _known(revision: str) -> bool:
+    from alembic.script import ScriptDirectory
+
     try:
         return ScriptDirectory.from_config(_config()).get_revision(revision) is not None
     except Exception:  # alembic raises several kinds for an unknown id
@@ -82,6 +89,8 @@ def current_revision(connection: Connection) -> str | None:
     """The database's revision; `RELEASE_0_1_0` for a 0.1.0 database; None when empty."""
     tables = set(inspect(connection).get_table_names())
     if "alembic_version" in tables:
+        from alembic.runtime.migration import MigrationContext
+
         return MigrationContext.configure(connection).get_current_revision()
     if "schema_version" in tables:
         version = connection.execute(text("SELECT max(version) FROM schema_version")).scalar()
@@ -123,7 +132,41 @@ def _check_known(revision: str | None) -> None:
                           f"(which knows up to {head_revision()}); upgrade thumb-tui")
 
 
+@cache
+def _head_in_files() -> str | None:
+    """The head revision as the version files name it (the one no other revision revises),
+    read without loading Alembic; None unless there is exactly one."""
+    revisions, revised = set(), set()
+    for path in (SCRIPTS / "versions").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        revision = re.search(r'^revision = "([^"]+)"$', source, re.MULTILINE)
+        down = re.search(r'^down_revision = (?:"([^"]+)"|None)$', source, re.MULTILINE)
+        if revision is None or down is None:
+            return None  # a form this reader does not know: let Alembic decide
+        revisions.add(revision.group(1))
+        revised.add(down.group(1))
+    heads = revisions - revised
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _at_head(engine: Engine) -> str | None:
+    """The head revision when the database is already there (the usual case, checked
+    with one query), else None."""
+    head = _head_in_files()
+    if head is None:
+        return None
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        stored = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+    return head if [row[0] for row in stored] == [head] else None
+
+
 def _run_upgrade(engine: Engine, *, allow_existing: bool) -> Upgrade:
+    if (current := _at_head(engine)) is not None:
+        return Upgrade(current, current)
+    from alembic import command
+
     head = head_revision()
     with engine.connect() as connection:
         revision = current_revision(connection)

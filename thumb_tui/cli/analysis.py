@@ -179,7 +179,8 @@ def metrics_list_command(
     judgments: Annotated[str | None, typer.Option(
         "--judgments", help="The scores of this judgment set's captions instead.")] = None,
 ) -> None:
-    """Stored metric scores: one line per signature with count and mean."""
+    """Stored metric scores: one line per signature with count, mean and how many captions
+    the metric could not score (e.g. images without references)."""
     from storage.judgments import judgment_metric_summary, judgment_set
     from storage.readers import metric_score_summary
 
@@ -193,5 +194,7 @@ def metrics_list_command(
         typer.echo("no metric scores stored yet: run `thumb metrics compute"
                    + (f" --judgments {printable(judgments, newlines=False)}" if judgments
                       else "") + "`")
-    for signature, count, mean in summary:
-        typer.echo(f"{count:>7} captions  mean {mean:9.4f}  {signature}")
+    for signature, count, mean, undefined in summary:
+        shown = f"{mean:9.4f}" if mean is not None else f"{'-':>9}"
+        missing = f"  ({undefined} undefined)" if undefined else ""
+        typer.echo(f"{count:>7} captions  mean {shown}  {signature}{missing}")

@@ -1,0 +1,67 @@
+"""`make bench`: every benchmark in its own process, then one table of all their rows in
+`benchmarks/RESULTS.md` (the table the README quotes), with the machine and library
+versions it was measured with."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.table import RESULTS, package_version  # noqa: E402
+
+SCRIPTS = ("metrics", "report_speed", "startup", "import_speed")
+LIBRARIES = ("pycocoevalcap", "sacrebleu", "rouge-score", "bert-score", "torch", "numpy",
+             "scipy", "SQLAlchemy")
+
+
+def render(names: tuple[str, ...]) -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `make bench` on {platform.machine()}"
+        f", {os.cpu_count()} CPUs shared with other developers (load average {load:.1f}), "
+        f"Python {platform.python_version()}; "
+        + ", ".join(f"{name} {package_version(name)}" for name in LIBRARIES) + ".",
+        "Timings are the best of 3 unless a row says otherwise; each ratio compares two "
+        "timings taken in the same run.",
+        "",
+        "| work | ours | reference | ratio | target | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    notes = []
+    for name in names:
+        path = RESULTS / f"{name}.json"
+        if not path.is_file():
+            continue
+        for row in json.loads(path.read_text(encoding="utf-8"))["rows"]:
+            mark = ""
+            if row["note"]:
+                notes.append(row["note"])
+                mark = f" [{len(notes)}]"
+            cells = [row["work"] + mark, row["ours"], row["reference"], row["ratio"],
+                     row["target"], row["verdict"]]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += ["", *(f"[{n}] {note}  " for n, note in enumerate(notes, start=1))]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> None:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    for name in SCRIPTS:
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py")],
+                       check=True, env=environment)
+    (ROOT / "benchmarks" / "RESULTS.md").write_text(render(SCRIPTS), encoding="utf-8")
+    print(f"\nwrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
+
+
+if __name__ == "__main__":
+    main()
