@@ -170,9 +170,11 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
 def _captions_without_scores(engine: Engine) -> pd.DataFrame:
     """Every caption in the shape of `final_scores`, its human columns empty: a project
     with metric scores and no final human scores yet still gets its metric means."""
-    captions, _ = caption_rows(engine)
-    frame = captions.rename(columns={"image_id": "image_pk", "image_key": "image_id",
-                                     "text": "caption"})
+    rows, _ = caption_rows(engine)
+    frame = pd.DataFrame([row._asdict() for row in rows],
+                         columns=["caption_id", "image_id", "system", "text", "image_key", "path"])
+    frame = frame.rename(columns={"image_id": "image_pk", "image_key": "image_id",
+                                  "text": "caption"})
     for column in (*THUMB_1_0.score_keys, *THUMB_1_0.penalty_keys, "total"):
         frame[column] = float("nan")
     frame["annotator"], frame["rubric"], frame["final_source"] = "", "", "none"

@@ -55,6 +55,8 @@ COMMANDS = {
     "match import-positives": ["match", "import-positives", "eccv"],
     "match status": ["match", "status"],
     "retrieval compare": ["retrieval", "compare", "--out", "{out}"],
+    "retrieval agreement": ["retrieval", "agreement", "--judgments", str(SAMPLE_CSV),
+                            "--positives", "project", "--out", "{out}"],
 }
 WITH_OUT = [name for name, args in COMMANDS.items() if "{out}" in args]
 
