@@ -69,6 +69,7 @@ bench: install
 	$(BIN)/python benchmarks/match_proposals.py
 	$(BIN)/python benchmarks/match_latency.py
 	$(BIN)/python benchmarks/fuzz_imports.py
+	$(BIN)/python -m benchmarks.races
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

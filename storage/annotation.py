@@ -1,7 +1,10 @@
 """The annotation session behind the rating screens: what one annotator sees and changes.
 
 Every change is committed as it is made, in one transaction with its event-log rows, so a
-killed process loses nothing; undo reverts the annotator's last change and is logged too."""
+killed process loses nothing; undo reverts the annotator's last change and is logged too.
+Each write checks the THUMB protocol in its own transaction, under the image's lock, and
+is retried while the database is busy (`storage.db.run_write`). Opening an image at stage
+1 or 2 claims it, so two annotators never take the same image at once."""
 
 from __future__ import annotations
 
@@ -10,12 +13,14 @@ import random
 import secrets
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, Row, and_, select, update
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
+from storage.db import run_write
+from storage.events import log_change
 from storage.image_flags import flag_image, flagged_by
 from storage.models import (
     RATING_VALUE_FIELDS,
@@ -29,12 +34,21 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.rubric_registry import project_rubric
-from storage.workflow import (
+from storage.protocol import (
     ProtocolError,
     check_may_rate,
-    eligible_images,
+    group_identical,
+    open_images,
+)
+from storage.rubric_registry import project_rubric
+from storage.workflow import (
+    Disagreement,
+    FluencyItem,
+    disagreements,
+    fluency_queue,
     primary_first_ratings,
+    record_fluency_check,
+    record_resolution,
 )
 
 RATING_FIELDS = (*RATING_VALUE_FIELDS, "note")
@@ -83,7 +97,8 @@ def register_annotator(engine: Engine, name: str, native_english: bool | None) -
     """Create the annotator if new; record native_english when given. Returns what is
     recorded now."""
     table = Annotator.__table__
-    with engine.begin() as connection:
+
+    def register(connection: Connection) -> bool | None:
         row = connection.execute(select(table).where(table.c.name == name)).one_or_none()
         if row is None:
             connection.execute(table.insert().values(name=name, native_english=native_english,
@@ -97,13 +112,13 @@ def register_annotator(engine: Engine, name: str, native_english: bool | None) -
                                     "speaker; that record stays")
             connection.execute(update(table).where(table.c.id == row.id)
                                .values(native_english=native_english))
-            connection.execute(Event.__table__.insert().values(
-                at=utcnow(), actor=name, action="update", table_name="annotator",
-                row_id=row.id, field_name="native_english",
-                old_value=json.dumps(row.native_english), new_value=json.dumps(native_english),
-                change_id=uuid.uuid4().hex))
+            log_change(connection, actor=name, action="update", table="annotator",
+                       row_id=row.id, old={"native_english": row.native_english},
+                       new={"native_english": native_english})
             return native_english
         return row.native_english
+
+    return run_write(engine, register)
 
 
 def is_native_speaker(engine: Engine, name: str) -> bool:
@@ -151,11 +166,11 @@ class AnnotationSession:
         self._seed_source = seed_source or (lambda: secrets.randbits(31))
         self._clock = clock
         register_annotator(engine, annotator, native_english)
-        with engine.begin() as connection:
+        with engine.connect() as connection:
             self.annotator_id = connection.execute(
                 select(Annotator.__table__.c.id).where(Annotator.__table__.c.name == annotator)
             ).scalar_one()
-            open_to_me = (eligible_images(connection, self.annotator_id, stage)
+            open_to_me = (open_images(connection, annotator, stage)
                           if stage in (Stage.FIRST, Stage.SECOND) else None)
             self.images = [
                 ImageItem(row.id, row.key, row.path)
@@ -185,6 +200,10 @@ class AnnotationSession:
                 ).scalars()
             )
             self.flagged = flagged_by(connection, self.annotator_id)
+        self._count_progress()
+        self._opened: tuple[int, float] | None = None
+
+    def _count_progress(self) -> None:
         self._index_of = {image.id: index for index, image in enumerate(self.images)}
         self._image_of = {c: i for i, captions in self._captions_of.items() for c in captions}
         self._done_in_image: dict[int, int] = {}
@@ -192,22 +211,61 @@ class AnnotationSession:
             image_id = self._image_of[caption_id]
             self._done_in_image[image_id] = self._done_in_image.get(image_id, 0) + 1
         self._images_done = sum(1 for image in self.images if self.is_complete(image))
-        self._opened: tuple[int, float] | None = None
+
+    def _forget(self, image_id: int) -> None:
+        """Take an image that is no longer open to this annotator out of their list, so
+        the progress totals count only what they can still do."""
+        self.images = [image for image in self.images if image.id != image_id]
+        self._complete -= set(self._captions_of.pop(image_id, ()))
+        self._count_progress()
 
     # -- set-up -----------------------------------------------------------------------------
 
-    def _assignment(self, connection: Connection, image_id: int) -> dict[str, object]:
+    def _assignment(self, connection: Connection, image_id: int, *,
+                    claim: bool) -> dict[str, object]:
+        """This annotator's assignment of the image at this stage, made if need be. With
+        `claim` (opening the image at stage 1 or 2) it is also their claim: taken, or
+        taken again once released, only where the protocol allows (under the image's
+        lock, so a second annotator opening it at the same moment is refused)."""
         table = Assignment.__table__
-        where = and_(table.c.image_id == image_id, table.c.annotator_id == self.annotator_id,
-                     table.c.stage == int(self.stage))
-        row = connection.execute(select(table).where(where)).one_or_none()
+        row = self._check_claim(connection, image_id, lock=True) if claim else (
+            connection.execute(select(table).where(self._mine(image_id))).one_or_none())
         if row is None:
             values = {"image_id": image_id, "annotator_id": self.annotator_id,
                       "stage": int(self.stage), "shuffle_seed": self._seed_source(),
                       "seconds": 0.0, "focus": 0, "last_viewed_at": utcnow()}
             connection.execute(table.insert().values(**values))
             return values
+        if claim and row.released_at is not None:
+            connection.execute(update(table).where(self._mine(image_id))
+                               .values(released_at=None))
         return dict(row._mapping)
+
+    def _mine(self, image_id: int) -> ColumnElement[bool]:
+        table = Assignment.__table__
+        return and_(table.c.image_id == image_id, table.c.annotator_id == self.annotator_id,
+                    table.c.stage == int(self.stage))
+
+    def _check_claim(self, connection: Connection, image_id: int, *, lock: bool) -> Row | None:
+        """This annotator's assignment of the image; raises ProtocolError when opening the
+        image would take a claim (none held yet, or released) that the protocol refuses."""
+        row = connection.execute(select(Assignment.__table__).where(self._mine(image_id))
+                                 ).one_or_none()
+        if row is None or row.released_at is not None:
+            check_may_rate(connection, self.annotator, self.stage, image_id, lock=lock)
+        return row
+
+    def _release_if_untouched(self, connection: Connection, image_id: int) -> None:
+        """Leaving an image without having rated any of it gives up the claim on it."""
+        table, rating, caption = Assignment.__table__, Rating.__table__, Caption.__table__
+        rated = connection.execute(
+            select(rating.c.id).join(caption, rating.c.caption_id == caption.c.id)
+            .where(caption.c.image_id == image_id, rating.c.annotator_id == self.annotator_id,
+                   rating.c.stage == int(self.stage)).limit(1)).first()
+        if rated is None:
+            connection.execute(update(table).where(
+                self._mine(image_id), table.c.released_at.is_(None))
+                .values(released_at=utcnow()))
 
     # -- navigation -------------------------------------------------------------------------
 
@@ -229,8 +287,8 @@ class AnnotationSession:
     def flag_broken(self, index: int, reason: str) -> None:
         """Record that the image cannot be rated (and why); "next image" skips it now."""
         image = self.images[index]
-        with self.engine.begin() as connection:
-            flag_image(connection, image.id, self.annotator_id, self.annotator, reason)
+        run_write(self.engine, lambda connection: flag_image(
+            connection, image.id, self.annotator_id, self.annotator, reason))
         self.flagged.add(image.id)
 
     def resume_position(self) -> tuple[int, int]:
@@ -258,57 +316,79 @@ class AnnotationSession:
 
     def open_image(self, index: int) -> list[CaptionGroup]:
         """The image's captions as the annotator sees them: identical texts merged, then
-        shuffled with the seed stored for this (image, annotator)."""
+        shuffled with the seed stored for this (image, annotator). At stages 1 and 2 this
+        claims the image and gives up the one left untouched before it; the values under
+        review are read in the same transaction, so they are what stage 1 keeps. Raises
+        ProtocolError (ImageTaken when another annotator holds it) after taking the image
+        out of this session's list when it is no longer open to the annotator."""
         image = self.images[index]
         caption = Caption.__table__
-        with self.engine.begin() as connection:
-            seed = int(self._assignment(connection, image.id)["shuffle_seed"])
+        claim = self.stage in (Stage.FIRST, Stage.SECOND)
+        left = self._opened[0] if self._opened and self._opened[0] != image.id else None
+
+        def open_it(connection: Connection) -> tuple[int, list, dict]:
+            seed = int(self._assignment(connection, image.id, claim=claim)["shuffle_seed"])
+            if claim and left is not None:
+                self._release_if_untouched(connection, left)
             rows = self._caption_rows(connection, caption.c.image_id == image.id)
-        reviewed = {}
-        if self.stage == Stage.SECOND:
-            with self.engine.connect() as connection:
-                reviewed = primary_first_ratings(connection, [row.id for row in rows])
-        groups: dict[str, list] = {}
-        for row in rows:
-            groups.setdefault(row.text.strip(), []).append(row)
+            reviewed = (primary_first_ratings(connection, [row.id for row in rows])
+                        if self.stage == Stage.SECOND else {})
+            return seed, rows, reviewed
+
+        try:
+            if claim:  # refused on what is committed, without waiting for the write lock
+                with self.engine.connect() as connection:
+                    self._check_claim(connection, image.id, lock=False)
+            seed, rows, reviewed = run_write(self.engine, open_it)
+        except ProtocolError:
+            self._forget(image.id)
+            raise
         result = []
-        for text, members in groups.items():
-            first = members[0]
-            values = _filled(first)
-            reference = reviewed.get(first.id)
+        for (_, text), members in group_identical(rows, lambda _: image.id,
+                                                  lambda r: r.text).items():
+            reference = reviewed.get(members[0].id)
             result.append(CaptionGroup(
-                tuple(m.id for m in members), text, values,
+                tuple(m.id for m in members), text, _filled(members[0]),
                 {f: reference[f] for f in RATING_FIELDS} if reference else None))
         random.Random(seed).shuffle(result)
         self._opened = (image.id, self._clock())
         return result
 
+    def close(self) -> None:
+        """Leave the session: the claim on the open image goes if it was left untouched,
+        so quitting on an image one never rated does not keep it from others."""
+        if self._opened is not None and self.stage in (Stage.FIRST, Stage.SECOND):
+            image_id = self._opened[0]
+            run_write(self.engine, lambda connection: self._release_if_untouched(connection,
+                                                                                 image_id))
+
     def look_at(self, index: int) -> None:
         """Record that the annotator has this image open: whatever scores the screen shows
-        count as seen from now on (see `seen_scores`)."""
+        count as seen from now on (the image's stage 1 is closed)."""
         image = self.images[index]
-        with self.engine.begin() as connection:
-            self._assignment(connection, image.id)
+        run_write(self.engine, lambda connection: self._assignment(connection, image.id,
+                                                                   claim=False))
         self._opened = (image.id, self._clock())
 
     def remember_position(self, index: int, focus: int) -> None:
         """Store where the annotator is and add the time spent on the image so far."""
-        image = self.images[index]
-        with self.engine.begin() as connection:
-            self._save_time_and_focus(connection, image.id, focus)
+        image_id, elapsed = self.images[index].id, self._elapsed(self.images[index].id)
+        run_write(self.engine, lambda connection: self._save_time_and_focus(
+            connection, image_id, focus, elapsed))
 
-    def _save_time_and_focus(self, connection: Connection, image_id: int, focus: int) -> None:
+    def _elapsed(self, image_id: int) -> float:
+        """Seconds on the image since it was opened or last saved; the clock restarts."""
+        if self._opened is None or self._opened[0] != image_id:
+            return 0.0
+        now = self._clock()
+        elapsed, self._opened = max(0.0, now - self._opened[1]), (image_id, now)
+        return elapsed
+
+    def _save_time_and_focus(self, connection: Connection, image_id: int, focus: int,
+                             elapsed: float) -> None:
         table = Assignment.__table__
-        self._assignment(connection, image_id)
-        elapsed = 0.0
-        if self._opened is not None and self._opened[0] == image_id:
-            now = self._clock()
-            elapsed = max(0.0, now - self._opened[1])
-            self._opened = (image_id, now)
         connection.execute(
-            update(table)
-            .where(table.c.image_id == image_id, table.c.annotator_id == self.annotator_id,
-                   table.c.stage == int(self.stage))
+            update(table).where(self._mine(image_id))
             .values(seconds=table.c.seconds + elapsed, focus=focus, last_viewed_at=utcnow())
         )
 
@@ -331,18 +411,25 @@ class AnnotationSession:
     def set_values(
         self, group: CaptionGroup, values: dict[str, object], *, image_index: int, focus: int
     ) -> CaptionGroup:
-        """Apply `values` to every caption of the group, commit, and log each field change."""
+        """Apply `values` to every caption of the group, commit, and log each field change:
+        one transaction that first checks the protocol under the image's lock. Raises
+        ProtocolError where the protocol refuses, DatabaseBusy when the database stays
+        locked; nothing is written then."""
         self.validate(values)
         changed = {f: v for f, v in values.items() if group.values.get(f) != v}
         if not changed:
             return group
-        change_id = uuid.uuid4().hex
-        with self.engine.begin() as connection:
-            check_may_rate(connection, self.annotator_id, self.stage,
-                           self.images[image_index].id)
+        image_id = self.images[image_index].id
+        elapsed = self._elapsed(image_id)
+
+        def write(connection: Connection) -> None:
+            check_may_rate(connection, self.annotator, self.stage, image_id)
+            change_id = uuid.uuid4().hex
             for caption_id in group.caption_ids:
                 self._write(connection, caption_id, changed, change_id, action="update")
-            self._save_time_and_focus(connection, self.images[image_index].id, focus)
+            self._save_time_and_focus(connection, image_id, focus, elapsed)
+
+        run_write(self.engine, write)
         new = replace(group, values={**group.values, **changed})
         for caption_id in group.caption_ids:
             self._track_completion(caption_id, new.complete)
@@ -350,7 +437,7 @@ class AnnotationSession:
 
     def _track_completion(self, caption_id: int, complete: bool) -> None:
         """Keep the in-memory progress counts in step with a committed change (O(1))."""
-        if complete == (caption_id in self._complete):
+        if complete == (caption_id in self._complete) or caption_id not in self._image_of:
             return
         image_id = self._image_of[caption_id]
         was_done = self.is_complete(self.images[self._index_of[image_id]])
@@ -374,7 +461,7 @@ class AnnotationSession:
     ) -> dict[str, object]:
         """Upsert this annotator's rating of one caption and log old -> new per field.
         Returns the rating's values after the write."""
-        rating, event = Rating.__table__, Event.__table__
+        rating = Rating.__table__
         now = utcnow()
         row = connection.execute(
             select(rating).where(rating.c.caption_id == caption_id,
@@ -396,15 +483,8 @@ class AnnotationSession:
             connection.execute(
                 update(rating).where(rating.c.id == rating_id).values(updated_at=now, **values)
             )
-        connection.execute(
-            event.insert(),
-            [
-                {"at": now, "actor": self.annotator, "action": action, "table_name": "rating",
-                 "row_id": rating_id, "field_name": field, "old_value": json.dumps(old[field]),
-                 "new_value": json.dumps(value), "change_id": change_id, "reverts": reverts}
-                for field, value in values.items()
-            ],
-        )
+        log_change(connection, actor=self.annotator, action=action, table="rating",
+                   row_id=rating_id, old=old, new=values, change_id=change_id, reverts=reverts)
         return {**old, **values}
 
     def undo(self) -> tuple[list[str], int] | None:
@@ -414,7 +494,8 @@ class AnnotationSession:
         of an image opened for review)."""
         event, rating = Event.__table__, Rating.__table__
         undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
-        with self.engine.begin() as connection:
+
+        def undo(connection: Connection) -> tuple[list, dict[int, int], dict] | None:
             change_id = connection.execute(
                 select(event.c.change_id)
                 .join(rating, rating.c.id == event.c.row_id)
@@ -434,37 +515,49 @@ class AnnotationSession:
             restore: dict[int, dict[str, object]] = {}
             for row in events:
                 restore.setdefault(row.row_id, {})[row.field_name] = json.loads(row.old_value)
-            undo_id = uuid.uuid4().hex
             caption_of = dict(
                 connection.execute(
                     select(rating.c.id, rating.c.caption_id).where(rating.c.id.in_(restore))
                 ).all()
             )
-            images = set(connection.execute(select(Caption.__table__.c.image_id).where(
-                Caption.__table__.c.id.in_(caption_of.values()))).scalars())
-            for image_id in images:  # an undo is a change like any other
-                check_may_rate(connection, self.annotator_id, self.stage, image_id)
-            for rating_id, values in restore.items():
-                after = self._write(connection, caption_of[rating_id], values, undo_id,
-                                    action="undo", reverts=change_id)
-                complete = after["precision"] is not None and after["recall"] is not None
-                self._track_completion(caption_of[rating_id], complete)
+            for image_id in sorted(self._images_of(connection, caption_of.values())):
+                check_may_rate(connection, self.annotator, self.stage, image_id)  # a change
+            undo_id = uuid.uuid4().hex
+            after = {rating_id: self._write(connection, caption_of[rating_id], values, undo_id,
+                                            action="undo", reverts=change_id)
+                     for rating_id, values in restore.items()}
+            return events, caption_of, after
+
+        done = run_write(self.engine, undo)
+        if done is None:
+            return None
+        events, caption_of, after = done
+        for rating_id, values in after.items():
+            complete = values["precision"] is not None and values["recall"] is not None
+            self._track_completion(caption_of[rating_id], complete)
         fields = list(dict.fromkeys(row.field_name for row in reversed(events)))
         return fields, next(iter(caption_of.values()))
+
+    @staticmethod
+    def _images_of(connection: Connection, caption_ids: Collection[int]) -> set[int]:
+        caption = Caption.__table__
+        return set(connection.execute(select(caption.c.image_id).where(
+            caption.c.id.in_(caption_ids))).scalars())
 
     def group_for_caption(self, caption_id: int) -> CaptionGroup:
         """The caption with the identical captions of its image (rated together, as
         `open_image` shows them), with this annotator's values at this stage."""
         caption = Caption.__table__
         with self.engine.connect() as connection:
-            image_id, text = connection.execute(
-                select(caption.c.image_id, caption.c.text).where(caption.c.id == caption_id)
-            ).one()
+            image_id = self._images_of(connection, [caption_id]).pop()
             rows = self._caption_rows(connection, caption.c.image_id == image_id)
-        same = [row for row in rows if row.text.strip() == text.strip()]
+        (_, text), same = next(
+            (key, group) for key, group in group_identical(rows, lambda _: image_id,
+                                                           lambda r: r.text).items()
+            if any(row.id == caption_id for row in group))
         mine = next(row for row in same if row.id == caption_id)
         return CaptionGroup((caption_id, *[r.id for r in same if r.id != caption_id]),
-                            text.strip(), _filled(mine))
+                            text, _filled(mine))
 
     def _caption_rows(self, connection: Connection, where: ColumnElement[bool]) -> list:
         """Captions matching `where` with this annotator's rating values at this stage."""
@@ -479,9 +572,57 @@ class AnnotationSession:
             .order_by(caption.c.id)
         ).all()
 
+    def index_of(self, image_id: int) -> int:
+        return self._index_of[image_id]
+
     def image_index_of_caption(self, caption_id: int) -> int:
         with self.engine.connect() as connection:
-            image_id = connection.execute(
-                select(Caption.__table__.c.image_id).where(Caption.__table__.c.id == caption_id)
-            ).scalar_one()
+            image_id = self._images_of(connection, [caption_id]).pop()
         return self._index_of[image_id]
+
+
+class ResolutionSession(AnnotationSession):
+    """A resolver's session: the disagreements they may settle, worst first (on images
+    they neither rated nor reviewed), their final-stage values and the reasons."""
+
+    def __init__(self, engine: Engine, resolver: str, *, rubric: Rubric | None = None) -> None:
+        super().__init__(engine, resolver, stage=Stage.FINAL, rubric=rubric)
+
+    def queue(self) -> list[Disagreement]:
+        return disagreements(self.engine, resolver=self.annotator)
+
+    def resolved_count(self) -> int:
+        """How many of the disagreements open to this resolver are resolved already."""
+        return len(disagreements(self.engine, include_resolved=True,
+                                 resolver=self.annotator)) - len(self.queue())
+
+    def record_reasons(self, group: CaptionGroup, reasons: list[str]) -> None:
+        """Why the group's final values are right (with its note), for every caption of
+        the group at once."""
+        codes = [reason.code for reason in self.rubric.resolution_reasons]
+        record_resolution(self.engine, group.caption_ids, self.annotator, reasons,
+                          str(group.values["note"]), codes)
+
+
+class FluencyRoundSession:
+    """A native English speaker's fluency round: the captions waiting for it and the
+    verdicts, each setting the final fluency penalty of a caption and its twins."""
+
+    def __init__(self, engine: Engine, checker: str, rubric: Rubric | None = None) -> None:
+        if not is_native_speaker(engine, checker):
+            raise ProtocolError(f"{checker!r} is not recorded as a native English speaker "
+                                "(set it with `thumb annotator NAME --native`)")
+        self.engine, self.checker = engine, checker
+        self.rubric = rubric or project_rubric(engine)
+
+    def queue(self) -> list[FluencyItem]:
+        return fluency_queue(self.engine)
+
+    def record(self, item: FluencyItem, fluency: float, types: str | None) -> None:
+        record_fluency_check(self.engine, item.caption_ids, self.checker, fluency, types)
+
+    def image_of(self, item: FluencyItem) -> tuple[str, str | None]:
+        """The key and file path of the image the caption describes."""
+        from storage.queries import image_of_caption
+
+        return image_of_caption(self.engine, item.caption_id)

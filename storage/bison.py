@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, select
 
+from storage.db import run_write, write_transaction
 from storage.errors import InputError, Problem, Problems
+from storage.events import log_change
 from storage.images import ImageNotFound, ImagePathError, image_problem, resolve_image
 from storage.import_files import read_records, read_text
 from storage.import_rows import RowError, image_file
@@ -21,7 +23,6 @@ from storage.models import (
     BisonAnswer,
     BisonItem,
     BisonPrediction,
-    Event,
     Image,
     ImageReference,
     utcnow,
@@ -246,7 +247,7 @@ def import_bison(engine: Engine, path: str | Path, *, actor: str,
                                            allow_outside_images)
     else:
         rows = read_own_bison(path, problems, allow_outside_images)
-    with engine.begin() as connection:
+    with write_transaction(engine) as connection:
         image = Image.__table__
         known: dict[str, int] = {}
         by_path: dict[str, int] = {}
@@ -278,9 +279,8 @@ def import_bison(engine: Engine, path: str | Path, *, actor: str,
                                            f"{path.name} nor an image in the database")
         problems.raise_if_any()
         added = _write(connection, rows, known, references)
-        connection.execute(Event.__table__.insert().values(
-            at=utcnow(), actor=actor, action="import", table_name="bison_item",
-            field_name=str(path), new_value=json.dumps({"items": added})))
+        log_change(connection, actor=actor, action="import", table="bison_item",
+                   new={str(path): {"items": added}})
     return added
 
 
@@ -342,7 +342,8 @@ class BisonSession:
     def view(self, index: int) -> BisonView:
         item_table, answer, image = BisonItem.__table__, BisonAnswer.__table__, Image.__table__
         item_id = self.item_ids[index]
-        with self.engine.begin() as connection:
+
+        def show(connection: Connection) -> BisonView:
             item = connection.execute(select(item_table).where(item_table.c.id == item_id)).one()
             row = connection.execute(select(answer).where(
                 answer.c.item_id == item_id, answer.c.annotator_id == self.annotator_id)
@@ -360,30 +361,35 @@ class BisonSession:
             images = {r.id: (r.id, r.key, r.path) for r in connection.execute(
                 select(image.c.id, image.c.key, image.c.path).where(
                     image.c.id.in_([left, right])))}
-        return BisonView(item_id, item.key, item.query, images[left], images[right], chosen)
+            return BisonView(item_id, item.key, item.query, images[left], images[right], chosen)
+
+        return run_write(self.engine, show)
 
     def answer(self, view: BisonView, choice: str, seconds: float) -> None:
         if choice not in ("left", "right", "both", "neither"):
             raise ValueError("answer must be left, right, both or neither")
         table = BisonAnswer.__table__
-        with self.engine.begin() as connection:
+
+        def save(connection: Connection) -> None:
             row = connection.execute(select(table).where(
                 table.c.item_id == view.item_id, table.c.annotator_id == self.annotator_id)
             ).one()
             connection.execute(table.update().where(table.c.id == row.id).values(
                 answer=choice, seconds=row.seconds + max(seconds, 0.0), updated_at=utcnow()))
-            connection.execute(Event.__table__.insert().values(
-                at=utcnow(), actor=self.annotator, action="update", table_name="bison_answer",
-                row_id=row.id, field_name="answer", old_value=json.dumps(row.answer),
-                new_value=json.dumps(choice)))
+            log_change(connection, actor=self.annotator, action="update", table="bison_answer",
+                       row_id=row.id, old={"answer": row.answer}, new={"answer": choice})
+
+        run_write(self.engine, save)
 
     def flag_broken(self, view: BisonView, reasons: dict[int, str]) -> None:
         """Record that images of the item cannot be judged (image id -> reason)."""
         from storage.image_flags import flag_image
 
-        with self.engine.begin() as connection:
+        def flag(connection: Connection) -> None:
             for image_id, reason in reasons.items():
                 flag_image(connection, image_id, self.annotator_id, self.annotator, reason)
+
+        run_write(self.engine, flag)
 
     def answered(self) -> set[int]:
         """Ids of the items this annotator has answered, in any session."""
@@ -438,7 +444,7 @@ def store_bison_predictions(engine: Engine, scorer: str, signature: str,
     import pandas as pd
 
     table = BisonPrediction.__table__
-    with engine.begin() as connection:
+    with write_transaction(engine) as connection:
         done = set(connection.execute(select(table.c.item_id).where(
             table.c.signature == signature)).scalars())
         now = utcnow()

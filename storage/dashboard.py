@@ -19,7 +19,8 @@ from storage.models import (
     Resolution,
     Stage,
 )
-from storage.workflow import disagreements, eligible_images, fluency_queue, stage_one_done
+from storage.protocol import open_images, read_states
+from storage.workflow import disagreements, fluency_queue
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ def _image_stages(connection: Connection, finished: dict, started: dict
                                                                             Stage.FIRST)
     second_done, second_started = _by_stage(finished, Stage.SECOND), _by_stage(
         started, Stage.SECOND)
-    ready = stage_one_done(connection)
+    ready = {image_id for image_id, state in read_states(connection).items()
+             if state.stage_one_over}
 
     def split(images: list[int], done: dict[int, int], begun: dict[int, int], need: int
               ) -> tuple[int, int, int]:
@@ -159,15 +161,15 @@ def work_for(engine: Engine, name: str) -> list[Work]:
         row = connection.execute(select(annotator.c.id, annotator.c.native_english)
                                  .where(annotator.c.name == name)).one_or_none()
         finished, _ = _finished_and_started(connection)
-        if row is None:  # a newcomer (no id yet, so -1) may take any image not full
-            rateable = eligible_images(connection, -1, Stage.FIRST)
+        if row is None:  # a newcomer may take any image not full
+            rateable = open_images(connection, name, Stage.FIRST)
             reviewable: set[int] = set()
             native = False
         else:
             skip = flagged_by(connection, row.id)
-            rateable = (eligible_images(connection, row.id, Stage.FIRST) - skip
+            rateable = (open_images(connection, name, Stage.FIRST) - skip
                         - finished.get((int(Stage.FIRST), row.id), set()))
-            reviewable = (eligible_images(connection, row.id, Stage.SECOND) - skip
+            reviewable = (open_images(connection, name, Stage.SECOND) - skip
                           - finished.get((int(Stage.SECOND), row.id), set()))
             native = bool(row.native_english)
         bison_total = connection.execute(

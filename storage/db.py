@@ -1,29 +1,68 @@
-"""Engine and session factory. SQLite by default; any SQLAlchemy URL works unchanged."""
+"""Engine, write transactions and retries. SQLite by default; any SQLAlchemy URL works
+unchanged.
+
+Writes that check the THUMB protocol hold the write lock from their first statement, so
+that no other process can change what the check read before the write lands: on SQLite a
+`BEGIN IMMEDIATE` transaction (SQLAlchemy's documented pysqlite recipe: the driver's own
+deferred BEGIN is switched off and the engine emits BEGIN itself); on PostgreSQL the
+protocol locks the image's row (`SELECT … FOR UPDATE`, see `storage.protocol`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import create_engine
 
 if TYPE_CHECKING:
     from storage.migrations import Upgrade
 
+T = TypeVar("T")
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# How long one attempt of a retried write waits for a lock, and how many attempts it makes:
+# a rating keystroke gives up after about two seconds with "database busy" instead of
+# freezing the screen while, say, a large import holds the lock.
+WRITE_LOCK_WAIT_MS = 500
+WRITE_ATTEMPTS = 4
+_WRITE = "thumb_write_lock_wait_ms"  # execution option: this transaction writes
+
+_SQLITE_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
+# serialization failure, deadlock detected, lock not available (lock_timeout)
+_POSTGRESQL_BUSY = {"40001", "40P01", "55P03"}
+_POSTGRESQL_UNIQUE = "23505"  # another process inserted the same row first
+
+
+class DatabaseBusy(RuntimeError):
+    """The database stayed locked by other processes through every attempt; nothing of
+    the attempted change was written."""
+
+
+def is_url(target: str | Path) -> bool:
+    """Whether `target` is a SQLAlchemy URL (else it is the path of a SQLite file)."""
+    return "://" in str(target)
+
+
+def sqlite_file(target: str | Path) -> Path | None:
+    """The SQLite file `target` names, or None for a URL."""
+    return None if is_url(target) else Path(target).expanduser()
 
 
 def database_url(target: str | Path) -> str:
     """A SQLAlchemy URL for `target`: itself if it is a URL, else a SQLite file path."""
-    text = str(target)
-    if "://" in text:
-        return text
-    return f"sqlite:///{Path(text).expanduser().resolve()}"
+    path = sqlite_file(target)
+    return str(target) if path is None else f"sqlite:///{path.resolve()}"
 
 
 def _configure_sqlite(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # the engine emits BEGIN (see _begin_sqlite)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
@@ -32,12 +71,40 @@ def _configure_sqlite(dbapi_connection, _record) -> None:
     cursor.close()
 
 
+def _begin_sqlite(connection: Connection) -> None:
+    """Reads begin deferred (in WAL mode they never block a writer). A write transaction
+    begins IMMEDIATE, asking for the write lock every half millisecond or so until its
+    lock wait is over: SQLite's own busy wait sleeps longer the longer it has waited (up to
+    100 ms a try), so under many writers an early waiter keeps losing to later ones."""
+    wait = connection.get_execution_options().get(_WRITE)
+    if wait is None:
+        connection.exec_driver_sql("BEGIN")
+        return
+    driver = connection.connection.driver_connection
+    deadline = time.monotonic() + wait / 1000
+    driver.execute("PRAGMA busy_timeout=0")
+    try:
+        while True:
+            try:
+                driver.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF not in _SQLITE_BUSY:
+                    raise
+                if time.monotonic() >= deadline:  # as SQLAlchemy wraps a statement's error
+                    raise OperationalError("BEGIN IMMEDIATE", None, exc) from exc
+            time.sleep(random.uniform(0.0002, 0.0008))
+    finally:
+        driver.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+
+
 def make_engine(target: str | Path) -> Engine:
-    """Create an engine; on SQLite turn on foreign keys, WAL and a busy timeout."""
-    url = database_url(target)
-    engine = create_engine(url)
+    """Create an engine; on SQLite turn on foreign keys, WAL, a busy timeout and the
+    engine's own BEGIN."""
+    engine = create_engine(database_url(target))
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _configure_sqlite)
+        event.listen(engine, "begin", _begin_sqlite)
     return engine
 
 
@@ -58,3 +125,59 @@ def open_database(
     if on_upgrade is not None and upgrade.from_revision is not None and upgrade.changed:
         on_upgrade(upgrade)
     return engine
+
+
+def begin_writing(connection: Connection, lock_wait_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> None:
+    """Make the connection's next transaction a write transaction (call it before the
+    transaction begins): on SQLite it begins IMMEDIATE, waiting up to `lock_wait_ms`."""
+    connection.execution_options(**{_WRITE: lock_wait_ms})
+
+
+@contextmanager
+def write_transaction(engine: Engine, lock_wait_ms: int = SQLITE_BUSY_TIMEOUT_MS
+                      ) -> Iterator[Connection]:
+    """One transaction that may write: on SQLite it holds the write lock from the start
+    (BEGIN IMMEDIATE); on PostgreSQL it waits at most `lock_wait_ms` for a row lock."""
+    with engine.connect() as connection:
+        begin_writing(connection, lock_wait_ms)
+        with connection.begin():
+            if connection.dialect.name == "postgresql":
+                connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_wait_ms)}")
+            yield connection
+
+
+def _failure(error: DBAPIError) -> str | None:
+    """'busy' for a lock the database could not grant in time, 'conflict' for a row
+    another process inserted first (both worth another attempt), else None."""
+    code = getattr(error.orig, "sqlite_errorcode", None)
+    if code is not None:
+        return "busy" if code & 0xFF in _SQLITE_BUSY else None
+    state = getattr(error.orig, "sqlstate", None)
+    if state in _POSTGRESQL_BUSY:
+        return "busy"
+    return "conflict" if state == _POSTGRESQL_UNIQUE else None
+
+
+def run_write(engine: Engine, work: Callable[[Connection], T], *,
+              attempts: int = WRITE_ATTEMPTS, lock_wait_ms: int = WRITE_LOCK_WAIT_MS) -> T:
+    """Run `work` in a write transaction and commit; when the database is busy (a lock
+    not granted in time, a deadlock, a serialization failure) or another process
+    inserted the same row first, roll back and run it again after a random, growing
+    pause. Raise DatabaseBusy when every attempt found the database busy. `work` may run
+    more than once, so it must not change anything outside the transaction."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with write_transaction(engine, lock_wait_ms) as connection:
+                return work(connection)
+        except DBAPIError as exc:
+            failure = _failure(exc)
+            if failure is None:
+                raise
+            if attempt == attempts:
+                if failure == "busy":
+                    raise DatabaseBusy(
+                        f"the database is busy: {attempts} attempts found it locked by "
+                        "another process; nothing was saved") from exc
+                raise
+        time.sleep(random.uniform(0.5, 1.0) * 0.02 * 2 ** attempt)
+    raise AssertionError("unreachable")

@@ -3,12 +3,12 @@ log), skipped by that annotator's "next image", listed by `thumb status`."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, select
 
-from storage.models import Annotator, Event, Image, ImageFlag, utcnow
+from storage.events import log_change
+from storage.models import Annotator, Image, ImageFlag, utcnow
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,8 @@ def flag_image(connection: Connection, image_id: int, annotator_id: int, actor: 
     row_id = connection.execute(table.insert().values(
         image_id=image_id, annotator_id=annotator_id, reason=reason, created_at=utcnow())
     ).inserted_primary_key[0]
-    connection.execute(Event.__table__.insert().values(
-        at=utcnow(), actor=actor, action="insert", table_name="image_flag", row_id=row_id,
-        field_name="reason", new_value=json.dumps(reason)))
+    log_change(connection, actor=actor, action="insert", table="image_flag", row_id=row_id,
+               new={"reason": reason})
 
 
 def flagged_by(connection: Connection, annotator_id: int) -> set[int]:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, select, update
 
 from rubrics import Rubric
+from storage.db import SQLITE_BUSY_TIMEOUT_MS, run_write
 from storage.errors import Problems
+from storage.events import log_change
 from storage.import_files import read_records
 from storage.import_rows import (
     JSON_SCHEMA,
@@ -27,7 +28,6 @@ from storage.models import (
     RATING_VALUE_FIELDS,
     Annotator,
     Caption,
-    Event,
     FluencyCheck,
     Image,
     ImageReference,
@@ -36,8 +36,8 @@ from storage.models import (
     Stage,
     utcnow,
 )
+from storage.protocol import ImageState, Write, read_states, refusals, resolution_refusal
 from storage.rubric_registry import project_rubric, register_rubric
-from storage.workflow import reviewed_images
 
 CaptionKey = tuple[str, str]  # (image key, system)
 
@@ -83,9 +83,13 @@ class ImportPlan:
 
 
 class _Existing:
-    """The database rows an import must be consistent with."""
+    """The database rows an import must be consistent with. The images are locked first,
+    until the import commits, so that no rating session changes what the protocol checks
+    read (SQLite: the import's write transaction holds the database)."""
 
     def __init__(self, connection: Connection) -> None:
+        self.states = {state.key: state for state in
+                       read_states(connection, lock=True).values()}
         image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
         self.images: dict[str, tuple[int, str | None]] = {}
         self.double: set[str] = set()
@@ -128,7 +132,6 @@ class _Existing:
             self.ratings.add((key, name, row.stage))
             if row.stage == Stage.FIRST and None not in (row.precision, row.recall):
                 self.complete_first.add((key, name))
-        self.closed = {key_of[i] for i in reviewed_images(connection)}
         self.resolved = {caption_key[c] for c in connection.execute(
             select(Resolution.__table__.c.caption_id)).scalars()}
         self.fluency_checked = {caption_key[c] for c in connection.execute(
@@ -235,55 +238,34 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *
 def _check_protocol(plan: ImportPlan, existing: _Existing,
                     rating_line: dict[tuple[CaptionKey, str, int], int],
                     problems: Problems) -> None:
-    """Imported ratings follow THUMB's protocol, as ratings made in the app do: one
-    stage-1 annotator per image (two when double-rated), stage 1 closed once reviewed and
-    over before review, one reviewer who did not rate it at stage 1, a resolver who
-    neither rated nor reviewed it, and resolutions only of reviewed captions."""
-    raters: dict[tuple[str, int], dict[str, int | None]] = {}  # name -> file line or None
-    for caption_key, name, stage in existing.ratings:
-        raters.setdefault((caption_key[0], stage), {})[name] = None
+    """Imported ratings follow THUMB's protocol (`storage.protocol`) as ratings made in the
+    app do, judged on each image as it will be after the import; a breach is reported at
+    the last line of the file that takes part in it. Final-stage ratings may come without
+    a review (final scores from elsewhere); resolutions need both stages of their caption."""
+    lines: dict[str, dict[Write, int]] = {}  # image key -> (name, stage) -> first line
     for (caption_key, name, stage), line in sorted(rating_line.items(), key=lambda i: i[1]):
-        raters.setdefault((caption_key[0], stage), {}).setdefault(name, line)
+        lines.setdefault(caption_key[0], {}).setdefault((name, Stage(stage)), line)
     captions: dict[str, set[CaptionKey]] = {}
     for key in [*existing.captions, *plan.captions]:
         captions.setdefault(key[0], set()).add(key)
     complete = existing.complete_first | {
         (key, rating.annotator) for key, rating in plan.ratings if rating.stage == Stage.FIRST}
-
-    def report(image: str, names: dict[str, int | None], message: str) -> None:
-        """At the last line of the file that took part (the database was valid before)."""
-        lines = [line for line in names.values() if line is not None]
-        if lines:
-            problems.add(max(lines), f"image {image!r}: {message}")
-
-    for image in sorted({image for image, _ in raters}):
-        first = raters.get((image, int(Stage.FIRST)), {})
-        second = raters.get((image, int(Stage.SECOND)), {})
-        final = raters.get((image, int(Stage.FINAL)), {})
-        takes = 2 if image in plan.double_images or image in existing.double else 1
-        if len(first) > takes:
-            report(image, first, f"{len(first)} annotators rate it at stage 1 "
-                                 f"({', '.join(first)}) but it takes {takes}"
-                                 + ("" if takes == 2 else " (double_rating=true takes two)"))
-        if image in existing.closed:
-            report(image, first, "it has been opened for review: its stage 1 is closed")
-        done = sum(all((key, name) in complete for key in captions[image]) for name in first)
-        if second and done < takes:
-            report(image, {**first, **second}, f"stage 2 before its stage 1 is over ({done} "
-                                               f"of {takes} complete stage-1 ratings)")
-        if len(second) > 1:
-            report(image, second, f"two reviewers at stage 2 ({', '.join(second)})")
-        for name in sorted(second.keys() & first.keys()):
-            report(image, {name: second[name]},
-                   f"{name!r} rated it at stage 1 and cannot review it")
-        for name in sorted(final.keys() & (first.keys() | second.keys())):
-            report(image, {name: final[name]},
-                   f"{name!r} rated or reviewed it and cannot resolve it")
+    for image in sorted(lines):
+        before = existing.states.get(image, ImageState(image, 1))
+        raters = before.first | {name for name, stage in lines[image] if stage == Stage.FIRST}
+        after = replace(
+            before, takes=2 if image in plan.double_images else before.takes,
+            complete=frozenset(name for name in raters
+                               if all((key, name) in complete for key in captions[image])))
+        for breach in refusals(after, list(lines[image]), resolutions=False):
+            taking_part = [lines[image][w] for w in breach.writes if w in lines[image]]
+            if taking_part:
+                problems.add(max(taking_part), f"image {image!r}: {breach.detail}")
     rated = {(key, stage) for key, _, stage in [*existing.ratings, *rating_line]}
     for key, rating in plan.resolutions.items():
-        if (key, int(Stage.FIRST)) not in rated or (key, int(Stage.SECOND)) not in rated:
-            problems.add(rating_line[(key, rating.annotator, int(Stage.FINAL))],
-                         "a resolution needs stage-1 and stage-2 ratings of the caption")
+        refusal = resolution_refusal({stage for caption, stage in rated if caption == key})
+        if refusal:
+            problems.add(rating_line[(key, rating.annotator, int(Stage.FINAL))], refusal)
 
 
 class _WorkflowState:
@@ -358,13 +340,13 @@ def _rating_values(rating: RatingRow) -> dict[str, object]:
             **{field: getattr(rating, field) for field in RATING_VALUE_FIELDS}}
 
 
-def apply_plan(
+def _apply_plan(
     connection: Connection, plan: ImportPlan, *, actor: str, source: Path, rubric: Rubric
 ) -> ImportSummary:
     """Write a checked plan inside the caller's transaction."""
     now = utcnow()
     image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
-    annotator, rating, event = Annotator.__table__, Rating.__table__, Event.__table__
+    annotator, rating = Annotator.__table__, Rating.__table__
     if plan.annotators:
         connection.execute(
             annotator.insert(), [{"name": n, "created_at": now} for n in sorted(plan.annotators)]
@@ -437,14 +419,34 @@ def apply_plan(
         fluency_checks=len(plan.fluency_checks),
         double_images=len(plan.double_images),
     )
-    connection.execute(
-        event.insert().values(
-            at=now, actor=actor, action="import", table_name="import", row_id=None,
-            field_name=str(source),
-            new_value=json.dumps({k: v for k, v in vars(summary).items() if k != "file"}),
-        )
-    )
+    log_change(connection, actor=actor, action="import", table="import",
+               new={str(source): {k: v for k, v in vars(summary).items() if k != "file"}})
     return summary
+
+
+def import_caption_rows(engine: Engine, rows: list[CaptionRow], problems: Problems, *,
+                        actor: str, rubric: Rubric, set_ids: dict[str, int] | None = None,
+                        rejected_images: set[str] | None = None,
+                        choose_rubric: bool = False) -> ImportSummary:
+    """Check parsed rows against the database and THUMB's protocol and write them, all in
+    one write transaction that locks the images first: all or nothing. `problems` may hold
+    the problems of rows already left out (`rejected_images`: their image keys); on any
+    problem raise InputError listing every one and leave the database unchanged. With
+    `choose_rubric`, `rubric` becomes the project's rubric in the same transaction."""
+
+    def write(connection: Connection) -> ImportSummary:
+        if choose_rubric:
+            register_rubric(connection, rubric, choose=True)
+        found = Problems(problems.file)  # afresh on each attempt
+        found.items = list(problems.items)
+        plan = _plan(rows, _Existing(connection), found,
+                     rejected_images=rejected_images if problems.items else None)
+        found.raise_if_any()
+        plan.set_ids = set_ids or {}
+        return _apply_plan(connection, plan, actor=actor, source=problems.file,
+                           rubric=rubric)
+
+    return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
 
 
 def import_captions(
@@ -487,10 +489,5 @@ def import_captions(
         except RowError as exc:
             problems.add(line, str(exc))
             rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
-    with engine.begin() as connection:
-        if chosen is not None:
-            register_rubric(connection, chosen, choose=True)
-        plan = _plan(rows, _Existing(connection), problems,
-                     rejected_images=rejected if problems.items else None)
-        problems.raise_if_any()
-        return apply_plan(connection, plan, actor=actor, source=path, rubric=rubric)
+    return import_caption_rows(engine, rows, problems, actor=actor, rubric=rubric,
+                               rejected_images=rejected, choose_rubric=chosen is not None)

@@ -4,7 +4,6 @@ no system are needed. All or nothing, every problem at once as `file:line: probl
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +11,9 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, select
 
+from storage.db import write_transaction
 from storage.errors import InputError, Problem, Problems
+from storage.events import log_change
 from storage.import_files import Record, read_records
 from storage.import_rows import (
     METRIC_COLUMN_PREFIX,
@@ -25,7 +26,6 @@ from storage.import_rows import (
 from storage.models import (
     JUDGMENT_CHOICES,
     JUDGMENT_KINDS,
-    Event,
     JudgmentCaption,
     JudgmentImage,
     JudgmentPair,
@@ -330,7 +330,7 @@ def import_judgments(
             if key not in refs:
                 problems.add(line, f"image {key!r} has no references in {Path(references)}")
     problems.raise_if_any()
-    with engine.begin() as connection:
+    with write_transaction(engine) as connection:
         table = JudgmentSet.__table__
         if connection.execute(select(table.c.id).where(table.c.name == name)).first():
             raise InputError([Problem(path, 0, f"a judgment set named {name!r} exists "
@@ -378,8 +378,7 @@ def _write(connection: Connection, plan: _Plan, refs: dict[str, tuple[str, ...]]
     summary.references = len(reference_rows)
     summary.judges = len({row.judge for row, _ in plan.judgments})
     summary.judgments = len(plan.judgments)
-    connection.execute(Event.__table__.insert().values(
-        at=now, actor=actor, action="import", table_name="judgment_set", row_id=set_id,
-        field_name=str(summary.file), new_value=json.dumps(
-            {k: v for k, v in vars(summary).items() if k != "file"})))
+    log_change(connection, actor=actor, action="import", table="judgment_set", row_id=set_id,
+               new={str(summary.file): {k: v for k, v in vars(summary).items()
+                                        if k != "file"}})
     return summary

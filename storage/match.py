@@ -23,6 +23,8 @@ import pandas as pd
 from sqlalchemy import Connection, Engine, func, select, text, update
 
 from rubrics.match import ANSWER_VALUES
+from storage.db import write_transaction
+from storage.events import log_change
 from storage.models import (
     Annotator,
     Caption,
@@ -39,7 +41,7 @@ from storage.models import (
     PositiveSet,
     utcnow,
 )
-from storage.workflow import ProtocolError
+from storage.protocol import ProtocolError
 
 # Pairs are coded image_id * PAIR_CODE + caption_id (database ids) in NumPy arrays.
 PAIR_CODE = 1 << 32
@@ -57,21 +59,11 @@ def locked(engine: Engine) -> Iterator[Connection]:
     """A transaction holding the write lock from its first statement, so a check and the
     write it guards see the same database (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
     transaction lock)."""
-    with engine.begin() as connection:
-        if connection.dialect.name == "sqlite":
-            if not connection.connection.driver_connection.in_transaction:
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-        elif connection.dialect.name == "postgresql":
+    with write_transaction(engine) as connection:
+        if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                                {"key": _PG_CLAIM_LOCK})
         yield connection
-
-
-def _log(connection: Connection, actor: str, action: str, table: str, **values: object
-         ) -> None:
-    connection.execute(Event.__table__.insert().values(at=utcnow(), actor=actor,
-                                                       action=action, table_name=table,
-                                                       **values))
 
 
 # -- the collection -------------------------------------------------------------------------
@@ -202,9 +194,10 @@ def record_proposals(engine: Engine, *, model: str, signature: str, direction: s
                          candidates["direction"].tolist(), candidates["rank"].tolist(),
                          strict=True))
         total = _count(connection, MatchPair.__table__)
-        _log(connection, actor, "create", "match_model", row_id=model_id, field_name="name",
-             new_value=json.dumps({"model": model, "signature": signature,
-                                   "proposals": len(codes), "new_pairs": total - before}))
+        log_change(connection, actor=actor, action="create", table="match_model",
+                   row_id=model_id, new={"name": {"model": model, "signature": signature,
+                                                  "proposals": len(codes),
+                                                  "new_pairs": total - before}})
     return ProposalSummary(model, len(codes), total - before, total)
 
 
@@ -333,9 +326,9 @@ def create_batches(engine: Engine, planner: Callable[[BatchInputs], BatchPlan], 
                       "position": position, "gold": gold}
                      for position, (i, c, gold) in enumerate(members)]
         connection.execute(item.insert(), rows)
-        _log(connection, actor, "create", "match_batch", field_name="batches",
-             new_value=json.dumps({"batches": len(plan), "redundancy": redundancy,
-                                   "seed": seed, **settings}))
+        log_change(connection, actor=actor, action="create", table="match_batch",
+                   new={"batches": {"batches": len(plan), "redundancy": redundancy,
+                                    "seed": seed, **settings}})
     return plan
 
 
@@ -437,8 +430,8 @@ class MatchSession:
             claim_id = connection.execute(claim.insert().values(
                 batch_id=batch_id, annotator_id=self.annotator_id, shuffle_seed=self._seed(),
                 status="active", focus=0, claimed_at=utcnow())).inserted_primary_key[0]
-            _log(connection, self.annotator, "create", "match_claim", row_id=claim_id,
-                 field_name="batch_id", new_value=json.dumps(batch_id))
+            log_change(connection, actor=self.annotator, action="create", table="match_claim",
+                       row_id=claim_id, new={"batch_id": batch_id})
         self._load(claim_id)
         return claim_id
 
@@ -479,7 +472,7 @@ class MatchSession:
 
     def _store_focus(self, index: int, connection: Connection | None = None) -> None:
         if connection is None:
-            with self.engine.begin() as own:
+            with write_transaction(self.engine) as own:
                 self._store_focus(index, own)
             return
         connection.execute(update(MatchClaim.__table__)
@@ -512,7 +505,7 @@ class MatchSession:
         count = len(self.items)
         following = next((i % count for i in range(index + 1, index + count)
                           if self.items[i % count].answer is None), None)
-        with self.engine.begin() as connection:
+        with write_transaction(self.engine) as connection:
             self._check_active(connection)
             old = self._write(connection, view.item_id, value, self._elapsed(view.item_id),
                               uuid.uuid4().hex, action="update")
@@ -540,9 +533,9 @@ class MatchSession:
             old, row_id = row.answer, row.id
             connection.execute(update(table).where(table.c.id == row_id).values(
                 answer=value, seconds=table.c.seconds + seconds, updated_at=now))
-        _log(connection, self.annotator, action, "match_verification", row_id=row_id,
-             field_name="answer", old_value=json.dumps(old), new_value=json.dumps(value),
-             change_id=change_id, reverts=reverts)
+        log_change(connection, actor=self.annotator, action=action,
+                   table="match_verification", row_id=row_id, old={"answer": old},
+                   new={"answer": value}, change_id=change_id, reverts=reverts)
         return old
 
     def undo(self) -> int | None:
@@ -551,7 +544,7 @@ class MatchSession:
         event, verification = Event.__table__, MatchVerification.__table__
         claim = MatchClaim.__table__
         undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
-        with self.engine.begin() as connection:
+        with write_transaction(self.engine) as connection:
             last = connection.execute(
                 select(event.c.change_id, event.c.row_id, event.c.old_value)
                 .where(event.c.actor == self.annotator, event.c.action == "update",
@@ -696,9 +689,8 @@ def reject_claims(engine: Engine, claims: list[tuple[int, str]], *, actor: str) 
                 continue
             connection.execute(update(claim).where(claim.c.id == row.id)
                                .values(status="rejected"))
-            _log(connection, actor, "update", "match_claim", row_id=row.id,
-                 field_name="status", old_value=json.dumps("active"),
-                 new_value=json.dumps("rejected"))
+            log_change(connection, actor=actor, action="update", table="match_claim",
+                       row_id=row.id, old={"status": "active"}, new={"status": "rejected"})
             changed += 1
     return changed
 
@@ -774,9 +766,9 @@ def store_positive_set(engine: Engine, name: str, maps: PositiveMaps, *, source:
         for start in range(0, len(rows), 20_000):
             connection.execute(pairs.insert(), [{**r, "set_id": set_id}
                                                 for r in rows[start:start + 20_000]])
-        _log(connection, actor, "import" if existing is None else "update", "positive_set",
-             row_id=set_id, field_name=name,
-             new_value=json.dumps({"source": source, "rows": len(rows)}))
+        log_change(connection, actor=actor, action="import" if existing is None else "update",
+                   table="positive_set", row_id=set_id,
+                   new={name: {"source": source, "rows": len(rows)}})
     return len(rows)
 
 

@@ -245,11 +245,16 @@ class Event(SQLModel, table=True):
                                   description="events made by one action share it")
     reverts: str | None = Field(default=None, index=True,
                                 description="for an undo: the change_id it reverts")
+    os_login: str | None = Field(default=None, description="OS login of the process")
+    db_role: str | None = Field(default=None,
+                                description="PostgreSQL: the session's role, set by a trigger")
 
 
 class Assignment(SQLModel, table=True):
     """One annotator's work on one image at one stage: the caption order they see (seeded
-    shuffle), the time spent, and where they were, so a restart resumes there."""
+    shuffle), the time spent, and where they were, so a restart resumes there. At stages 1
+    and 2 the row is also the annotator's claim on the image, held until `released_at`
+    (set when they leave the image without having rated any of it)."""
 
     __table_args__ = (
         UniqueConstraint("image_id", "annotator_id", "stage", name="assignment_unique"),
@@ -266,6 +271,8 @@ class Assignment(SQLModel, table=True):
     seconds: float = 0.0
     focus: int = 0
     last_viewed_at: datetime = _timestamp()
+    released_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
 
 
 class MetricScore(SQLModel, table=True):

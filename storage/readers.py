@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, Row, func, select
 from sqlmodel import SQLModel
 
+from storage.db import write_transaction
 from storage.models import (
     Annotator,
     Caption,
@@ -63,7 +64,7 @@ def store_metric_scores(engine: Engine, metric: str, signature: str,
     undefined (no value)."""
     reasons = reasons if reasons is not None else [None] * len(caption_ids)
     now = utcnow()
-    with engine.begin() as connection:
+    with write_transaction(engine) as connection:
         connection.execute(
             scores.__table__.insert(),
             [{"caption_id": caption_id, "metric": metric, "signature": signature,

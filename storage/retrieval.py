@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine, delete, select
 
-from storage.models import Event, RetrievalModel, RetrievalResult, utcnow
+from storage.db import write_transaction
+from storage.events import log_change
+from storage.models import RetrievalModel, RetrievalResult, utcnow
 
 RESULT_COLUMNS = ("positives", "metric", "direction", "k", "m", "value", "ci_low", "ci_high",
                   "n")
@@ -64,9 +66,9 @@ def save_evaluation(engine: Engine, name: str, *, source: str, digest: str, file
                     results: dict[str, list[dict[str, object]]], actor: str) -> int:
     """Store model `name` (created, or replaced when its files changed: its old results
     go) and each signature's records, in one transaction. Returns the model id."""
-    model, result, event = RetrievalModel.__table__, RetrievalResult.__table__, Event.__table__
+    model, result = RetrievalModel.__table__, RetrievalResult.__table__
     now = utcnow()
-    with engine.begin() as connection:
+    with write_transaction(engine) as connection:
         row = connection.execute(select(model.c.id, model.c.digest).where(
             model.c.name == name).with_for_update()).first()
         events = []
@@ -90,10 +92,11 @@ def save_evaluation(engine: Engine, name: str, *, source: str, digest: str, file
             if rows:
                 connection.execute(result.insert(), rows)
             events.append(("create", "retrieval_result", "signature", None, signature))
-        connection.execute(event.insert(), [
-            {"at": now, "actor": actor, "action": action, "table_name": table,
-             "row_id": model_id, "field_name": field, "old_value": old, "new_value": new}
-            for action, table, field, old, new in events])
+        change_id = None
+        for action, table, field, old, new in events:
+            change_id = log_change(connection, actor=actor, action=action, table=table,
+                                   row_id=model_id, old=None if old is None else {field: old},
+                                   new={field: new}, change_id=change_id)
     return model_id
 
 

@@ -11,7 +11,7 @@ from rubrics import THUMB_1_0
 from storage.errors import Problems
 from storage.import_files import Record, read_records
 from storage.import_rows import CaptionRow, RowError, image_file, rating
-from storage.importer import ImportSummary, _Existing, _plan, apply_plan
+from storage.importer import ImportSummary, import_caption_rows
 from storage.models import Caption, Image
 from storage.queries import final_scores, references_by_image
 from storage.untrusted import KEY, NUMBER, TEXT, TEXTS
@@ -124,11 +124,8 @@ def import_thumb(
             CaptionRow(**{**vars(row), "references": references[row.image_key]})
         )
     problems.raise_if_any()
-    with engine.begin() as connection:
-        plan = _plan(rows, _Existing(connection), problems)
-        problems.raise_if_any()
-        plan.set_ids = set_ids
-        return apply_plan(connection, plan, actor=actor, source=path, rubric=THUMB_1_0)
+    return import_caption_rows(engine, rows, problems, actor=actor, rubric=THUMB_1_0,
+                               set_ids=set_ids)
 
 
 def export_thumb(

@@ -30,6 +30,20 @@ def no_user_keymap(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--race-trials", type=int, default=10,
+                     help="trials per race in tests/test_races.py (the benchmark runs 200)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "race: processes racing on one database (slow)")
+
+
+@pytest.fixture
+def race_trials(request: pytest.FixtureRequest) -> int:
+    return request.config.getoption("--race-trials")
+
+
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
     engine = open_database(tmp_path / "test.db")

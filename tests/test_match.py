@@ -384,9 +384,10 @@ async def test_end_to_end_from_two_scorers_to_eccv_caption_files(tmp_path):
 @pytest.mark.skipif(not os.environ.get("THUMB_TEST_POSTGRES"),
                     reason="THUMB_TEST_POSTGRES is not set")
 def test_match_verification_on_postgresql(tmp_path):
-    from tests.test_postgres import URL, drop_everything
+    from benchmarks.races import drop_everything
+    from tests.test_postgres import URL
 
-    drop_everything()
+    drop_everything(URL)
     try:
         db, engine = match_project(tmp_path, db=URL, redundancy=2, size=10)
         ann, bob = fixed_session(engine, "ann"), fixed_session(engine, "bob")
@@ -404,7 +405,7 @@ def test_match_verification_on_postgresql(tmp_path):
         assert (out / "verified_image_to_caption.json").is_file()
         engine.dispose()
     finally:
-        drop_everything()
+        drop_everything(URL)
 
 
 def test_clip_scorer_proposes_from_embeddings_it_computes(tmp_path):

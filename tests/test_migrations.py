@@ -231,9 +231,9 @@ def test_a_foreign_database_is_refused(tmp_path):
 
 @pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
 def test_release_0_1_0_postgresql_database_is_upgraded_by_the_admin_only():
-    from tests.test_postgres import drop_everything
+    from benchmarks.races import drop_everything
 
-    drop_everything()
+    drop_everything(POSTGRES_URL)
     old = create_engine(POSTGRES_URL)
     with old.begin() as connection:
         connection.exec_driver_sql("DROP FUNCTION IF EXISTS event_log_append_only CASCADE")
@@ -256,7 +256,7 @@ def test_release_0_1_0_postgresql_database_is_upgraded_by_the_admin_only():
         assert len(final_scores(engine)) == 6
         engine.dispose()
     finally:
-        drop_everything()
+        drop_everything(POSTGRES_URL)
 
 
 def test_the_revisions_form_one_line_from_the_release():

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from sqlalchemy import MetaData, create_engine, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from benchmarks.races import drop_everything
 from storage import InputError, final_scores, import_captions, open_database
 from storage.annotation import AnnotationSession
 from storage.models import Stage
@@ -19,25 +20,13 @@ URL = os.environ.get("THUMB_TEST_POSTGRES")
 pytestmark = pytest.mark.skipif(not URL, reason="THUMB_TEST_POSTGRES is not set")
 
 
-def drop_everything() -> None:
-    engine = create_engine(URL)
-    metadata = MetaData()
-    metadata.reflect(engine)
-    with engine.begin() as connection:
-        if "event_log" in metadata.tables:
-            connection.execute(text("DROP TRIGGER IF EXISTS event_log_append_only "
-                                    "ON event_log"))
-        metadata.drop_all(connection)
-    engine.dispose()
-
-
 @pytest.fixture
 def engine():
-    drop_everything()
+    drop_everything(URL)
     engine = open_database(URL)
     yield engine
     engine.dispose()
-    drop_everything()
+    drop_everything(URL)
 
 
 def test_workflow_on_postgresql(engine, tmp_path):
@@ -132,3 +121,67 @@ def test_judgment_sets_on_postgresql(engine):
         connection.execute(JudgmentScore.__table__.insert().values({**values, "score": 4.5}))
     with engine.begin() as connection:
         connection.execute(JudgmentScore.__table__.insert().values({**values, "score": 2.0}))
+
+
+def test_postgresql_records_the_database_role_whatever_the_client_sends(engine):
+    import getpass
+
+    from storage import Event
+    from storage.events import log_change
+
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    with engine.begin() as connection:
+        log_change(connection, actor="alice", action="update", table="rating",
+                   new={"note": "x"})
+        connection.execute(Event.__table__.insert().values(
+            at=__import__("datetime").datetime.now(), actor="mallory", action="update",
+            table_name="rating", db_role="postgres"))  # a forged role
+        role = connection.execute(text("SELECT session_user")).scalar()
+        logged = connection.execute(Event.__table__.select()).all()
+    assert {row.db_role for row in logged} == {role}
+    assert {row.os_login for row in logged if row.actor != "mallory"} == {getpass.getuser()}
+
+
+def test_a_team_with_one_role_per_annotator_as_the_readme_sets_it_up(engine):
+    """The README's grants let an annotator's own role rate (locks, claims, event log),
+    the event log names that role, and the role cannot rewrite history."""
+    import re
+    import secrets
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    grants = re.search(r"-- connected to database thumb as thumb_owner.*?\n(.*?)```", readme,
+                       re.S).group(1)
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    role = f"ann_{secrets.token_hex(4)}"
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'"))
+        connection.execute(text(f"CREATE ROLE {role}_group NOLOGIN"))
+        connection.execute(text(f"GRANT {role}_group TO {role}"))
+        database = connection.execute(text("SELECT current_database()")).scalar()
+        for statement in grants.split(";"):
+            statement = re.sub(r"--[^\n]*", "", statement).strip()
+            if statement:
+                connection.execute(text(statement.replace("annotators", f"{role}_group")
+                                        .replace("DATABASE thumb", f"DATABASE {database}")))
+    url = make_url(URL).set(username=role, password="pw")
+    try:
+        own = create_engine(url)
+        alice = AnnotationSession(own, "alice")
+        alice.set_values(alice.open_image(0)[0], {"precision": 4}, image_index=0, focus=0)
+        with own.connect() as connection:
+            roles = set(connection.execute(text(
+                "SELECT db_role FROM event_log WHERE actor = 'alice'")).scalars())
+        assert roles == {role}
+        with pytest.raises(DBAPIError), own.begin() as connection:
+            connection.execute(text("DELETE FROM rating"))
+        own.dispose()
+    finally:
+        with engine.begin() as connection:
+            for on in ("ALL TABLES IN SCHEMA public", "ALL SEQUENCES IN SCHEMA public",
+                       "SCHEMA public", f"DATABASE {database}"):
+                connection.execute(text(f"REVOKE ALL ON {on} FROM {role}_group"))
+            connection.execute(text(f"DROP ROLE {role}"))
+            connection.execute(text(f"DROP ROLE {role}_group"))

@@ -6,9 +6,8 @@ import datetime
 
 import pytest
 
-from rubrics import THUMB_1_0
 from storage import Annotator
-from storage.annotation import AnnotationSession
+from storage.annotation import AnnotationSession, FluencyRoundSession, ResolutionSession
 from storage.bison import BisonSession, import_bison
 from storage.models import Stage
 from storage.workflow import disagreements, fluency_queue
@@ -95,7 +94,7 @@ def resolve_app(tmp_path) -> ThumbApp:
     engine = sample_engine(tmp_path)
     review_with_changes(engine)
     add_context(engine, disagreements(engine)[0].caption_id)
-    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    session = ResolutionSession(engine, "carol")
     return ThumbApp(screen=ResolveScreen(session, disagreements(engine), "halfcell",
                                          resolved_before=1))
 
@@ -114,7 +113,8 @@ def test_fluency_round(snap_compare, tmp_path):
         connection.execute(Annotator.__table__.insert().values(
             name="dave", native_english=True, created_at=datetime.datetime(2026, 1, 1)))
     review_with_changes(engine)
-    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, fluency_queue(engine)))
+    app = ThumbApp(screen=FluencyRoundScreen(FluencyRoundSession(engine, "dave"),
+                                             fluency_queue(engine)))
     assert snap_compare(app, terminal_size=(80, 24), press=["x"])
 
 

@@ -12,12 +12,12 @@ from sqlalchemy import select, update
 from textual.widgets import SelectionList, Static
 
 from storage import Annotator, Event, Rating, final_scores
-from storage.annotation import AnnotationSession
+from storage.annotation import AnnotationSession, FluencyRoundSession, ResolutionSession
 from storage.models import Caption, FluencyCheck, Image, Resolution, Stage
+from storage.protocol import check_may_rate
 from storage.workflow import (
     ProtocolError,
     assign_double,
-    check_may_rate,
     disagreements,
     fluency_queue,
     primary_first_ratings,
@@ -113,11 +113,9 @@ def test_double_rating_never_goes_to_someone_who_saw_the_scores(engine):
         connection.execute(update(image).where(image.c.key.in_([looked, reviewed[0]]))
                            .values(double_rating=True))
         ids = dict(connection.execute(select(image.c.key, image.c.id)).all())
-        names = dict(connection.execute(select(Annotator.__table__.c.name,
-                                               Annotator.__table__.c.id)).all())
         for name, key in (("carol", looked), ("alice", reviewed[0])):
             with pytest.raises(ProtocolError, match="opened for review: its stage 1 is closed"):
-                check_may_rate(connection, names[name], Stage.FIRST, ids[key])
+                check_may_rate(connection, name, Stage.FIRST, ids[key])
     assert looked not in {i.key for i in AnnotationSession(engine, "carol").images}
 
 
@@ -164,7 +162,7 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
     review_with_changes(engine)
     queue = disagreements(engine)
     assert len(queue) == 3 and queue[0].severity >= queue[-1].severity
-    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    session = ResolutionSession(engine, "carol")
     app = ThumbApp(screen=ResolveScreen(session, queue, "none"))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a", "]")  # values taken, but moving on without reasons
@@ -216,9 +214,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     assert queue[0].first["fluency"] == pytest.approx(0.2) and not queue[0].second["fluency"]
     with pytest.raises(ProtocolError, match="only native English speakers"):
         record_fluency_check(engine, queue[0][0], "alice", 0.0, None)
-    from rubrics import THUMB_1_0
-
-    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, queue))
+    app = ThumbApp(screen=FluencyRoundScreen(FluencyRoundSession(engine, "dave"), queue))
     async with app.run_test(size=(80, 24)) as pilot:
         shown = str(app.screen.query_one("#round-caption", Static).content)
         assert "stage 1 fluency penalty: 0.2 (spelling)" in shown
@@ -239,7 +235,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
             app.screen.query_one("#round-message", Static).content)
     twins = next(item for item in queue[2:] if len(item.caption_ids) > 1)
     later = [twins, next(item for item in queue[2:] if item is not twins)]
-    app = ThumbApp(screen=FluencyRoundScreen(engine, "dave", THUMB_1_0, later))
+    app = ThumbApp(screen=FluencyRoundScreen(FluencyRoundSession(engine, "dave"), later))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("x", "x")
         message = str(app.screen.query_one("#round-message", Static).content)
@@ -288,7 +284,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
             if number == 0:
                 values["recall"] = max(1, values["recall"] - 1)
             bob.set_values(group, values, image_index=index, focus=0)
-    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    carol = ResolutionSession(engine, "carol")
     for item in disagreements(engine)[:5]:
         group = carol.group_for_caption(item.caption_id)
         carol.set_values(group, {"precision": item.second["precision"],
@@ -376,9 +372,7 @@ def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(en
     assert disagreements(engine, resolver="alice") == []  # alice rated every image
     assert disagreements(engine, resolver="bob") == []  # bob reviewed them
     with engine.connect() as connection, pytest.raises(ProtocolError, match="someone else"):
-        alice_id = connection.execute(select(Annotator.__table__.c.id).where(
-            Annotator.__table__.c.name == "alice")).scalar()
-        check_may_rate(connection, alice_id, Stage.FINAL, 1)
+        check_may_rate(connection, "alice", Stage.FINAL, 1)
     # bob changes the goldfish caption written by two systems: one disagreement, not two
     goldfish = "A goldfish swimming in a bowl of water."
     bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
@@ -400,7 +394,7 @@ def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(en
     pending = final_scores(engine).set_index("caption_id")
     assert pending.loc[twins[0], "annotator"] == "bob"  # still stage 2: not resolved
     assert pending.loc[twins[0], "recall"] == before.loc[twins[0], "recall"]
-    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    carol = ResolutionSession(engine, "carol")
     app = ThumbApp(screen=ResolveScreen(carol, [listed[0]], "none"))
 
     async def resolve() -> None:
@@ -427,7 +421,7 @@ def test_the_protocol_holds_for_undo_resolutions_checks_and_native_flags(engine)
 
     alice = AnnotationSession(engine, "alice")
     rate_everything(alice, 1)
-    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    carol = ResolutionSession(engine, "carol")
     caption_id = carol.group_for_caption(1).caption_ids[0]
     with pytest.raises(ProtocolError, match="not been reviewed: there is nothing to resolve"):
         carol.set_values(carol.group_for_caption(caption_id), {"precision": 3},
@@ -508,7 +502,7 @@ async def test_resolve_shows_both_stages_notes_error_types_and_the_image(engine)
     review_with_changes(engine)
     add_context(engine, disagreements(engine)[0].caption_id)
     queue = disagreements(engine)
-    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    session = ResolutionSession(engine, "carol")
     app = ThumbApp(screen=ResolveScreen(session, queue, "none", resolved_before=2))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -524,7 +518,7 @@ async def test_resolve_shows_both_stages_notes_error_types_and_the_image(engine)
 async def test_resolve_stops_at_the_end_of_the_queue_and_says_all_done(engine):
     review_with_changes(engine)
     queue = disagreements(engine)
-    session = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    session = ResolutionSession(engine, "carol")
     app = ThumbApp(screen=ResolveScreen(session, queue, "none"))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 
+from storage.db import begin_writing
+
 if TYPE_CHECKING:  # Alembic loads only when a database is behind the code
     from alembic.config import Config
 
@@ -103,12 +105,9 @@ def current_revision(connection: Connection) -> str | None:
 
 
 def _lock(connection: Connection) -> None:
-    """Hold the database's write lock until the transaction ends."""
-    if connection.dialect.name == "sqlite":
-        driver = connection.connection.driver_connection
-        if not driver.in_transaction:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-    elif connection.dialect.name == "postgresql":
+    """Hold the database's write lock until the transaction ends (call it first)."""
+    begin_writing(connection)  # SQLite: the transaction begins IMMEDIATE
+    if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
 
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from rubrics import printable
+from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     AllowDownloadOption,
@@ -20,9 +21,9 @@ from thumb_tui.cli.common import (
     SeedOption,
     annotator_name,
     database_for_import,
-    default_actor,
     image_mode,
     model_hub,
+    run_app,
     state,
     stop_if_empty,
     value_errors,
@@ -46,7 +47,7 @@ def bison_import_command(
     from storage.bison import import_bison
 
     with database_for_import() as engine:
-        added = import_bison(engine, file, actor=by or default_actor(),
+        added = import_bison(engine, file, actor=by or os_login(),
                              captions=captions, images_dir=images,
                              allow_outside_images=allow_outside_images)
     typer.echo(f"{file}: {added} BISON item{'' if added == 1 else 's'} imported")
@@ -66,7 +67,7 @@ def bison_annotate_command(
     session = BisonSession(state.existing_engine, annotator_name(annotator))
     stop_if_empty(session.item_ids, "No BISON items: import some with `thumb bison import "
                                     "FILE`.")
-    ThumbApp(screen=BisonScreen(session, mode)).run()
+    run_app(ThumbApp(screen=BisonScreen(session, mode)))
 
 
 @app.command("evaluate")

@@ -3,12 +3,11 @@ way to end a command with an error."""
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -17,6 +16,10 @@ from typer.core import TyperGroup
 
 from rubrics import printable
 from storage import InputError, open_database
+from storage.db import sqlite_file
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 console = Console()
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -32,17 +35,21 @@ def fail(message: str) -> NoReturn:
 class SafeGroup(TyperGroup):
     """The root command group: an operating-system or database error that reaches it (a
     folder that does not exist, a full disk, a server that went away) ends the command in
-    one line with exit status 2, never a traceback; so does an unusable keymap file."""
+    one line with exit status 2, never a traceback; so do an unusable keymap file and a
+    database that other processes kept locked through every attempt."""
 
     def invoke(self, ctx: typer.Context) -> object:
         from sqlalchemy.exc import DBAPIError
 
+        from storage.db import DatabaseBusy
         from thumb_tui.keymap import KeymapError
 
         try:
             return super().invoke(ctx)
         except KeymapError as exc:
             fail(str(exc))
+        except DatabaseBusy as exc:
+            fail(f"{exc}; try again")
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{where}")
@@ -78,8 +85,8 @@ class State:
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        if "://" not in self.db:
-            path = Path(self.db).expanduser()
+        path = sqlite_file(self.db)
+        if path is not None:
             if path.is_dir():
                 fail(f"--db {self.db} is a folder, not a database file")
             if not path.parent.is_dir():
@@ -139,13 +146,6 @@ def output_folder(path: Path, option: str = "--out") -> None:
 state = State()
 
 
-def default_actor() -> str:
-    try:
-        return getpass.getuser()
-    except OSError:
-        return "unknown"
-
-
 def _check_ci(value: float) -> float:
     if not 0 < value < 1:
         raise typer.BadParameter("must be between 0 and 1 (0.90 for 90%)")
@@ -192,7 +192,7 @@ OutsideImagesOption = Annotated[bool, typer.Option(
 @contextmanager
 def protocol_refusals() -> Iterator[None]:
     """What the THUMB protocol refuses ends the command with its reason, not a traceback."""
-    from storage.workflow import ProtocolError
+    from storage.protocol import ProtocolError
 
     try:
         yield
@@ -211,6 +211,14 @@ def value_errors() -> Iterator[None]:
         fail(str(exc))
 
 
+def run_app(app: App) -> None:
+    """Run a Textual app; end the command with the app's non-zero exit status when it
+    stopped on an unhandled error (Textual has printed the traceback)."""
+    app.run()
+    if app.return_code:
+        raise typer.Exit(app.return_code)
+
+
 def stop_if_empty(queue: object, message: str) -> None:
     """Say why there is nothing to do and end, instead of opening an empty screen."""
     if not queue:
@@ -223,7 +231,7 @@ def database_for_import() -> Iterator[Engine]:
     """The database to import into, created if need be. A SQLite file that this import
     created is removed again when the input is rejected: a failed import leaves nothing.
     A rejected input ends the command with every problem found."""
-    path = None if "://" in state.db else Path(state.db).expanduser()
+    path = sqlite_file(state.db)
     existed = path is None or path.exists()
     engine = state.engine
     try:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
@@ -16,7 +17,6 @@ from thumb_tui.cli.common import (
     OutsideImagesOption,
     SeedOption,
     database_for_import,
-    default_actor,
     fail,
     output_file,
     state,
@@ -65,7 +65,7 @@ def import_command(
              else "a pairwise set has no scale; leave out --scale")
     with value_errors(), database_for_import() as engine:
         summary = import_judgments(engine, file, name=name, kind=kind, scale=parsed,
-                                   references=references, actor=by or default_actor(),
+                                   references=references, actor=by or os_login(),
                                    allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from rubrics import printable
+from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     AnnotatorOption,
@@ -20,7 +21,6 @@ from thumb_tui.cli.common import (
     ImageModeOption,
     SeedOption,
     annotator_name,
-    default_actor,
     fail,
     image_mode,
     protocol_refusals,
@@ -145,7 +145,7 @@ def propose_command(
                                             seed=seed)
         summary = flow.propose(engine, lists, model=model, signature=signature,
                                direction=direction, top_k=top_k, sample=queries_sample,
-                               seed=seed, actor=by or default_actor())
+                               seed=seed, actor=by or os_login())
     typer.echo(f"{_shown(model)}: {summary.proposals} proposals, {summary.new_pairs} new "
                f"pairs ({summary.pairs_total} pairs in all)\n  {signature}")
 
@@ -168,7 +168,7 @@ def batches_command(
     with match_errors():
         plan = make_batches(state.existing_engine, size=size, redundancy=redundancy,
                             seed=seed, negatives_beyond=negatives_beyond,
-                            actor=by or default_actor())
+                            actor=by or os_login())
     pairs = sum(len(batch) for batch in plan)
     typer.echo(f"{len(plan)} batches, {pairs} pairs ({2 * len(plan)} of them gold), "
                f"each verified by {redundancy}")
@@ -241,7 +241,7 @@ def reassign_command(
             if annotator is None:
                 raise ValueError("--batch needs --annotator NAME")
             claims = [(batch, annotator)]
-        changed = reject_claims(engine, claims, actor=by or default_actor())
+        changed = reject_claims(engine, claims, actor=by or os_login())
     typer.echo(f"{changed} batch claim{'' if changed == 1 else 's'} rejected; those batches "
                "are open to another verifier")
 
@@ -269,7 +269,7 @@ def positives_command(
     with match_errors():
         result = derive_positives(state.existing_engine, name=name, rule=rule,
                                   min_votes=min_votes, merge=tuple(merge or ()),
-                                  actor=by or default_actor(), bootstrap=bootstrap, ci=ci,
+                                  actor=by or os_login(), bootstrap=bootstrap, ci=ci,
                                   seed=seed)
     settings = f"rule:{rule}|min-votes:{min_votes}"
     if fmt == "json":
@@ -345,7 +345,7 @@ def import_positives_command(
 
     with match_errors():
         source, rows = import_positives(state.engine, name, directory,
-                                        actor=by or default_actor())
+                                        actor=by or os_login())
     typer.echo(f"{_shown(name)}: {rows} positives imported from "
                f"{_shown(source)}")
 

@@ -14,6 +14,7 @@ import storage
 from rubrics import for_markup, printable
 from storage import EXPORT_FORMATS, import_captions
 from storage.dashboard import Dashboard, dashboard, work_for
+from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     AnnotatorOption,
@@ -22,7 +23,6 @@ from thumb_tui.cli.common import (
     annotator_name,
     console,
     database_for_import,
-    default_actor,
     fail,
     output_file,
     protocol_refusals,
@@ -51,7 +51,7 @@ def import_command(
     with value_errors():
         chosen = None if rubric is None else load_rubric(rubric)
     with value_errors(), database_for_import() as engine:
-        summary = import_captions(engine, file, actor=by or default_actor(), rubric=chosen,
+        summary = import_captions(engine, file, actor=by or os_login(), rubric=chosen,
                                   allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 
@@ -71,7 +71,7 @@ def import_thumb_command(
     """Import the public THUMB 1.0 release; its scores become annotator `thumb-1.0`, final."""
     with database_for_import() as engine:
         summary = storage.import_thumb(engine, file, references,
-                                       actor=by or default_actor(), images_dir=images,
+                                       actor=by or os_login(), images_dir=images,
                                        allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 
@@ -253,7 +253,7 @@ def assign_command(
 
     with value_errors():
         result = assign_double(state.existing_engine, double, seed=seed,
-                               actor=by or default_actor())
+                               actor=by or os_login())
     typer.echo(f"{len(result.added)} image(s) newly marked; {len(result.marked)} image(s) "
                "get two blind stage-1 ratings (marks are never removed)"
                + (":" if result.marked else "."))

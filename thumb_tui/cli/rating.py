@@ -11,9 +11,9 @@ from thumb_tui.cli.common import (
     ImageModeOption,
     NativeOption,
     annotator_name,
-    fail,
     image_mode,
     protocol_refusals,
+    run_app,
     state,
     stop_if_empty,
 )
@@ -50,7 +50,7 @@ def annotate_command(
 
     mode = image_mode(image_mode_name)
     session = _rating_session(annotator, Stage.FIRST, native)
-    ThumbApp(session, mode).run()
+    run_app(ThumbApp(session, mode))
 
 
 @app.command("review")
@@ -66,7 +66,7 @@ def review_command(
 
     mode = image_mode(image_mode_name)
     session = _rating_session(annotator, Stage.SECOND, native)
-    ThumbApp(screen=ReviewScreen(session, mode)).run()
+    run_app(ThumbApp(screen=ReviewScreen(session, mode)))
 
 
 @app.command("resolve")
@@ -75,23 +75,19 @@ def resolve_command(
     image_mode_name: ImageModeOption = "auto",
 ) -> None:
     """Settle captions whose stage-1 and stage-2 values differ, worst first."""
-    from storage.annotation import AnnotationSession
-    from storage.models import Stage
-    from storage.workflow import disagreements
+    from storage.annotation import ResolutionSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.resolve import ResolveScreen
 
     mode = image_mode(image_mode_name)
-    engine = state.existing_engine
-    name = annotator_name(annotator)
-    queue = disagreements(engine, resolver=name)
-    resolved = len(disagreements(engine, include_resolved=True, resolver=name)) - len(queue)
+    session = ResolutionSession(state.existing_engine, annotator_name(annotator))
+    queue = session.queue()
+    resolved = session.resolved_count()
     stop_if_empty(queue, f"All done: the {resolved} disagreements open to you are resolved."
                   if resolved else "Nothing for you to resolve: no caption's stage-1 and "
                   "stage-2 values differ without a resolution, on an image you neither "
                   "rated nor reviewed.")
-    session = AnnotationSession(engine, name, stage=Stage.FINAL)
-    ThumbApp(screen=ResolveScreen(session, queue, mode, resolved_before=resolved)).run()
+    run_app(ThumbApp(screen=ResolveScreen(session, queue, mode, resolved_before=resolved)))
 
 
 @app.command("fluency-round")
@@ -99,16 +95,12 @@ def fluency_round_command(
     annotator: Annotated[str, typer.Option("--annotator", help="A native English speaker.")],
 ) -> None:
     """Check the fluency of captions neither of whose raters was a native speaker."""
-    from storage.annotation import is_native_speaker
-    from storage.rubric_registry import project_rubric
-    from storage.workflow import fluency_queue
+    from storage.annotation import FluencyRoundSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
 
-    engine, name = state.existing_engine, annotator_name(annotator)
-    if not is_native_speaker(engine, name):
-        fail(f"{name!r} is not recorded as a native English speaker (set it with "
-             "`thumb annotator NAME --native`)")
-    queue = fluency_queue(engine)
+    with protocol_refusals():
+        session = FluencyRoundSession(state.existing_engine, annotator_name(annotator))
+    queue = session.queue()
     stop_if_empty(queue, "No captions are waiting for the fluency round.")
-    ThumbApp(screen=FluencyRoundScreen(engine, name, project_rubric(engine), queue)).run()
+    run_app(ThumbApp(screen=FluencyRoundScreen(session, queue)))

@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
+from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
     SeedOption,
-    default_actor,
     fail,
     output_file,
     state,
@@ -122,7 +122,7 @@ def evaluate_command(
         targets += resolve_relevance(relevance or [])
         frame, computed = evaluate_model(
             engine, name.strip(), ModelFiles(i2t, t2i, scores), targets, settings,
-            actor=by or default_actor(), replace=replace)
+            actor=by or os_login(), replace=replace)
     except (PositivesError, RankingsError, RelevanceError, RetrievalStoreError,
             ValueError) as error:
         fail(str(error))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,9 +14,11 @@ from textual.widgets import ProgressBar, Static
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric, printable
 from storage.annotation import AnnotationSession, CaptionGroup, ImageItem, fluency_value
+from storage.db import DatabaseBusy
 from storage.images import broken_reason
 from storage.models import Stage
-from storage.workflow import ProtocolError
+from storage.protocol import ProtocolError
+from thumb_tui.screens.busy import busy
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen, help_markdown
 from thumb_tui.screens.note import NoteScreen
@@ -150,12 +153,30 @@ class AnnotateScreen(KeyBarScreen):
     # -- display ----------------------------------------------------------------------------
 
     def load_image(self, index: int, focus: int = 0) -> None:
+        """Open the image (claiming it at stages 1 and 2). An image another annotator has
+        taken meanwhile leaves the list, and the next free one opens instead."""
+        refused, shown = None, self.session.images[self.image_index].id if self.groups else None
+        while self.session.images:
+            index = min(index, len(self.session.images) - 1)
+            try:
+                self.groups = self.session.open_image(index)
+                break
+            except ProtocolError as exc:
+                refused, focus = exc, 0
+            except DatabaseBusy:
+                if shown is not None:  # still showing it; refused images left the list
+                    self.image_index = self.session.index_of(shown)
+                self.say("database busy, the image did not open — press the key again")
+                return
+        else:
+            self.show_nothing_left()
+            self.say(f"{refused}; nothing else is open to you" if refused else "")
+            return
         self.image_index = index
-        self.groups = self.session.open_image(index)
         self.focus_index = min(max(focus, 0), max(len(self.groups) - 1, 0))
         self.scored_index = None
         self.dimension = (next_missing(self.group) if self.group else None) or "precision"
-        self.say("")
+        self.say(f"{refused}; moving to the next" if refused else "")
         image = self.session.images[index]
         self.query_one(ImageView).show(image.path, image.key)
         container = self.query_one("#captions", VerticalScroll)
@@ -167,7 +188,21 @@ class AnnotateScreen(KeyBarScreen):
         container.mount_all(self.cards)
         self.call_after_refresh(self.update_focus)
         self.update_title()
-        self.session.remember_position(index, self.focus_index)
+        self.remember()
+
+    def show_nothing_left(self) -> None:
+        self.groups, self.cards = [], []
+        self.query_one("#captions", VerticalScroll).remove_children()
+        self.query_one("#title", Static).update(EMPTY_QUEUE[self.session.stage])
+
+    def remember(self) -> None:
+        """Store where the annotator is (and the time spent) when the database lets us."""
+        if not self.session.images:
+            return
+        try:
+            self.session.remember_position(self.image_index, self.focus_index)
+        except DatabaseBusy:
+            self.say("database busy: where you are is not saved yet")
 
     def update_title(self) -> None:
         progress = self.session.progress()
@@ -241,17 +276,26 @@ class AnnotateScreen(KeyBarScreen):
         binding = next(b for b in self.shown_bindings if b.action == action)
         return key_label(binding)
 
+    def commit(self, group: CaptionGroup, values: dict[str, object]) -> CaptionGroup | None:
+        """Save through the session; when the protocol refuses or the database stays busy,
+        say so (nothing was written) and return None."""
+        try:
+            return self.session.set_values(group, values, image_index=self.image_index,
+                                           focus=self.focus_index)
+        except DatabaseBusy:
+            self.say(busy())
+        except (ValueError, PermissionError) as exc:
+            self.say(f"not saved: {exc}")
+        return None
+
     def change(self, values: dict[str, object], index: int | None = None) -> bool:
         """Commit a change to caption `index` (default: the focused one) and redraw.
         Returns whether it was saved."""
         index = self.focus_index if index is None else index
         if not self.groups:
             return False
-        try:
-            new = self.session.set_values(self.groups[index], values,
-                                          image_index=self.image_index, focus=self.focus_index)
-        except (ValueError, PermissionError) as exc:
-            self.say(f"not saved: {exc}")
+        new = self.commit(self.groups[index], values)
+        if new is None:
             return False
         self.groups[index] = new
         self.cards[index].set_group(new)
@@ -309,7 +353,7 @@ class AnnotateScreen(KeyBarScreen):
         self.scored_index = None
         self.dimension = "precision"
         self.update_focus()
-        self.session.remember_position(self.image_index, self.focus_index)
+        self.remember()
 
     def focused_text(self) -> CaptionText | None:
         """The text box that the scroll keys scroll."""
@@ -395,6 +439,9 @@ class AnnotateScreen(KeyBarScreen):
         except ProtocolError as exc:
             self.say(f"cannot undo: {exc}")
             return
+        except DatabaseBusy:
+            self.say(busy("undo"))
+            return
         if result is None:
             self.say("nothing to undo")
             return
@@ -415,7 +462,7 @@ class AnnotateScreen(KeyBarScreen):
 
     def action_image(self, step: int) -> None:
         if self.session.images:
-            self.session.remember_position(self.image_index, self.focus_index)
+            self.remember()
             self.load_image((self.image_index + step) % len(self.session.images))
 
     def action_next_unrated(self) -> None:
@@ -425,7 +472,7 @@ class AnnotateScreen(KeyBarScreen):
         if index is None:
             self.say("every image is complete")
         else:
-            self.session.remember_position(self.image_index, self.focus_index)
+            self.remember()
             self.load_image(index)
 
     def action_open_image(self) -> None:
@@ -441,7 +488,11 @@ class AnnotateScreen(KeyBarScreen):
             return
         image = self.session.images[self.image_index]
         reason = broken_reason(image.path)
-        self.session.flag_broken(self.image_index, reason)
+        try:
+            self.session.flag_broken(self.image_index, reason)
+        except DatabaseBusy:
+            self.say(busy("flag"))
+            return
         following = self.session.next_unrated(self.image_index)
         if following is not None:
             self.load_image(following)
@@ -452,8 +503,9 @@ class AnnotateScreen(KeyBarScreen):
         self.app.push_screen(HelpScreen(help_markdown(self.session.rubric, self.shown_bindings)))
 
     def action_quit_app(self) -> None:
-        if self.session.images:
-            self.session.remember_position(self.image_index, self.focus_index)
+        self.remember()
+        with suppress(DatabaseBusy):  # else the claim stays until they next leave the image
+            self.session.close()
         self.app.exit()
 
 

@@ -13,7 +13,9 @@ from textual.widgets import Label, Static
 
 from rubrics import printable
 from storage.bison import BisonSession, BisonView
+from storage.db import DatabaseBusy
 from storage.images import image_problem
+from thumb_tui.screens.busy import busy
 from thumb_tui.screens.help import HelpScreen, keys_markdown
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView, open_in_viewer
@@ -80,7 +82,12 @@ class BisonScreen(KeyBarScreen):
         self.query_one("#bison-message", Static).update(message)
 
     def show(self) -> None:
-        self.view = self.session.view(self.index)
+        try:
+            self.view = self.session.view(self.index)
+        except DatabaseBusy:
+            self.view = None  # no answer goes to the item shown before
+            self.say("database busy, the item did not open — press the key again")
+            return
         self.shown_at = time.monotonic()
         view = self.view
         total = len(self.session.item_ids)
@@ -100,7 +107,11 @@ class BisonScreen(KeyBarScreen):
         and say that all are done."""
         if self.view is None:
             return
-        self.session.answer(self.view, CHOICES[choice], time.monotonic() - self.shown_at)
+        try:
+            self.session.answer(self.view, CHOICES[choice], time.monotonic() - self.shown_at)
+        except DatabaseBusy:
+            self.say(busy("answer"))
+            return
         self.answered.add(self.view.item_id)
         ids = self.session.item_ids
         after = [*range(self.index + 1, len(ids)), *range(self.index)]
@@ -123,7 +134,11 @@ class BisonScreen(KeyBarScreen):
         reasons = {image_id: reason for image_id, reason in found.items() if reason}
         if not reasons:
             reasons = {image_id: "the annotator sees no usable image" for image_id in found}
-        self.session.flag_broken(self.view, reasons)
+        try:
+            self.session.flag_broken(self.view, reasons)
+        except DatabaseBusy:
+            self.say(busy("flag"))
+            return
         keys = [key for image_id, key, _ in sides if image_id in reasons]
         if self.index < len(self.session.item_ids) - 1:
             self.index += 1

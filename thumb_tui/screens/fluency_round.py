@@ -4,16 +4,16 @@ captions neither of whose raters was native; the answer sets the final fluency p
 from __future__ import annotations
 
 from rich.text import Text
-from sqlalchemy import Engine
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from rubrics import Rubric, printable
-from storage.annotation import fluency_value
-from storage.queries import image_of_caption
-from storage.workflow import FluencyItem, record_fluency_check
+from rubrics import printable
+from storage.annotation import FluencyRoundSession, fluency_value
+from storage.db import DatabaseBusy
+from storage.workflow import FluencyItem
+from thumb_tui.screens.busy import busy
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen, help_markdown
 from thumb_tui.widgets.image_view import open_in_viewer
@@ -42,10 +42,10 @@ class FluencyRoundScreen(KeyBarScreen):
         Binding("q", "quit_app", "quit", id="round-quit"),
     ]
 
-    def __init__(self, engine: Engine, checker: str, rubric: Rubric,
-                 queue: list[FluencyItem]) -> None:
+    def __init__(self, session: FluencyRoundSession, queue: list[FluencyItem]) -> None:
         super().__init__()
-        self.engine, self.checker, self.rubric, self.queue = engine, checker, rubric, queue
+        self.session, self.queue = session, queue
+        self.checker, self.rubric = session.checker, session.rubric
         self.position = 0
         self.verdicts: dict[int, tuple[float, str | None]] = {}
 
@@ -76,16 +76,22 @@ class FluencyRoundScreen(KeyBarScreen):
                     f"{verdict[0]:g}" + (f" ({verdict[1]})" if verdict[1] else " (fluent)")))
         self.query_one("#round-caption", Static).update(body)
 
-    def save(self, fluency: float, types: str | None) -> None:
-        caption_id = self.queue[self.position].caption_id
-        for same in self.queue[self.position].caption_ids:
-            record_fluency_check(self.engine, same, self.checker, fluency, types)
+    def save(self, fluency: float, types: str | None) -> bool:
+        """Store the verdict on the caption and its twins; False (and why) if not saved."""
+        item = self.queue[self.position]
+        try:
+            self.session.record(item, fluency, types)
+        except DatabaseBusy:
+            self.query_one("#round-message", Static).update(busy("verdict"))
+            return False
+        caption_id = item.caption_id
         self.verdicts[caption_id] = (fluency, types)
         left = len(self.queue) - len(self.verdicts)
         self.query_one("#round-message", Static).update(
             "saved" + (f"; {left} to check (] next)" if left else
                        f"; all {len(self.queue)} captions checked: q quits"))
         self.redraw()
+        return True
 
     def action_add_error(self) -> None:
         if not self.queue:
@@ -102,14 +108,13 @@ class FluencyRoundScreen(KeyBarScreen):
                 return
             types = [t for t in (current[1] or "").split(",") if t]
             amount, type_text = fluency_value([*types, code], [current[0], value])
-            self.save(min(amount, self.rubric.penalty("fluency").max_total), type_text)
-            self.action_step(1)  # like x: a verdict moves on ([ goes back to add another)
+            if self.save(min(amount, self.rubric.penalty("fluency").max_total), type_text):
+                self.action_step(1)  # like x: a verdict moves on ([ goes back to add another)
 
         self.app.push_screen(FluencyScreen(self.rubric, text, current[1] or "none"), chosen)
 
     def action_no_errors(self) -> None:
-        if self.queue:
-            self.save(0.0, None)
+        if self.queue and self.save(0.0, None):
             self.action_step(1)
 
     def action_step(self, step: int) -> None:
@@ -124,7 +129,7 @@ class FluencyRoundScreen(KeyBarScreen):
         """The caption's image in the system viewer (fluency is judged on the text, but
         the image may explain a word)."""
         if self.queue:
-            key, path = image_of_caption(self.engine, self.queue[self.position].caption_id)
+            key, path = self.session.image_of(self.queue[self.position])
             self.say(open_in_viewer(path, key))
 
     def action_help(self) -> None:

@@ -15,10 +15,12 @@ from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 
 from rubrics import printable
-from storage.annotation import AnnotationSession
+from storage.annotation import ResolutionSession
+from storage.db import DatabaseBusy
 from storage.models import RATING_VALUE_FIELDS
-from storage.workflow import COMPARED, Disagreement, record_resolution
+from storage.workflow import COMPARED, Disagreement
 from thumb_tui.screens.annotate import AnnotateScreen, image_name
+from thumb_tui.screens.busy import busy
 from thumb_tui.widgets.caption_card import rating_context, score_line
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView
@@ -92,7 +94,7 @@ class ResolveScreen(AnnotateScreen):
         Binding("q", "quit_app", "quit", id="quit"),
     ]
 
-    def __init__(self, session: AnnotationSession, queue: list[Disagreement],
+    def __init__(self, session: ResolutionSession, queue: list[Disagreement],
                  image_mode: str, *, resolved_before: int = 0) -> None:
         """`queue`: the disagreements still open to this resolver; `resolved_before`: how
         many they settled in earlier sessions (for the overall progress)."""
@@ -133,11 +135,14 @@ class ResolveScreen(AnnotateScreen):
         self.image_index = self.session.image_index_of_caption(item.caption_id)
         self.groups = [self.session.group_for_caption(item.caption_id)]
         self.focus_index = 0
-        self.session.look_at(self.image_index)
+        self.say("")
+        try:
+            self.session.look_at(self.image_index)
+        except DatabaseBusy:
+            self.say("database busy: this visit is not recorded yet")
         image = self.session.images[self.image_index]
         self.query_one(ImageView).show(image.path, image.key)
         self.dimension = "precision"
-        self.say("")
         self.redraw()
 
     @property
@@ -186,15 +191,14 @@ class ResolveScreen(AnnotateScreen):
 
     def change(self, values: dict[str, object], index: int | None = None) -> bool:
         """Commit a change to the final values of the current disagreement."""
-        try:
-            self.groups[0] = self.session.set_values(self.groups[0], values,
-                                                     image_index=self.image_index, focus=0)
-        except (ValueError, PermissionError) as exc:
-            self.say(f"not saved: {exc}")
+        new = self.commit(self.groups[0], values)
+        if new is None:
             return False
+        self.groups[0] = new
         done = bool(self.reasons.get(self.item.caption_id))
-        if done and "note" in values:
-            self.save_resolution(self.reasons[self.item.caption_id])  # the note goes too
+        if done and "note" in values and not self.save_resolution(
+                self.reasons[self.item.caption_id]):  # the note goes too
+            return False
         self.say("saved" if done else "saved; now r: the reasons, to resolve it")
         self.redraw()
         return True
@@ -224,12 +228,7 @@ class ResolveScreen(AnnotateScreen):
         def chosen(result: list[str] | None) -> None:
             if result == []:
                 self.say("no reason ticked, so nothing saved: it stays unresolved")
-            if not result:
-                return
-            try:
-                self.save_resolution(result)
-            except ValueError as exc:
-                self.say(f"not saved: {exc}")
+            if not result or not self.save_resolution(result):
                 return
             self.reasons[item.caption_id] = result
             self.say("reasons saved" if len(self.reasons) < len(self.queue) else
@@ -241,12 +240,18 @@ class ResolveScreen(AnnotateScreen):
             code for code in [self.suggested_reason()] if code in dict(codes)]
         self.app.push_screen(ReasonScreen(codes, ticked), chosen)
 
-    def save_resolution(self, reasons: list[str]) -> None:
-        """The reasons (and the note) for every caption of the group being settled."""
-        codes = [reason.code for reason in self.session.rubric.resolution_reasons]
-        for caption_id in self.groups[0].caption_ids:
-            record_resolution(self.session.engine, caption_id, self.session.annotator,
-                              reasons, str(self.groups[0].values["note"]), codes)
+    def save_resolution(self, reasons: list[str]) -> bool:
+        """The reasons (and the note) for every caption of the group being settled; False,
+        with the reason said, when they could not be saved."""
+        try:
+            self.session.record_reasons(self.groups[0], reasons)
+        except DatabaseBusy:
+            self.say(busy("resolution"))
+        except (ValueError, PermissionError) as exc:
+            self.say(f"not saved: {exc}")
+        else:
+            return True
+        return False
 
     def action_step(self, step: int) -> None:
         """The next or previous disagreement; at either end of the queue it stops and

@@ -1,0 +1,485 @@
+"""Races on the THUMB protocol, on SQLite or PostgreSQL: processes released at the same
+instant by a `multiprocessing.Barrier` act through the session API the screens use, and
+the database is checked for protocol violations afterwards. `tests/test_races.py` runs a
+short version of every race; run this module for the long one and the throughput run:
+
+    python -m benchmarks.races [--trials 200] [--postgres URL] [--reference REV]
+
+It prints, per race, the trials, violations and errors (unhandled exceptions such as
+"database is locked"), then 8 processes x 1,000 ratings: ratings lost and duplicated and
+the p50/p99 commit latency (target p99 <= 50 ms on SQLite WAL). With `--reference REV`
+(default: the last commit before the protocol was checked under the lock) the same races
+run on that commit's code, extracted with `git archive`, in the same run: the "before"
+column. The harness uses only API that both have."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = "46b8259"  # main before the protocol ran in one locked transaction
+RACES = ("stage-1 take", "two reviewers", "edit vs review", "queue walk")
+CAPTIONS_PER_IMAGE = 2
+WALKERS = 8
+
+
+@dataclass
+class RaceResult:
+    race: str
+    trials: int
+    violations: int
+    errors: int
+    seconds: float
+    error_sample: str = ""
+
+
+@dataclass
+class ThroughputResult:
+    processes: int
+    ratings: int
+    saved: int
+    lost: int
+    duplicated: int
+    errors: int
+    p50_ms: float
+    p99_ms: float
+    seconds: float
+    error_sample: str = ""
+
+
+# -- the project ---------------------------------------------------------------------------
+
+
+def _png(path: Path) -> None:
+    from PIL import Image
+
+    Image.new("RGB", (4, 4), (200, 30, 30)).save(path)
+
+
+def _write_project(folder: Path, images: int, *, rated_by: str | None = None,
+                   double_every: int = 0) -> list[Path]:
+    """CSV files of a project with `images` images of two captions each: the captions,
+    and (with `rated_by`) complete stage-1 ratings by that annotator."""
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    captions, ratings = folder / "captions.csv", folder / "ratings.csv"
+    with captions.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["image", "image_id", "system", "caption", "double_rating"])
+        for number in range(images):
+            image = f"images/{number:05d}.png"
+            _png(folder / image)
+            double = "true" if double_every and number % double_every == 0 else "false"
+            for system in range(CAPTIONS_PER_IMAGE):
+                writer.writerow([image, f"race{number:05d}", f"S{system}",
+                                 f"Caption {system} of picture {number}.", double])
+    files = [captions]
+    if rated_by:
+        with ratings.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["image_id", "system", "caption", "annotator", "stage",
+                             "precision", "recall"])
+            for number in range(images):
+                for system in range(CAPTIONS_PER_IMAGE):
+                    writer.writerow([f"race{number:05d}", f"S{system}",
+                                     f"Caption {system} of picture {number}.", rated_by, 1,
+                                     4, 4])
+        files.append(ratings)
+    return files
+
+
+def drop_everything(url: str) -> None:
+    """Empty a disposable PostgreSQL database: every table goes (its triggers with it)."""
+    from sqlalchemy import MetaData, create_engine, text
+
+    engine = create_engine(url)
+    metadata = MetaData()
+    metadata.reflect(engine)
+    with engine.begin() as connection:
+        if "event_log" in metadata.tables:
+            connection.execute(text("DROP TRIGGER IF EXISTS event_log_append_only "
+                                    "ON event_log"))
+        metadata.drop_all(connection)
+    engine.dispose()
+
+
+def fresh_project(target: str, folder: Path, images: int, **options: object) -> None:
+    """A new database at `target` (a SQLite path, or a disposable PostgreSQL URL whose
+    tables are dropped first) holding the generated project."""
+    from storage import import_captions, open_database
+
+    if "://" in target:
+        drop_everything(target)
+    else:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    engine = open_database(target)
+    for file in _write_project(folder, images, **options):  # type: ignore[arg-type]
+        import_captions(engine, file, actor="race-setup")
+    engine.dispose()
+
+
+# -- what the workers do ---------------------------------------------------------------------
+
+
+def _index(session, image_id: int) -> int | None:
+    return next((i for i, image in enumerate(session.images) if image.id == image_id), None)
+
+
+def _rate_image(session, image_id: int, values: Callable[[object], dict]) -> bool:
+    """Open the image and save `values(group)` for each caption group; False when the
+    protocol refuses (the screens then move on)."""
+    from storage.workflow import ProtocolError
+
+    index = _index(session, image_id)
+    if index is None:
+        return False
+    try:
+        for group in session.open_image(index):
+            session.set_values(group, values(group), image_index=index, focus=0)
+    except ProtocolError:
+        return False
+    return True
+
+
+def _session(target: str, name: str, stage: int):
+    from storage import make_engine
+    from storage.annotation import AnnotationSession
+    from storage.models import Stage
+
+    return AnnotationSession(make_engine(target), name, stage=Stage(stage))
+
+
+def _worker(race: str, role: int, target: str, image_ids: list[int], barrier, results
+            ) -> None:
+    """One process of a race: wait at the barrier before each trial, then act."""
+    stage = {"two reviewers": 2, "edit vs review": 2 - role}.get(race, 1)
+    name = {"edit vs review": ("bob", "alice")}.get(race, tuple(f"ann{k}" for k in
+                                                             range(WALKERS)))[role]
+    session = _session(target, name, stage)
+    errors, sample, seen = 0, "", {}
+    for image_id in image_ids if race != "queue walk" else [None]:
+        barrier.wait()
+        try:
+            if race == "queue walk":
+                for walked in [image.id for image in list(session.images)]:
+                    _rate_image(session, walked, lambda _: {"precision": 3, "recall": 3})
+            elif race == "edit vs review" and stage == 1:
+                _rate_image(session, image_id, lambda _: {"precision": 2})
+            elif race == "edit vs review":
+                index = _index(session, image_id)
+                groups = [] if index is None else session.open_image(index)
+                seen[image_id] = {c: g.reference["precision"] for g in groups
+                                  for c in g.caption_ids if g.reference}
+            elif race == "two reviewers":
+                _rate_image(session, image_id, lambda g: dict(g.reference))
+            else:
+                _rate_image(session, image_id, lambda _: {"precision": 3})
+        except Exception as exc:  # counted: the crashes the issue measured
+            errors += 1
+            sample = sample or f"{type(exc).__name__}: {exc}"[:200]
+    results.put((role, errors, sample, seen))
+
+
+def _run_workers(target: str, race: str, processes: int, image_ids: list[int]
+                 ) -> tuple[int, str, dict]:
+    context = get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_worker,
+                               args=(race, role, target, image_ids, barrier, results))
+               for role in range(processes)]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=1800) for _ in workers]
+    for worker in workers:
+        worker.join()
+    errors = sum(outcome[1] for outcome in outcomes)
+    sample = next((outcome[2] for outcome in outcomes if outcome[2]), "")
+    seen = {k: v for outcome in outcomes for k, v in outcome[3].items()}
+    return errors, sample, seen
+
+
+# -- what counts as a violation --------------------------------------------------------------
+
+
+def _raters(target: str, stage: int) -> dict[int, set[int]]:
+    from sqlalchemy import select
+
+    from storage import make_engine
+    from storage.models import Caption, Rating
+
+    rating, caption = Rating.__table__, Caption.__table__
+    engine = make_engine(target)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(caption.c.image_id, rating.c.annotator_id)
+            .join(caption, rating.c.caption_id == caption.c.id)
+            .where(rating.c.stage == stage).distinct()).all()
+    engine.dispose()
+    raters: dict[int, set[int]] = {}
+    for image_id, annotator_id in rows:
+        raters.setdefault(image_id, set()).add(annotator_id)
+    return raters
+
+
+def _image_ids(target: str) -> dict[int, bool]:
+    """image id -> double-rated."""
+    from sqlalchemy import select
+
+    from storage import make_engine
+    from storage.models import Image
+
+    engine = make_engine(target)
+    with engine.connect() as connection:
+        rows = connection.execute(select(Image.__table__.c.id,
+                                         Image.__table__.c.double_rating)).all()
+    engine.dispose()
+    return dict(rows)
+
+
+def _stage_one_precision(target: str) -> dict[int, int]:
+    """caption id -> its stage-1 precision (alice's)."""
+    from sqlalchemy import select
+
+    from storage import make_engine
+    from storage.models import Rating
+
+    rating = Rating.__table__
+    engine = make_engine(target)
+    with engine.connect() as connection:
+        rows = connection.execute(select(rating.c.caption_id, rating.c.precision)
+                                  .where(rating.c.stage == 1)).all()
+    engine.dispose()
+    return dict(rows)
+
+
+def run_race(race: str, target: str, trials: int, folder: Path) -> RaceResult:
+    """One race over `trials` images (the queue walk: `trials` images walked by 8)."""
+    if race not in RACES:
+        raise ValueError(f"unknown race {race!r}; one of {', '.join(RACES)}")
+    reviewed = race in ("two reviewers", "edit vs review")
+    fresh_project(target, folder, trials, rated_by="alice" if reviewed else None,
+                  double_every=10 if race == "queue walk" else 0)
+    images = _image_ids(target)
+    start = time.perf_counter()
+    processes = WALKERS if race == "queue walk" else 2
+    errors, sample, seen = _run_workers(target, race, processes, sorted(images))
+    seconds = time.perf_counter() - start
+    if race == "edit vs review":
+        final = _stage_one_precision(target)
+        violations = sum(any(final[c] != shown for c, shown in captions.items())
+                         for captions in seen.values())
+    else:
+        raters = _raters(target, 2 if race == "two reviewers" else 1)
+        violations = sum(len(raters.get(image_id, ())) > (
+            2 if double and race == "queue walk" else 1) for image_id, double in images.items())
+    return RaceResult(race, trials, violations, errors, round(seconds, 2), sample)
+
+
+# -- throughput --------------------------------------------------------------------------------
+
+
+def _throughput_worker(role: int, target: str, ratings: int, barrier, results) -> None:
+    """Walk the queue, claiming images, and rate P then R of every caption until
+    `ratings` commits: each commit's latency and what it saved."""
+    from storage.workflow import ProtocolError
+
+    session = _session(target, f"writer{role}", 1)
+    latencies: list[float] = []
+    saved: list[tuple[int, str, int]] = []
+    errors, sample = 0, ""
+    barrier.wait()
+    for image_id in [image.id for image in list(session.images)]:
+        if len(latencies) >= ratings:
+            break
+        index = _index(session, image_id)
+        try:
+            groups = [] if index is None else session.open_image(index)
+        except ProtocolError:
+            continue
+        except Exception as exc:  # counted: the crashes the issue measured
+            errors, sample = errors + 1, sample or f"{type(exc).__name__}: {exc}"[:200]
+            continue
+        for group in groups:
+            for field in ("precision", "recall"):
+                if len(latencies) >= ratings:
+                    break
+                current = group.values[field]
+                value = 1 if current is None else int(current) % 5 + 1  # always a change
+                start = time.perf_counter()
+                try:
+                    group = session.set_values(group, {field: value}, image_index=index,
+                                               focus=0)
+                except ProtocolError:
+                    break
+                except Exception as exc:  # counted: the crashes the issue measured
+                    errors, sample = errors + 1, sample or f"{type(exc).__name__}: {exc}"[:200]
+                    continue
+                latencies.append(time.perf_counter() - start)
+                saved.extend((caption, field, value) for caption in group.caption_ids)
+    results.put((f"writer{role}", latencies, saved, errors, sample))
+
+
+def run_throughput(target: str, folder: Path, processes: int = WALKERS,
+                   ratings: int = 1000) -> ThroughputResult:
+    """`processes` writers x `ratings` commits through the session API, all started by
+    one barrier; then every saved value is looked for in the database."""
+    from sqlalchemy import func, select
+
+    from storage import make_engine
+    from storage.models import Annotator, Event, Rating
+
+    images = processes * ratings // (2 * CAPTIONS_PER_IMAGE) * 5 // 4 + 10
+    fresh_project(target, folder, images)
+    context = get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_throughput_worker,
+                               args=(role, target, ratings, barrier, results))
+               for role in range(processes)]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=3600) for _ in workers]
+    for worker in workers:
+        worker.join()
+    seconds = time.perf_counter() - start
+    latencies = sorted(x for outcome in outcomes for x in outcome[1])
+    rating, annotator, event = Rating.__table__, Annotator.__table__, Event.__table__
+    engine = make_engine(target)
+    with engine.connect() as connection:
+        stored = {(row.name, row.caption_id): row for row in connection.execute(
+            select(annotator.c.name, rating.c.caption_id, rating.c.precision, rating.c.recall)
+            .join(annotator, rating.c.annotator_id == annotator.c.id))}
+        logged = connection.execute(select(func.count()).where(
+            event.c.table_name == "rating", event.c.actor.like("writer%"))).scalar()
+    engine.dispose()
+    lost, saved = 0, 0
+    for name, _, values, _, _ in outcomes:
+        last: dict[tuple[int, str], int] = {}
+        for caption, field, value in values:
+            last[(caption, field)] = value
+        saved += len(values)
+        lost += sum(1 for (caption, field), value in last.items()
+                    if (name, caption) not in stored
+                    or getattr(stored[(name, caption)], field) != value)
+    duplicated = max(0, logged - saved)  # event log rows beyond the changes saved
+    lost += max(0, saved - logged)  # a saved change that left no event
+    errors = sum(outcome[3] for outcome in outcomes)
+    sample = next((outcome[4] for outcome in outcomes if outcome[4]), "")
+
+    def percentile(share: float) -> float:
+        if not latencies:
+            return float("nan")
+        return round(1000 * latencies[min(len(latencies) - 1,
+                                          round(share * (len(latencies) - 1)))], 1)
+
+    return ThroughputResult(processes, ratings, len(latencies), lost, duplicated, errors,
+                            percentile(0.5), percentile(0.99), round(seconds, 1), sample)
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def _measure(target_of: Callable[[str], str], trials: int, ratings: int, folder: Path
+             ) -> dict[str, object]:
+    races = [asdict(run_race(race, target_of(race), trials, folder / race.replace(" ", "-")))
+             for race in RACES]
+    throughput = asdict(run_throughput(target_of("throughput"), folder / "throughput",
+                                       ratings=ratings))
+    return {"races": races, "throughput": throughput}
+
+
+def _targets(backend: str, postgres: str | None, folder: Path) -> Callable[[str], str]:
+    if backend == "postgresql":
+        assert postgres is not None
+        return lambda _: postgres
+    return lambda name: str(folder / f"{name.replace(' ', '-')}.db")
+
+
+def _reference_run(revision: str, backend: str, args: argparse.Namespace) -> dict:
+    """The same measurements on `revision`'s code, in a subprocess on its own tree."""
+    tree = Path(tempfile.mkdtemp(prefix="thumb-reference-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        shutil.copy(Path(__file__), tree / "benchmarks" / "races.py")
+        command = [sys.executable, "-m", "benchmarks.races", "--json", "--backend", backend,
+                   "--trials", str(args.trials), "--ratings", str(args.ratings)]
+        if args.postgres:
+            command += ["--postgres", args.postgres]
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"reference run failed:\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def _table(backend: str, now: dict, before: dict | None) -> str:
+    lines = [f"## {backend}", "", "| race | trials | violations | errors | violations "
+             "before | errors before |", "|---|---|---|---|---|---|"]
+    previous = {r["race"]: r for r in (before or {}).get("races", [])}
+    for result in now["races"]:
+        old = previous.get(result["race"], {})
+        lines.append(f"| {result['race']} | {result['trials']} | {result['violations']} | "
+                     f"{result['errors']} | {old.get('violations', '-')} | "
+                     f"{old.get('errors', '-')} |")
+    size = now["throughput"]
+    lines += ["", f"| {size['processes']} x {size['ratings']:,} ratings | saved | lost | "
+              "duplicated | errors | p50 ms | p99 ms | seconds |",
+              "|---|---|---|---|---|---|---|---|"]
+    for label, run in (("now", now), ("before", before)):
+        if run:
+            t = run["throughput"]
+            lines.append(f"| {label} | {t['saved']} | {t['lost']} | {t['duplicated']} | "
+                         f"{t['errors']} | {t['p50_ms']} | {t['p99_ms']} | {t['seconds']} |")
+    samples = [f"- {label} {r['race']}: {r['error_sample']}"
+               for label, run in (("now", now), ("before", before)) if run
+               for r in [*run["races"], run["throughput"] | {"race": "throughput"}]
+               if r.get("error_sample")]
+    return "\n".join(lines + (["", "errors seen:", *samples] if samples else []))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--ratings", type=int, default=1000, help="per writer (8 writers)")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--postgres", default=os.environ.get("THUMB_TEST_POSTGRES"),
+                        help="disposable PostgreSQL URL (default: THUMB_TEST_POSTGRES)")
+    parser.add_argument("--reference", default=REFERENCE,
+                        help="git revision measured as 'before' ('' to skip)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    if not args.postgres:
+        backends = [b for b in backends if b != "postgresql"]
+    folder = Path(tempfile.mkdtemp(prefix="thumb-races-"))
+    try:
+        for backend in backends:
+            now = _measure(_targets(backend, args.postgres, folder / backend), args.trials,
+                           args.ratings, folder / backend)
+            if args.json:
+                print(json.dumps(now))
+                continue
+            before = _reference_run(args.reference, backend, args) if args.reference else None
+            print(_table(backend, now, before), flush=True)
+            print()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

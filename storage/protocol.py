@@ -1,0 +1,249 @@
+"""THUMB's two-stage protocol, checked in one place by the rating sessions and by `thumb
+import`: who may rate an image at stage 1, review it at stage 2 and resolve it.
+
+The rules are invariants of an image's `ImageState` (who holds it at each stage). An
+action is refused when it would break a rule that the image did not already break, so a
+database that an older version let into a bad state still lets its holders go on. The
+sessions check one annotator's write inside the write transaction that makes it, after
+locking the image (`check_may_rate`); an import checks all of a file's ratings at once
+(`refusals` with many writes). Captions of one image with the same text are one caption
+to the annotators (`group_identical`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TypeVar
+
+from sqlalchemy import Connection, Result, Select, bindparam, func, select
+
+from storage.models import Annotator, Assignment, Caption, Image, Rating, Stage
+
+R = TypeVar("R")
+Write = tuple[str, Stage]  # an annotator's rating of the image at a stage
+
+
+class ProtocolError(PermissionError):
+    """An action the THUMB protocol does not allow this annotator."""
+
+
+class ImageTaken(ProtocolError):
+    """Another annotator holds the image at this stage: the screens move on to the next."""
+
+
+@dataclass(frozen=True)
+class Breach:
+    """A rule an image breaks: `reason` speaks to the annotator whose action a session
+    refuses, `detail` describes the image for an import's report, `writes` are the
+    ratings that take part (an import reports at the last line holding one)."""
+
+    rule: str
+    writes: frozenset[Write]
+    reason: str
+    detail: str
+    taken: bool = False
+
+    def error(self) -> ProtocolError:
+        return (ImageTaken if self.taken else ProtocolError)(self.reason)
+
+
+@dataclass(frozen=True)
+class ImageState:
+    """Who holds an image at each stage. Holders at stages 1 and 2 are those who rated it
+    there or claim it (opened it and have not left it untouched); `complete` are stage-1
+    holders who scored every caption; `closed` once anyone opened it for review or rated
+    it at stage 2 or final (its stage-1 scores have been seen)."""
+
+    key: str
+    takes: int
+    first: frozenset[str] = frozenset()
+    second: frozenset[str] = frozenset()
+    final: frozenset[str] = frozenset()
+    complete: frozenset[str] = frozenset()
+    closed: bool = False
+    captions: int = field(default=0, compare=False)
+
+    @property
+    def stage_one_over(self) -> bool:
+        """As many annotators as the image takes have rated every caption of it."""
+        return len(self.complete & self.first) >= self.takes
+
+    def adding(self, writes: Iterable[Write]) -> ImageState:
+        added: dict[Stage, set[str]] = {stage: set() for stage in Stage}
+        for name, stage in writes:
+            added[stage].add(name)
+        return ImageState(self.key, self.takes, self.first | added[Stage.FIRST],
+                          self.second | added[Stage.SECOND], self.final | added[Stage.FINAL],
+                          self.complete, self.closed, self.captions)
+
+
+def _at(stage: Stage, names: Iterable[str]) -> frozenset[Write]:
+    return frozenset((name, stage) for name in names)
+
+
+def _breaches(state: ImageState) -> list[Breach]:
+    """Every invariant the state breaks, in the order a refusal names them."""
+    first, second, final = state.first, state.second, state.final
+    found = [Breach("own review", _at(Stage.SECOND, [name]),
+                    "you rated this image at stage 1: another annotator must review it",
+                    f"{name!r} rated it at stage 1 and cannot review it")
+             for name in sorted(first & second)]
+    found += [Breach("own resolution", _at(Stage.FINAL, [name]),
+                     "you rated or reviewed this image: someone else must resolve its "
+                     "disagreements", f"{name!r} rated or reviewed it and cannot resolve it")
+              for name in sorted(final & (first | second))]
+    if len(first) > state.takes:
+        found.append(Breach(
+            "stage-1 capacity", _at(Stage.FIRST, first), "another annotator took this image",
+            f"{len(first)} annotators rate it at stage 1 ({', '.join(sorted(first))}) but it "
+            f"takes {state.takes}" + ("" if state.takes == 2 else
+                                      " (double_rating=true takes two)"), taken=True))
+    if len(second) > 1:
+        found.append(Breach("one reviewer", _at(Stage.SECOND, second),
+                            "another annotator took this image",
+                            f"two reviewers at stage 2 ({', '.join(sorted(second))})",
+                            taken=True))
+    if second and not state.stage_one_over:
+        found.append(Breach(
+            "review after stage 1", _at(Stage.FIRST, first) | _at(Stage.SECOND, second),
+            "this image's stage-1 rating is not complete yet",
+            f"stage 2 before its stage 1 is over ({len(state.complete & first)} of "
+            f"{state.takes} complete stage-1 ratings)"))
+    return found
+
+
+def refusals(state: ImageState, writes: Collection[Write], *,
+             resolutions: bool = True) -> list[Breach]:
+    """The rules that these ratings of the image would break and that it does not break
+    already. Stage 1 is closed once the image was opened for review. With `resolutions`,
+    final-stage ratings settle disagreements, so the image must have been reviewed (an
+    import may also bring final scores from elsewhere, such as the THUMB release)."""
+    known = {(breach.rule, breach.writes) for breach in _breaches(state)}
+    after = state.adding(writes)
+    found = [breach for breach in _breaches(after) if (breach.rule, breach.writes) not in known]
+    stage_one = [name for name, stage in writes if stage == Stage.FIRST]
+    if state.closed and stage_one:
+        found.insert(0, Breach("closed stage 1", _at(Stage.FIRST, stage_one),
+                               "this image has been opened for review: its stage 1 is closed",
+                               "it has been opened for review: its stage 1 is closed"))
+    if resolutions and not after.second and any(s == Stage.FINAL for _, s in writes):
+        found.append(Breach("resolution after review", _at(Stage.FINAL, after.final),
+                            "this image has not been reviewed: there is nothing to resolve",
+                            "it has not been reviewed: there is nothing to resolve"))
+    return found
+
+
+def resolution_refusal(caption_stages: Collection[int]) -> str | None:
+    """A resolution settles a caption's stage-1/stage-2 disagreement, so needs both."""
+    if not {int(Stage.FIRST), int(Stage.SECOND)} <= set(caption_stages):
+        return "a resolution needs stage-1 and stage-2 ratings of the caption"
+    return None
+
+
+@cache
+def _queries(some: bool) -> dict[str, Select]:
+    """The statements that read image states (of all images, or of the ids bound to
+    `ids`), built once: building them costs more than running them on one image."""
+    image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
+    assignment, annotator = Assignment.__table__, Annotator.__table__
+    queries = {
+        "lock": select(image.c.id).order_by(image.c.id).with_for_update(),
+        "images": select(image.c.id, image.c.key, image.c.double_rating).order_by(image.c.id),
+        "captions": select(caption.c.image_id, func.count()).group_by(caption.c.image_id),
+        "ratings": (select(caption.c.image_id, annotator.c.name, rating.c.stage,
+                           func.count(rating.c.id).filter(rating.c.precision.is_not(None),
+                                                          rating.c.recall.is_not(None)))
+                    .join(caption, rating.c.caption_id == caption.c.id)
+                    .join(annotator, rating.c.annotator_id == annotator.c.id)
+                    .group_by(caption.c.image_id, annotator.c.name, rating.c.stage)),
+        "claims": (select(assignment.c.image_id, annotator.c.name, assignment.c.stage,
+                          assignment.c.released_at)
+                   .join(annotator, assignment.c.annotator_id == annotator.c.id)),
+    }
+    if some:
+        ids = bindparam("ids", expanding=True)
+        image_of = {"lock": image.c.id, "images": image.c.id, "captions": caption.c.image_id,
+                    "ratings": caption.c.image_id, "claims": assignment.c.image_id}
+        queries = {name: query.where(image_of[name].in_(ids))
+                   for name, query in queries.items()}
+    return queries
+
+
+def _run(connection: Connection, name: str, image_ids: Collection[int] | None) -> Result:
+    if image_ids is None:
+        return connection.execute(_queries(False)[name])
+    return connection.execute(_queries(True)[name], {"ids": sorted(image_ids)})
+
+
+def lock_images(connection: Connection, image_ids: Collection[int] | None = None) -> None:
+    """Lock the image rows (all, or those given) until the transaction ends, in id order so
+    that two lockers never deadlock: SELECT … FOR UPDATE on PostgreSQL; on SQLite the write
+    transaction (BEGIN IMMEDIATE) already holds the whole database."""
+    if connection.dialect.name != "sqlite":
+        _run(connection, "lock", image_ids).all()
+
+
+def read_states(connection: Connection, image_ids: Collection[int] | None = None, *,
+                lock: bool = False) -> dict[int, ImageState]:
+    """image id -> its state, for all images or those given. With `lock`, the images are
+    locked first (`lock_images`), so the state stays true until the write it guards
+    commits."""
+    if lock:
+        lock_images(connection, image_ids)
+    base = {row.id: row for row in _run(connection, "images", image_ids)}
+    sizes = dict(_run(connection, "captions", image_ids).all())
+    held: dict[tuple[int, int], set[str]] = {}
+    complete: dict[int, set[str]] = {}
+    closed: set[int] = set()
+    for image_id, name, stage, done in _run(connection, "ratings", image_ids):
+        held.setdefault((image_id, stage), set()).add(name)
+        if stage == Stage.FIRST and done == sizes.get(image_id):
+            complete.setdefault(image_id, set()).add(name)
+        if stage >= Stage.SECOND:
+            closed.add(image_id)
+    for image_id, name, stage, released_at in _run(connection, "claims", image_ids):
+        if stage >= Stage.SECOND:
+            closed.add(image_id)  # the reviewer saw the stage-1 scores
+        if released_at is None and stage <= Stage.SECOND:
+            held.setdefault((image_id, stage), set()).add(name)
+    return {
+        image_id: ImageState(
+            row.key, 2 if row.double_rating else 1,
+            *(frozenset(held.get((image_id, stage), ())) for stage in Stage),
+            frozenset(complete.get(image_id, ())), image_id in closed,
+            sizes.get(image_id, 0))
+        for image_id, row in base.items()
+    }
+
+
+def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_id: int, *,
+                   lock: bool = True) -> None:
+    """Raise ProtocolError (ImageTaken when another annotator holds the image) unless the
+    annotator may rate this image at `stage` now. It locks the image first: call it in the
+    write transaction of the write it guards, before that write (without `lock` it only
+    reads: a refusal is final, a pass must be checked again under the lock)."""
+    state = read_states(connection, [image_id], lock=lock)[image_id]
+    found = refusals(state, [(annotator, stage)])
+    if found:
+        raise found[0].error()
+
+
+def open_images(connection: Connection, annotator: str, stage: Stage) -> set[int]:
+    """Images the annotator may work on at stage 1 or 2: those where `check_may_rate`
+    would let them rate now."""
+    if stage not in (Stage.FIRST, Stage.SECOND):
+        raise ValueError("open images are defined for stages 1 and 2")
+    return {image_id for image_id, state in read_states(connection).items()
+            if not refusals(state, [(annotator, stage)])}
+
+
+def group_identical(rows: Iterable[R], image_id: Callable[[R], int],
+                    text: Callable[[R], str]) -> dict[tuple[int, str], list[R]]:
+    """(image id, text) -> the rows of that image's captions with this text, in the order
+    given: identical captions (surrounding spaces aside) are shown once and rated
+    together, so the protocol counts them as one caption."""
+    groups: dict[tuple[int, str], list[R]] = {}
+    for row in rows:
+        groups.setdefault((image_id(row), text(row).strip()), []).append(row)
+    return groups
