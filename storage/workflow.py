@@ -7,7 +7,6 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, Table, select, update
 
@@ -224,7 +223,8 @@ def _upsert_logged(connection: Connection, table: Table, caption_id: int, actor:
                new={logged: values[logged]})
 
 
-class FluencyItem(NamedTuple):
+@dataclass(frozen=True)
+class FluencyItem:
     """A caption waiting for the fluency round, with both stages' fluency values."""
 
     caption_id: int

@@ -213,7 +213,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     queue = fluency_queue(engine)
     assert queue[0].first["fluency"] == pytest.approx(0.2) and not queue[0].second["fluency"]
     with pytest.raises(ProtocolError, match="only native English speakers"):
-        record_fluency_check(engine, queue[0][0], "alice", 0.0, None)
+        record_fluency_check(engine, queue[0].caption_id, "alice", 0.0, None)
     app = ThumbApp(screen=FluencyRoundScreen(FluencyRoundSession(engine, "dave"), queue))
     async with app.run_test(size=(80, 24)) as pilot:
         shown = str(app.screen.query_one("#round-caption", Static).content)
@@ -244,11 +244,11 @@ async def test_fluency_round_sets_the_final_fluency(engine):
         checks = {r.caption_id: r for r in connection.execute(
             select(FluencyCheck.__table__))}
     assert all(checks[c].fluency == 0.0 for c in twins.caption_ids)  # one verdict, both
-    assert checks[queue[0][0]].fluency == pytest.approx(0.1)
-    assert checks[queue[0][0]].fluency_type == "spelling"
-    assert checks[queue[1][0]].fluency == 0.0
+    assert checks[queue[0].caption_id].fluency == pytest.approx(0.1)
+    assert checks[queue[0].caption_id].fluency_type == "spelling"
+    assert checks[queue[1].caption_id].fluency == 0.0
     scores = final_scores(engine).set_index("caption_id")
-    row = scores.loc[queue[0][0]]
+    row = scores.loc[queue[0].caption_id]
     assert row["fluency"] == pytest.approx(0.1) and row["final_source"].endswith("fluency round")
     assert row["total"] == pytest.approx((row["precision"] + row["recall"]) / 2 - 0.1)
     assert len(fluency_queue(engine)) == distinct - 4

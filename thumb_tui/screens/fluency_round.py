@@ -96,7 +96,8 @@ class FluencyRoundScreen(KeyBarScreen):
     def action_add_error(self) -> None:
         if not self.queue:
             return
-        caption_id, text = self.queue[self.position][:2]
+        item = self.queue[self.position]
+        caption_id, text = item.caption_id, item.text
         current = self.verdicts.get(caption_id, (0.0, None))
 
         def chosen(result: tuple[str, float] | None) -> None:
