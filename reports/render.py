@@ -153,7 +153,8 @@ def header_value(value: object) -> str:
     return str(value)
 
 
-def _header_lines(report: Report) -> list[str]:
+def _header_lines(report: Report | JudgmentReport) -> list[str]:
+    """A report's header and its metric signatures, as Markdown list items (escaped)."""
     lines = [f"- {key.replace('_', ' ')}: {for_markdown(header_value(value))}"
              for key, value in report.header.items()]
     lines += ["", "Signatures:", ""]
@@ -329,21 +330,11 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
     return frames
 
 
-def judgment_header_lines(report: JudgmentReport) -> list[str]:
-    """The set's header and its metric signatures, as Markdown list items (escaped)."""
-    lines = [f"- {key.replace('_', ' ')}: {for_markdown(header_value(value))}"
-             for key, value in report.header.items()]
-    lines += ["", "Signatures:", ""]
-    lines += [f"- {for_markdown(label)}: {for_markdown(signature)}"
-              for label, signature in report.signatures.items()]
-    return lines
-
-
 def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
     """(title, Markdown) sections of a judgment set, for its own report and `thumb
     report`."""
     sections = [(f"Judgment set {for_markdown(report.info.name)}",
-                 "\n".join(judgment_header_lines(report)))]
+                 "\n".join(_header_lines(report)))]
     if not len(report.records):
         sections.append(("Metrics", "no metric scores of this set yet: run `thumb metrics "
                                     "compute --judgments NAME`"))
