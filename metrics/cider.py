@@ -5,6 +5,7 @@ tokens, without its per-pair Python loops."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,14 +23,12 @@ CORPORA = ("auto", "per-system", "pooled")
 def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
     """For k = 1..n, a (texts x distinct k-grams) count matrix, built with NumPy: tokens
     become integer ids, k-gram windows become integer keys, np.unique numbers them."""
-    vocabulary: dict[str, int] = {}
-    token_lists = [[vocabulary.setdefault(t, len(vocabulary)) for t in text.split()]
-                   for text in texts]
+    token_lists = [text.split() for text in texts]
+    tokens = list(chain.from_iterable(token_lists))
+    flat, vocabulary = _index(tokens)
     from scipy import sparse
 
-    lengths = np.array([len(tokens) for tokens in token_lists], dtype=np.int64)
-    flat = np.fromiter((t for tokens in token_lists for t in tokens), dtype=np.int64,
-                       count=int(lengths.sum()))
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     owner = np.repeat(np.arange(len(texts)), lengths)
     position = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     base = len(vocabulary) + 1
@@ -59,9 +58,10 @@ PAIR_CHUNK = 200_000  # caption-reference pairs scored at once: bounds the memor
 
 def _index(keys: Iterable[object]) -> tuple[np.ndarray, dict]:
     """Number the distinct keys in order of first appearance: (number of each key, keys)."""
-    numbers: dict = {}
-    return np.array([numbers.setdefault(key, len(numbers)) for key in keys],
-                    dtype=np.int64), numbers
+    keys = list(keys)
+    numbers = {key: number for number, key in enumerate(dict.fromkeys(keys))}
+    return np.fromiter(map(numbers.__getitem__, keys), dtype=np.int64,
+                       count=len(keys)), numbers
 
 
 def _membership(groups: Sequence[Sequence[int]], width: int) -> sparse.csr_matrix:

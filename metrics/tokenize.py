@@ -1,10 +1,12 @@
 """PTB tokenisation as the COCO caption evaluation does it: Stanford's PTBTokenizer (the jar
-pycocoevalcap ships) when Java is present, else an equivalent Python tokenizer.
-Both lower-case and drop exactly pycocoevalcap's punctuation tokens; each distinct text is
-tokenized once per call."""
+pycocoevalcap ships) when Java is present, else the same lexer in Python (metrics.ptb_lexer);
+plain captions need neither. All lower-case and drop exactly pycocoevalcap's punctuation
+tokens; each distinct text is tokenized once per call."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -52,6 +54,30 @@ def _clean(line: str) -> str:
     return " ".join(t for t in line.rstrip().split(" ") if t not in PUNCTUATION)
 
 
+def _cache_folder() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "thumb-tui"
+
+
+def _class_data_flags(jar: Path) -> tuple[list[str], tuple[Path, Path] | None]:
+    """JVM flags that map the tokenizer's classes from a class-data-sharing archive (a
+    tenth of the run's time): the first run writes it to the user's cache folder (returned:
+    the file it writes and where that goes once complete), later runs load it. The JVM
+    checks that an archive fits its version and class path and ignores one that does not;
+    JVMs older than JDK 13 ignore the flags; the tokens are the same with or without it."""
+    stat = jar.stat()
+    java = os.path.realpath(shutil.which("java") or "java")
+    key = hashlib.sha256(f"{jar.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{java}".encode())
+    archive = _cache_folder() / f"ptb-tokenizer-{key.hexdigest()[:16]}.jsa"
+    if archive.is_file():
+        return [f"-XX:SharedArchiveFile={archive}"], None
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return [], None
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+    return [f"-XX:ArchiveClassesAtExit={partial}"], (partial, archive)
+
+
 def tokenize_java(texts: Sequence[str]) -> list[str]:
     """Stanford PTBTokenizer as pycocoevalcap calls it, all texts in one process.
 
@@ -65,73 +91,75 @@ def tokenize_java(texts: Sequence[str]) -> list[str]:
     if not texts:
         return []
     lines = f"\n{_ISOLATOR}\n".join(_LINE_BREAKS.sub(" ", text) for text in texts)
-    result = subprocess.run(
-        # C1 compilation only: half the CPU time for a run this short, the same tokens
-        ["java", "-XX:TieredStopAtLevel=1", "-cp", str(jar),
-         "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase"],
-        input=lines.encode("utf-8"), capture_output=True, check=True,
-    )
+    sharing, archiving = _class_data_flags(jar)
+    try:
+        result = subprocess.run(
+            # C1 compilation only: half the CPU time for a run this short, the same tokens
+            ["java", "-XX:+IgnoreUnrecognizedVMOptions", "-XX:TieredStopAtLevel=1", *sharing,
+             "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
+             "-lowerCase"],
+            input=lines.encode("utf-8"), capture_output=True, check=True,
+        )
+        if archiving is not None and archiving[0].is_file():
+            archiving[0].replace(archiving[1])  # whole or not at all, for concurrent runs
+    finally:
+        if archiving is not None:
+            archiving[0].unlink(missing_ok=True)
     output = result.stdout.decode("utf-8").split("\n")[0::2]
     if len(output) < len(texts):
         raise RuntimeError("the PTB tokenizer returned fewer lines than it was given")
     return [_clean(line) for line in output[: len(texts)]]
 
 
-# PTB names brackets; COCO's punctuation list drops round and curly ones, not square ones.
-_BRACKETS = {"(": "-lrb-", ")": "-rrb-", "{": "-lcb-", "}": "-rcb-", "[": "-lsb-",
-             "]": "-rsb-"}
-
-# Python equivalent of the PTB rules that matter for captions.
-_RULES = [
-    (re.compile(r'^"'), " `` "),
-    (re.compile(r'(``)'), r" \1 "),
-    (re.compile(r'([ (\[{<])"'), r"\1 `` "),
-    (re.compile(r"([:,])([^\d])"), r" \1 \2"),
-    (re.compile(r"([:,])$"), r" \1 "),
-    (re.compile(r"\.\.\."), " ... "),
-    (re.compile(r"[;@#$%&?!]"), r" \g<0> "),
-    (re.compile(r"--"), " -- "),
-    (re.compile(r"[\(\)\{\}\[\]]"), lambda m: f" {_BRACKETS[m.group()]} "),
-    (re.compile(r"[<>]"), r" \g<0> "),
-    (re.compile(r'"'), " '' "),
-    (re.compile(r"([^'])' "), r"\1 ' "),
-    (re.compile(r"'([sSmMdD]) "), r" '\1 "),
-    (re.compile(r"'(ll|re|ve|LL|RE|VE) "), r" '\1 "),
-    (re.compile(r"(n't|N'T) "), r" \1 "),
-]
-
-
-# Words PTBTokenizer keeps with their period (a subset of its list that captions use).
-ABBREVIATIONS = {
-    "mr.", "mrs.", "ms.", "dr.", "st.", "ave.", "blvd.", "rd.", "jr.", "sr.", "inc.", "co.",
-    "corp.", "ltd.", "vs.", "etc.", "u.s.", "u.k.", "a.m.", "p.m.", "no.", "mt.", "ft.",
-}
-
-
-_ACRONYM = re.compile(r"^(?:[a-z]\.){2,}$")
-
-
-def _split_period(token: str) -> str:
-    """A trailing period is its own token (dropped later) unless the word is a known
-    abbreviation or an acronym such as t.v., which keep one period."""
-    if not token.endswith(".") or not token.strip("."):
-        return token
-    word = token.rstrip(".")
-    if word + "." in ABBREVIATIONS or _ACRONYM.match(word + "."):
-        return word + "." + (" ." if token != word + "." else "")
-    return word + " ."
-
-
 def tokenize_python(texts: Sequence[str]) -> list[str]:
-    """A regex PTB tokenizer (Treebank rules), lower-cased, punctuation dropped."""
+    """PTBTokenizer's tokens without Java (metrics.ptb_lexer), each text as if alone, as
+    `tokenize_java` has them: lower-cased, punctuation dropped."""
+    from metrics.ptb_lexer import lex
+
     result = []
     for text in texts:
-        words = text.replace("\n", " ").lower().split()
-        line = " " + " ".join(_split_period(word) for word in words) + " "
-        for pattern, replacement in _RULES:
-            line = pattern.sub(replacement, line)
-        result.append(_clean(" ".join(line.split())))
+        tokens = lex(_LINE_BREAKS.sub(" ", text) + f"\n{_ISOLATOR}")
+        line = tokens[: tokens.index("\n")] if "\n" in tokens else tokens
+        result.append(_clean(" ".join(line).lower()))
     return result
+
+
+# Most captions are plain: ASCII words, commas after words, a final period. PTBTokenizer gives
+# such a caption its words lower-cased (the commas and the period are punctuation, dropped), so
+# they are tokenized here without either tokenizer; any other text goes to the backend. The
+# exceptions PTB makes on plain words send a text to the backend too: words it splits
+# ("cannot" -> "can not"), a final period after an abbreviation it may keep ("Mr.", "Co.",
+# "etc."; every abbreviation list of PTBLexer's history, so the check errs on the safe side)
+# or after a number, and digit groups in a row (they can form one telephone-number token).
+_PLAIN = re.compile(r"(?: *(?:[A-Za-z]+|[0-9]+)(?:,(?=[ .]|$)|(?=[ .]|$)))* *\.? *")
+_PLAIN_EXCEPTIONS = re.compile(r"(?i)\b(?:cannot|dunno|gonna|gotta|lemme|gimme|wanna)\b"
+                               r"|[0-9],? +[0-9]")
+_PUNCTUATION_TO_SPACE = str.maketrans(",.", "  ")
+_PERIOD_KEEPER_WORDS = """
+    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thurs fri sat sun
+    ala ariz az ark calif colo conn ct dak del fla ga ill ind kan kans ky la mass md mich minn
+    miss mo mont neb nev okla ore pa penn tenn tex va vt wash wis wisc wyo inc co cos corp pty
+    ptys ptes pte ltd plc rt bancorp bhd assn univ intl sys dept tel est ext sq ft nos no prop
+    ph jr sr bros esq etc al seq bldg mr mrs ms mx miss dr drs prof profs sen sens rep reps
+    atty attys lt col gen messrs gov govs adm rev maj sgt cpl pvt capt st ste ave pres lieut
+    hon brig cmdr comdr pfc spc supt supts det mt adj adv asst assoc ens insp mlle mme msgr
+    sfc invt elec natl mfg mtg blvd rd vs alex wm jos cie cf treas ca fig figs sec secs sect
+    sects art arts para paras pp op approx pt rs so"""
+_PERIOD_KEEPERS = frozenset(_PERIOD_KEEPER_WORDS.split())
+
+
+def plain_tokens(text: str) -> str | None:
+    """The tokens of a plain caption, or None when PTB's rules need the backend."""
+    if not _PLAIN.fullmatch(text) or _PLAIN_EXCEPTIONS.search(text):
+        return None
+    words = text.translate(_PUNCTUATION_TO_SPACE).split()
+    end = text.rstrip(" ")
+    if end[-2:-1].isalnum() and end.endswith("."):  # a final period after a word
+        if words[-1].isdigit() or words[-1].lower() in _PERIOD_KEEPERS:
+            return None
+        if len(words[-1]) == 1:  # a single letter keeps its period, as an initial
+            words[-1] += "."
+    return " ".join(words).lower()
 
 
 def resolve_tokenizer(backend: str) -> str:
@@ -144,9 +172,12 @@ def resolve_tokenizer(backend: str) -> str:
 
 
 def tokenize(texts: Sequence[str], backend: str = "auto") -> list[str]:
-    """PTB-tokenise, lower-case and drop punctuation, with the resolved backend; each
-    distinct text is tokenized once (references shared by many captions, repeated captions)."""
-    distinct = list(dict.fromkeys(texts))
-    run = tokenize_java if resolve_tokenizer(backend) == "ptb-java" else tokenize_python
-    tokens = dict(zip(distinct, run(distinct), strict=True))
+    """PTB-tokenise, lower-case and drop punctuation: plain captions directly, the others
+    with the resolved backend (one Java process for all of them); each distinct text is
+    tokenized once (references shared by many captions, repeated captions)."""
+    tokens = {text: plain_tokens(text) for text in dict.fromkeys(texts)}
+    rest = [text for text, plain in tokens.items() if plain is None]
+    if rest:
+        run = tokenize_java if resolve_tokenizer(backend) == "ptb-java" else tokenize_python
+        tokens.update(zip(rest, run(rest), strict=True))
     return [tokens[text] for text in texts]

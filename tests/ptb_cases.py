@@ -67,3 +67,36 @@ def generated_captions(count: int, seed: int = 0) -> list[str]:
             text += rng.choice([".", ".", " .", "!", "?", "..", "...", ""])
         captions.append(text)
     return captions
+
+
+# Rarer token classes of PTBLexer: URLs, e-mail addresses, hashtags, dates, fractions,
+# telephone numbers, currencies, entities, SGML tags, abbreviations before numbers,
+# assimilations, smileys, file names, soft hyphens, CP1252 characters, emoji.
+EXOTIC = ["http://x.com/a", "www.site.org", "mail@site.com", "a@b", "#tag", "@user",
+          "12/25/2020", "1-2-34", "3/4", "1 1/2", "555-1234-567", "(555) 123-4567", "$5",
+          "US$5", "£3", "€4", "¥5", "¢", "1.5%", "+5", "-5", "5-6", "A&B", "AT&T", "S&P-500",
+          "&amp;", "&quot;", "&lt;", "&gt;", "&apos;", "&nbsp;", "<b>", "</p>", "<a href=\"x\">",
+          "<b class=x>", "C.D.s", "pro-", "anti-war", "'90s", "'em", "'til", "'cause",
+          "c'mon", "y'all", "ol'", "n'", "'n'", "Cap'n", "c'est", "ain't", "Ph.D.", "Ed.D.",
+          "U.S.-U.K.", "non-U.S.", "a.k.a.", "No. 5", "Fig. 2", "ca. 1900", "Jan. 5", "Inc.",
+          "Mass.", "Wash. The", "e.g.,", "i.e.;", "etc.,", ". . .", "....", "‑", "_", "__",
+          "**", "\\*", "==", "\\", "|", "~", "^", "<<", ">>", "²", "₂", "⅓", "¼", "⅛", "÷",
+          "±", "§", "©", "®", "™", "•", "†", "‰", "←", "∞", "´", "¡", "¿", "???", ":)", ":-(",
+          ";-)", ":P", ":D", "(^_^)", "^_^", "o_O", "x_x", "(-_-)", "<3", "العربية", "हिन्दी",
+          "İstanbul", "Ⅳ", "\u00ad", "soft\u00adhyphen", "\u200b", "\ufeff", "\u00a0",
+          "\u3000", "\u2009", "\t", "e\u0301", "👍", "\u0080", "\u0085", "\u0091", "\u0092",
+          "\u0093", "\u0094", "\u0096", "\u0097", "x.x", "photo.jpg", "5x.x", "'tis", "'twas",
+          "dunno", "wanna", "gotta", "lemme", "gimme", "12:30:45", ".5", ",5", "5.", "1e5",
+          "0x1F", "2nd", "4x4", "B-52", "F-16s"]
+
+
+def exotic_captions(count: int, seed: int = 0) -> list[str]:
+    """`count` captions mixing the rarer classes with the common hard cases."""
+    rng = random.Random(seed)
+    pool = EXOTIC + BRACKET_NAMES + INITIALS + HYPHENS + QUOTES + CONTRACTIONS + OTHER
+    captions = []
+    for _ in range(count):
+        tokens = [rng.choice(pool) for _ in range(rng.randint(1, 8))]
+        glue = [rng.choice([" ", " ", "", "  "]) for _ in tokens]
+        captions.append("".join(t + g for t, g in zip(tokens, glue, strict=True)).strip())
+    return captions

@@ -1,0 +1,324 @@
+"""A Python re-implementation of the Stanford PTBLexer that pycocoevalcap runs (CoreNLP 3.4.1,
+its default PTB3 options): the COCO tokens without Java.
+
+PTBLexer is a JFlex scanner: at each position every rule is tried, the longest match wins
+(a rule's trailing context counts towards the length but is read again) and, between equally
+long matches, the earlier rule. Literal words match in any case, character classes only as
+written. The rules follow the jar's behaviour, probed class by class against it: words
+(with inner periods, "t.v.man"), contractions and assimilations ("cannot" -> can not),
+abbreviations and acronyms, numbers, fractions, URLs, e-mail addresses, file names, SGML
+tags, smileys, brackets (named -LRB- ...), LaTeX quotes, dashes, ellipses and symbols;
+characters it cannot tokenize are deleted. Each rule is a POSIX (leftmost-longest) regex of
+the `regex` package, as JFlex's own matching is longest-first."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from functools import cache
+
+import regex
+
+
+@cache
+def _category_class(prefixes: tuple[str, ...]) -> str:
+    """A character class of the BMP characters whose Unicode category starts with one of
+    `prefixes` (Java's Character.isLetter is the categories L*). JFlex reads the BMP only:
+    other characters are untokenizable, as in the jar."""
+    ranges: list[list[int]] = []
+    for code in range(0x10000):
+        if unicodedata.category(chr(code)).startswith(prefixes):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1][1] = code
+            else:
+                ranges.append([code, code])
+    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                   for a, b in ranges)
+
+
+def _words(*words: str) -> str:
+    """Literal words, matched in any case (JFlex %caseless)."""
+    return "(?i:" + "|".join(words) + ")"
+
+
+def _caseless(pattern: str) -> str:
+    """`pattern` with the letters of each (?i:...) group spelled as [xX]: the regex
+    module mis-scans alternations of scoped case-insensitive groups."""
+    out, position = [], 0
+    while (start := pattern.find("(?i:", position)) >= 0:
+        out.append(pattern[position:start])
+        depth, index = 1, start + 4
+        while depth:
+            char = pattern[index]
+            if char == "\\":
+                index += 1
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+            index += 1
+        inner = pattern[start + 4:index - 1]
+        out.append("(?:" + re.sub(r"(?<!\\)[A-Za-z]",
+                                  lambda m: f"[{m[0].lower()}{m[0].upper()}]", inner) + ")")
+        position = index
+    return "".join(out) + pattern[position:]
+
+
+@cache
+def _rules() -> list[tuple[regex.Pattern[str], Callable[[str], str | None]]]:
+    letter = f"[{_category_class(('L',))}]"
+    mark = f"[{_category_class(('Mn', 'Mc'))}\u00ad]"
+    digit = r"\d"
+    space = r"[ \t\u00a0\u2000-\u200a\u3000]"
+    newline = r"\r\n?|\n|[\u2028\u2029\u000b\u000c\u0085]"
+    space_nl = f"(?:{space}|{newline})"
+    name = "[A-Za-z][A-Za-z0-9_:.-]*"
+    quoted = r"""['"][^\r\n'"]*['"]"""
+    sgml = (rf"<(?:[!?][A-Za-z-][^>\r\n]*|/?[A-Za-z][A-Za-z0-9:.-]*(?: +(?:{name}"
+            rf"(?: *= *{quoted})?|{quoted}))* */?)>")
+    sentence_end = f"{space_nl}(?:{space_nl}|[A-Z]|{sgml})"
+    apostrophe = r"(?:['\u0092\u2019]|&apos;)"
+    apostrophe_etc = r"(?:['`\u0092\u2019\u0091\u2018\u201b]|&apos;)"
+    word_letter = f"(?:{letter}|{mark}|&[aeiouAEIOU](?i:acute|grave|uml);)"
+    word_part = f"{word_letter}(?:{word_letter}|{digit})*"
+    word = f"{word_part}(?:[.!?]{word_part})*"  # "t.v.man" is one word
+    number = f"[-+]?(?:(?:{digit})+|(?:{digit})*(?:[.:,\u00ad\u066b\u066c](?:{digit})+)+)"
+    hyphen = r"[-_\u058a\u2010\u2011]"
+    alnum = f"(?:{letter}|{digit})"
+    thing_part = f"(?:[dDoOlL]{apostrophe_etc}{alnum})?{alnum}+"
+    thing = f"{thing_part}(?:{hyphen}{thing_part})*"
+    redaux = f"{apostrophe}(?:[msdMSD]|(?i:re|ve|ll))"
+    sredaux = f"(?i:n){apostrophe_etc}(?i:t)"
+    insentence = r"[,;:\u3001]"
+    # Abbreviations, as the jar treats them (probed word by word): the first kind keeps its
+    # period before a lower-case word and gives it up before a capitalised one (and wins
+    # over a word glued after it); the second always keeps it; the third only before a
+    # number. Some match only capitalised (first list) or only with lower-case letters.
+    abbrev1 = _words(
+        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sept?", "oct", "nov", "dec", "mon",
+        "tues?", "wed", "thu", "thurs", "fri", "ala", "ariz", "calif", "colo", "conn", "ct",
+        "dak", "fla", "ga", "ind", "kans?", "ky", "md", "mich", "minn", "mo", "mont", "neb",
+        "nev", "okla", "penn", "tenn", "va", "vt", "wisc?", "wyo", "inc", "cos?", "corp",
+        "ltd", "plc", "rt", "bancorp", "bhd", "assn", "univ", "intl", "sys", "tel", "est",
+        "ext", "sq", "jr", "sr", "bros", "esq", "etc", "al", "seq", "bldg", "blvd", "rd",
+        r"(?:ed|ph)\.d") \
+        + "|(?:A(?i:z|rk)|D(?i:el)|I(?i:ll)|L(?i:a)|M(?i:ass|iss)|O(?i:re)|P(?i:a)|T(?i:ex)" \
+        "|W(?i:ash))|(?i:pp?t)[ye](?i:s)?"
+    acro = r"[A-Za-z](?:\.[A-Za-z])*" \
+        r"|(?i:canada|sino|korean|eu|japan|non)-(?i:u)\.(?i:s)" \
+        r"|(?i:u)\.(?i:s)\.-(?:(?i:u)\.(?i:k)|(?i:u)\.(?i:s)\.(?i:s)\.(?i:r))"
+    acro2 = acro.replace(")*", ")+", 1)  # two letters at least
+    abbrev4 = _words(
+        "dept", "ft", "ph", "mrs?", "ms", "drs?", "profs?", "sens?", "reps?", "attys?", "lt",
+        "col", "gen", "messrs", "govs?", "adm", "rev", "maj", "sgt", "cpl", "pvt", "capt",
+        "ste?", "ave", "pres", "lieut", "hon", "brig", "co?mdr", "pfc", "spc", "supts?", "det",
+        "mt", "adj", "adv", "asst", "assoc", "ens", "insp", "mlle", "mme", "msgr", "sfc", "invt",
+        "elec", "natl", "vs", "alex", "wm", "jos", "cie", "cf", "treas", r"a\.k\.a") \
+        + "|(?i:m)[ft](?i:g)|" + acro
+    abbrev3 = _words("nos?", "prop", "ca", "figs?", "art", "pp", "op")
+    rules: list[tuple[str, Callable[[str], str | None]]] = []
+
+    def rule(pattern: str, action: Callable[[str], str | None] = _same,
+             context: str = "") -> None:
+        """A rule; its trailing `context` counts for the longest match but is read again."""
+        rules.append((f"(?P<token>{pattern}){context and f'(?:{context})'}", action))
+
+    rule(_words("can"), context=_words("not"))
+    rule(f"{apostrophe}(?i:t)", context=_words("is", "was"))
+    rule(_words("gon", "wan"), context=_words("na"))
+    rule(_words("got"), context=_words("ta"))
+    rule(_words("lem", "gim"), context=_words("me"))
+    rule(sgml, lambda text: text.replace(" ", "\u00a0"))
+    rule(r"&(?i:md|mdash|ndash);|[\u0096\u0097\u2013\u2014\u2015]", lambda text: "--")
+    rule(r"(?i:&amp;)", lambda text: "&")
+    rule(r"&(?:(?i:ht|tl|ur|lr|qc|ql|qr|odq|cdq)|#[0-9]+);")
+    rule(word, _no_soft_hyphen, context=redaux)
+    rule("[A-Za-z\u00ad]*[A-MO-Za-mo-z]\u00ad*", _no_soft_hyphen, context=sredaux)
+    rule(word, _no_soft_hyphen)
+    rule(f"{apostrophe}(?i:n){apostrophe}?|[lLdDjJ]{apostrophe}|(?i:dunkin|somethin|ol)"
+         f"{apostrophe}|{apostrophe}(?i:em)|[A-HJ-XZn]{apostrophe_etc}{letter}{{2}}{letter}*"
+         f"|{apostrophe}[2-9]0(?i:s)|{apostrophe}(?i:till?)|{letter}+[aeiouyAEIOUY]"
+         f"{apostrophe_etc}[aeiouA-Z]{letter}*|{apostrophe}(?i:cause)|(?i:cont)'(?i:d)\\.?"
+         "|(?i:nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l)")
+    rule(f"(?i:y){apostrophe}", context=letter)
+    rule(r"(?i:https?)://[^ \t\n\f\r\"<>|()]+[^ \t\n\f\r\"<>|.!?(){},-]")
+    rule(r"(?:(?i:www)\.(?:[^ \t\n\f\r\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}"
+         r"|(?:[^ \t\n\f\r\"`'<>|.!?(){},-_$]+\.)+(?i:com|net|org|edu))"
+         r"(?:/[^ \t\n\f\r\"<>|()]+[^ \t\n\f\r\"<>|.!?(){},-])?")
+    rule(r"(?:(?i:&lt;)|<)?[a-zA-Z0-9][^ \t\n\f\r\"<>|()\u00a0{}]*@"
+         r"(?:[^ \t\n\f\r\"<>|(){}.\u00a0]+\.)*[^ \t\n\f\r\"<>|(){}.\u00a0]+"
+         r"(?:(?i:&gt;)|>)?")
+    rule(f"@[a-zA-Z_][a-zA-Z_0-9]*|#{word_letter}+")
+    rule(redaux, _closing_quote, context="[^A-Za-z]")
+    rule(sredaux, _closing_quote)
+    rule(f"(?:{digit}){{1,2}}[-/](?:{digit}){{1,2}}[-/](?:{digit}){{2,4}}")
+    rule(number, _no_soft_hyphen)
+    rule(r"[\u207a\u207b\u208a\u208b]?(?:[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+"
+         r"|[\u2080-\u2089]+)")
+    rule(f"(?:(?:{digit}){{1,4}}[- \u00a0])?(?:{digit}){{1,4}}(?:\\\\?/|\u2044)"
+         f"(?:{digit}){{1,4}}", lambda text: text.replace(" ", "\u00a0"))
+    rule(r"[\u00bc\u00bd\u00be\u2153-\u215e]", _fraction)
+    rule(r"-(?i:rrb|lrb|rcb|lcb|rsb|lsb)-|(?i:c\.d\.s|pro-|anti-|s&p-500|s&amp;p-500|s&ls"
+         f"|s&amp;ls)|(?i:cap){apostrophe}(?i:n)|(?i:c){apostrophe}(?i:est)",
+         _ampersand)
+    rule(r"[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}(?:\\?/[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}){1,2}")
+    rule(r"[A-Z]*\$|#")
+    rule(r"[\u00a2\u00a3\u00a4\u00a5\u0080\u20a0\u20ac\u060b\u0e3f\u20a4\uffe0\uffe1\uffe5"
+         r"\uffe6]", _currency)
+    rule(f"(?:{acro})\\.", _acronym, context=f"{space}+(?:[A]bout|[A]ccording|[A]dditionally"
+         "|[A]fter|[A]n|[A]|[A]s|[A]t|[B]ut|[E]arlier|[H]e|[H]er|[H]ere|[H]owever|[I]f|[I]n|[I]t|[L]ast|[M]any"
+         "|[M]ore|[M]r\\.|[M]s\\.|[N]ow|[O]nce|[O]ne|[O]ther|[O]ur|[S]he|[S]ince|[S]o|[S]ome"
+         "|[S]uch|[T]hat|[T]he|[T]hen|[T]here|[T]hese|[T]hey|[T]his|[W]e|[W]hen|[W]hile|[W]hat"
+         f"|[Y]et|[Y]ou|{sgml}){space_nl}")
+    rule(f"(?:{abbrev3})\\.", context=f"{space_nl}?{digit}")
+    rule(f"(?:{abbrev1})\\.", _repeat_period, context=sentence_end)
+    rule(f"(?:{abbrev1})\\.", context="(?s:..)")
+    rule(f"(?:{abbrev1})\\.", _repeat_period)
+    rule(f"(?:{abbrev4})\\.")
+    rule(abbrev4, context=space)
+    rule(acro, context=space_nl)
+    rule(f"{apostrophe}[0-9][0-9]", context=space_nl)
+    rule(f"(?:{alnum}|\u00ad)+(?:\\.(?:{alnum}|\u00ad)+)*\\." + _words(
+        "bat", "bmp", "c", "class", "cgi", "cpp", "dll", "docx?", "exe", "gif", "gz", "h",
+        "html?", "jar", "java", "jpe?g", "mov", "mp3", "pdf", "php", "pl", "png", "ppt", "ps",
+        "py", "sql", "tar", "txt", "wav", "x", "xml", "zip"), context=f"{space_nl}|[.?!,]")
+    rule(f"{word}\\.", _no_soft_hyphen, context=insentence)
+    rule(r"(?:\([0-9]{2,3}\)[ \u00a0]?|(?:\+\+?)?(?:[0-9]{2,4}[- \u00a0])?[0-9]{2,4}"
+         r"[- \u00a0])[0-9]{3,4}[- \u00a0]?[0-9]{3,5}|(?:(?:\+\+?)?[0-9]{2,4}\.)?[0-9]{2,4}"
+         r"\.[0-9]{3,4}\.[0-9]{3,5}",
+         lambda text: _parentheses(text.replace(" ", "\u00a0")))
+    rule(r"[<>]?[:;=][-o*']?[()DPdpO\\{@|\[\]]", _parentheses, context="[^A-Za-z0-9]")
+    asian_eye = r"[-^x=~<>']"
+    rule(rf"{asian_eye}_{asian_eye}|\({asian_eye}[_.]?{asian_eye}\)"
+         r"|\([\^x=~<>']-[\^x=~<>'`]\)", _parentheses)
+    rule(r"\"|(?i:&quot;)", _opening_quote, context="[A-Za-z0-9$]")
+    rule(r"\"|(?i:&quot;)", _closing_quote)
+    rule("\x7f", lambda text: None)
+    rule(r"\[", lambda text: "-LSB-")
+    rule(r"\]", lambda text: "-RSB-")
+    rule(r"\{", lambda text: "-LCB-")
+    rule(r"\}", lambda text: "-RCB-")
+    rule(r"\(", lambda text: "-LRB-")
+    rule(r"\)", lambda text: "-RRB-")
+    rule(r"(?i:&lt;)", lambda text: "<")
+    rule(r"(?i:&gt;)", lambda text: ">")
+    rule(r"<|>")
+    rule(r"-+", lambda text: "--" if 3 <= len(text) <= 4 else text)
+    rule(r"\.{3,5}|(?:\.[ \u00a0]){2,4}\.|[\u0085\u2026]", lambda text: "...")
+    rule(r"@+|#+|_+")
+    rule(r"\*+|(?:\\\*){1,3}")
+    rule(insentence)
+    rule(r"[?!]+")
+    rule("[.\u00a1\u00bf\u037e\u0589\u061f\u06d4\u0700-\u0702\u07fa\u3002]")
+    rule("=")
+    rule("/")
+    htthing = f"[A-Za-z0-9][A-Za-z0-9.,\u00ad]*(?:-(?:[A-Za-z0-9\u00ad]+|(?:{acro2})\\.))+"
+    rule(f"{htthing}\\.", _no_soft_hyphen, context=insentence)
+    rule(htthing, _no_soft_hyphen)
+    rule(f"{thing}\\.", context=insentence)
+    rule(thing)
+    thinga = r"[A-Z]+(?:(?:[+&]|(?i:&amp;))[A-Z]+)+"
+    rule(f"{thinga}\\.", _ampersand, context=insentence)
+    rule(thinga, _ampersand)
+    rule("'", _opening_quote, context="[A-Za-z][^ \t\n\r\u00a0]")
+    rule(redaux, _closing_quote)
+    rule(f"{apostrophe}|''|[`\u2018\u2019\u201a\u201b\u201c\u201d\u0091\u0092\u0093\u0094"
+         f"\u201e\u201f\u2039\u203a\u00ab\u00bb]{{1,2}}", _closing_quote)
+    rule(r"<<|>>")
+    rule(r"[+%&~^|\\\u00a6\u00a7\u00a8\u00a9\u00ac\u00ae\u00af\u00b0-\u00ba\u00d7\u00f7"
+         r"\u0387\u05be\u05c0\u05c3\u05c6\u05f3\u05f4\u0600-\u0603\u0606-\u060a\u060c\u0614"
+         r"\u061b\u061e\u066a\u066d\u0703-\u070d\u07f6-\u07f8\u0964\u0965\u0e4f\u1fbd\u2016"
+         r"\u2017\u2020-\u2023\u2030-\u2038\u203b\u203e-\u2042\u2044\u207a-\u207f"
+         r"\u208a-\u208e\u2100-\u214f\u2190-\u21ff\u2200-\u2bff\u3012\u30fb\uff01-\uff0f"
+         r"\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]")
+    rule(f"\0|{space}+|[\u200b\u200e\u200f\ufeff]", lambda text: None)
+    rule(newline, lambda text: "\n")
+    rule(r"(?i:&nbsp;)", lambda text: None)
+    return [(regex.compile(_caseless(pattern), regex.POSIX), action)
+            for pattern, action in rules]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _no_soft_hyphen(text: str) -> str:
+    return text.replace("\u00ad", "") or "-"
+
+
+def _ampersand(text: str) -> str:
+    return re.sub("(?i)&amp;", "&", text)
+
+
+def _opening_quote(text: str) -> str:
+    return _latex_quotes(text, True)
+
+
+def _closing_quote(text: str) -> str:
+    return _latex_quotes(text, False)
+
+
+def _latex_quotes(text: str, probably_left: bool) -> str:
+    """PTB3's LaTeX quotes: ` and `` open, ' and '' close; the curly ones by their shape."""
+    if probably_left:
+        text = re.sub("(?i)&apos;|'", "`", text)
+        text = re.sub('(?i)"|&quot;', "``", text)
+    else:
+        text = re.sub("(?i)&apos;", "'", text)
+        text = re.sub('(?i)"|&quot;', "''", text)
+    text = re.sub("[\u0091\u2018\u201b\u2039]", "`", text)
+    text = re.sub("[\u0092\u2019\u203a]", "'", text)
+    text = re.sub("[\u0093\u201c\u00ab]", "``", text)
+    return re.sub("[\u0094\u201d\u00bb]", "''", text)
+
+
+def _fraction(text: str) -> str:
+    return {"\u00bc": "1/4", "\u00bd": "1/2", "\u00be": "3/4", "\u2153": "1/3",
+            "\u2154": "2/3"}.get(text, text)
+
+
+def _currency(text: str) -> str:
+    if text == "\u00a2":
+        return "cents"
+    if text == "\u00a3":
+        return "#"
+    return "$" if text in "\u0080\u00a4\u20a0\u20ac" else text
+
+
+def _parentheses(text: str) -> str:
+    return text.replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+def _acronym(text: str) -> str:
+    """An acronym before a word that starts a sentence: "U.S." keeps its period and the
+    period is read again; a single letter ("I.") gives its period up."""
+    return text[:-1] if len(text) == 2 else text
+
+
+def _repeat_period(text: str) -> str:
+    """An abbreviation that also ends the sentence: the token keeps its period, and the
+    period is read again as a token of its own."""
+    return text
+
+
+def lex(text: str) -> list[str]:
+    """PTBLexer's tokens of `text` (newlines as "\\n" tokens), before lower-casing."""
+    rules = _rules()
+    tokens: list[str] = []
+    position, end = 0, len(text)
+    while position < end:
+        best_length, best_token, best_action = 0, "", None
+        for pattern, action in rules:
+            match = pattern.match(text, position)
+            if match is not None and match.end() - position > best_length:
+                best_length, best_token, best_action = (match.end() - position,
+                                                        match.group("token"), action)
+        if best_action is None:  # untokenizable: PTBTokenizer deletes it
+            position += 1
+            continue
+        token = best_action(best_token)
+        position += len(best_token) - (best_action in (_repeat_period, _acronym))
+        if token is not None:
+            tokens.append(token)
+    return tokens
