@@ -20,21 +20,61 @@ from functools import cache
 
 import regex
 
+# Where the jar's Unicode tables (2014) and Python's differ, probed code point by code point
+# ("ab?cd" one word or not; tests/test_tokenize.py checks them): word characters PTBLexer
+# has beyond Unicode's letters and marks, and letters, marks and digits it does not know.
+_JAR_WORD_EXTRA = """
+    02C2-02C5 02D2-02DF 02E5-02EB 02ED 02EF-02FF 0375 0378-0379 0384-0385 03F6 055A-055F
+    06DD-06DE 06E9 06FD-06FE 070F 074B-074C 0A43-0A46 0A49-0A4A 0A4E-0A4F 0AC6 0ACA
+    0ACE-0ACF 0C45 0C49 0C4E-0C54"""
+_JAR_NOT_WORD = """
+    037F 0528-052F 0560 0588 05EF 0610-0614 065F 07FD 0816-0819 081B-0823 0825-0827
+    0829-082D 0859-085B 0860-086A 0870-0887 0889-088E 0898-089F 08A1 08AD-08E1 08E3-08FF
+    093A-093B 094F 0956-0957 0978 0980 09FC 09FE 0A51 0A70-0A71 0A75 0AE2-0AE3 0AF9-0AFF
+    0B01-0B03 0B3C 0B3E-0B44 0B47-0B48 0B4B-0B4D 0B55-0B57 0B62-0B63 0BD7 0C00 0C04 0C34
+    0C3C 0C5A 0C5D 0C62-0C63 0C80-0C83 0CBC 0CBE-0CC4 0CC6-0CC8 0CCA-0CCD 0CD5-0CD6 0CDD
+    0CE2-0CE3 0D00-0D04 0D3B-0D3C 0D4A-0D4D 0D54-0D57 0D5F 0D62-0D63 0D81-0D83 0DCA
+    0DCF-0DD4 0DD6 0DD8-0DDF 0DE6-0DEF 0DF2-0DF3 0E86 0E89 0E8C 0E8E-0E93 0E98 0EA0
+    0EA8-0EA9 0EAC 0F18-0F19 0F35 0F37 0F39 0F3E-0F3F 0F71-0F84 0F86-0F87 0F8D-0F97
+    0F99-0FBC 0FC6 102B-103E 1056-1059 105E-1060 1062-1064 1067-106D 1071-1074 1082-108D
+    108F 109A-109D 135D-135F 13F5 13F8-13FD 16F1-16F8 170D 1712-1715 171F 1732-1734
+    1752-1753 1772-1773 17B4-17D3 17DD 180B-180D 180F 1878 18A9 191D-191E 1920-192B
+    1930-193B 19B0-19C0 19C8-19C9 1A17-1A1B 1A55-1A5E 1A60-1A7C 1A7F 1AB0-1ABD 1ABF-1ACE
+    1B00-1B04 1B34-1B44 1B4C 1B6B-1B73 1B80-1B82 1BA1-1BAD 1BE6-1BF3 1C24-1C37 1C80-1C88
+    1C90-1CBA 1CBD-1CBF 1CD0-1CD2 1CD4-1CE8 1CED 1CF2-1CF4 1CF7-1CFA 1DC0-1DFF 20D0-20DC
+    20E1 20E5-20F0 2C2F 2C5F 2CEF-2CF1 2D7F 2DE0-2DFF 302A-302F 3099-309A 312E-312F
+    31BB-31BF 4DB6-4DBF 9FCD-9FFF A66F A674-A67D A698-A69F A6F0-A6F1 A78F A794-A79F
+    A7AB-A7CA A7D0-A7D1 A7D3 A7D5-A7D9 A7F2-A7F7 A802 A806 A80B A823-A827 A82C A880-A881
+    A8B4-A8C5 A8E0-A8F1 A8FD-A8FF A926-A92D A947-A953 A980-A983 A9B3-A9C0 A9E0-A9FE
+    AA29-AA36 AA43 AA4C-AA4D AA7B-AA7F AAB0 AAB2-AAB4 AAB7-AAB8 AABE-AABF AAC1 AAEB-AAEF
+    AAF5-AAF6 AB30-AB5A AB5C-AB69 AB70-ABBF ABE3-ABEA ABEC-ABED FB1E FE00-FE0F FE20-FE2F"""
+
+
+def _code_points(ranges: str) -> set[int]:
+    points: set[int] = set()
+    for item in ranges.split():
+        first, _, last = item.partition("-")
+        points.update(range(int(first, 16), int(last or first, 16) + 1))
+    return points
+
 
 @cache
-def _category_class(prefixes: tuple[str, ...]) -> str:
-    """A character class of the BMP characters whose Unicode category starts with one of
-    `prefixes` (Java's Character.isLetter is the categories L*). JFlex reads the BMP only:
-    other characters are untokenizable, as in the jar."""
+def _char_class(categories: tuple[str, ...], extra: str = "") -> str:
+    """A character class of the BMP characters of these Unicode categories (Java's
+    isLetter is L*, isDigit Nd) as the jar knows them. JFlex reads the BMP only: other
+    characters are untokenizable, as in the jar."""
+    codes = {code for code in range(0x10000)
+             if unicodedata.category(chr(code)).startswith(categories)}
+    codes = sorted((codes - _code_points(_JAR_NOT_WORD)) | _code_points(extra))
     ranges: list[list[int]] = []
-    for code in range(0x10000):
-        if unicodedata.category(chr(code)).startswith(prefixes):
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1][1] = code
-            else:
-                ranges.append([code, code])
-    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-                   for a, b in ranges)
+    for code in codes:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return "[" + "".join(re.escape(chr(a)) if a == b
+                         else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                         for a, b in ranges) + "]"
 
 
 def _words(*words: str) -> str:
@@ -67,9 +107,9 @@ def _caseless(pattern: str) -> str:
 
 @cache
 def _rules() -> list[tuple[regex.Pattern[str], Callable[[str], str | None]]]:
-    letter = f"[{_category_class(('L',))}]"
-    mark = f"[{_category_class(('Mn', 'Mc'))}\u00ad]"
-    digit = r"\d"
+    letter = _char_class(("L",), _JAR_WORD_EXTRA)
+    mark = f"(?:{_char_class(('Mn', 'Mc'))}|\u00ad)"
+    digit = _char_class(("Nd",))
     space = r"[ \t\u00a0\u2000-\u200a\u3000]"
     newline = r"\r\n?|\n|[\u2028\u2029\u000b\u000c\u0085]"
     space_nl = f"(?:{space}|{newline})"

@@ -69,6 +69,20 @@ def test_both_paths_equal_pycocoevalcap_on_rarer_token_classes():
                 if e != g][:5] == []
 
 
+@needs_java
+def test_the_python_path_knows_the_jar_s_unicode_tables():
+    """Every code point of the jar-specific tables, and a sample of the whole BMP, alone
+    and inside a word."""
+    from metrics.ptb_lexer import _JAR_NOT_WORD, _JAR_WORD_EXTRA, _code_points
+
+    codes = sorted(_code_points(_JAR_WORD_EXTRA) | _code_points(_JAR_NOT_WORD)
+                   | set(range(0x20, 0x10000, 13)) - set(range(0xD800, 0xE000)))
+    texts = [f"ab{chr(code)}cd {chr(code)} e{chr(code)}" for code in codes]
+    assert [(hex(c), j, p) for c, j, p in zip(codes, tokenize_java(texts),
+                                              tokenize_python(texts), strict=True)
+            if j != p][:5] == []
+
+
 PLAIN_WORDS = ["A", "a", "man", "Dog", "riding", "on", "the", "in", "I", "x", "Two", "US",
                "St", "Mr", "Dr", "No", "Jr", "Inc", "etc", "vs", "May", "Fig", "cannot",
                "gonna", "Cannot", "5", "12", "345", "2020", "6789", "1", "tv", "Co", "Mass"]
