@@ -300,19 +300,32 @@ def no_reference_rows(table: Table) -> None:
               target="text metrics undefined, CLIP-S scored, no crash", met=met)
 
 
-def main() -> None:
+GROUPS = ("cider", "tokenizer", "text", "no-references", "neural")
+
+
+def main(groups: list[str]) -> None:
+    """Every group of rows, or only those named (e.g. `metrics.py cider tokenizer`)."""
+    unknown = set(groups) - set(GROUPS)
+    if unknown:
+        raise SystemExit(f"unknown group(s) {', '.join(sorted(unknown))}; groups: "
+                         f"{', '.join(GROUPS)}")
+    chosen = groups or GROUPS
     thumb = thumb_items()
     source = "THUMB 1.0 release" if thumb else "generated (no THUMB release found)"
+    load = os.getloadavg()[0]
     table = Table("metrics", f"{source} where a 2,500-caption set is used; best of 3; "
-                             f"{os.cpu_count()} CPUs shared with other developers")
+                             f"{os.cpu_count()} CPUs shared with other developers (load "
+                             f"average {load:.1f} at the start)")
     items = thumb or generated_items(images=500, systems=5, references=4)
-    cider_rows(table, thumb)
-    tokenizer_rows(table)
-    text_metric_rows(table, items)
-    no_reference_rows(table)
-    neural_rows(table, items)
+    for group, rows in (("cider", lambda: cider_rows(table, thumb)),
+                        ("tokenizer", lambda: tokenizer_rows(table)),
+                        ("text", lambda: text_metric_rows(table, items)),
+                        ("no-references", lambda: no_reference_rows(table)),
+                        ("neural", lambda: neural_rows(table, items))):
+        if group in chosen:
+            rows()
     table.save()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

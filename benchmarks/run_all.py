@@ -22,12 +22,12 @@ LIBRARIES = ("pycocoevalcap", "sacrebleu", "rouge-score", "bert-score", "torch",
              "scipy", "SQLAlchemy")
 
 
-def render(names: tuple[str, ...]) -> str:
+def render(names: tuple[str, ...], command: str = "make bench") -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         "# Benchmark results",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `make bench` on {platform.machine()}"
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `{command}` on {platform.machine()}"
         f", {os.cpu_count()} CPUs shared with other developers (load average {load:.1f}), "
         f"Python {platform.python_version()}; "
         + ", ".join(f"{name} {package_version(name)}" for name in LIBRARIES) + ".",
@@ -54,14 +54,22 @@ def render(names: tuple[str, ...]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Every benchmark, or only the scripts named (`run_all.py metrics`): the table then
+    holds their rows only, and says so."""
+    unknown = set(names) - set(SCRIPTS)
+    if unknown:
+        raise SystemExit(f"unknown benchmark(s) {', '.join(sorted(unknown))}; "
+                         f"benchmarks: {', '.join(SCRIPTS)}")
+    chosen = tuple(names) or SCRIPTS
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    for name in SCRIPTS:
+    for name in chosen:
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py")],
                        check=True, env=environment)
-    (ROOT / "benchmarks" / "RESULTS.md").write_text(render(SCRIPTS), encoding="utf-8")
+    command = "make bench" if not names else f"benchmarks/run_all.py {' '.join(chosen)}"
+    (ROOT / "benchmarks" / "RESULTS.md").write_text(render(chosen, command), encoding="utf-8")
     print(f"\nwrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
