@@ -127,6 +127,7 @@ def test_the_class_data_archive_changes_nothing_but_speed(tmp_path, monkeypatch)
     assert len(archives) == 1 and archives[0].stat().st_size > 0
     assert not list((tmp_path / "thumb-tui").glob("*.partial"))
     assert tokenize_java(texts) == first  # reads it
+    archives[0].chmod(0o644)  # the JVM writes it read-only
     archives[0].write_bytes(b"not an archive")  # a damaged one is ignored by the JVM
     assert tokenize_java(texts) == first
 
