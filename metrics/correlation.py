@@ -9,22 +9,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
+from scipy import sparse
 
 HUMAN = ("precision", "recall", "total")
+METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
+
+
+@lru_cache(maxsize=8)
+def _draw_counts(images: int, bootstrap: int, seed: int) -> np.ndarray:
+    """(bootstrap x images) how often each image is drawn per replicate. The draws depend
+    only on how many images there are, so every table of a report that resamples the same
+    number of images shares them: drawn once (read-only), not once per table."""
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(images, np.full(images, 1 / images), size=bootstrap)
+    counts = counts.astype(float)
+    counts.flags.writeable = False
+    return counts
+
+
+def image_draws(images: Sequence[object], bootstrap: int, seed: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each caption's image index and the (bootstrap x images) draw counts, so sums per
+    image can be weighted per image instead of per caption."""
+    codes, uniques = pd.factorize(pd.Series(list(images)))
+    return codes, _draw_counts(len(uniques), bootstrap, seed)
 
 
 def image_weights(images: Sequence[object], bootstrap: int, seed: int) -> np.ndarray:
     """(bootstrap x captions) weights: how often each caption's image was drawn when the
     images are resampled with replacement."""
-    codes, uniques = pd.factorize(pd.Series(list(images)))
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(len(uniques), np.full(len(uniques), 1 / len(uniques)),
-                             size=bootstrap)
-    return counts[:, codes].astype(float)
+    codes, counts = image_draws(images, bootstrap, seed)
+    return counts[:, codes]
 
 
 def check_ci(ci: float) -> None:
@@ -43,6 +62,13 @@ def percentile_ci(values: np.ndarray, ci: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def replicate_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """weights @ values, one weighted sum per replicate (row), without BLAS: OpenBLAS
+    would start its threads for products this size, and on a machine whose cores are
+    busy their spinning costs more time than the product itself."""
+    return np.einsum("ij,j->i", weights, values)
+
+
 def weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Pearson r of x and y under each row of weights (one r per replicate)."""
     total = weights.sum(axis=1)
@@ -54,55 +80,163 @@ def weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.nd
         return cov / np.sqrt(vx * vy)
 
 
-def _value_ranks(x: np.ndarray, weights: np.ndarray
+def _value_ranks(x: np.ndarray, by_caption: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(replicates x distinct values) weight and average rank of each distinct value of x,
-    and the value of each caption. The weights of a value are one sparse product (counts,
-    so exact); everything else stays as small as the number of distinct values."""
+    """(distinct values x replicates) weight and average rank of each distinct value of
+    x, and the value of each caption; `by_caption` is the weights transposed (captions x
+    replicates, C order). The weights of a value are one sparse product (sums of draw
+    counts, so exact); everything else stays as small as the number of distinct values."""
     values, group = np.unique(x, return_inverse=True)
     of_value = sparse.csr_matrix((np.ones(len(x)), (group, np.arange(len(x)))),
                                  shape=(len(values), len(x)))
-    per_value = np.asarray(of_value @ weights.T).T
-    below = np.cumsum(per_value, axis=1) - per_value
-    return per_value, below + (per_value + 1) / 2, group
+    per_value = of_value @ by_caption
+    ranks = _cumulative_rows(per_value)  # weight of the values up to each value
+    ranks -= (per_value - 1) / 2  # ties averaged: whole and half numbers, exact
+    return per_value, ranks, group
+
+
+def _cumulative_rows(rows: np.ndarray) -> np.ndarray:
+    """np.cumsum(rows, axis=0) one row at a time: each step is a contiguous vector add,
+    where cumsum along the first axis strides through memory (3x slower here)."""
+    total = rows.copy()
+    for index in range(1, len(total)):
+        np.add(total[index - 1], total[index], out=total[index])
+    return total
+
+
+def by_caption(weights: np.ndarray) -> np.ndarray:
+    """The (captions x replicates) layout the rank statistics work in: a caption's row
+    and a value's row are contiguous, so gathers and sums over them are row operations."""
+    return np.ascontiguousarray(weights.T)
 
 
 def weighted_ranks(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Average ranks (1-based, ties averaged) of x in each weighted replicate: what
     scipy.stats.rankdata gives on the resampled data, for every replicate at once."""
-    _, ranks, group = _value_ranks(x, weights)
-    return ranks[:, group]
+    _, ranks, group = _value_ranks(x, by_caption(weights))
+    return ranks[group].T
 
 
 @dataclass
 class _Centred:
     """One quantity's bootstrap statistics for the Spearman CI: its weighted ranks centred
-    on each replicate's mean, and their weighted variance."""
+    on each replicate's mean (captions x replicates), and their weighted variance."""
 
     centred: np.ndarray
     variance: np.ndarray
 
     @classmethod
-    def of(cls, x: np.ndarray, weights: np.ndarray, total: np.ndarray) -> _Centred:
-        per_value, ranks, group = _value_ranks(x, weights)
-        centred = ranks - (per_value * ranks).sum(axis=1, keepdims=True) / total
-        return cls(centred[:, group], (per_value * centred**2).sum(axis=1))
+    def of(cls, x: np.ndarray, by_caption: np.ndarray, total: np.ndarray) -> _Centred:
+        per_value, centred, group = _value_ranks(x, by_caption)
+        centred -= np.einsum("ij,ij->j", per_value, centred) / total
+        return cls(centred[group], np.einsum("ij,ij,ij->j", per_value, centred, centred))
+
+    def weighted(self, by_caption: np.ndarray) -> np.ndarray:
+        """The weights times the centred ranks (in place: `centred` is not needed again
+        for this quantity once its products with the others are taken from this)."""
+        return np.multiply(self.centred, by_caption, out=self.centred)
 
 
 def _spearman_replicates(weighted_x: np.ndarray, x: _Centred, y: _Centred) -> np.ndarray:
     """Spearman's rho per replicate; `weighted_x` is the weights times x's centred ranks."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (weighted_x * y.centred).sum(axis=1) / np.sqrt(x.variance * y.variance)
+        return (np.einsum("ij,ij->j", weighted_x, y.centred)
+                / np.sqrt(x.variance * y.variance))
 
 
 def correlation(x: np.ndarray, y: np.ndarray, method: str) -> float:
-    if method == "pearson":
-        return float(stats.pearsonr(x, y).statistic)
-    if method == "spearman":
-        return float(stats.spearmanr(x, y).statistic)
-    if method in ("kendall-b", "kendall-c"):
-        return float(stats.kendalltau(x, y, variant=method[-1]).statistic)
-    raise ValueError(f"unknown correlation method {method!r}")
+    """One of `METHODS` (see `correlations`)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown correlation method {method!r}")
+    return correlations(x, y, (method,))[method]
+
+
+def correlations(x: np.ndarray, y: np.ndarray, methods: Sequence[str] = METHODS
+                 ) -> dict[str, float]:
+    """Pearson's r, Spearman's rho, Kendall's tau-b and tau-c as SciPy's pearsonr,
+    spearmanr and kendalltau compute them (same steps, same counts; both taus from one
+    count of pairs), without importing scipy.stats, whose import alone costs more than a
+    whole report's statistics. NaN when either side is constant, has fewer than two
+    values or holds a NaN."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if (len(x) < 2 or np.isnan(x).any() or np.isnan(y).any()
+            or (x == x[0]).all() or (y == y[0]).all()):
+        return dict.fromkeys(methods, float("nan"))
+    result = {}
+    if "pearson" in methods:
+        result["pearson"] = _pearson(x, y)
+    if "spearman" in methods:
+        ranks = np.column_stack([_average_ranks(x), _average_ranks(y)])
+        result["spearman"] = float(np.corrcoef(ranks, rowvar=False)[1, 0])
+    if "kendall-b" in methods or "kendall-c" in methods:
+        result["kendall-b"], result["kendall-c"] = _kendall_taus(x, y)
+    return {method: result[method] for method in methods}
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """scipy.stats.pearsonr's statistic: centred, scaled by the largest deviation before
+    the norms (no overflow), then one dot product."""
+    xm, ym = x - x.mean(), y - y.mean()
+    xmax, ymax = np.abs(xm).max(), np.abs(ym).max()
+    normxm = xmax * np.linalg.norm(xm / xmax, axis=-1)
+    normym = ymax * np.linalg.norm(ym / ymax, axis=-1)
+    return float(np.clip(np.vecdot(xm / normxm, ym / normym), -1.0, 1.0))
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties averaged (scipy.stats.rankdata's default)."""
+    _, group, counts = np.unique(x, return_inverse=True, return_counts=True)
+    below = np.cumsum(counts) - counts
+    return (below + (counts + 1) / 2)[group]
+
+
+def _tied_pairs(dense: np.ndarray) -> int:
+    counts = np.bincount(dense).astype(np.int64)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _inversions(values: np.ndarray) -> int:
+    """Pairs i < j with values[i] > values[j] (small non-negative integers), merging
+    blocks of doubling size: each element of a right half counts the greater elements of
+    its left half with one search over keys offset by block, O(n log^2 n) in all."""
+    position = np.arange(len(values))
+    span = int(values.max()) + 1 if len(values) else 1
+    total, size = 0, 1
+    while size < len(values):
+        block = position // (2 * size)
+        right = (position // size) % 2 == 1
+        left_keys = np.sort((block * span + values)[~right])
+        block_ends = np.searchsorted(left_keys, (block[right] + 1) * span, side="left")
+        not_greater = np.searchsorted(left_keys, (block * span + values)[right],
+                                      side="right")
+        total += int((block_ends - not_greater).sum())
+        size *= 2
+    return total
+
+
+def _kendall_taus(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Kendall's tau-b and tau-c with scipy.stats.kendalltau's counts and formulas: items
+    sorted by x then y, discordant pairs are the inversions of y."""
+    _, dense_x = np.unique(x, return_inverse=True)
+    _, dense_y = np.unique(y, return_inverse=True)
+    size = len(dense_x)
+    order = np.lexsort((dense_y, dense_x))
+    sorted_x, sorted_y = dense_x[order], dense_y[order]
+    discordant = _inversions(sorted_y)
+    runs = np.r_[True, (sorted_x[1:] != sorted_x[:-1]) | (sorted_y[1:] != sorted_y[:-1]),
+                 True]
+    joint = np.diff(np.nonzero(runs)[0]).astype(np.int64)
+    both_tied = int((joint * (joint - 1) // 2).sum())
+    x_tied, y_tied = _tied_pairs(dense_x), _tied_pairs(dense_y)
+    pairs = size * (size - 1) // 2
+    if x_tied == pairs or y_tied == pairs:
+        return float("nan"), float("nan")
+    concordance = pairs - x_tied - y_tied + both_tied - 2 * discordant
+    tau_b = concordance / np.sqrt(pairs - x_tied) / np.sqrt(pairs - y_tied)
+    classes = min(int(dense_x.max()) + 1, int(dense_y.max()) + 1)
+    tau_c = 2 * concordance / (size**2 * (classes - 1) / classes)
+    return (float(np.minimum(1.0, max(-1.0, tau_b))),
+            float(np.minimum(1.0, max(-1.0, tau_c))))
 
 
 def replicate_correlations(x: np.ndarray, y: np.ndarray, method: str,
@@ -112,10 +246,11 @@ def replicate_correlations(x: np.ndarray, y: np.ndarray, method: str,
     if method == "pearson":
         return weighted_pearson(x, y, weights)
     if method == "spearman":
-        total = weights.sum(axis=1, keepdims=True)
-        ranked = _Centred.of(x, weights, total)
-        return _spearman_replicates(weights * ranked.centred, ranked,
-                                    _Centred.of(y, weights, total))
+        columns = by_caption(weights)
+        total = columns.sum(axis=0)
+        ranked_y = _Centred.of(y, columns, total)
+        ranked = _Centred.of(x, columns, total)
+        return _spearman_replicates(ranked.weighted(columns), ranked, ranked_y)
     if method in ("kendall-b", "kendall-c"):
         return kendall_replicates(x, y, weights)[method[-1]]
     raise ValueError(f"unknown correlation method {method!r}")
@@ -123,8 +258,8 @@ def replicate_correlations(x: np.ndarray, y: np.ndarray, method: str,
 
 def _tie_pairs(values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per replicate: pairs tied in `values` and how many distinct values were drawn."""
-    per_value, _, _ = _value_ranks(values, weights)
-    return (per_value * (per_value - 1) / 2).sum(axis=1), (per_value > 0).sum(axis=1)
+    per_value, _, _ = _value_ranks(values, by_caption(weights))
+    return (per_value * (per_value - 1) / 2).sum(axis=0), (per_value > 0).sum(axis=0)
 
 
 def kendall_replicates(x: np.ndarray, y: np.ndarray, weights: np.ndarray
@@ -134,7 +269,7 @@ def kendall_replicates(x: np.ndarray, y: np.ndarray, weights: np.ndarray
     concordance count C - D = tau-b * sqrt((n0 - n1)(n0 - n2))."""
     counts = weights.astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau_b = np.array([stats.kendalltau(np.repeat(x, row), np.repeat(y, row)).statistic
+        tau_b = np.array([correlation(np.repeat(x, row), np.repeat(y, row), "kendall-b")
                           for row in counts])
         n = counts.sum(axis=1).astype(float)
         pairs = n * (n - 1) / 2
@@ -163,7 +298,9 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     mean = (r12 + r13) / 2
     t = (r12 - r13) * np.sqrt((n - 1) * (1 + r23)) / np.sqrt(
         2 * (n - 1) / (n - 3) * det + mean**2 * (1 - r23) ** 3)
-    return float(t), float(stats.t.sf(t, n - 3))
+    from scipy.special import stdtr  # scipy.stats.t.sf is stdtr(df, -t)
+
+    return float(t), float(stdtr(n - 3, -t))
 
 
 def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence[str],
@@ -177,7 +314,7 @@ def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence
         for column in (*scores, "total"):
             row[column] = float(part[column].mean())
         if weights is not None:
-            means = weights @ part["total"].to_numpy() / weights.sum(axis=1)
+            means = replicate_sums(weights, part["total"].to_numpy()) / weights.sum(axis=1)
             row["total_ci_low"], row["total_ci_high"] = percentile_ci(means, ci)
         for metric in metrics:
             row[metric] = float(part[metric].mean())
@@ -207,22 +344,23 @@ class _Sample:
     human side of every correlation, computed once for all metrics defined there."""
 
     humans: dict[str, np.ndarray]
-    weights: np.ndarray | None
+    by_caption: np.ndarray | None  # (captions x replicates) weights
     total: np.ndarray | None = None
     ranked: dict[str, _Centred] = field(default_factory=dict)
     moments: np.ndarray | None = None  # replicate means of each human score and its square
 
     def __post_init__(self) -> None:
-        if self.weights is not None:
-            self.total = self.weights.sum(axis=1, keepdims=True)
-            self.ranked = {name: _Centred.of(y, self.weights, self.total)
+        if self.by_caption is not None:
+            self.total = self.by_caption.sum(axis=0)
+            self.ranked = {name: _Centred.of(y, self.by_caption, self.total)
                            for name, y in self.humans.items()}
             self.moments = self._means([v for y in self.humans.values() for v in (y, y * y)])
 
     def _means(self, columns: list[np.ndarray]) -> np.ndarray:
-        """(replicates x columns) weighted means: one matrix product for all columns."""
-        assert self.weights is not None and self.total is not None
-        return self.weights @ np.column_stack(columns) / self.total
+        """(replicates x columns) weighted means of each column."""
+        assert self.by_caption is not None and self.total is not None
+        return np.column_stack([replicate_sums(self.by_caption.T, column)
+                                for column in columns]) / self.total[:, None]
 
     def pearson(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """Pearson r of x with each human score in every replicate."""
@@ -246,7 +384,10 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
     records = []
     for subset, mask in subsets.items():
         part = data[mask]
-        weights = image_weights(part["image_id"], bootstrap, seed) if bootstrap else None
+        columns = None
+        if bootstrap:
+            codes, counts = image_draws(part["image_id"], bootstrap, seed)
+            columns = by_caption(counts)[codes]
         humans = {dimension: part[dimension].to_numpy(dtype=float) for dimension in HUMAN}
         samples: dict[bytes, _Sample] = {}
         for metric in metrics:
@@ -256,24 +397,23 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
             if sample is None:
                 sample = samples[defined.tobytes()] = _Sample(
                     {name: y[defined] for name, y in humans.items()},
-                    None if weights is None else weights[:, defined])
+                    None if columns is None else columns[defined])
             x = values[defined]
             replicates: dict[str, dict[str, np.ndarray]] = {}
-            if sample.weights is not None:
-                ranked = _Centred.of(x, sample.weights, sample.total)
-                weighted = sample.weights * ranked.centred
+            if sample.by_caption is not None:
+                ranked = _Centred.of(x, sample.by_caption, sample.total)
+                weighted = ranked.weighted(sample.by_caption)
                 replicates = {"pearson": sample.pearson(x), "spearman": {
                     name: _spearman_replicates(weighted, ranked, human)
                     for name, human in sample.ranked.items()}}
             for dimension, y in sample.humans.items():
-                for method in ("pearson", "spearman", "kendall-b", "kendall-c"):
+                for method, r in correlations(x, y).items():
                     low = high = float("nan")
                     if method in replicates:
                         low, high = percentile_ci(replicates[method][dimension], ci)
                     records.append({"metric": metric, "dimension": dimension,
-                                    "subset": subset, "method": method,
-                                    "r": correlation(x, y, method), "ci_low": low,
-                                    "ci_high": high, "n": len(x)})
+                                    "subset": subset, "method": method, "r": r,
+                                    "ci_low": low, "ci_high": high, "n": len(x)})
     return pd.DataFrame(records, columns=["metric", "dimension", "subset", "method", "r",
                                           "ci_low", "ci_high", "n"])
 
@@ -347,12 +487,14 @@ def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: i
     metric are counted apart and left out of the accuracy, and so are pairs where the
     metric is undefined for a caption."""
     first, second, image = caption_pairs(data)
-    human = np.sign(data.loc[first, "total"].to_numpy() - data.loc[second, "total"].to_numpy())
-    weights = image_weights(image, bootstrap, seed) if bootstrap and len(image) else None
+    first, second = data.index.get_indexer(first), data.index.get_indexer(second)
+    totals = data["total"].to_numpy()
+    human = np.sign(totals[first] - totals[second])
+    draws = image_draws(image, bootstrap, seed) if bootstrap and len(image) else None
     records = []
     for metric in metrics:
-        difference = (data.loc[first, metric].to_numpy(float)
-                      - data.loc[second, metric].to_numpy(float))
+        values = data[metric].to_numpy(float)
+        difference = values[first] - values[second]
         scored = ~np.isnan(difference)
         machine = np.sign(difference)
         correct = (machine == human).astype(float)
@@ -360,9 +502,14 @@ def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: i
         decided = len(human) - tie.sum()
         accuracy = correct.sum() / decided if decided else float("nan")
         low = high = float("nan")
-        if weights is not None:
+        if draws is not None:
+            codes, counts = draws
+            # pair counts per image times draw counts: whole numbers, so exact
+            correct_of, decided_of = (np.bincount(codes, weights=v, minlength=counts.shape[1])
+                                      for v in (correct, 1 - tie))
             with np.errstate(invalid="ignore", divide="ignore"):
-                replicate = (weights @ correct) / (weights @ (1 - tie))
+                replicate = replicate_sums(counts, correct_of) / replicate_sums(counts,
+                                                                                decided_of)
             low, high = percentile_ci(replicate, ci)
         records.append({"metric": metric, "accuracy": float(accuracy), "ci_low": low,
                         "ci_high": high, "pairs": int(scored.sum()),

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from metrics.correlation import (
     correlation,
@@ -57,7 +56,6 @@ def _replicates(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> dict[str, 
     """Every statistic under each bootstrap replicate (Kendall's tau-b and tau-c from one
     pass)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         kendall = kendall_replicates(x, y, weights)
         return {"kendall-b": kendall["b"], "kendall-c": kendall["c"],

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from sqlalchemy import Engine
 
+from metrics.correlation import correlation
 from metrics.positives import (
     SHIPPED_NAMES,
     PositiveSet,
@@ -340,7 +340,7 @@ def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
             kept = ~np.isnan(values[:, i]) & ~np.isnan(values[:, j])
             x, y = values[kept, i], values[kept, j]
             if len(x) >= 2 and len(set(x)) > 1 and len(set(y)) > 1:
-                tau.loc[a, b] = stats.kendalltau(x, y, variant="b").statistic
+                tau.loc[a, b] = correlation(x, y, "kendall-b")
     return tau
 
 

@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from metrics.correlation import (
+    correlation,
     correlation_ci,
     image_weights,
     pairwise_records,
@@ -40,6 +41,31 @@ def test_weighted_statistics_match_scipy_on_resampled_data():
         assert ranks[resampled] == pytest.approx(stats.rankdata(x[resampled]))
     uniform = np.ones((1, 40))
     assert weighted_pearson(x, y, uniform)[0] == pytest.approx(stats.pearsonr(x, y).statistic)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_point_correlations_match_scipy_on_tied_data(seed):
+    """Our Pearson, Spearman and Kendall tau-b/tau-c (computed without scipy.stats, which
+    costs a second of start-up) against SciPy on data full of ties in either variable."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(10, 400))
+    x = rng.integers(1, 6, size) + rng.choice([0.0, 0.5], size)  # Likert-like, many ties
+    y = np.round(x + rng.normal(0, 2, size), int(rng.integers(0, 3)))
+    if seed % 2:
+        x, y = y, x
+    expected = {"pearson": stats.pearsonr(x, y).statistic,
+                "spearman": stats.spearmanr(x, y).statistic,
+                "kendall-b": stats.kendalltau(x, y, variant="b").statistic,
+                "kendall-c": stats.kendalltau(x, y, variant="c").statistic}
+    for method, value in expected.items():
+        assert correlation(x, y, method) == pytest.approx(value, rel=1e-14, abs=1e-15), method
+
+
+@pytest.mark.parametrize("x, y", [([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]), ([1.0], [2.0]),
+                                  ([1.0, np.nan, 3.0], [1.0, 2.0, 3.0])])
+def test_point_correlations_are_nan_where_scipy_has_none(x, y):
+    for method in ("pearson", "spearman", "kendall-b", "kendall-c"):
+        assert np.isnan(correlation(np.array(x), np.array(y), method))
 
 
 def test_bootstrap_cis_are_reproducible_with_a_seed():
