@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pandas as pd
 
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
+from reports.figures import draw_figures
 from reports.judgments import JudgmentReport
 from reports.retrieval_text import retrieval_sections
 from reports.tables import Report, score_labels
@@ -185,7 +185,7 @@ def to_html(report: Report, figures: dict[str, Path]) -> str:
     for name, path in figures.items():
         encoded = base64.b64encode(path.read_bytes()).decode("ascii")
         body.append(f'<h2>{for_html(name)}</h2><img alt="{for_html(name)}" '
-                    f'src="data:image/png;base64,{encoded}">')
+                    f'src="data:image/svg+xml;base64,{encoded}">')
     return HTML_PAGE.format(policy=CONTENT_SECURITY_POLICY, style=STYLE, body="".join(body))
 
 
@@ -198,48 +198,6 @@ HTML_PAGE = ("<!doctype html><html><head><meta charset='utf-8'>"
              "<meta http-equiv='Content-Security-Policy' content=\"{policy}\">"
              "<title>thumb-tui report</title><style>{style}</style></head>"
              "<body>{body}</body></html>\n")
-
-
-def draw_figures(report: Report, folder: Path) -> dict[str, Path]:
-    """Figure 2 (P and R histograms, human vs machine captions) and metric-vs-Total
-    scatter plots, as PNG files in `folder`. None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {}
-    data = report.data
-    figures: dict[str, Path] = {}
-    human = data["system"] == "Human"
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    dimensions = report.rubric.dimensions
-    for axis, dimension in zip(axes, dimensions, strict=True):
-        bins = [level - 0.5 for level in dimension.scale] + [dimension.max + 0.5]
-        axis.hist([data.loc[~human, dimension.key], data.loc[human, dimension.key]],
-                  bins=bins, density=True, label=["machine", "Human"])
-        axis.set_title(dimension.label)
-        axis.set_xlabel("score")
-        axis.set_ylabel("share of captions")
-    axes[0].legend()
-    figure.tight_layout()
-    title = (f"{dimensions[0].label} and {dimensions[1].label.lower()}: human vs machine "
-             "captions")
-    figures[title] = folder / "figure2.png"
-    figure.savefig(figures[title], dpi=100)
-    plt.close(figure)
-    for metric in report.signatures:
-        figure, axis = plt.subplots(figsize=(4, 3.5))
-        axis.scatter(data[metric], data["total"], s=6, alpha=0.4)
-        axis.set_xlabel(metric)
-        axis.set_ylabel("human Total")
-        figure.tight_layout()
-        path = folder / f"scatter-{re.sub(r'[^A-Za-z0-9.-]+', '-', metric).strip('-')}.png"
-        figure.savefig(path, dpi=100)
-        plt.close(figure)
-        figures[f"{metric} vs human Total"] = path
-    return figures
 
 
 def write_report(report: Report, folder: Path, fmt: str) -> Path:

@@ -141,9 +141,10 @@ def test_report_formats(sample_report_db, tmp_path, fmt):
         assert "Signatures" in text and "cider-d|impl:thumb-tui-sparse" in text
         assert "THUMB Table 2" in text and "Williams" in text
         if fmt == "html":
-            assert "data:image/png;base64," in text
+            assert text.count("data:image/svg+xml;base64,") == 1 + len(report.signatures)
         else:
-            assert "(figure2.png)" in text and (tmp_path / "out" / "figure2.png").is_file()
+            assert "(figure2.svg)" in text and (tmp_path / "out" / "figure2.svg").is_file()
+            assert "(scatter-cider-d.svg)" in text
 
 
 def test_markdown_report_reads_in_an_80_column_terminal(sample_report_db, tmp_path):
@@ -280,3 +281,34 @@ def test_caption_pairs_follow_images_then_rows_whatever_the_group_sizes():
     first, second, image = caption_pairs(data)
     expected = [(11, 14, 1), (11, 17, 1), (14, 17, 1), (10, 12, 3), (10, 15, 3)]
     assert list(zip(first.tolist(), second.tolist(), image.tolist(), strict=True)) == expected
+
+
+def test_figures_are_well_formed_svg_with_escaped_labels_and_the_data_drawn(
+        sample_report_db, tmp_path):
+    import xml.etree.ElementTree as ElementTree
+
+    from reports.figures import draw_figures
+
+    report = build_report(sample_report_db, bootstrap=0)
+    hostile = 'bleu</text><script>alert(1)</script>\x1b[31m&'
+    report.data = report.data.rename(columns={"bleu": hostile})
+    report.signatures = {hostile if m == "bleu" else m: s for m, s in report.signatures.items()}
+    figures = draw_figures(report, tmp_path)
+    allowed = {"svg", "title", "rect", "line", "text", "g", "circle"}
+    for path in figures.values():
+        root = ElementTree.parse(path).getroot()  # well-formed XML, escapes included
+        assert {element.tag.split("}")[1] for element in root.iter()} <= allowed
+        assert "\x1b" not in path.read_text(encoding="utf-8")
+    scatter = ElementTree.parse(figures[f"{hostile} vs human Total"])
+    namespace = {"svg": "http://www.w3.org/2000/svg"}
+    assert len(scatter.findall(".//svg:circle", namespace)) == len(report.data)
+    assert any(hostile.replace("\x1b", "\\x1b") == text.text
+               for text in scatter.findall(".//svg:text", namespace))
+    # Figure 2: one bar per score level and group, heights proportional to the shares
+    bars = [rect for rect in ElementTree.parse(tmp_path / "figure2.svg").findall(
+        ".//svg:rect", namespace) if rect.get("fill") == "#ff7f0e" and rect.get("height")
+        and float(rect.get("width")) > 10]
+    human = report.data[report.data["system"] == "Human"]
+    shares = human["precision"].value_counts(normalize=True).reindex(range(1, 6), fill_value=0)
+    heights = np.array([float(bar.get("height")) for bar in bars[:5]])
+    assert heights / heights.max() == pytest.approx(shares / shares.max(), abs=0.01)

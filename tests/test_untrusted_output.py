@@ -119,7 +119,8 @@ def injected(html: str) -> list[str]:
             found.append(tag)
         if tag == "meta" and attrs.get("http-equiv", "").lower() == "refresh":
             found.append("meta refresh")
-        if tag == "img" and not (attrs.get("src") or "").startswith("data:image/png;base64,"):
+        if tag == "img" and not (attrs.get("src") or "").startswith(
+                "data:image/svg+xml;base64,"):
             found.append(f"img src={attrs.get('src')}")
         found += [f"{tag} {name}" for name in attrs if name.startswith("on")]
         found += [f"{tag} {name}={value}" for name, value in attrs.items()
