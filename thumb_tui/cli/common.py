@@ -4,6 +4,7 @@ way to end a command with an error."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,11 +43,15 @@ class SafeGroup(TyperGroup):
         from sqlalchemy.exc import DBAPIError
 
         from storage.db import DatabaseBusy
-        from thumb_tui.keymap import KeymapError
 
         try:
             return super().invoke(ctx)
-        except KeymapError as exc:
+        except ValueError as exc:
+            # a keymap error needs the keymap loaded: commands that never load it (the
+            # report, metrics) do not pay for importing Textual to recognise one
+            keymap = sys.modules.get("thumb_tui.keymap")
+            if keymap is None or not isinstance(exc, keymap.KeymapError):
+                raise
             fail(str(exc))
         except DatabaseBusy as exc:
             fail(f"{exc}; try again")
