@@ -18,8 +18,6 @@ from metrics.correlation import (
     williams_records,
 )
 from metrics.signature import signature_labels, tool_version
-from reports.bison import bison_report
-from reports.retrieval import retrieval_table
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
 from storage.queries import final_scores
@@ -29,6 +27,7 @@ from storage.readers import (
     fluency_checkers,
     metric_scores,
 )
+from storage.retrieval import has_results
 from storage.rubric_registry import stored_rubrics
 
 
@@ -163,7 +162,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         data=data,
         bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
         judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
-        retrieval=retrieval_table(engine),
+        retrieval=_retrieval_table(engine),
     )
 
 
@@ -181,8 +180,21 @@ def _captions_without_scores(engine: Engine) -> pd.DataFrame:
     return frame
 
 
+def _retrieval_table(engine: Engine) -> pd.DataFrame:
+    """Stored retrieval results when a model was evaluated, else none (the retrieval
+    modules, a tenth of a second to import, load only then)."""
+    if not has_results(engine):
+        return pd.DataFrame()
+    from reports.retrieval import retrieval_table
+
+    return retrieval_table(engine)
+
+
 def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:
-    """BISON accuracy tables when the project has BISON items, else none."""
+    """BISON accuracy tables when the project has BISON items, else none (their modules
+    load only then)."""
     if not has_bison_items(engine):
         return {}
+    from reports.bison import bison_report
+
     return bison_report(engine, **options)  # type: ignore[arg-type]

@@ -100,6 +100,13 @@ def save_evaluation(engine: Engine, name: str, *, source: str, digest: str, file
     return model_id
 
 
+def has_results(engine: Engine) -> bool:
+    """Whether any retrieval model was evaluated (the report skips the section otherwise)."""
+    with engine.connect() as connection:
+        return connection.execute(
+            select(RetrievalResult.__table__.c.id).limit(1)).first() is not None
+
+
 def results_frame(engine: Engine, models: Sequence[str] | None = None,
                   signatures: Sequence[str] | None = None) -> pd.DataFrame:
     """Stored results as tidy rows: model, signature and RESULT_COLUMNS."""
