@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
@@ -122,3 +123,22 @@ def test_agreement_md_out_says_what_it_wrote(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"wrote the agreement tables to {out}"
     assert out.read_text(encoding="utf-8").startswith("Agreement")
+
+
+def test_the_collector_is_paused_for_a_command_and_restored_as_it_was():
+    import gc
+
+    from thumb_tui.cli.common import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("the command failed")
+    assert gc.isenabled()  # back on after an error too
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()

@@ -14,6 +14,7 @@ from thumb_tui.cli.common import (
     BootstrapOption,
     CiOption,
     SeedOption,
+    collector_paused,
     console,
     fail,
     model_hub,
@@ -80,11 +81,11 @@ def report_command(
 ) -> None:
     """The THUMB paper's analyses for this project: systems table, strictly best/worst,
     metric-human correlations with Williams tests, BISON-style pairwise accuracy."""
-    from reports.render import write_report
-    from reports.tables import build_report
-
     output_folder(out)
-    with value_errors():
+    with collector_paused(), value_errors():
+        from reports.render import write_report
+        from reports.tables import build_report
+
         report = build_report(state.existing_engine, exclude_systems=exclude_system,
                               bootstrap=bootstrap, ci=ci, seed=seed)
         path = write_report(report, out, fmt)

@@ -3,6 +3,7 @@ way to end a command with an error."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -31,6 +32,22 @@ def fail(message: str) -> NoReturn:
     Control characters in it (it may quote a file's content) are shown as escapes."""
     typer.echo(f"error: {printable(message)}", err=True)
     raise typer.Exit(2)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Run a short, allocation-heavy command without Python's cyclic garbage collector:
+    its full collections walk every object the imports made (pandas, SQLAlchemy), and
+    while `thumb report` loads its modules and reads thousands of rows they cost it 0.3 s
+    of its 1.5. Reference counting still frees everything that is not in a cycle; the
+    collector is back on (if it was on) when the block ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class SafeGroup(TyperGroup):
