@@ -19,7 +19,7 @@ HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=2)  # a report draws for one image count; judgments add another
 def _draw_counts(images: int, bootstrap: int, seed: int) -> np.ndarray:
     """(bootstrap x images) how often each image is drawn per replicate. The draws depend
     only on how many images there are, so every table of a report that resamples the same
