@@ -7,6 +7,7 @@ instead of crashing them."""
 from __future__ import annotations
 
 import os
+import stat
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -51,17 +52,51 @@ def resolve_image(folder: Path, name: str, *, allow_outside: bool = False) -> Pa
     return path
 
 
+class ImageFolder:
+    """`resolve_image` for the many paths of one import: each directory is resolved once,
+    then a path needs one `lstat` of its file. Anything unusual (a symlinked or missing
+    file, `..`, an absolute path) takes `resolve_image`'s full way and its messages."""
+
+    def __init__(self, folder: Path, *, allow_outside: bool = False) -> None:
+        self.folder, self.allow_outside = folder, allow_outside
+        self._directories: dict[str, str | None] = {}  # None: leads outside or fails
+
+    def _directory(self, name: str) -> str | None:
+        try:
+            root = self.folder.resolve()
+            directory = (root / name).resolve()
+        except (OSError, RuntimeError):
+            return None
+        inside = self.allow_outside or directory.is_relative_to(root)
+        return str(directory) if inside else None
+
+    def resolve(self, name: str) -> Path:
+        head, tail = os.path.split(name)
+        if tail in ("", ".", "..") or "\0" in name or os.path.isabs(name):
+            return resolve_image(self.folder, name, allow_outside=self.allow_outside)
+        if head not in self._directories:
+            self._directories[head] = self._directory(head)
+        directory = self._directories[head]
+        try:
+            mode = os.lstat(os.path.join(directory, tail)).st_mode if directory else 0
+        except (OSError, ValueError):
+            mode = 0
+        if not stat.S_ISREG(mode):  # not a plain file (a symlink, missing, or unusual)
+            return resolve_image(self.folder, name, allow_outside=self.allow_outside)
+        return Path(directory, tail)  # type: ignore[arg-type]
+
+
 def image_problem(path: str | Path) -> str | None:
     """Why the file at `path` is no usable image, or None when it is one. Cached per file
     size and modification time, so the screens can ask on every redraw."""
     try:
-        stat = Path(path).stat()
+        found = Path(path).stat()
     except FileNotFoundError:
         return "image file not found"
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"cannot read the file: {reason}"
-    return _problem(str(path), stat.st_size, stat.st_mtime_ns)
+    return _problem(str(path), found.st_size, found.st_mtime_ns)
 
 
 @lru_cache(maxsize=4096)

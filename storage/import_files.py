@@ -4,7 +4,6 @@ strictly."""
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,13 +13,17 @@ from storage.untrusted import JsonProblem, load_json, record_problems
 Record = dict[str, object]
 
 
+def _unreadable(path: Path, exc: OSError | ValueError) -> InputError:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return InputError([Problem(path, 0, f"cannot read file: {reason}")])
+
+
 def read_text(path: Path) -> str:
     """Decode a file as UTF-8 (a BOM is allowed), naming the line of the first bad byte."""
     try:
         raw = path.read_bytes()
     except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError([Problem(path, 0, f"cannot read file: {reason}")]) from None
+        raise _unreadable(path, exc) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -30,8 +33,23 @@ def read_text(path: Path) -> str:
         raise InputError([Problem(path, line, message)]) from exc
 
 
-def _csv_records(path: Path, text: str, problems: Problems) -> Iterator[tuple[int, Record]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+def _lines(path: Path, newline: str) -> Iterator[str]:
+    """The file's lines, decoded as UTF-8 (a BOM is allowed) while they are read, so that
+    a large file is never held whole. `newline` as `open()` takes it: "" ends lines at LF,
+    CR and CRLF (CSV), LF at LF only (JSON lines). A bad byte is reported as `read_text`
+    reports it, with its line and column."""
+    try:
+        with open(path, encoding="utf-8-sig", newline=newline) as handle:
+            yield from handle
+    except UnicodeDecodeError:
+        read_text(path)  # raises InputError naming the line
+        raise
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _csv_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[int, Record]]:
+    reader = csv.reader(lines, strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -70,10 +88,11 @@ def _csv_records(path: Path, text: str, problems: Problems) -> Iterator[tuple[in
         }
 
 
-def _jsonl_records(text: str, problems: Problems) -> Iterator[tuple[int, Record]]:
-    # split at newlines only: str.splitlines() also breaks at C1 and Unicode separators,
-    # which would put the problems on the wrong lines
-    for number, line in enumerate(text.split("\n"), start=1):
+def _jsonl_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[int, Record]]:
+    # lines end at newlines only: str.splitlines() also breaks at C1 and Unicode
+    # separators, which would put the problems on the wrong lines
+    for number, line in enumerate(lines, start=1):
+        line = line.removesuffix("\n")
         if not line.strip():
             continue
         try:
@@ -113,13 +132,12 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, Record]]:
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 
-def read_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] | None = None,
-                 problems: Problems | None = None) -> list[tuple[int, Record]]:
-    """All records of a CSV or JSON-lines file (`fmt` overrides the format the suffix gives)
+def iter_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] | None = None,
+                 problems: Problems) -> Iterator[tuple[int, Record]]:
+    """The records of a CSV or JSON-lines file (`fmt` overrides the format the suffix gives)
     that pass the checks of untrusted input (characters, sizes; with `schema` the type of
-    every field of a JSON record). Without `problems` raises InputError listing every
-    problem; with it, adds them there and leaves out the records that have any, so that the
-    caller reports them together with its own."""
+    every field of a JSON record), read as they are needed: a large file is streamed. The
+    problems of the others go to `problems`; a file without records raises InputError."""
     fmt = fmt or FORMATS.get(path.suffix.lower())
     if fmt not in {"csv", "jsonl", "parquet"}:
         raise InputError([Problem(path, 0, "unknown format: expected .csv, .jsonl or "
@@ -127,31 +145,32 @@ def read_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] |
     if fmt == "parquet":
         if not path.is_file():
             raise InputError([Problem(path, 0, "cannot read file: no such file")])
-        records = list(_parquet_records(path))
-        if not records:
-            raise InputError([Problem(path, 1, "no records found")])
-        return _checked(records, None, problems or Problems(path), raise_now=problems is None)
-    text = read_text(path)
-    found = problems or Problems(path)
-    if fmt == "csv":
-        records = list(_csv_records(path, text, found))
+        records = _parquet_records(path)
+        schema = None
+    elif fmt == "csv":
+        records = _csv_records(_lines(path, ""), problems)
+        schema = None
     else:
-        records = list(_jsonl_records(text, found))
-    if not records and not found.items:
-        raise InputError([Problem(path, 1, "no records found")])
-    return _checked(records, schema if fmt == "jsonl" else None, found,
-                    raise_now=problems is None)
-
-
-def _checked(records: list[tuple[int, Record]], schema: dict[str, str] | None,
-             problems: Problems, *, raise_now: bool) -> list[tuple[int, Record]]:
-    clean = []
+        records = _jsonl_records(_lines(path, "\n"), problems)
+    found = False
     for line, record in records:
-        found = record_problems(record, schema)
-        for message in found:
+        found = True
+        messages = record_problems(record, schema)
+        for message in messages:
             problems.add(line, message)
-        if not found:
-            clean.append((line, record))
-    if raise_now:
-        problems.raise_if_any()
-    return clean
+        if not messages:
+            yield line, record
+    if not found and (fmt == "parquet" or not problems.items):
+        raise InputError([Problem(path, 1, "no records found")])
+
+
+def read_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] | None = None,
+                 problems: Problems | None = None) -> list[tuple[int, Record]]:
+    """All records of a file, as `iter_records` gives them. Without `problems` raises
+    InputError listing every problem; with it, adds them there and leaves out the records
+    that have any, so that the caller reports them together with its own."""
+    found = problems or Problems(path)
+    records = list(iter_records(path, fmt, schema=schema, problems=found))
+    if problems is None:
+        found.raise_if_any()
+    return records

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
-from storage.images import ImagePathError, image_problem, resolve_image
+from storage.images import ImageFolder, ImagePathError, image_problem
 from storage.import_files import Record
 from storage.models import RATING_VALUE_FIELDS, Stage
 from storage.untrusted import FLAG, KEY, NUMBER, TEXT, TEXTS
@@ -51,10 +53,12 @@ JSON_SCHEMA = {
     "references": TEXTS,
 }
 REFERENCE_COLUMN = re.compile(r"^reference_(\d+)$")
+_RATING_FIELDS = tuple(sorted(RATING_COLUMNS | RATING_ONLY_COLUMNS))  # what `rating` reads
+_UNSEEN = object()
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RatingRow:
     annotator: str
     stage: Stage
@@ -75,7 +79,7 @@ class RatingRow:
     updated_at: datetime | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FluencyRoundRow:
     """A native speaker's fluency verdict on a caption (fluency 0 means fluent)."""
 
@@ -84,7 +88,7 @@ class FluencyRoundRow:
     fluency_type: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaptionRow:
     line: int
     image_key: str
@@ -217,11 +221,8 @@ def references(record: Record) -> tuple[str, ...] | None:
             raise RowError("references must be a JSON list of strings")
         refs = [v.strip() for v in value]
     else:
-        numbered = sorted(
-            (int(match.group(1)), item)
-            for name, item in record.items()
-            if (match := REFERENCE_COLUMN.match(name))
-        )
+        numbered = sorted((position, item) for name, item in record.items()
+                          if (position := _reference_position(name)) is not None)
         if not numbered:
             return None
         if any(item is not None and not isinstance(item, str) for _, item in numbered):
@@ -232,6 +233,13 @@ def references(record: Record) -> tuple[str, ...] | None:
     if any(not ref for ref in refs):
         raise RowError("references must not be empty strings")
     return tuple(refs) if refs else None
+
+
+@cache
+def _reference_position(column: str) -> int | None:
+    """N of a column `reference_N`, else None."""
+    match = REFERENCE_COLUMN.match(column)
+    return int(match.group(1)) if match else None
 
 
 def rating(record: Record, rubric: Rubric) -> RatingRow | None:
@@ -257,7 +265,7 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     reasons = check(resolution_reasons, record, stage, rubric)
     problems.raise_if_any()
     return RatingRow(
-        annotator=annotator,
+        annotator=sys.intern(annotator),
         stage=stage,
         precision=precision,
         recall=recall,
@@ -363,8 +371,12 @@ def normalise_keys(record: Record) -> Record:
 def image_file(base_dir: Path, name: str, allow_outside: bool = False) -> str:
     """The checked image file `name` names: inside `base_dir` (unless `allow_outside`), and
     an image Pillow decodes (see storage.images)."""
+    return _image_file(ImageFolder(base_dir, allow_outside=allow_outside), name)
+
+
+def _image_file(folder: ImageFolder, name: str) -> str:
     try:
-        path = resolve_image(base_dir, name, allow_outside=allow_outside)
+        path = folder.resolve(name)
     except ImagePathError as exc:
         raise RowError(str(exc)) from None
     problem = image_problem(path)
@@ -373,38 +385,89 @@ def image_file(base_dir: Path, name: str, allow_outside: bool = False) -> str:
     return str(path)
 
 
-def caption_row(line: int, record: Record, base_dir: Path, rubric: Rubric, *,
-                allow_outside_images: bool = False) -> CaptionRow:
-    """Validate one record, reporting every problem it has; image paths are resolved
-    against `base_dir` and must name images (see `image_file`)."""
-    problems = _Collected()
-    image_path = _text(record, "image")
-    image_key = _text(record, "image_id") or image_path
-    if image_key is None:
-        problems.append("image (a path) or image_id is required")
-    resolved = None
-    if image_path is not None:
-        resolved = problems.check(image_file, base_dir, image_path, allow_outside_images)
-    system = _text(record, "system")
-    caption = _text(record, "caption")
-    if system is None:
-        problems.append("system is missing")
-    if caption is None:
-        problems.append("caption is missing")
-    parsed_references = problems.check(references, record)
-    parsed_rating = problems.check(rating, record, rubric)
-    double_rating = problems.check(flag, record, "double_rating")
-    verdict = problems.check(fluency_round, record, rubric)
-    problems.raise_if_any()
-    return CaptionRow(
-        line=line,
-        image_key=image_key,
-        image_path=resolved,
-        system=system,
-        caption=caption,
-        caption_id=_text(record, "caption_id"),
-        references=parsed_references,
-        rating=parsed_rating,
-        double_rating=double_rating,
-        fluency_round=verdict,
-    )
+class RowReader:
+    """Validates an import's records into CaptionRows, reporting every problem of a record
+    at once; image paths are resolved against `base_dir` and must name images (see
+    `image_file`). Made for files of millions of rows: each distinct image file is checked
+    once, identical ratings are parsed once and shared between rows (they are immutable),
+    and the texts that rows repeat (image keys, systems, names, references) are kept once."""
+
+    CACHED_RATINGS = 65_536  # distinct ratings remembered (timestamped exports: all differ)
+
+    def __init__(self, base_dir: Path, rubric: Rubric, *,
+                 allow_outside_images: bool = False) -> None:
+        self.rubric = rubric
+        self.folder = ImageFolder(base_dir, allow_outside=allow_outside_images)
+        self._images: dict[str, tuple[str | None, str | None]] = {}  # name -> path, problem
+        self._ratings: dict[tuple, RatingRow | None] = {}
+        self._references: dict[str, tuple[str, ...]] = {}
+
+    def image_file(self, name: str) -> str:
+        """`image_file` of `name`, checked on its first row only."""
+        checked = self._images.get(name)
+        if checked is None:
+            try:
+                checked = (sys.intern(_image_file(self.folder, name)), None)
+            except RowError as exc:
+                checked = (None, str(exc))
+            self._images[name] = checked
+        path, problem = checked
+        if problem is not None:
+            raise RowError(problem)
+        return path  # type: ignore[return-value]
+
+    def rating(self, record: Record) -> RatingRow | None:
+        """`rating` of the record, parsed once for each distinct set of values (and types:
+        JSON's 1 and true are not the same score)."""
+        values = tuple(map(record.get, _RATING_FIELDS))
+        key = (values, tuple(map(type, values)))
+        found = self._ratings.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = rating(record, self.rubric)
+            if len(self._ratings) >= self.CACHED_RATINGS:
+                self._ratings.clear()
+            self._ratings[key] = found
+        return found  # type: ignore[return-value]
+
+    def references(self, image_key: str, record: Record) -> tuple[str, ...] | None:
+        """`references` of the record, the same tuple for every row of an image that
+        repeats them."""
+        found = references(record)
+        if found is None:
+            return None
+        known = self._references.setdefault(image_key, found)
+        return known if known == found else found
+
+    def row(self, line: int, record: Record) -> CaptionRow:
+        """One record's CaptionRow; RowError names every problem the record has."""
+        problems = _Collected()
+        image_path = _text(record, "image")
+        image_key = _text(record, "image_id") or image_path
+        if image_key is None:
+            problems.append("image (a path) or image_id is required")
+        resolved = None
+        if image_path is not None:
+            resolved = problems.check(self.image_file, image_path)
+        system = _text(record, "system")
+        caption = _text(record, "caption")
+        if system is None:
+            problems.append("system is missing")
+        if caption is None:
+            problems.append("caption is missing")
+        parsed_references = problems.check(self.references, image_key or "", record)
+        parsed_rating = problems.check(self.rating, record)
+        double_rating = problems.check(flag, record, "double_rating")
+        verdict = problems.check(fluency_round, record, self.rubric)
+        problems.raise_if_any()
+        return CaptionRow(
+            line=line,
+            image_key=sys.intern(image_key),  # type: ignore[arg-type]
+            image_path=resolved,
+            system=sys.intern(system),  # type: ignore[arg-type]
+            caption=caption,  # type: ignore[arg-type]
+            caption_id=_text(record, "caption_id"),
+            references=parsed_references,
+            rating=parsed_rating,
+            double_rating=double_rating,
+            fluency_round=verdict,
+        )

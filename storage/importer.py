@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, Executable, ScalarSelect, bindparam, select, update
 
 from rubrics import Rubric
-from storage.db import SQLITE_BUSY_TIMEOUT_MS, run_write
+from storage.db import SQLITE_BUSY_TIMEOUT_MS, large_cache, run_write
 from storage.errors import Problems
 from storage.events import log_change
-from storage.import_files import read_records
+from storage.import_files import iter_records
 from storage.import_rows import (
     JSON_SCHEMA,
     CaptionRow,
     FluencyRoundRow,
     RatingRow,
     RowError,
-    caption_row,
+    RowReader,
     missing_columns,
     normalise_keys,
     unknown_columns,
@@ -40,6 +42,17 @@ from storage.protocol import ImageState, Write, read_states, refusals, resolutio
 from storage.rubric_registry import project_rubric, register_rubric
 
 CaptionKey = tuple[str, str]  # (image key, system)
+INSERT_CHUNK = 20_000  # parameter sets per executemany: fast, and bounded in memory
+
+
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of a file's bytes (None if it cannot be read again): which file an
+    import event records, beyond its name."""
+    try:
+        with path.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 @dataclass
@@ -75,7 +88,8 @@ class ImportPlan:
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)
     captions: dict[CaptionKey, CaptionRow] = field(default_factory=dict)
     annotators: set[str] = field(default_factory=set)
-    ratings: list[tuple[CaptionKey, RatingRow]] = field(default_factory=list)
+    # (caption, annotator, stage) -> the row that rates it, in the file's order
+    ratings: dict[tuple[CaptionKey, str, int], CaptionRow] = field(default_factory=dict)
     double_images: set[str] = field(default_factory=set)
     native: dict[str, bool] = field(default_factory=dict)
     resolutions: dict[CaptionKey, RatingRow] = field(default_factory=dict)
@@ -138,6 +152,10 @@ class _Existing:
             select(FluencyCheck.__table__.c.caption_id)).scalars()}
 
 
+def _where(row: CaptionRow) -> str:
+    return f"image {row.image_key!r}, system {row.system!r}"
+
+
 def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *,
           rejected_images: set[str] | None = None) -> ImportPlan:
     """Check the rows against each other and the database. `rejected_images` holds the image
@@ -146,13 +164,10 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *
     plan = ImportPlan()
     image_line: dict[str, tuple[int, str | None]] = {}
     reference_line: dict[str, int] = {}
-    caption_line: dict[CaptionKey, CaptionRow] = {}
     caption_id_line: dict[str, CaptionRow] = {}
-    rating_line: dict[tuple[CaptionKey, str, int], int] = {}
     workflow = _WorkflowState(existing, problems)
     for row in rows:
         line, key = row.line, (row.image_key, row.system)
-        where = f"image {row.image_key!r}, system {row.system!r}"
         # Images
         if row.image_key in existing.images:
             db_path = existing.images[row.image_key][1]
@@ -197,21 +212,20 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *
         if key in existing.captions:
             _, db_text, _ = existing.captions[key]
             if db_text != row.caption:
-                problems.add(line, f"duplicate caption for {where}: the database has "
+                problems.add(line, f"duplicate caption for {_where(row)}: the database has "
                                    f"{db_text!r}")
             elif row.rating is None:
-                problems.add(line, f"duplicate caption for {where}: already in the database")
-        elif key in caption_line:
-            first = caption_line[key]
+                problems.add(line, f"duplicate caption for {_where(row)}: already in the database")
+        elif key in plan.captions:
+            first = plan.captions[key]
             if first.caption != row.caption:
-                problems.add(line, f"duplicate caption for {where}: line {first.line} "
+                problems.add(line, f"duplicate caption for {_where(row)}: line {first.line} "
                                    "has another caption")
             elif first.caption_id != row.caption_id and row.caption_id is not None:
                 problems.add(line, f"caption_id {row.caption_id!r} differs from line {first.line}")
             elif row.rating is None or first.rating is None:
-                problems.add(line, f"duplicate row for {where} (also line {first.line})")
+                problems.add(line, f"duplicate row for {_where(row)} (also line {first.line})")
         else:
-            caption_line[key] = row
             plan.captions[key] = row
         # Ratings
         if row.rating is not None:
@@ -220,52 +234,56 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *
             if rating_key in existing.ratings:
                 problems.add(line, f"duplicate rating: {who} already rated this caption "
                                    "in the database")
-            elif rating_key in rating_line:
+            elif rating_key in plan.ratings:
                 problems.add(line, f"duplicate rating: {who} also rated this caption at "
-                                   f"line {rating_line[rating_key]}")
+                                   f"line {plan.ratings[rating_key].line}")
             else:
-                rating_line[rating_key] = line
-                plan.ratings.append((key, row.rating))
+                plan.ratings[rating_key] = row
                 if row.rating.annotator not in existing.annotators:
                     plan.annotators.add(row.rating.annotator)
         workflow.add(row, key, plan)
     workflow.check_checkers(plan)
     if rejected_images is None:
-        _check_protocol(plan, existing, rating_line, problems)
+        _check_protocol(plan, existing, problems)
     return plan
 
 
-def _check_protocol(plan: ImportPlan, existing: _Existing,
-                    rating_line: dict[tuple[CaptionKey, str, int], int],
-                    problems: Problems) -> None:
+def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems) -> None:
     """Imported ratings follow THUMB's protocol (`storage.protocol`) as ratings made in the
     app do, judged on each image as it will be after the import; a breach is reported at
     the last line of the file that takes part in it. Final-stage ratings may come without
     a review (final scores from elsewhere); resolutions need both stages of their caption."""
     lines: dict[str, dict[Write, int]] = {}  # image key -> (name, stage) -> first line
-    for (caption_key, name, stage), line in sorted(rating_line.items(), key=lambda i: i[1]):
-        lines.setdefault(caption_key[0], {}).setdefault((name, Stage(stage)), line)
-    captions: dict[str, set[CaptionKey]] = {}
-    for key in [*existing.captions, *plan.captions]:
-        captions.setdefault(key[0], set()).add(key)
-    complete = existing.complete_first | {
-        (key, rating.annotator) for key, rating in plan.ratings if rating.stage == Stage.FIRST}
+    for (caption_key, name, stage), row in plan.ratings.items():  # in the file's order
+        lines.setdefault(caption_key[0], {}).setdefault((name, Stage(stage)), row.line)
+    captions: dict[str, list[CaptionKey]] = {}
+    for key in chain(existing.captions, plan.captions):
+        if key[0] in lines:
+            captions.setdefault(key[0], []).append(key)
+
+    def complete(key: CaptionKey, name: str) -> bool:
+        return ((key, name, int(Stage.FIRST)) in plan.ratings
+                or (key, name) in existing.complete_first)
+
     for image in sorted(lines):
         before = existing.states.get(image, ImageState(image, 1))
         raters = before.first | {name for name, stage in lines[image] if stage == Stage.FIRST}
         after = replace(
             before, takes=2 if image in plan.double_images else before.takes,
             complete=frozenset(name for name in raters
-                               if all((key, name) in complete for key in captions[image])))
+                               if all(complete(key, name) for key in captions[image])))
         for breach in refusals(after, list(lines[image]), resolutions=False):
             taking_part = [lines[image][w] for w in breach.writes if w in lines[image]]
             if taking_part:
                 problems.add(max(taking_part), f"image {image!r}: {breach.detail}")
-    rated = {(key, stage) for key, _, stage in [*existing.ratings, *rating_line]}
+    stages: dict[CaptionKey, set[int]] = {key: set() for key in plan.resolutions}
+    for key, _, stage in chain(existing.ratings, plan.ratings) if stages else ():
+        if key in stages:
+            stages[key].add(stage)
     for key, rating in plan.resolutions.items():
-        refusal = resolution_refusal({stage for caption, stage in rated if caption == key})
+        refusal = resolution_refusal(stages[key])
         if refusal:
-            problems.add(rating_line[(key, rating.annotator, int(Stage.FINAL))], refusal)
+            problems.add(plan.ratings[(key, rating.annotator, int(Stage.FINAL))].line, refusal)
 
 
 class _WorkflowState:
@@ -340,10 +358,34 @@ def _rating_values(rating: RatingRow) -> dict[str, object]:
             **{field: getattr(rating, field) for field in RATING_VALUE_FIELDS}}
 
 
+def _in_chunks(connection: Connection, statement: Executable,
+               parameters: Iterable[dict[str, object]]) -> int:
+    """Execute `statement` once per chunk of INSERT_CHUNK parameter sets (executemany):
+    a million rows never become a million dicts at once. Returns how many sets it ran."""
+    done, chunk = 0, []
+    for values in parameters:
+        chunk.append(values)
+        if len(chunk) == INSERT_CHUNK:
+            connection.execute(statement, chunk)
+            done, chunk = done + len(chunk), []
+    if chunk:
+        connection.execute(statement, chunk)
+    return done + len(chunk)
+
+
+def _caption_id() -> ScalarSelect:
+    """The id of the caption at parameters `image_id`, `system` (one index look-up), so
+    that rows referring to captions need no map of every caption id in memory."""
+    caption = Caption.__table__
+    return (select(caption.c.id).where(caption.c.image_id == bindparam("image_id"),
+                                       caption.c.system == bindparam("system"))
+            .scalar_subquery())
+
+
 def _apply_plan(
     connection: Connection, plan: ImportPlan, *, actor: str, source: Path, rubric: Rubric
 ) -> ImportSummary:
-    """Write a checked plan inside the caller's transaction."""
+    """Write a checked plan inside the caller's transaction, in chunks of bulk inserts."""
     now = utcnow()
     image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
     annotator, rating = Annotator.__table__, Rating.__table__
@@ -351,76 +393,64 @@ def _apply_plan(
         connection.execute(
             annotator.insert(), [{"name": n, "created_at": now} for n in sorted(plan.annotators)]
         )
-    if plan.images:
-        connection.execute(
-            image.insert(),
-            [{"key": k, "path": p, "set_id": plan.set_ids.get(k)} for k, p in plan.images.items()],
-        )
+    _in_chunks(connection, image.insert(), (
+        {"key": k, "path": p, "set_id": plan.set_ids.get(k)} for k, p in plan.images.items()))
     image_ids = dict(connection.execute(select(image.c.key, image.c.id)).all())
-    reference_rows = [
+    references = _in_chunks(connection, ref.insert(), (
         {"image_id": image_ids[key], "position": position, "text": text}
         for key, refs in plan.references.items()
-        for position, text in enumerate(refs)
-    ]
-    if reference_rows:
-        connection.execute(ref.insert(), reference_rows)
-    if plan.captions:
-        connection.execute(
-            caption.insert(),
-            [
-                {"image_id": image_ids[row.image_key], "system": row.system, "text": row.caption,
-                 "external_id": row.caption_id}
-                for row in plan.captions.values()
-            ],
-        )
-    key_of_image = {image_id: key for key, image_id in image_ids.items()}
-    caption_ids = {
-        (key_of_image[row.image_id], row.system): row.id
-        for row in connection.execute(select(caption.c.id, caption.c.image_id, caption.c.system))
-    }
+        for position, text in enumerate(refs)))
+    _in_chunks(connection, caption.insert(), (
+        {"image_id": image_ids[row.image_key], "system": row.system, "text": row.caption,
+         "external_id": row.caption_id}
+        for row in plan.captions.values()))
     annotator_ids = dict(connection.execute(select(annotator.c.name, annotator.c.id)).all())
-    if plan.ratings:
-        connection.execute(
-            rating.insert(),
-            [
-                {"caption_id": caption_ids[key], "annotator_id": annotator_ids[r.annotator],
-                 "rubric": rubric.signature, "created_at": r.created_at or now,
-                 "updated_at": r.updated_at or r.created_at or now,
-                 **_rating_values(r)}
-                for key, r in plan.ratings
-            ],
-        )
+    values: dict[int, dict[str, object]] = {}  # id of a RatingRow (rows share them) -> values
+
+    def rating_values(r: RatingRow) -> dict[str, object]:
+        if id(r) not in values:
+            if len(values) == INSERT_CHUNK:  # timestamped ratings all differ
+                values.clear()
+            values[id(r)] = {
+                "annotator_id": annotator_ids[r.annotator], "rubric": rubric.signature,
+                "created_at": r.created_at or now,
+                "updated_at": r.updated_at or r.created_at or now, **_rating_values(r)}
+        return values[id(r)]
+
+    _in_chunks(connection, rating.insert().values(caption_id=_caption_id()), (
+        {"image_id": image_ids[key[0]], "system": key[1], **rating_values(row.rating)}
+        for (key, _, _), row in plan.ratings.items() if row.rating))
     for name, native in plan.native.items():
         connection.execute(update(annotator).where(annotator.c.name == name)
                            .values(native_english=native))
-    if plan.double_images:
-        connection.execute(update(image).where(image.c.key.in_(sorted(plan.double_images)))
-                           .values(double_rating=True))
-    if plan.resolutions:
-        connection.execute(Resolution.__table__.insert(), [
-            {"caption_id": caption_ids[key], "resolver_id": annotator_ids[r.annotator],
-             "reasons": ",".join(r.resolution_reasons), "note": r.resolution_note,
-             "created_at": now}
-            for key, r in plan.resolutions.items()])
-    if plan.fluency_checks:
-        connection.execute(FluencyCheck.__table__.insert(), [
-            {"caption_id": caption_ids[key], "checker_id": annotator_ids[v.checker],
-             "fluency": v.fluency, "fluency_type": v.fluency_type, "created_at": now,
-             "rubric": rubric.signature}
-            for key, v in plan.fluency_checks.items()])
+    _in_chunks(connection, update(image).where(image.c.key == bindparam("image_key"))
+               .values(double_rating=True),
+               ({"image_key": key} for key in sorted(plan.double_images)))
+    _in_chunks(connection, Resolution.__table__.insert().values(caption_id=_caption_id()), (
+        {"image_id": image_ids[key[0]], "system": key[1],
+         "resolver_id": annotator_ids[r.annotator], "reasons": ",".join(r.resolution_reasons),
+         "note": r.resolution_note, "created_at": now}
+        for key, r in plan.resolutions.items()))
+    _in_chunks(connection, FluencyCheck.__table__.insert().values(caption_id=_caption_id()), (
+        {"image_id": image_ids[key[0]], "system": key[1],
+         "checker_id": annotator_ids[v.checker], "fluency": v.fluency,
+         "fluency_type": v.fluency_type, "created_at": now, "rubric": rubric.signature}
+        for key, v in plan.fluency_checks.items()))
     summary = ImportSummary(
         file=source,
         images=len(plan.images),
         captions=len(plan.captions),
-        references=len(reference_rows),
+        references=references,
         annotators=len(plan.annotators),
         ratings=len(plan.ratings),
         resolutions=len(plan.resolutions),
         fluency_checks=len(plan.fluency_checks),
         double_images=len(plan.double_images),
     )
+    # one event for the whole import: which file (its digest), what it added
     log_change(connection, actor=actor, action="import", table="import",
-               new={str(source): {k: v for k, v in vars(summary).items() if k != "file"}})
+               new={str(source): {"sha256": file_digest(source),
+                                  **{k: v for k, v in vars(summary).items() if k != "file"}}})
     return summary
 
 
@@ -443,8 +473,9 @@ def import_caption_rows(engine: Engine, rows: list[CaptionRow], problems: Proble
                      rejected_images=rejected_images if problems.items else None)
         found.raise_if_any()
         plan.set_ids = set_ids or {}
-        return _apply_plan(connection, plan, actor=actor, source=problems.file,
-                           rubric=rubric)
+        with large_cache(connection):
+            return _apply_plan(connection, plan, actor=actor, source=problems.file,
+                               rubric=rubric)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
 
@@ -457,17 +488,27 @@ def import_captions(
     InputError listing every `file:line: problem` — all of them, found in one pass — and
     leave the database unchanged. Image paths must stay inside the file's folder unless
     `allow_outside_images`. Ratings are read and stored under `rubric`, which becomes the
-    project's rubric; by default, under the project's rubric."""
+    project's rubric; by default, under the project's rubric. The file is streamed: only
+    the validated rows (compact, sharing what they repeat) are held."""
     path = Path(path)
     chosen = rubric
     rubric = chosen or project_rubric(engine)
-    problems = Problems(path)
-    records = [(line, normalise_keys(record)) for line, record in
-               read_records(path, schema=JSON_SCHEMA, problems=problems)]
+    problems = Problems(path)  # the records' own problems and the columns'
+    row_problems = Problems(path)  # the fields' problems: moot when a column is wrong
+    reader = RowReader(path.parent, rubric, allow_outside_images=allow_outside_images)
     first_seen: dict[str, int] = {}
-    for line, record in records:
-        for key in record:
-            first_seen.setdefault(key, line)
+    rows = []
+    rejected: set[str] = set()
+    for line, raw in iter_records(path, schema=JSON_SCHEMA, problems=problems):
+        record = normalise_keys(raw)
+        if not first_seen.keys() >= record.keys():
+            for key in record:
+                first_seen.setdefault(key, line)
+        try:
+            rows.append(reader.row(line, record))
+        except RowError as exc:
+            row_problems.add(line, str(exc))
+            rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
     unknown = unknown_columns(set(first_seen))
     if unknown and path.suffix.lower() == ".csv":
         problems.add(1, f"unknown column(s): {', '.join(unknown)}")
@@ -480,14 +521,6 @@ def import_captions(
         problems.add(1, message)
     if unknown or missing:  # every row would repeat it
         problems.raise_if_any()
-    rows = []
-    rejected: set[str] = set()
-    for line, record in records:
-        try:
-            rows.append(caption_row(line, record, path.parent, rubric,
-                                    allow_outside_images=allow_outside_images))
-        except RowError as exc:
-            problems.add(line, str(exc))
-            rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
+    problems.items += row_problems.items
     return import_caption_rows(engine, rows, problems, actor=actor, rubric=rubric,
                                rejected_images=rejected, choose_rubric=chosen is not None)

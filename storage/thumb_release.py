@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import Engine, select
@@ -120,9 +121,7 @@ def import_thumb(
             continue
         if set_ids.setdefault(row.image_key, set_id) != set_id:
             problems.add(line, f"seg_id {row.image_key!r} has another set_id on an earlier line")
-        rows.append(
-            CaptionRow(**{**vars(row), "references": references[row.image_key]})
-        )
+        rows.append(replace(row, references=references[row.image_key]))
     problems.raise_if_any()
     return import_caption_rows(engine, rows, problems, actor=actor, rubric=THUMB_1_0,
                                set_ids=set_ids)

@@ -21,6 +21,7 @@ from thumb_tui.cli.common import (
     NativeOption,
     OutsideImagesOption,
     annotator_name,
+    collector_paused,
     console,
     database_for_import,
     fail,
@@ -50,7 +51,7 @@ def import_command(
 
     with value_errors():
         chosen = None if rubric is None else load_rubric(rubric)
-    with value_errors(), database_for_import() as engine:
+    with value_errors(), database_for_import() as engine, collector_paused():
         summary = import_captions(engine, file, actor=by or os_login(), rubric=chosen,
                                   allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
