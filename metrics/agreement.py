@@ -173,7 +173,7 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
     image and `<dimension>_a`, `<dimension>_b` for each dimension compared. `scales`: each
     ordinal dimension's categories (a rubric's levels), so that kappa counts the levels
     nobody used; `fluency_error` is the yes/no dimension."""
-    from metrics.correlation import check_ci
+    from metrics.confidence import check_ci
 
     check_ci(ci)
     records: list[dict[str, object]] = []
@@ -236,6 +236,6 @@ def _bootstrap_ci(name: str, a: np.ndarray, b: np.ndarray, binary: bool,
             continue
     if not values:
         return None, None
-    from metrics.correlation import percentile_ci
+    from metrics.confidence import percentile_ci
 
     return percentile_ci(np.asarray(values, dtype=float), ci)

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from metrics.base import CaptionItem, Metric
-from metrics.correlation import check_ci, image_weights, percentile_ci
+from metrics.confidence import check_ci, percentile_ci
+from metrics.correlation import image_weights
 from metrics.signature import format_signature
 from rubrics import clean_caption
 

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from metrics.confidence import percentile_ci
+
 HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
 
@@ -44,22 +46,6 @@ def image_weights(images: Sequence[object], bootstrap: int, seed: int) -> np.nda
     images are resampled with replacement."""
     codes, counts = image_draws(images, bootstrap, seed)
     return counts[:, codes]
-
-
-def check_ci(ci: float) -> None:
-    """Refuse a confidence level outside (0, 1) before any work is done."""
-    if not 0 < ci < 1:
-        raise ValueError(f"the confidence level must be between 0 and 1 (0.90 for 90%), "
-                         f"not {ci:g}")
-
-
-def percentile_ci(values: np.ndarray, ci: float) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    if not len(finite):
-        return float("nan"), float("nan")
-    tail = (1 - ci) / 2 * 100
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 def replicate_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:

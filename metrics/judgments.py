@@ -13,11 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from metrics.confidence import percentile_ci
 from metrics.correlation import (
     correlation,
     image_weights,
     kendall_replicates,
-    percentile_ci,
     replicate_correlations,
     williams_test,
 )

@@ -450,7 +450,7 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
     Tidy records {statistic, pair, value, ci_low, ci_high, n, note}; a statistic that
     cannot be computed is reported undefined with the reason, never NaN."""
     from metrics.agreement import UndefinedStatistic
-    from metrics.correlation import check_ci, percentile_ci
+    from metrics.confidence import check_ci, percentile_ci
 
     check_ci(ci)
     data = votes.dropna(subset=["answer"]).astype({"answer": float})

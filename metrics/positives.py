@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from importlib.util import find_spec
 from pathlib import Path
 from types import MappingProxyType
@@ -113,12 +113,17 @@ def _normalized_map(raw: Mapping[object, Iterable[object]], what: str) -> IdMap:
     for key, values in raw.items():
         try:
             query = normalize_id(key)
-            items = [normalize_id(value) for value in values]
+            items = list(values)
+            plain = all(type(item) is int for item in items)  # plain ints are ids as they are
+            if not plain:
+                items = [normalize_id(item) for item in items]
         except (ValueError, TypeError) as error:
             raise _BadQuery(key, f"{what} {key!r}: {error}") from None
         if query in result:
             raise _BadQuery(key, f"{what} {key!r} appears twice (as {query!r})")
-        result[query] = tuple(interned.setdefault(item, item) for item in dict.fromkeys(items))
+        distinct = tuple(dict.fromkeys(items))
+        result[query] = distinct if plain else tuple(interned.setdefault(item, item)
+                                                     for item in distinct)
     return MappingProxyType(result)
 
 
@@ -276,8 +281,10 @@ def coco_test_ids() -> list[int]:
     return [int(i) for i in np.load(_require_shipped() / "coco_test_ids.npy")]
 
 
+@cache
 def shipped_positive_set(name: str) -> PositiveSet:
-    """`eccv`, `cxc` or `coco-5k` (the original COCO captions) from eccv-caption."""
+    """`eccv`, `cxc` or `coco-5k` (the original COCO captions) from eccv-caption, read once
+    per process (a set is immutable)."""
     if name not in SHIPPED:
         raise PositivesError(f"unknown shipped positive set {name!r}; known: {', '.join(SHIPPED)}")
     data = _require_shipped()

@@ -11,7 +11,9 @@ ascending id (integers before strings). Ids follow `metrics.positives.normalize_
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import mmap
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,12 +21,17 @@ from typing import Protocol
 
 import numpy as np
 
+from metrics.integer_lists import IntegerLists, parse_integer_lists
 from metrics.positives import Id, line_of_key, normalize_id
 
 DIRECTIONS = ("i2t", "t2i")
 _LOOKUP_LIMIT = 50_000_000  # largest integer id mapped through a lookup table
 _SCORE_CHUNK = 8_000_000  # matrix cells ranked at once (64 MB of float64)
 _DUPLICATE_CHUNK = 20_000_000  # cells of the (rows x items) scratch of the duplicate check
+_ENCODE_CHUNK = 4_000_000  # ids encoded at once
+
+
+Text = str | Callable[[], str] | None  # a file's text, or how to read it when needed
 
 
 class RankingsError(ValueError):
@@ -198,18 +205,25 @@ def _integer_rows(rows: Iterable[Sequence[object]]) -> list[np.ndarray] | None:
     return arrays
 
 
-def _encode_integers(values: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
-    """(distinct ids ascending, index of each value among them), through a lookup table
-    when the ids are small enough."""
-    if len(values) and values.max() < _LOOKUP_LIMIT:
+def _encode_integers(values: np.ndarray, *, in_place: bool = False
+                     ) -> tuple[tuple[int, ...], np.ndarray]:
+    """(distinct ids ascending, the index of each value among them as int32), through a
+    lookup table when the ids are small enough. `in_place` overwrites `values` (int32),
+    a block at a time, instead of making a second array of that size."""
+    encoded = values if in_place else np.empty(values.shape, dtype=np.int32)
+    if values.size and values.max() < _LOOKUP_LIMIT:
         present = np.zeros(int(values.max()) + 1, dtype=bool)
         present[values] = True
-        item_ids = np.nonzero(present)[0]
+        item_ids = np.flatnonzero(present)
         lookup = np.full(len(present), -1, dtype=np.int32)
         lookup[item_ids] = np.arange(len(item_ids), dtype=np.int32)
-        return tuple(item_ids.tolist()), lookup[values]
-    item_ids, encoded = np.unique(values, return_inverse=True)
-    return tuple(item_ids.tolist()), encoded.astype(np.int32)
+        step = max(1, _ENCODE_CHUNK // max(1, values[:1].size))
+        for start in range(0, len(values), step):
+            encoded[start : start + step] = lookup[values[start : start + step]]
+    else:
+        item_ids, inverse = np.unique(values, return_inverse=True)
+        encoded[...] = inverse.reshape(values.shape)
+    return tuple(item_ids.tolist()), encoded
 
 
 def _pack(encoded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -232,32 +246,39 @@ def _checked_id(value: object, source: str, query: object, text: str | None) -> 
         raise RankingsError(f"{where}: query {query!r}: {error}") from None
 
 
-def check_lists(rankings: Rankings, source: str, text: str | None = None) -> None:
-    """Refuse empty lists and lists that name an item twice (naming the query)."""
-    lengths = (rankings.order >= 0).sum(axis=1)
-    empty = np.nonzero(lengths == 0)[0]
-    if len(empty):
-        _raise_for_query(rankings, int(empty[0]), "the ranked list is empty", source, text)
+def check_lists(rankings: Rankings, source: str, text: Text = None) -> None:
+    """Refuse empty lists and lists that name an item twice (naming the query; `text`,
+    the file's text or a function that reads it, gives the line)."""
     items = max(len(rankings.items), 1)
     step = max(1, _DUPLICATE_CHUNK // items)
     for start in range(0, len(rankings.queries), step):
         block = rankings.order[start : start + step]
-        seen = np.zeros((len(block), items + 1), dtype=bool)
-        seen[np.arange(len(block))[:, None], np.where(block >= 0, block, items)] = True
-        distinct = seen[:, :items].sum(axis=1)
-        repeated = np.nonzero(distinct != lengths[start : start + step])[0]
-        if len(repeated):
-            row = start + int(repeated[0])
-            values, counts = np.unique(rankings.order[row][rankings.order[row] >= 0],
-                                       return_counts=True)
-            twice = rankings.items[int(values[counts > 1][0])]
-            _raise_for_query(rankings, row, f"item {twice!r} appears twice in the list",
+        listed = block >= 0
+        lengths = np.count_nonzero(listed, axis=1)
+        empty = np.flatnonzero(lengths == 0)
+        if len(empty):
+            _raise_for_query(rankings, start + int(empty[0]), "the ranked list is empty",
                              source, text)
+        seen = np.zeros((len(block), items + 1), dtype=bool)  # column `items`: padding
+        cells = np.where(listed, block, items)
+        cells += np.arange(0, seen.size, items + 1, dtype=cells.dtype)[:, None]
+        seen.reshape(-1)[cells] = True
+        seen[:, items] = False
+        if np.count_nonzero(seen) == lengths.sum():
+            continue
+        row = start + int(np.flatnonzero(np.count_nonzero(seen, axis=1) != lengths)[0])
+        values, counts = np.unique(rankings.order[row][rankings.order[row] >= 0],
+                                   return_counts=True)
+        twice = rankings.items[int(values[counts > 1][0])]
+        _raise_for_query(rankings, row, f"item {twice!r} appears twice in the list",
+                         source, text)
 
 
 def _raise_for_query(rankings: Ranked, row: int, message: str, source: str,
-                     text: str | None) -> None:
+                     text: Text) -> None:
     query = rankings.queries[row]
+    if callable(text):
+        text = text()
     where = f"{source}:{line_of_key(text, str(query))}" if text is not None else source
     raise RankingsError(f"{where}: query {query!r}: {message}")
 
@@ -280,9 +301,23 @@ def check_known(rankings: Ranked, queries: set[Id] | frozenset[Id] | None,
 
 
 def read_rankings_json(path: Path) -> Rankings:
-    """`{query id: [item ids…]}` from a JSON file (integer lists are then encoded with
-    NumPy; a byte-level NumPy parser was tried and measured slower than `json` here)."""
+    """`{query id: [item ids…]}` from a JSON file. Files of integer ids (the eccv-caption
+    form) are read by a vectorised parser straight from the file's pages; any other
+    file (string ids, or an error to report with its line) through `json`."""
     path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                parsed = None
+            else:
+                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    parsed = parse_integer_lists(data)
+    except OSError as error:
+        raise RankingsError(f"{path}: cannot read: {error}") from None
+    if parsed is not None:
+        keys = parsed.keys
+        if len(np.unique(keys)) == len(keys):  # else json names the repeated key's line
+            return _rankings_from_integers(parsed, keys, path)
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -301,6 +336,20 @@ def read_rankings_json(path: Path) -> Rankings:
             raise RankingsError(f"{path}:{line_of_key(text, key)}: the value of {key!r} "
                                 "must be a list of ids")
     return rankings_from_lists(raw, source=str(path), text=text)
+
+
+def _rankings_from_integers(parsed: IntegerLists, keys: np.ndarray, path: Path) -> Rankings:
+    """Rankings over the parsed numbers, encoded in place where every list has the same
+    length (the usual full or top-N rankings: no copy of 30 M ids)."""
+    rows = parsed.rows()
+    if rows is not None:
+        item_ids, order = _encode_integers(rows, in_place=True)
+    else:
+        item_ids, encoded = _encode_integers(parsed.values(), in_place=True)
+        order = _pack(encoded, parsed.lengths)
+    rankings = Rankings(tuple(keys.tolist()), item_ids, order)
+    check_lists(rankings, str(path), lambda: path.read_text(encoding="utf-8"))
+    return rankings
 
 
 def _unique_keys(path: Path, text: str):

@@ -23,8 +23,8 @@ import pandas as pd
 from scipy import sparse
 
 from metrics.cider import _ngram_counts
+from metrics.confidence import check_ci
 from metrics.correlation import (
-    check_ci,
     correlation,
     correlation_ci,
     image_weights,

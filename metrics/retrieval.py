@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from metrics.correlation import check_ci, percentile_ci
+from metrics.confidence import check_ci, percentile_ci
 from metrics.positives import Id, PositiveSet
 from metrics.rankings import Ranked, RankingsError, ScoredRankings
 

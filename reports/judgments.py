@@ -11,7 +11,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from metrics.agreement import alpha_table
-from metrics.correlation import check_ci
+from metrics.confidence import check_ci
 from metrics.judgments import (
     AGGREGATES,
     TIE_RULE,

@@ -4,15 +4,14 @@ under its signature, and read back tidy records."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.correlation import correlation
 from metrics.positives import (
     SHIPPED_NAMES,
     PositiveSet,
@@ -30,19 +29,8 @@ from metrics.rankings import (
     read_scores,
     scored_directions,
 )
-from metrics.relevance import (
-    RelevanceError,
-    RelevanceMatrix,
-    cider_d_all_pairs,
-    human_agreement,
-    pairwise_relevance,
-    read_relevance,
-    write_relevance,
-)
 from metrics.retrieval import DEFAULT_KS, PMRP_CAP, SemanticInput, evaluate
 from metrics.signature import digest, format_signature, package_version
-from metrics.tokenize import resolve_tokenizer, tokenize
-from storage.match import ORIGINAL, load_positive_set, positive_set_names
 from storage.retrieval import (
     check_model_files,
     file_digest,
@@ -50,7 +38,13 @@ from storage.retrieval import (
     project_references,
     results_frame,
     save_evaluation,
+    stored_results,
 )
+
+if TYPE_CHECKING:  # pandas, scipy and the relevance code load only where used
+    import pandas as pd
+
+    from metrics.relevance import RelevanceMatrix
 
 PROJECT = "project"
 
@@ -103,15 +97,8 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
             universe = (frozenset(coco.image_to_captions), frozenset(coco.caption_to_images))
             content = f"eccv-caption=={package_version('eccv-caption')}"
             targets.append(Target("positives", name, content, folds, universe=universe))
-        elif engine is not None and (name == PROJECT or name in positive_set_names(engine)):
-            maps = load_positive_set(engine, ORIGINAL if name == PROJECT else name)
-            own = positive_set(name, maps["i2t"], maps["t2i"])
-            everything = load_positive_set(engine, ORIGINAL)
-            universe = (frozenset(map(normalize_id, everything["i2t"])),
-                        frozenset(map(normalize_id, everything["t2i"])))
-            content = digest(sorted(f"{d}\t{q}\t{i}" for d, lists in maps.items()
-                                    for q, items in lists.items() for i in items))
-            targets.append(Target("positives", name, content, (own,), universe=universe))
+        elif (stored := _stored_target(engine, name)) is not None:
+            targets.append(stored)
         else:
             path = Path(name)
             positives = read_positive_dir(path)
@@ -119,6 +106,22 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
             targets.append(Target("positives", positives.name, digest([content]),
                                   (positives,)))
     return targets
+
+
+def _stored_target(engine: Engine | None, name: str) -> Target | None:
+    """`project` or a positive set stored by `thumb match`; None for any other name."""
+    from storage.match import ORIGINAL, load_positive_set, positive_set_names
+
+    if engine is None or (name != PROJECT and name not in positive_set_names(engine)):
+        return None
+    maps = load_positive_set(engine, ORIGINAL if name == PROJECT else name)
+    own = positive_set(name, maps["i2t"], maps["t2i"])
+    everything = load_positive_set(engine, ORIGINAL)
+    universe = (frozenset(map(normalize_id, everything["i2t"])),
+                frozenset(map(normalize_id, everything["t2i"])))
+    content = digest(sorted(f"{d}\t{q}\t{i}" for d, lists in maps.items()
+                            for q, items in lists.items() for i in items))
+    return Target("positives", name, content, (own,), universe=universe)
 
 
 def resolve_plausible(directory: Path | None, derived: Sequence[PositiveSet] = (),
@@ -135,6 +138,8 @@ def resolve_plausible(directory: Path | None, derived: Sequence[PositiveSet] = (
 def resolve_relevance(paths: Sequence[Path]) -> list[Target]:
     targets = []
     for path in paths:
+        from metrics.relevance import read_relevance
+
         matrix = read_relevance(path)
         targets.append(Target("semantic", matrix.metric, matrix.signature, relevance=matrix))
     return targets
@@ -163,7 +168,7 @@ class Settings:
 
 def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequence[Target],
                    settings: Settings, *, actor: str, replace: bool = False
-                   ) -> tuple[pd.DataFrame, int]:
+                   ) -> tuple[list[dict[str, object]], int]:
     """Evaluate (what is not stored yet) and return (the model's records for these
     targets, the number of targets computed now). Bad files leave the database as it
     was: everything is read and computed before anything is stored."""
@@ -185,8 +190,8 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
         save_evaluation(engine, name, source=files.source, digest=digest_of_files,
                         files=" ".join(str(p) for _, p in labelled), results=results,
                         actor=actor)
-    frame = results_frame(engine, [name], list(signatures.values()))
-    return frame, len(todo)
+    stored = stored_results(engine, [name], list(signatures.values()))
+    return tidy(stored), len(todo)
 
 
 def _compute(directions: dict[str, Ranked], target: Target, settings: Settings
@@ -206,25 +211,27 @@ def _compute(directions: dict[str, Ranked], target: Target, settings: Settings
 def retrieval_table(engine: Engine) -> pd.DataFrame:
     """Every stored retrieval result (latest per model, signature and metric) as a tidy
     frame for `thumb report`; empty when no model was evaluated."""
-    return pd.DataFrame(tidy(results_frame(engine)))
+    import pandas as pd
+
+    return pd.DataFrame(tidy(stored_results(engine)))
 
 
-def tidy(frame: pd.DataFrame) -> list[dict[str, object]]:
+def tidy(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
     """JSON-ready records {model, positives, metric, direction, k, m, value, ci_low,
-    ci_high, n, signature}."""
-    records = []
-    for row in frame.itertuples(index=False):
-        records.append({
-            "model": row.model, "positives": row.positives, "metric": row.metric,
-            "direction": row.direction, "k": None if pd.isna(row.k) else int(row.k),
-            "m": None if pd.isna(row.m) else int(row.m),
-            "value": _number(row.value), "ci_low": _number(row.ci_low),
-            "ci_high": _number(row.ci_high), "n": int(row.n), "signature": row.signature})
-    return records
+    ci_high, n, signature} of stored results."""
+    return [{"model": row["model"], "positives": row["positives"], "metric": row["metric"],
+             "direction": row["direction"], "k": _integer(row["k"]), "m": _integer(row["m"]),
+             "value": _number(row["value"]), "ci_low": _number(row["ci_low"]),
+             "ci_high": _number(row["ci_high"]), "n": int(row["n"]),
+             "signature": row["signature"]} for row in rows]
+
+
+def _integer(value: object) -> int | None:
+    return None if value is None else int(value)
 
 
 def _number(value: object) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
+    return None if value is None or not np.isfinite(value) else float(value)
 
 
 # --- relevance matrices ----------------------------------------------------------------
@@ -234,6 +241,16 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
                       ) -> tuple[RelevanceMatrix, bool]:
     """The project's relevance matrix under `metric`, written to `target`; (matrix, True)
     when built now, (matrix, False) when `target` already held the same signature."""
+    from metrics.relevance import (
+        RelevanceError,
+        RelevanceMatrix,
+        cider_d_all_pairs,
+        pairwise_relevance,
+        read_relevance,
+        write_relevance,
+    )
+    from metrics.tokenize import resolve_tokenizer, tokenize
+
     captions = project_captions(engine)
     references = project_references(engine)
     bare = [image for image, refs in references.items() if not refs]
@@ -302,6 +319,8 @@ def spice_approx_pair() -> Callable[[str, Sequence[str]], float]:
 
 def metric_label(row: object) -> str:
     """`eccv map@r`, `coco-5k recall@5`, `cider-d sr@5 (m=2)`, `coco-5k rsum`."""
+    import pandas as pd
+
     name = row.metric.replace("@k", f"@{int(row.k)}") if not pd.isna(row.k) else row.metric
     suffix = f" (m={int(row.m)})" if not pd.isna(row.m) else ""
     return f"{row.positives} {name}{suffix}"
@@ -332,6 +351,10 @@ def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
 
 def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
     """τ-b between every two columns over the rows both have (NaN when undefined)."""
+    import pandas as pd
+
+    from metrics.correlation import correlation
+
     labels = list(wide.columns)
     tau = pd.DataFrame(np.nan, index=labels, columns=labels)
     values = wide.to_numpy(dtype=float)
@@ -351,6 +374,8 @@ def relevance_agreement(judgments: pd.DataFrame, targets: Sequence[Target], *,
                         ) -> pd.DataFrame:
     """How well Recall-style (binary: is the pair a positive of the set) and NCS-style (φ
     of a relevance matrix) relevance follow graded human judgments of the same pairs."""
+    from metrics.relevance import human_agreement
+
     pairs = list(zip(judgments["image_id"], judgments["caption_id"], strict=True))
     scorers: dict[str, np.ndarray] = {}
     for target in targets:

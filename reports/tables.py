@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 from sqlalchemy import Engine
 
+from metrics.confidence import check_ci
 from metrics.correlation import (
-    check_ci,
     correlation_records,
     pairwise_records,
     strict_best_worst,

@@ -7,13 +7,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import Engine, delete, select
 
 from storage.db import write_transaction
 from storage.events import log_change
 from storage.models import RetrievalModel, RetrievalResult, utcnow
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RESULT_COLUMNS = ("positives", "metric", "direction", "k", "m", "value", "ci_low", "ci_high",
                   "n")
@@ -107,9 +110,10 @@ def has_results(engine: Engine) -> bool:
             select(RetrievalResult.__table__.c.id).limit(1)).first() is not None
 
 
-def results_frame(engine: Engine, models: Sequence[str] | None = None,
-                  signatures: Sequence[str] | None = None) -> pd.DataFrame:
-    """Stored results as tidy rows: model, signature and RESULT_COLUMNS."""
+def stored_results(engine: Engine, models: Sequence[str] | None = None,
+                   signatures: Sequence[str] | None = None) -> list[dict[str, object]]:
+    """Stored results as records: model, signature and RESULT_COLUMNS, by model and then
+    in the order stored."""
     model, result = RetrievalModel.__table__, RetrievalResult.__table__
     query = select(model.c.name.label("model"), result.c.signature,
                    *(result.c[c] for c in RESULT_COLUMNS)).join(
@@ -119,8 +123,16 @@ def results_frame(engine: Engine, models: Sequence[str] | None = None,
     if signatures is not None:
         query = query.where(result.c.signature.in_(list(signatures)))
     with engine.connect() as connection:
-        rows = connection.execute(query).mappings().all()
-    frame = pd.DataFrame(rows, columns=["model", "signature", *RESULT_COLUMNS])
+        return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def results_frame(engine: Engine, models: Sequence[str] | None = None,
+                  signatures: Sequence[str] | None = None) -> pd.DataFrame:
+    """`stored_results` as a frame (k and m nullable integers)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(stored_results(engine, models, signatures),
+                         columns=["model", "signature", *RESULT_COLUMNS])
     for column in ("k", "m"):
         frame[column] = frame[column].astype("Int64")
     return frame
@@ -129,6 +141,8 @@ def results_frame(engine: Engine, models: Sequence[str] | None = None,
 def project_captions(engine: Engine) -> pd.DataFrame:
     """Every caption of the project with its retrieval key (as `thumb match` keys it: the
     imported caption_id, else `<image key>/<system>`), its image's key and its text."""
+    import pandas as pd
+
     from storage.match import caption_texts, collection
 
     items = collection(engine)

@@ -115,6 +115,41 @@ def test_bad_rankings_end_in_one_line_and_change_nothing(project, mutate, messag
     assert database_dump(open_database(db)) == before
 
 
+@pytest.mark.parametrize(
+    ("i2t_bytes", "message"),
+    [
+        (b'{\n"1": [10, 11],\n"2": [11, 11]\n}', "i2t.json:3: query 2: item 11 appears twice"),
+        (b'{\n"1": [10, 11],\n"2": [11 10]\n}', "i2t.json:3: not valid JSON"),
+        (b'{\n"1": [10, 11],\n"2": [11, 1\xff0]\n}', "i2t.json: not UTF-8"),
+        (b'{\n"1": [10, 11],\n"1": [11, 10]\n}', "i2t.json:2: query '1' appears twice"),
+        (b'{\n"1": [10, 11],\n"2": []\n}', "i2t.json:3: query 2: the ranked list is empty"),
+    ],
+)
+def test_bad_integer_rankings_end_in_one_line(tmp_path, i2t_bytes, message):
+    """Integer rankings take the vectorised reader; its refusals still name file and
+    line, exit 2 and leave the database as it was."""
+    from storage import open_database
+
+    positives = tmp_path / "gt"
+    positives.mkdir()
+    (positives / "gt_image_to_caption.json").write_text('{"1": [10], "2": [11]}')
+    (positives / "gt_caption_to_image.json").write_text('{"10": [1], "11": [2]}')
+    i2t, t2i = tmp_path / "i2t.json", tmp_path / "t2i.json"
+    t2i.write_text('{"10": [1, 2], "11": [2, 1]}')
+    db = str(tmp_path / "ints.db")
+    i2t.write_text('{"1": [10, 11], "2": [11, 10]}')
+    good = _evaluate(db, "--name", "good", "--i2t", str(i2t), "--t2i", str(t2i),
+                     "--positives", str(positives), "--bootstrap", "0", "--format", "json")
+    assert good.exit_code == 0, good.output
+    i2t.write_bytes(i2t_bytes)
+    before = database_dump(open_database(db))
+    result = _evaluate(db, "--name", "bad", "--i2t", str(i2t), "--t2i", str(t2i),
+                       "--positives", str(positives))
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and message in result.output, result.output
+    assert database_dump(open_database(db)) == before
+
+
 def test_a_matrix_of_the_wrong_shape_is_refused(project):
     db, folder = project
     path = folder / "m.npz"

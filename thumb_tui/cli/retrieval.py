@@ -74,9 +74,6 @@ def evaluate_command(
     by: ActorOption = "",
 ) -> None:
     """Evaluate a model on positive sets (stored results are reused)."""
-    from metrics.positives import PositivesError
-    from metrics.rankings import RankingsError
-    from metrics.relevance import RelevanceError
     from reports.retrieval import (
         ModelFiles,
         Settings,
@@ -84,9 +81,7 @@ def evaluate_command(
         resolve_plausible,
         resolve_positives,
         resolve_relevance,
-        tidy,
     )
-    from storage.retrieval import RetrievalStoreError
 
     if output not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}")
@@ -120,13 +115,11 @@ def evaluate_command(
             derived, content = _plausible_from(pm_from, targets, _integers(zeta, "--zeta"))
         targets += resolve_plausible(pm, derived, content)
         targets += resolve_relevance(relevance or [])
-        frame, computed = evaluate_model(
+        records, computed = evaluate_model(
             engine, name.strip(), ModelFiles(i2t, t2i, scores), targets, settings,
             actor=by or os_login(), replace=replace)
-    except (PositivesError, RankingsError, RelevanceError, RetrievalStoreError,
-            ValueError) as error:
+    except ValueError as error:  # PositivesError, RankingsError, RelevanceError, …
         fail(str(error))
-    records = tidy(frame)
     if output == "json":
         write_or_echo(json.dumps(records, indent=1), out, "the results")
     else:
