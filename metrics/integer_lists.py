@@ -7,7 +7,8 @@ works on the bytes with NumPy instead, a few megabytes at a time (so that its sc
 arrays are reused rather than fresh memory, which costs more than the arithmetic): every
 byte must be a digit, JSON whitespace or one of `{}[],:"`; the tokens (structural bytes
 and the first digit of each number) must follow the grammar, checked by a table of
-allowed token triples; the numbers are read by `np.fromstring`. Anything outside that
+allowed token triples; the numbers are read eight bytes at a time (SWAR arithmetic on
+64-bit words; `np.fromstring` for numbers of 8 digits or more). Anything outside that
 shape (string ids, leading zeros, signs, escapes, empty lists, numbers of 2^31 or more,
 malformed JSON) returns None, and the caller reads the file with `json`, which accepts
 exactly what JSON allows and names the line of an error.
@@ -15,6 +16,7 @@ exactly what JSON allows and names the line of an error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import product
 from mmap import mmap
@@ -28,11 +30,12 @@ _LARGEST = 2**31 - 1  # numbers are kept as int32; larger ones are left to json
 # Token classes (the bytes above 0x20: whitespace makes no token), plus the two ends.
 START, OPEN_OBJECT, CLOSE_OBJECT, OPEN_LIST, CLOSE_LIST, COMMA, COLON, QUOTE, NUMBER, END = \
     range(10)
-_CLASS_OF_BYTE = np.zeros(256, dtype=np.uint16)
+_CLASSES = bytearray(256)
 for _byte, _class in zip(b'{}[],:"', (OPEN_OBJECT, CLOSE_OBJECT, OPEN_LIST, CLOSE_LIST,
                                        COMMA, COLON, QUOTE), strict=True):
-    _CLASS_OF_BYTE[_byte] = _class
-_CLASS_OF_BYTE[ord("0") : ord("9") + 1] = NUMBER
+    _CLASSES[_byte] = _class
+_CLASSES[ord("0") : ord("9") + 1] = bytes([NUMBER]) * 10
+_CLASS_OF_BYTE = bytes(_CLASSES)  # a bytes.translate table
 _SPACE_FOR_NON_DIGITS = bytes(byte if ord("0") <= byte <= ord("9") else ord(" ")
                               for byte in range(256))
 
@@ -82,6 +85,10 @@ class IntegerLists:
     def keys(self) -> np.ndarray:
         return self.numbers[self.key_index].astype(np.int64)
 
+    def distinct_keys(self) -> bool:
+        keys = np.sort(self.keys)
+        return not (keys[1:] == keys[:-1]).any()
+
     def rows(self) -> np.ndarray | None:
         """(keys x length) view of the values when every list has the same length."""
         if len(self.lengths) == 0 or (self.lengths != self.lengths[0]).any():
@@ -92,6 +99,13 @@ class IntegerLists:
         """The lists' values concatenated (a copy)."""
         return np.delete(self.numbers, self.key_index)
 
+    def lists(self) -> list[list[int]]:
+        """Each key's list as Python integers (for small files)."""
+        values = self.values().tolist()
+        ends = np.cumsum(self.lengths).tolist()
+        return [values[end - length : end]
+                for end, length in zip(ends, self.lengths.tolist(), strict=True)]
+
 
 def parse_integer_lists(data: bytes | mmap, *, chunk_bytes: int = CHUNK_BYTES
                         ) -> IntegerLists | None:
@@ -99,24 +113,23 @@ def parse_integer_lists(data: bytes | mmap, *, chunk_bytes: int = CHUNK_BYTES
     exactly such an object. Chunks are at least `chunk_bytes` long."""
     size = len(data)
     numbers = np.empty(size // 2 + 1, dtype=np.int32)  # pages are touched only as filled
-    context = np.array([START, START], dtype=np.uint16)  # the last two token classes
-    key_tokens, filled = [], 0
-    tokens = start = 0
+    context = np.array([START, START], dtype=np.uint8)  # the last two token classes
+    key_tokens, filled, tokens = [], 0, 0
     try:
-        while start < size:
-            end = data.find(b",", start + chunk_bytes)  # a chunk never splits a number
-            end = size if end < 0 else end + 1
-            chunk_numbers, framed = _read_chunk(data[start:end], context)
-            key_tokens.append(np.flatnonzero((framed[1:-1] == QUOTE)
-                                             & (framed[2:] == NUMBER)) + tokens)
+        for start, end in _chunks(data, chunk_bytes):
+            chunk_numbers, classes, chunk_keys = _read_chunk(data, start, end)
+            framed = np.concatenate((context, classes[:2]))  # the triples across chunks
+            if not _ALLOWED_TRIPLES[_triples(framed)].all():
+                return None
+            context = np.concatenate((context, classes))[-2:]
+            key_tokens.append(chunk_keys + tokens)
             numbers[filled : filled + len(chunk_numbers)] = chunk_numbers
             filled += len(chunk_numbers)
-            tokens += len(framed) - 2
-            context = framed[-2:]
-            start = end
+            tokens += len(classes)
     except _Outside:
         return None
-    if size == 0 or not _ALLOWED_TRIPLES[100 * context[0] + 10 * context[1] + END]:
+    ending = np.append(context, np.uint8(END))
+    if size == 0 or not _ALLOWED_TRIPLES[_triples(ending)].all():
         return None
     # Tokens from a key to the next: K " : [ then 2L - 1 for L values, then ] , " (2L + 6);
     # from the last key to the end: 2L + 5.
@@ -126,35 +139,91 @@ def parse_integer_lists(data: bytes | mmap, *, chunk_bytes: int = CHUNK_BYTES
     return IntegerLists(numbers[:filled], key_index, lengths)
 
 
-def _read_chunk(chunk: bytes, context: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the chunk's numbers, the classes of its tokens after the two of `context`, those
-    of the tokens before it); _Outside when the chunk breaks the grammar. The previous
-    chunk ended with a comma, so no number or key straddles the boundary."""
-    if chunk.translate(None, _ALLOWED_BYTES):
+def _chunks(data: bytes | mmap, chunk_bytes: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of chunks that end just after a comma (or at the end of `data`), so
+    that no number or key straddles two chunks."""
+    start = 0
+    while start < len(data):
+        end = data.find(b",", start + chunk_bytes)
+        end = len(data) if end < 0 else end + 1
+        yield start, end
+        start = end
+
+
+def _triples(classes: np.ndarray) -> np.ndarray:
+    """The code of each triple of consecutive token classes."""
+    codes = np.multiply(classes[:-2], 100, dtype=np.uint16)
+    codes += classes[1:-1] * np.uint8(10)
+    codes += classes[2:]
+    return codes
+
+
+def _read_chunk(data: bytes | mmap, start: int, end: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the numbers of `data[start:end]`, the classes of its tokens, which tokens are
+    keys); _Outside when the chunk breaks the grammar (the triples across chunks are
+    checked by the caller). The words read at each number run 8 bytes past the end."""
+    size = end - start
+    piece = data[start : end + 8]
+    piece += b" " * (size + 8 - len(piece))
+    if piece.translate(None, _ALLOWED_BYTES):  # the 8 bytes past are the next chunk's
         raise _Outside
-    raw = np.frombuffer(chunk, dtype=np.uint8)
+    raw = np.frombuffer(piece, dtype=np.uint8, count=size)
     digit = (raw >= ord("0")) & (raw <= ord("9"))
     continued = np.zeros_like(digit)  # a digit after a digit: not the start of a number
     np.logical_and(digit[1:], digit[:-1], out=continued[1:])
-    leading_zero = (raw[:-1] == ord("0")) & digit[1:]
-    if np.greater(leading_zero, continued[:-1]).any():
-        raise _Outside  # `01`: not JSON, or (as a key) an id that is not an integer
     quotes = np.flatnonzero(raw == ord('"'))
-    after = digit[np.minimum(quotes + 1, len(raw) - 1)] & (quotes + 1 < len(raw))
+    after = digit[np.minimum(quotes + 1, size - 1)] & (quotes + 1 < size)
     before = digit[quotes - 1] & (quotes > 0)
     if not (after | before).all():
         raise _Outside  # a space inside a key (or a quote next to nothing): not an integer
-    framed = np.concatenate((context, _CLASS_OF_BYTE[np.compress(np.greater(raw > 32,
-                                                                          continued), raw)]))
-    codes = framed[:-2] * 100
-    codes += framed[1:-1] * 10
-    codes += framed[2:]
-    if not _ALLOWED_TRIPLES[codes].all():
+    tokens = np.compress(np.greater(raw > 32, continued), raw)
+    classes = np.frombuffer(tokens.tobytes().translate(_CLASS_OF_BYTE), dtype=np.uint8)
+    if not _ALLOWED_TRIPLES[_triples(classes)].all():
         raise _Outside
-    count = np.count_nonzero(framed[2:] == NUMBER)
+    words = np.ndarray((size,), dtype="<u8", buffer=piece, strides=(1,))[
+        np.flatnonzero(np.greater(digit, continued))]
+    numbers, lengths = _eight_digits(words)
+    if (lengths == 8).any():  # 8 digits or more: read by np.fromstring
+        numbers = _long_numbers(piece[:size], raw, digit, continued)
+    elif (((words & 0xFF) == ord("0")) & (lengths > 1)).any():
+        raise _Outside  # `01`: not JSON, or (as a key) an id that is not an integer
+    keys = np.flatnonzero((classes[:-1] == QUOTE) & (classes[1:] == NUMBER)) + 1
+    return numbers, classes, keys
+
+
+_SWAR_STEPS = [(np.uint64(mask), np.uint64(factor), np.uint64(shift)) for mask, factor, shift in (
+    (0x0F0F0F0F0F0F0F0F, 10 << 8 | 1, 8), (0x00FF00FF00FF00FF, 100 << 16 | 1, 16),
+    (0x0000FFFF0000FFFF, 10000 << 32 | 1, 32))]
+
+
+def _eight_digits(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(value, digit count) of the number starting each 8-byte little-endian word: the
+    count is the position of the first non-digit byte (8 when there is none), the value
+    that of the digits before it (SWAR: pairs, then fours, then eights of digits)."""
+    digits = words - np.uint64(0x3030303030303030)
+    outside = words + np.uint64(0x4646464646464646)
+    outside |= digits
+    outside &= np.uint64(0x8080808080808080)  # the high bit of each byte not a digit
+    below = outside - np.uint64(1)
+    below &= ~outside  # the bits below the first byte that is not a digit: 8 x count + 7
+    bits = np.bitwise_count(below)
+    value = digits << (np.uint64(71) - bits)  # drop what follows the number
+    for mask, factor, shift in _SWAR_STEPS:
+        value &= mask
+        value *= factor
+        value >>= shift
+    return value, bits >> 3
+
+
+def _long_numbers(chunk: bytes, raw: np.ndarray, digit: np.ndarray, continued: np.ndarray
+                  ) -> np.ndarray:
+    """The numbers of a chunk that has numbers of 8 digits or more."""
+    leading_zero = (raw[:-1] == ord("0")) & digit[1:]
+    if np.greater(leading_zero, continued[:-1]).any():
+        raise _Outside
     numbers = np.fromstring(chunk.translate(_SPACE_FOR_NON_DIGITS), dtype=np.int64, sep=" ")
-    if count == 0:
-        numbers = numbers[:0]  # fromstring reads blank text as one 0
-    if len(numbers) != count or (count and numbers.max() > _LARGEST):
+    if len(numbers) != np.count_nonzero(np.greater(digit, continued)) or (
+            numbers.max(initial=0) > _LARGEST):
         raise _Outside
-    return numbers, framed
+    return numbers

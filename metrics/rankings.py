@@ -48,6 +48,10 @@ class Ranked(Protocol):
     @property
     def index_of(self) -> Mapping[Id, int]: ...
 
+    def rows_of(self, ids: Sequence[Id]) -> np.ndarray: ...
+
+    def indices_of(self, ids: Sequence[Id]) -> np.ndarray: ...
+
     def top(self, rows: np.ndarray, depth: int, allowed: np.ndarray | None) -> np.ndarray:
         """(len(rows), depth) item indices, best first; -1 where a list has ended.
         `allowed` (a boolean mask over items) keeps only those items, in ranked order."""
@@ -65,6 +69,52 @@ class _Ids:
     @cached_property
     def index_of(self) -> dict[Id, int]:
         return {item: index for index, item in enumerate(self.items)}
+
+    def rows_of(self, ids: Sequence[Id]) -> np.ndarray:
+        """The row of each query id; -1 for an id that is not a query."""
+        return _positions(self._sorted_queries, self.row_of, ids)
+
+    def indices_of(self, ids: Sequence[Id]) -> np.ndarray:
+        """The index of each item id; -1 for an id that is not an item."""
+        return _positions(self._sorted_items, self.index_of, ids)
+
+    @cached_property
+    def _sorted_queries(self) -> tuple[np.ndarray, np.ndarray] | None:
+        return _sorted_integers(self.queries)
+
+    @cached_property
+    def _sorted_items(self) -> tuple[np.ndarray, np.ndarray] | None:
+        return _sorted_integers(self.items)
+
+
+def _integer_array(ids: Sequence[Id]) -> np.ndarray | None:
+    """`ids` as int64 when every one is a plain integer that fits, else None."""
+    if not all(type(i) is int for i in ids):
+        return None
+    try:
+        return np.array(ids, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
+def _sorted_integers(ids: Sequence[Id]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(integer ids sorted, their positions), for looking up many ids at once."""
+    values = _integer_array(ids)
+    if values is None or len(values) == 0:
+        return None
+    order = np.argsort(values, kind="stable")
+    return values[order], order
+
+
+def _positions(search: tuple[np.ndarray, np.ndarray] | None, mapping: Mapping[Id, int],
+               ids: Sequence[Id]) -> np.ndarray:
+    """Positions of `ids` (-1: absent), by binary search when both sides are integers."""
+    wanted = None if search is None else _integer_array(ids)
+    if wanted is None:
+        return np.fromiter((mapping.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+    values, order = search
+    at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+    return np.where(values[at] == wanted, order[at], -1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -250,23 +300,30 @@ def check_lists(rankings: Rankings, source: str, text: Text = None) -> None:
     """Refuse empty lists and lists that name an item twice (naming the query; `text`,
     the file's text or a function that reads it, gives the line)."""
     items = max(len(rankings.items), 1)
-    step = max(1, _DUPLICATE_CHUNK // items)
+    step = max(1, _DUPLICATE_CHUNK // (items + 1))
+    scratch = np.empty(min(step, len(rankings.queries)) * (items + 1), dtype=bool)
     for start in range(0, len(rankings.queries), step):
         block = rankings.order[start : start + step]
-        listed = block >= 0
-        lengths = np.count_nonzero(listed, axis=1)
-        empty = np.flatnonzero(lengths == 0)
-        if len(empty):
-            _raise_for_query(rankings, start + int(empty[0]), "the ranked list is empty",
-                             source, text)
-        seen = np.zeros((len(block), items + 1), dtype=bool)  # column `items`: padding
-        cells = np.where(listed, block, items)
-        cells += np.arange(0, seen.size, items + 1, dtype=cells.dtype)[:, None]
-        seen.reshape(-1)[cells] = True
-        seen[:, items] = False
+        seen = scratch[: len(block) * (items + 1)]  # row by row; column `items`: padding
+        seen[:] = False
+        cells = np.arange(0, len(seen), items + 1, dtype=np.int64)[:, None] + block
+        if block.min(initial=0) < 0:
+            listed = block >= 0
+            lengths = np.count_nonzero(listed, axis=1)
+            empty = np.flatnonzero(lengths == 0)
+            if len(empty):
+                _raise_for_query(rankings, start + int(empty[0]), "the ranked list is empty",
+                                 source, text)
+            cells[~listed] += items - block[~listed]  # the padding column
+            seen[cells] = True
+            seen.reshape(len(block), items + 1)[:, items] = False
+        else:
+            lengths = np.full(len(block), block.shape[1])
+            seen[cells] = True
         if np.count_nonzero(seen) == lengths.sum():
             continue
-        row = start + int(np.flatnonzero(np.count_nonzero(seen, axis=1) != lengths)[0])
+        counts = np.count_nonzero(seen.reshape(len(block), items + 1), axis=1)
+        row = start + int(np.flatnonzero(counts != lengths)[0])
         values, counts = np.unique(rankings.order[row][rankings.order[row] >= 0],
                                    return_counts=True)
         twice = rankings.items[int(values[counts > 1][0])]
@@ -314,10 +371,8 @@ def read_rankings_json(path: Path) -> Rankings:
                     parsed = parse_integer_lists(data)
     except OSError as error:
         raise RankingsError(f"{path}: cannot read: {error}") from None
-    if parsed is not None:
-        keys = parsed.keys
-        if len(np.unique(keys)) == len(keys):  # else json names the repeated key's line
-            return _rankings_from_integers(parsed, keys, path)
+    if parsed is not None and parsed.distinct_keys():  # else json names the key's line
+        return _rankings_from_integers(parsed, path)
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -338,7 +393,7 @@ def read_rankings_json(path: Path) -> Rankings:
     return rankings_from_lists(raw, source=str(path), text=text)
 
 
-def _rankings_from_integers(parsed: IntegerLists, keys: np.ndarray, path: Path) -> Rankings:
+def _rankings_from_integers(parsed: IntegerLists, path: Path) -> Rankings:
     """Rankings over the parsed numbers, encoded in place where every list has the same
     length (the usual full or top-N rankings: no copy of 30 M ids)."""
     rows = parsed.rows()
@@ -347,7 +402,7 @@ def _rankings_from_integers(parsed: IntegerLists, keys: np.ndarray, path: Path) 
     else:
         item_ids, encoded = _encode_integers(parsed.values(), in_place=True)
         order = _pack(encoded, parsed.lengths)
-    rankings = Rankings(tuple(keys.tolist()), item_ids, order)
+    rankings = Rankings(tuple(parsed.keys.tolist()), item_ids, order)
     check_lists(rankings, str(path), lambda: path.read_text(encoding="utf-8"))
     return rankings
 

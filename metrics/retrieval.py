@@ -82,24 +82,17 @@ def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], sou
     """Rows of the queries with positives, R per query, and the (query, item index) pairs
     of the positives that the rankings know."""
     queries = [q for q, items in positives.items() if items]
-    row_of = ranked.row_of
-    missing = [q for q in queries if q not in row_of]
-    if missing:
+    rows = ranked.rows_of(queries)
+    if (rows < 0).any():
+        missing = [q for q, row in zip(queries, rows.tolist(), strict=True) if row < 0]
         raise RankingsError(f"the rankings have no list for {len(missing)} of the "
                             f"{len(queries)} queries of {source} (e.g. {missing[0]!r})")
-    rows = np.fromiter((row_of[q] for q in queries), dtype=np.int64, count=len(queries))
     sizes = np.fromiter((len(positives[q]) for q in queries), dtype=np.int64,
                         count=len(queries))
-    index_of = ranked.index_of
-    pair_query, pair_item = [], []
-    for number, query in enumerate(queries):
-        for item in positives[query]:
-            index = index_of.get(item)
-            if index is not None:
-                pair_query.append(number)
-                pair_item.append(index)
-    return rows, sizes, np.asarray(pair_query, dtype=np.int64), \
-        np.asarray(pair_item, dtype=np.int64)
+    pair_item = ranked.indices_of([item for q in queries for item in positives[q]])
+    pair_query = np.repeat(np.arange(len(queries), dtype=np.int64), sizes)
+    known = pair_item >= 0
+    return rows, sizes, pair_query[known], pair_item[known]
 
 
 def _relevance(top: np.ndarray, pair_query: np.ndarray, pair_item: np.ndarray, width: int

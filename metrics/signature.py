@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 
+@cache
 def package_version(name: str) -> str:
     try:
         return version(name)

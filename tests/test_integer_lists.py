@@ -42,6 +42,7 @@ def _same(parsed, expected: tuple[list[int], list[list[int]]]) -> None:
     assert parsed.keys.tolist() == keys
     assert parsed.lengths.tolist() == [len(values) for values in lists]
     assert parsed.values().tolist() == [v for values in lists for v in values]
+    assert parsed.lists() == lists
     rows = parsed.rows()
     if len({len(values) for values in lists}) == 1:
         assert rows.tolist() == lists
@@ -49,7 +50,7 @@ def _same(parsed, expected: tuple[list[int], list[list[int]]]) -> None:
         assert rows is None
 
 
-ids = st.integers(0, LARGEST)
+ids = st.integers(0, 999) | st.integers(0, 10**7 - 1) | st.integers(0, LARGEST)
 documents = st.dictionaries(ids.map(str), st.lists(ids, min_size=1, max_size=12),
                             min_size=1, max_size=12)
 layouts = st.sampled_from([{}, {"indent": 1}, {"indent": "\t"}, {"separators": (",", ":")},

@@ -313,6 +313,8 @@ def test_other_id_spellings_go_through_json(tmp_path: Path, text: str):
     ("text", "message"),
     [
         ('{\n"1": [1, 2],\n"2": [3, 3]\n}', r"r\.json:3: query 2: item 3 appears twice"),
+        ('{\n"1": [1, 2, 5],\n"2": [3, 3]\n}', r"r\.json:3: query 2: item 3 appears twice"),
+        ('{\n"1": [1, 2, 5],\n"2": [3, 4, 3, 6]\n}', r"r\.json:3: query 2: item 3 appears twice"),
         ('{\n"1": [1, 2],\n"2": []\n}', r"r\.json:3: query 2: the ranked list is empty"),
         ('{\n"1": [1, 2],\n"1": [3]\n}', r"r\.json:2: query '1' appears twice"),
         ('{\n"1": [1, 2],\n"2": [3 4]\n}', r"r\.json:3: not valid JSON"),
