@@ -16,10 +16,14 @@ exactly what JSON allows and names the line of an error.
 
 from __future__ import annotations
 
+import io
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import product
-from mmap import mmap
+from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -107,29 +111,31 @@ class IntegerLists:
                 for end, length in zip(ends, self.lengths.tolist(), strict=True)]
 
 
-def parse_integer_lists(data: bytes | mmap, *, chunk_bytes: int = CHUNK_BYTES
+def parse_integer_lists(source: Path | bytes, *, chunk_bytes: int = CHUNK_BYTES
                         ) -> IntegerLists | None:
-    """The numbers of `data` (bytes or an mmap of the file), or None when it is not
-    exactly such an object. Chunks are at least `chunk_bytes` long."""
-    size = len(data)
-    numbers = np.empty(size // 2 + 1, dtype=np.int32)  # pages are touched only as filled
-    context = np.array([START, START], dtype=np.uint8)  # the last two token classes
-    key_tokens, filled, tokens = [], 0, 0
-    try:
-        for start, end in _chunks(data, chunk_bytes):
-            chunk_numbers, classes, chunk_keys = _read_chunk(data, start, end)
-            framed = np.concatenate((context, classes[:2]))  # the triples across chunks
-            if not _ALLOWED_TRIPLES[_triples(framed)].all():
-                return None
-            context = np.concatenate((context, classes))[-2:]
-            key_tokens.append(chunk_keys + tokens)
-            numbers[filled : filled + len(chunk_numbers)] = chunk_numbers
-            filled += len(chunk_numbers)
-            tokens += len(classes)
-    except _Outside:
-        return None
+    """The numbers of the file at `source` (or of these bytes), or None when it is not
+    exactly such an object. The file is read a chunk of at least `chunk_bytes` at a
+    time into one buffer (no mapping of its pages, no copy of it in memory)."""
+    with _opened(source) as (stream, size):
+        numbers = np.empty(size // 2 + 1, dtype=np.int32)  # pages touched only as filled
+        context = np.array([START, START], dtype=np.uint8)  # the last two token classes
+        key_tokens, filled, tokens = [], 0, 0
+        try:
+            for piece, chunk_size in _chunks(stream, chunk_bytes):
+                chunk_numbers, classes, chunk_keys = _read_chunk(piece, chunk_size)
+                framed = np.concatenate((context, classes[:2]))  # the triples across
+                if filled + len(chunk_numbers) > len(numbers) or not _ALLOWED_TRIPLES[
+                        _triples(framed)].all():  # (the file grew while read: json reads it)
+                    return None
+                context = np.concatenate((context, classes))[-2:]
+                key_tokens.append(chunk_keys + tokens)
+                numbers[filled : filled + len(chunk_numbers)] = chunk_numbers
+                filled += len(chunk_numbers)
+                tokens += len(classes)
+        except _Outside:
+            return None
     ending = np.append(context, np.uint8(END))
-    if size == 0 or not _ALLOWED_TRIPLES[_triples(ending)].all():
+    if not key_tokens or not _ALLOWED_TRIPLES[_triples(ending)].all():
         return None
     # Tokens from a key to the next: K " : [ then 2L - 1 for L values, then ] , " (2L + 6);
     # from the last key to the end: 2L + 5.
@@ -139,15 +145,40 @@ def parse_integer_lists(data: bytes | mmap, *, chunk_bytes: int = CHUNK_BYTES
     return IntegerLists(numbers[:filled], key_index, lengths)
 
 
-def _chunks(data: bytes | mmap, chunk_bytes: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of chunks that end just after a comma (or at the end of `data`), so
-    that no number or key straddles two chunks."""
-    start = 0
-    while start < len(data):
-        end = data.find(b",", start + chunk_bytes)
-        end = len(data) if end < 0 else end + 1
-        yield start, end
-        start = end
+@contextmanager
+def _opened(source: Path | bytes) -> Iterator[tuple[BinaryIO, int]]:
+    if isinstance(source, bytes):
+        yield io.BytesIO(source), len(source)
+        return
+    with open(source, "rb") as stream:
+        yield stream, os.fstat(stream.fileno()).st_size
+
+
+def _chunks(stream: BinaryIO, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """(piece, size): the stream in chunks that end just after a comma (or at its end),
+    so that no number or key straddles two; each piece holds its chunk (`size` bytes)
+    and 8 bytes more (the next chunk's, or spaces) for the words read at its numbers."""
+    buffer = bytearray(chunk_bytes + 8)
+    kept = 0  # bytes of the next chunk already at the start of the buffer
+    while True:
+        if kept == len(buffer) - 8:  # no comma in a whole buffer: read on into more room
+            buffer.extend(bytes(len(buffer)))
+        with memoryview(buffer) as view:
+            read = stream.readinto(view[kept : len(buffer) - 8])
+        end = kept + read
+        cut = end if read == 0 else buffer.rfind(b",", 0, end) + 1
+        if cut == 0:
+            if read == 0:
+                return
+            kept = end
+            continue
+        buffer[end : end + 8] = b" " * 8
+        with memoryview(buffer) as view:
+            yield bytes(view[: cut + 8]), cut
+        buffer[: end - cut] = buffer[cut:end]
+        kept = end - cut
+        if read == 0:
+            return
 
 
 def _triples(classes: np.ndarray) -> np.ndarray:
@@ -158,18 +189,14 @@ def _triples(classes: np.ndarray) -> np.ndarray:
     return codes
 
 
-def _read_chunk(data: bytes | mmap, start: int, end: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(the numbers of `data[start:end]`, the classes of its tokens, which tokens are
-    keys); _Outside when the chunk breaks the grammar (the triples across chunks are
-    checked by the caller). The words read at each number run 8 bytes past the end."""
-    size = end - start
-    piece = data[start : end + 8]
-    piece += b" " * (size + 8 - len(piece))
-    if piece.translate(None, _ALLOWED_BYTES):  # the 8 bytes past are the next chunk's
-        raise _Outside
+def _read_chunk(piece: bytes, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the numbers of the chunk `piece[:size]`, the classes of its tokens, which tokens
+    are keys); _Outside when the chunk breaks the grammar (the triples across chunks are
+    checked by the caller)."""
     raw = np.frombuffer(piece, dtype=np.uint8, count=size)
-    digit = (raw >= ord("0")) & (raw <= ord("9"))
+    if (raw < 32).any() and piece.translate(None, _ALLOWED_BYTES):
+        raise _Outside  # control bytes; other bytes outside the grammar have no class
+    digit = np.subtract(raw, ord("0"), dtype=np.uint8) < 10
     continued = np.zeros_like(digit)  # a digit after a digit: not the start of a number
     np.logical_and(digit[1:], digit[:-1], out=continued[1:])
     quotes = np.flatnonzero(raw == ord('"'))

@@ -11,8 +11,6 @@ ascending id (integers before strings). Ids follow `metrics.positives.normalize_
 from __future__ import annotations
 
 import json
-import mmap
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -359,16 +357,11 @@ def check_known(rankings: Ranked, queries: set[Id] | frozenset[Id] | None,
 
 def read_rankings_json(path: Path) -> Rankings:
     """`{query id: [item ids…]}` from a JSON file. Files of integer ids (the eccv-caption
-    form) are read by a vectorised parser straight from the file's pages; any other
-    file (string ids, or an error to report with its line) through `json`."""
+    form) are read by a vectorised parser; any other file (string ids, or an error to
+    report with its line) through `json`."""
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                parsed = None
-            else:
-                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    parsed = parse_integer_lists(data)
+        parsed = parse_integer_lists(path)
     except OSError as error:
         raise RankingsError(f"{path}: cannot read: {error}") from None
     if parsed is not None and parsed.distinct_keys():  # else json names the key's line

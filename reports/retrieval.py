@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,11 +93,9 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
     targets = []
     for name in dict.fromkeys(names):
         if name in SHIPPED_NAMES:
-            folds = shipped_positive_sets(name)
-            coco = shipped_positive_set("coco-5k")
-            universe = (frozenset(coco.image_to_captions), frozenset(coco.caption_to_images))
             content = f"eccv-caption=={package_version('eccv-caption')}"
-            targets.append(Target("positives", name, content, folds, universe=universe))
+            targets.append(Target("positives", name, content, shipped_positive_sets(name),
+                                  universe=_coco_universe()))
         elif (stored := _stored_target(engine, name)) is not None:
             targets.append(stored)
         else:
@@ -106,6 +105,13 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
             targets.append(Target("positives", positives.name, digest([content]),
                                   (positives,)))
     return targets
+
+
+@cache
+def _coco_universe() -> tuple[frozenset, frozenset]:
+    """The COCO 5K test split's (images, captions): the ids shipped sets know."""
+    coco = shipped_positive_set("coco-5k")
+    return frozenset(coco.image_to_captions), frozenset(coco.caption_to_images)
 
 
 def _stored_target(engine: Engine | None, name: str) -> Target | None:
