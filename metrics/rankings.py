@@ -25,8 +25,8 @@ from metrics.positives import Id, line_of_key, normalize_id
 DIRECTIONS = ("i2t", "t2i")
 _LOOKUP_LIMIT = 50_000_000  # largest integer id mapped through a lookup table
 _SCORE_CHUNK = 8_000_000  # matrix cells ranked at once (64 MB of float64)
-_DUPLICATE_CHUNK = 20_000_000  # cells of the (rows x items) scratch of the duplicate check
-_ENCODE_CHUNK = 4_000_000  # ids encoded at once
+_DUPLICATE_CHUNK = 4_000_000  # cells of the (rows x items) scratch of the duplicate check
+_ENCODE_CHUNK = 1_000_000  # ids encoded at once
 
 
 Text = str | Callable[[], str] | None  # a file's text, or how to read it when needed
