@@ -413,6 +413,13 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
                                           "ci_low", "ci_high", "n"])
 
 
+def _pearson_matrix(values: np.ndarray) -> np.ndarray:
+    """Pearson's r between every two columns; NaN (not a warning) where a column is
+    constant, as `correlations` gives."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.corrcoef(values, rowvar=False)
+
+
 def williams_records(data: pd.DataFrame, metrics: Sequence[str],
                      subsets: dict[str, pd.Series]) -> pd.DataFrame:
     """For each pair of metrics and human dimension: is the first metric's Pearson r with
@@ -425,7 +432,7 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
             continue
         columns = [*HUMAN, *metrics]
         values = part[columns].to_numpy(dtype=float)
-        complete = np.corrcoef(values, rowvar=False) if not np.isnan(values).any() else None
+        complete = _pearson_matrix(values) if not np.isnan(values).any() else None
         for dimension in HUMAN:
             for first in metrics:
                 for second in metrics:
@@ -437,7 +444,7 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
                         matrix = complete[np.ix_(picked, picked)]
                     else:
                         rows = rows[~np.isnan(rows).any(axis=1)]
-                        matrix = np.corrcoef(rows, rowvar=False)
+                        matrix = _pearson_matrix(rows)
                     r1, r2, r12 = matrix[0, 1], matrix[0, 2], matrix[1, 2]
                     t, p = williams_test(r1, r2, r12, len(rows))
                     records.append({"metric": first, "versus": second, "dimension": dimension,
