@@ -5,6 +5,7 @@ under its signature, and read back tidy records."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,6 +36,7 @@ from metrics.signature import digest, format_signature, package_version
 from storage.retrieval import (
     check_model_files,
     file_digest,
+    find_model,
     project_captions,
     project_references,
     results_frame,
@@ -179,12 +181,17 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
     targets, the number of targets computed now). Bad files leave the database as it
     was: everything is read and computed before anything is stored."""
     labelled = files.labelled()
-    digest_of_files = file_digest(labelled)
+    directions = None
+    with ThreadPoolExecutor(1) as pool:  # hashlib lets go of the interpreter lock
+        hashing = pool.submit(file_digest, labelled)
+        if find_model(engine, name) is None:  # a new model: read its files meanwhile
+            directions = files.read()
+        digest_of_files = hashing.result()
     done = check_model_files(engine, name, digest_of_files, replace)
     signatures = {target: settings.signature(target) for target in targets}
     todo = [t for t in targets if signatures[t] not in done]
     if todo:
-        directions = files.read() if todo else {}
+        directions = directions or files.read()
         results = {}
         for target in todo:
             if target.universe is not None:

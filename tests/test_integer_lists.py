@@ -53,15 +53,16 @@ def _same(parsed, expected: tuple[list[int], list[list[int]]]) -> None:
 ids = st.integers(0, 999) | st.integers(0, 10**7 - 1) | st.integers(0, LARGEST)
 documents = st.dictionaries(ids.map(str), st.lists(ids, min_size=1, max_size=12),
                             min_size=1, max_size=12)
+THREADS = st.sampled_from([1, 3])  # chunks parsed one by one, or three at once
 layouts = st.sampled_from([{}, {"indent": 1}, {"indent": "\t"}, {"separators": (",", ":")},
                            {"separators": (" ,\r\n", " :  ")}])
 
 
 @settings(max_examples=300, deadline=None)
-@given(document=documents, layout=layouts, chunk=st.integers(1, 64))
-def test_json_in_the_shape_reads_as_json_reads_it(document, layout, chunk):
+@given(document=documents, layout=layouts, chunk=st.integers(1, 64), threads=THREADS)
+def test_json_in_the_shape_reads_as_json_reads_it(document, layout, chunk, threads):
     data = json.dumps(document, **layout).encode()
-    parsed = parse_integer_lists(data, chunk_bytes=chunk)
+    parsed = parse_integer_lists(data, chunk_bytes=chunk, threads=threads)
     assert parsed is not None
     _same(parsed, _in_shape(data))
 
@@ -70,10 +71,10 @@ EDIT_BYTES = b'0123456789 \t\n\r{}[],:"-+.eE\\a\x00\xff\xc3'
 
 
 @settings(max_examples=1500, deadline=None)
-@given(document=documents, layout=layouts, chunk=st.integers(1, 64),
+@given(document=documents, layout=layouts, chunk=st.integers(1, 64), threads=THREADS,
        edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 2),
                                 st.sampled_from(EDIT_BYTES)), min_size=1, max_size=3))
-def test_any_other_bytes_are_left_to_json(document, layout, chunk, edits):
+def test_any_other_bytes_are_left_to_json(document, layout, chunk, threads, edits):
     """Random insertions, deletions and replacements: the reader either returns what
     json reads (in the shape) or None, never something json would not say."""
     data = bytearray(json.dumps(document, **layout).encode())
@@ -84,7 +85,7 @@ def test_any_other_bytes_are_left_to_json(document, layout, chunk, edits):
         elif at < len(data):
             data[at : at + 1] = b"" if kind == 1 else bytes([byte])
     data = bytes(data)
-    parsed = parse_integer_lists(data, chunk_bytes=chunk)
+    parsed = parse_integer_lists(data, chunk_bytes=chunk, threads=threads)
     if parsed is not None:
         expected = _in_shape(data)
         assert expected is not None, data
@@ -102,10 +103,11 @@ def test_what_the_reader_refuses(text: str):
     assert parse_integer_lists(text.encode("latin-1")) is None
 
 
-def test_uneven_lists_and_chunks_that_end_anywhere():
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_uneven_lists_and_chunks_that_end_anywhere(threads: int):
     rng = np.random.default_rng(0)
     document = {str(k): rng.integers(0, 10**6, rng.integers(1, 300)).tolist()
                 for k in rng.choice(10**6, 400, replace=False)}
     data = json.dumps(document).encode()
     for chunk in (1, 2, 3, 1000, 1 << 22):
-        _same(parse_integer_lists(data, chunk_bytes=chunk), _in_shape(data))
+        _same(parse_integer_lists(data, chunk_bytes=chunk, threads=threads), _in_shape(data))
