@@ -9,7 +9,7 @@ import numpy as np
 from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
 from metrics.signature import package_version
 from metrics.torch_device import (
-    in_batches,
+    at_fitting_size,
     load_error,
     model_batch_size,
     model_label,
@@ -25,7 +25,9 @@ CAPTION_TOKENS = 64  # subword tokens a caption batch is padded to, for the memo
 class BertScore(Metric):
     """Model and layer are configurable, any local model path works (give its layer);
     idf weighting and baseline rescaling are options. The batch size is the one given, else
-    from the free GPU memory (CUDA) or 64 (CPU); halved when a batch runs out of memory."""
+    from the free GPU memory (CUDA) or 64 (CPU); halved when a batch runs out of memory.
+    The captions given are scored in one bert-score call, so the scores are exactly those
+    of `BERTScorer.score` on the same captions."""
 
     name = "bertscore"
     help = "BERTScore F1, best over the references (bert-score; any model and layer)"
@@ -99,11 +101,13 @@ class BertScore(Metric):
             self._scorer = self._load(items)
         scorer = self._scorer
 
-        def f1(batch: Sequence[CaptionItem]) -> list[float]:
-            _, _, values = scorer.score([item.text for item in batch],
-                                        [list(item.references) for item in batch],
-                                        batch_size=len(batch))
-            return values.float().tolist()
+        texts = [item.text for item in items]
+        references = [list(item.references) for item in items]
 
-        values, self.batch_size = in_batches(f1, items, self.batch_size)
-        return np.array(values)
+        def f1(batch_size: int) -> np.ndarray:
+            # one call: bert-score embeds each distinct sentence once, longest first
+            _, _, values = scorer.score(texts, references, batch_size=batch_size)
+            return values.float().numpy()
+
+        values, self.batch_size = at_fitting_size(f1, self.batch_size)
+        return values

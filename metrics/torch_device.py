@@ -83,23 +83,31 @@ def auto_batch_size(device: str, bytes_per_item: int, requested: int | None = No
     return max(1, min(MAX_BATCH, 1 << max(0, fits.bit_length() - 1)))
 
 
-def in_batches(function: Callable[[Sequence[Item]], list[Output]], inputs: Sequence[Item],
-               batch_size: int) -> tuple[list[Output], int]:
-    """`function` over `inputs` batch by batch; a batch that runs out of GPU memory is
-    retried at half the size, which then stays. Returns the outputs and the last size."""
+def at_fitting_size(function: Callable[[int], Output], batch_size: int
+                    ) -> tuple[Output, int]:
+    """`function(batch_size)`, retried at half the size while it runs out of GPU memory.
+    Returns its output and the size that fitted."""
     import torch
 
-    outputs: list[Output] = []
-    start = 0
-    while start < len(inputs):
-        batch = inputs[start:start + batch_size]
+    while True:
         try:
-            outputs.extend(function(batch))
+            return function(batch_size), batch_size
         except torch.cuda.OutOfMemoryError:
             if batch_size == 1:
                 raise
             torch.cuda.empty_cache()
             batch_size //= 2
-            continue
-        start += len(batch)
+
+
+def in_batches(function: Callable[[Sequence[Item]], list[Output]], inputs: Sequence[Item],
+               batch_size: int) -> tuple[list[Output], int]:
+    """`function` over `inputs` batch by batch; a batch that runs out of GPU memory is
+    retried at half the size, which then stays. Returns the outputs and the last size."""
+    outputs: list[Output] = []
+    start = 0
+    while start < len(inputs):
+        done, batch_size = at_fitting_size(
+            lambda size, start=start: function(inputs[start:start + size]), batch_size)
+        outputs.extend(done)
+        start += batch_size
     return outputs, batch_size
