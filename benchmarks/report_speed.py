@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
 from benchmarks.synthetic import generate  # noqa: E402
-from benchmarks.table import ANCHORS, Table, best_of, seconds  # noqa: E402
+from benchmarks.table import ANCHORS, Table, best_of, installed_environment, seconds  # noqa: E402
 from metrics.correlation import _draw_counts  # noqa: E402
 from reports.scoring import compute_metrics  # noqa: E402
 from reports.tables import build_report  # noqa: E402
@@ -68,12 +68,10 @@ def add_random_metrics(path: Path, count: int) -> None:
 COMMAND_RUNS = 5
 
 
-def run_command(arguments: list[str], bytecode: Path) -> tuple[float, float]:
-    """Wall-clock seconds and CPU seconds (user + system) of one `thumb` process. The
-    project's modules are compiled once into `bytecode`, as an installed package has them
-    (with PYTHONDONTWRITEBYTECODE set, every run would compile them again: 0.2 s)."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(bytecode)}
-    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+def run_command(arguments: list[str]) -> tuple[float, float]:
+    """Wall-clock seconds and CPU seconds (user + system) of one `thumb` process, its
+    bytecode compiled (as installed)."""
+    environment = installed_environment()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([*THUMB, *arguments], check=True, capture_output=True, env=environment)
@@ -99,7 +97,7 @@ def main() -> None:
                                       f"other developers")
         for fmt in ("md", "json"):
             runs = [run_command(["--db", str(path), "report", "--format", fmt, "--out",
-                                 str(folder / fmt)], folder / "bytecode")
+                                 str(folder / fmt)])
                     for _ in range(COMMAND_RUNS)]
             wall, cpu = min(run[0] for run in runs), min(run[1] for run in runs)
             load = os.getloadavg()[0]

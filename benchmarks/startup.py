@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from benchmarks.report_speed import project  # noqa: E402
-from benchmarks.table import Table, best_of, seconds  # noqa: E402
+from benchmarks.table import Table, best_of, installed_environment, seconds  # noqa: E402
 
 HEAVY = ("torch", "transformers", "nltk", "rouge_score", "bert_score", "spacy", "scipy",
          "pandas", "matplotlib", "sacrebleu", "PIL", "textual")
@@ -30,7 +30,7 @@ PROBE = ("import sys; sys.argv = ['thumb', *sys.argv[1:]]; "
 def run(arguments: list[str]) -> tuple[float, str]:
     """One fresh `thumb` process: the CPU seconds it used (what an idle machine's wall time
     would be, whatever the load) and the heavy libraries it imported."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = installed_environment()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *arguments],
                           capture_output=True, text=True, env=env, check=False)

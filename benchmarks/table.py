@@ -29,6 +29,16 @@ def package_version(name: str) -> str:
         return "missing"
 
 
+def installed_environment() -> dict[str, str]:
+    """The environment of a child `thumb` process run as an installed package runs: its
+    bytecode written once and reused (with PYTHONDONTWRITEBYTECODE, set on these
+    machines, every run would compile the project's modules again: about 0.2 s)."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key != "PYTHONDONTWRITEBYTECODE"}
+    environment.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    return environment
+
+
 def best_of(action: Callable[[], Any], repeat: int = REPEAT) -> tuple[float, Any]:
     """The fastest of `repeat` runs (the machine is shared and noisy) and the last result."""
     best, result = float("inf"), None
