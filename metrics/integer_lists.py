@@ -33,9 +33,18 @@ from typing import BinaryIO
 
 import numpy as np
 
-CHUNK_BYTES = 1 << 20  # measured here with 2 threads: faster than 256 or 512 KiB chunks
-PARSING_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1)
+CHUNK_BYTES = 1 << 20  # measured here: faster than 256 or 512 KiB chunks, 1 or 2 threads
+MAX_THREADS = 4
+
+
+def idle_cores() -> int:
+    """Cores free for parsing threads now (at least 1, at most MAX_THREADS): on a busy
+    machine more threads only add switching and page faults (measured here: 2 threads at
+    load 1.5 on 2 cores took 15 % more CPU and longer than one)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(MAX_THREADS, int(cores - busy)))
 _ALLOWED_BYTES = b'0123456789{}[],:" \t\n\r'
 _LARGEST = 2**31 - 1  # numbers are kept as int32; larger ones are left to json
 
@@ -120,23 +129,27 @@ class IntegerLists:
 
 
 def parse_integer_lists(source: Path | bytes, *, chunk_bytes: int = CHUNK_BYTES,
-                        threads: int = PARSING_THREADS) -> IntegerLists | None:
+                        threads: int | None = None) -> IntegerLists | None:
     """The numbers of the file at `source` (or of these bytes), or None when it is not
     exactly such an object. The file is read a chunk of at least `chunk_bytes` at a
     time (no mapping of its pages, no copy of it in memory), `threads` chunks parsed at
-    once."""
-    with _opened(source) as (stream, size), ThreadPoolExecutor(max(1, threads)) as pool:
+    once (default: as many as there are idle cores)."""
+    threads = max(1, threads or idle_cores())
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    with _opened(source) as (stream, size):
         numbers = np.empty(size // 2 + 1, dtype=np.int32)  # pages touched only as filled
         context = np.array([START, START], dtype=np.uint8)  # the last two token classes
         key_tokens, filled, tokens = [], 0, 0
-        parsed = _parsed_in_order(pool, _chunks(stream, chunk_bytes), 2 * max(1, threads))
+        pieces = _chunks(stream, chunk_bytes)
+        parsed = (_read_chunk(*piece) for piece in pieces) if pool is None else (
+            _parsed_in_order(pool, pieces, 2 * threads))
         try:
             for chunk_numbers, classes, chunk_keys in parsed:
                 framed = np.concatenate((context, classes[:2]))  # the triples across
                 if filled + len(chunk_numbers) > len(numbers) or not _ALLOWED_TRIPLES[
                         _triples(framed)].all():  # (the file grew while read: json reads it)
                     return None
-                context = np.concatenate((context, classes))[-2:]
+                context = np.concatenate((context, classes[-2:]))[-2:]
                 key_tokens.append(chunk_keys + tokens)
                 numbers[filled : filled + len(chunk_numbers)] = chunk_numbers
                 filled += len(chunk_numbers)
@@ -144,7 +157,8 @@ def parse_integer_lists(source: Path | bytes, *, chunk_bytes: int = CHUNK_BYTES,
         except _Outside:
             return None
         finally:
-            pool.shutdown(cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
     ending = np.append(context, np.uint8(END))
     if not key_tokens or not _ALLOWED_TRIPLES[_triples(ending)].all():
         return None
