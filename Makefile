@@ -69,6 +69,9 @@ bench: install
 	$(BIN)/python benchmarks/match_proposals.py
 	$(BIN)/python benchmarks/match_latency.py
 	$(BIN)/python benchmarks/fuzz_imports.py
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/retrieval_eccv.py
+	$(BIN)/python benchmarks/relevance_cider.py
+	$(BIN)/python benchmarks/sam_example.py
 	$(BIN)/python -m benchmarks.races
 
 clean:
