@@ -40,11 +40,14 @@ MAX_THREADS = 4
 def idle_cores() -> int:
     """Cores free for parsing threads now (at least 1, at most MAX_THREADS): on a busy
     machine more threads only add switching and page faults (measured here: 2 threads at
-    load 1.5 on 2 cores took 15 % more CPU and longer than one)."""
+    load 1.5 on 2 cores took 15 % more CPU and longer than one). A load of one is this
+    command itself, or the one a script ran just before it."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
     busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(MAX_THREADS, int(cores - busy)))
+    return max(1, min(MAX_THREADS, cores, int(cores + 1 - busy)))
+
+
 _ALLOWED_BYTES = b'0123456789{}[],:" \t\n\r'
 _LARGEST = 2**31 - 1  # numbers are kept as int32; larger ones are left to json
 
