@@ -259,8 +259,9 @@ def _encode_integers(values: np.ndarray, *, in_place: bool = False
     lookup table when the ids are small enough. `in_place` overwrites `values` (int32),
     a block at a time, instead of making a second array of that size."""
     encoded = values if in_place else np.empty(values.shape, dtype=np.int32)
-    if values.size and values.max() < _LOOKUP_LIMIT:
-        present = np.zeros(int(values.max()) + 1, dtype=bool)
+    largest = int(values.max()) if values.size else _LOOKUP_LIMIT
+    if largest < _LOOKUP_LIMIT:
+        present = np.zeros(largest + 1, dtype=bool)
         present[values] = True
         item_ids = np.flatnonzero(present)
         lookup = np.full(len(present), -1, dtype=np.int32)
