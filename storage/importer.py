@@ -8,10 +8,16 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, Executable, ScalarSelect, bindparam, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, select, update
 
 from rubrics import Rubric
-from storage.db import SQLITE_BUSY_TIMEOUT_MS, large_cache, run_write
+from storage.db import (
+    INSERT_CHUNK,
+    SQLITE_BUSY_TIMEOUT_MS,
+    BulkInsert,
+    large_cache,
+    run_write,
+)
 from storage.errors import Problems
 from storage.events import log_change
 from storage.import_files import iter_records
@@ -42,7 +48,6 @@ from storage.protocol import ImageState, Write, read_states, refusals, resolutio
 from storage.rubric_registry import project_rubric, register_rubric
 
 CaptionKey = tuple[str, str]  # (image key, system)
-INSERT_CHUNK = 20_000  # parameter sets per executemany: fast, and bounded in memory
 
 
 def file_digest(path: Path) -> str | None:
@@ -358,28 +363,16 @@ def _rating_values(rating: RatingRow) -> dict[str, object]:
             **{field: getattr(rating, field) for field in RATING_VALUE_FIELDS}}
 
 
-def _in_chunks(connection: Connection, statement: Executable,
-               parameters: Iterable[dict[str, object]]) -> int:
-    """Execute `statement` once per chunk of INSERT_CHUNK parameter sets (executemany):
-    a million rows never become a million dicts at once. Returns how many sets it ran."""
-    done, chunk = 0, []
-    for values in parameters:
-        chunk.append(values)
-        if len(chunk) == INSERT_CHUNK:
-            connection.execute(statement, chunk)
-            done, chunk = done + len(chunk), []
-    if chunk:
-        connection.execute(statement, chunk)
-    return done + len(chunk)
-
-
-def _caption_id() -> ScalarSelect:
-    """The id of the caption at parameters `image_id`, `system` (one index look-up), so
-    that rows referring to captions need no map of every caption id in memory."""
+def _by_caption(connection: Connection, table: Table, columns: Iterable[str]) -> BulkInsert:
+    """A bulk insert of `columns` into `table` whose caption is named by the parameters
+    `image_id` and `system` before them (one index look-up per row), so that no map of
+    every caption id is held in memory."""
     caption = Caption.__table__
-    return (select(caption.c.id).where(caption.c.image_id == bindparam("image_id"),
-                                       caption.c.system == bindparam("system"))
-            .scalar_subquery())
+    caption_id = (select(caption.c.id).where(caption.c.image_id == bindparam("image_id"),
+                                             caption.c.system == bindparam("system"))
+                  .scalar_subquery())
+    return BulkInsert(connection, table.insert().values(caption_id=caption_id),
+                      ("image_id", "system", *columns))
 
 
 def _apply_plan(
@@ -393,49 +386,48 @@ def _apply_plan(
         connection.execute(
             annotator.insert(), [{"name": n, "created_at": now} for n in sorted(plan.annotators)]
         )
-    _in_chunks(connection, image.insert(), (
-        {"key": k, "path": p, "set_id": plan.set_ids.get(k)} for k, p in plan.images.items()))
+    BulkInsert(connection, image.insert(), ("key", "path", "set_id", "double_rating"))(
+        (k, p, plan.set_ids.get(k), k in plan.double_images) for k, p in plan.images.items())
+    marked = [{"image_key": key} for key in sorted(plan.double_images - plan.images.keys())]
+    if marked:
+        connection.execute(update(image).where(image.c.key == bindparam("image_key"))
+                           .values(double_rating=True), marked)
     image_ids = dict(connection.execute(select(image.c.key, image.c.id)).all())
-    references = _in_chunks(connection, ref.insert(), (
-        {"image_id": image_ids[key], "position": position, "text": text}
-        for key, refs in plan.references.items()
-        for position, text in enumerate(refs)))
-    _in_chunks(connection, caption.insert(), (
-        {"image_id": image_ids[row.image_key], "system": row.system, "text": row.caption,
-         "external_id": row.caption_id}
-        for row in plan.captions.values()))
+    references = BulkInsert(connection, ref.insert(), ("image_id", "position", "text"))(
+        (image_ids[key], position, text)
+        for key, refs in plan.references.items() for position, text in enumerate(refs))
+    BulkInsert(connection, caption.insert(), ("image_id", "system", "text", "external_id"))(
+        (image_ids[row.image_key], row.system, row.caption, row.caption_id)
+        for row in plan.captions.values())
     annotator_ids = dict(connection.execute(select(annotator.c.name, annotator.c.id)).all())
-    values: dict[int, dict[str, object]] = {}  # id of a RatingRow (rows share them) -> values
+    ratings = _by_caption(connection, rating, [c.name for c in rating.columns
+                                               if c.name not in ("id", "caption_id")])
+    values: dict[int, tuple] = {}  # id of a RatingRow (rows share them) -> driver values
 
-    def rating_values(r: RatingRow) -> dict[str, object]:
+    def rating_values(r: RatingRow) -> tuple:
         if id(r) not in values:
             if len(values) == INSERT_CHUNK:  # timestamped ratings all differ
                 values.clear()
-            values[id(r)] = {
-                "annotator_id": annotator_ids[r.annotator], "rubric": rubric.signature,
-                "created_at": r.created_at or now,
-                "updated_at": r.updated_at or r.created_at or now, **_rating_values(r)}
+            given = {"annotator_id": annotator_ids[r.annotator], "rubric": rubric.signature,
+                     "created_at": r.created_at or now,
+                     "updated_at": r.updated_at or r.created_at or now, **_rating_values(r)}
+            values[id(r)] = ratings.driver_values(
+                tuple(given[name] for name in ratings.names[2:]), first=2)
         return values[id(r)]
 
-    _in_chunks(connection, rating.insert().values(caption_id=_caption_id()), (
-        {"image_id": image_ids[key[0]], "system": key[1], **rating_values(row.rating)}
-        for (key, _, _), row in plan.ratings.items() if row.rating))
+    ratings(((image_ids[key[0]], key[1], *rating_values(row.rating))
+             for (key, _, _), row in plan.ratings.items() if row.rating), converted=True)
     for name, native in plan.native.items():
         connection.execute(update(annotator).where(annotator.c.name == name)
                            .values(native_english=native))
-    _in_chunks(connection, update(image).where(image.c.key == bindparam("image_key"))
-               .values(double_rating=True),
-               ({"image_key": key} for key in sorted(plan.double_images)))
-    _in_chunks(connection, Resolution.__table__.insert().values(caption_id=_caption_id()), (
-        {"image_id": image_ids[key[0]], "system": key[1],
-         "resolver_id": annotator_ids[r.annotator], "reasons": ",".join(r.resolution_reasons),
-         "note": r.resolution_note, "created_at": now}
-        for key, r in plan.resolutions.items()))
-    _in_chunks(connection, FluencyCheck.__table__.insert().values(caption_id=_caption_id()), (
-        {"image_id": image_ids[key[0]], "system": key[1],
-         "checker_id": annotator_ids[v.checker], "fluency": v.fluency,
-         "fluency_type": v.fluency_type, "created_at": now, "rubric": rubric.signature}
-        for key, v in plan.fluency_checks.items()))
+    _by_caption(connection, Resolution.__table__,
+                ("resolver_id", "reasons", "note", "created_at"))(
+        (image_ids[key[0]], key[1], annotator_ids[r.annotator], ",".join(r.resolution_reasons),
+         r.resolution_note, now) for key, r in plan.resolutions.items())
+    _by_caption(connection, FluencyCheck.__table__,
+                ("checker_id", "fluency", "fluency_type", "created_at", "rubric"))(
+        (image_ids[key[0]], key[1], annotator_ids[v.checker], v.fluency, v.fluency_type, now,
+         rubric.signature) for key, v in plan.fluency_checks.items())
     summary = ImportSummary(
         file=source,
         images=len(plan.images),
