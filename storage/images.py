@@ -70,10 +70,12 @@ class ImageFolder:
         inside = self.allow_outside or directory.is_relative_to(root)
         return str(directory) if inside else None
 
-    def resolve(self, name: str) -> Path:
+    def resolve(self, name: str) -> str:
+        """The resolved path of the file `name` names, as text (a million rows: no Path
+        objects); ImagePathError as `resolve_image` raises it."""
         head, tail = os.path.split(name)
         if tail in ("", ".", "..") or "\0" in name or os.path.isabs(name):
-            return resolve_image(self.folder, name, allow_outside=self.allow_outside)
+            return str(resolve_image(self.folder, name, allow_outside=self.allow_outside))
         if head not in self._directories:
             self._directories[head] = self._directory(head)
         directory = self._directories[head]
@@ -82,21 +84,21 @@ class ImageFolder:
         except (OSError, ValueError):
             mode = 0
         if not stat.S_ISREG(mode):  # not a plain file (a symlink, missing, or unusual)
-            return resolve_image(self.folder, name, allow_outside=self.allow_outside)
-        return Path(directory, tail)  # type: ignore[arg-type]
+            return str(resolve_image(self.folder, name, allow_outside=self.allow_outside))
+        return os.path.join(directory, tail)  # type: ignore[arg-type]
 
 
 def image_problem(path: str | Path) -> str | None:
     """Why the file at `path` is no usable image, or None when it is one. Cached per file
     size and modification time, so the screens can ask on every redraw."""
     try:
-        found = Path(path).stat()
+        found = os.stat(path)
     except FileNotFoundError:
         return "image file not found"
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"cannot read the file: {reason}"
-    return _problem(str(path), found.st_size, found.st_mtime_ns)
+    return _problem(os.fspath(path), found.st_size, found.st_mtime_ns)
 
 
 @lru_cache(maxsize=4096)

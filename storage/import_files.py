@@ -8,9 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from storage.errors import InputError, Problem, Problems
-from storage.untrusted import JsonProblem, load_json, record_problems
+from storage.untrusted import (
+    JsonProblem,
+    clean_source,
+    load_json,
+    text_problems,
+    type_problems,
+)
 
 Record = dict[str, object]
+# (line number, record, whether its source is clean: see `storage.untrusted.clean_source`)
+Parsed = Iterator[tuple[int, Record, bool]]
 
 
 def _unreadable(path: Path, exc: OSError | ValueError) -> InputError:
@@ -48,8 +56,15 @@ def _lines(path: Path, newline: str) -> Iterator[str]:
         raise _unreadable(path, exc) from None
 
 
-def _csv_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[int, Record]]:
-    reader = csv.reader(lines, strict=True)
+def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
+    source: list[str] = []  # the lines of the record being read
+
+    def kept() -> Iterator[str]:
+        for line in lines:
+            source.append(line)
+            yield line
+
+    reader = csv.reader(kept(), strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -66,9 +81,11 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[int
         elif name in seen:
             problems.add(1, f"column {name!r} appears twice in the header")
         seen.add(name)
+    names_clean = not text_problems(dict.fromkeys(columns), "")
     line_after = reader.line_num
     while True:
         start = line_after + 1
+        source.clear()
         try:
             row = next(reader)
         except StopIteration:
@@ -82,17 +99,19 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[int
         if len(row) != len(columns):
             problems.add(start, f"row has {len(row)} fields, the header has {len(columns)}")
             continue
-        yield start, {  # a quoted cell keeps its line breaks, as newlines
-            name: (cell.replace("\r\n", "\n").strip() or None)
-            for name, cell in zip(columns, row, strict=True)
-        }
+        text = "".join(source)
+        if "\r" in text:  # a quoted cell keeps its line breaks, as newlines
+            row = [cell.replace("\r\n", "\n") for cell in row]
+        yield start, dict(zip(columns, [cell.strip() or None for cell in row], strict=True)), \
+            names_clean and clean_source(text)
 
 
-def _jsonl_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[int, Record]]:
+def _jsonl_records(lines: Iterator[str], problems: Problems) -> Parsed:
     # lines end at newlines only: str.splitlines() also breaks at C1 and Unicode
     # separators, which would put the problems on the wrong lines
-    for number, line in enumerate(lines, start=1):
-        line = line.removesuffix("\n")
+    names: dict[tuple, tuple[str, ...]] = {}  # the keys of a record -> its field names
+    for number, raw in enumerate(lines, start=1):
+        line = raw.removesuffix("\n")
         if not line.strip():
             continue
         try:
@@ -103,13 +122,19 @@ def _jsonl_records(lines: Iterator[str], problems: Problems) -> Iterator[tuple[i
         if not isinstance(value, dict):
             problems.add(number, f"expected a JSON object, found {type(value).__name__}")
             continue
-        yield number, {
-            str(key).strip().lower(): (None if item == "" else item)
-            for key, item in value.items()
-        }
+        keys = tuple(value)
+        if keys not in names:
+            if len(names) > 1024:  # records of many shapes: no more remembered
+                names.clear()
+            names[keys] = tuple(str(key).strip().lower() for key in keys)
+        record = (value if names[keys] == keys
+                  else dict(zip(names[keys], value.values(), strict=True)))
+        if "" in record.values():
+            record = {key: (None if item == "" else item) for key, item in record.items()}
+        yield number, record, clean_source(raw)
 
 
-def _parquet_records(path: Path) -> Iterator[tuple[int, Record]]:
+def _parquet_records(path: Path) -> Parsed:
     """Rows of a Parquet file (our own export), numbered from 1 like data lines."""
     import pandas as pd
 
@@ -126,7 +151,8 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, Record]]:
         return None if value == "" else value
 
     for number, record in enumerate(frame.to_dict(orient="records"), start=1):
-        yield number, {str(key).strip().lower(): plain(item) for key, item in record.items()}
+        yield number, {str(key).strip().lower(): plain(item)
+                       for key, item in record.items()}, False
 
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
@@ -153,9 +179,11 @@ def iter_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] |
     else:
         records = _jsonl_records(_lines(path, "\n"), problems)
     found = False
-    for line, record in records:
+    for line, record, clean in records:
         found = True
-        messages = record_problems(record, schema)
+        messages = [] if clean else text_problems(record, "")
+        if schema is not None:
+            messages += type_problems(record, schema)
         for message in messages:
             problems.add(line, message)
         if not messages:

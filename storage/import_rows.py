@@ -382,7 +382,7 @@ def _image_file(folder: ImageFolder, name: str) -> str:
     problem = image_problem(path)
     if problem is not None:
         raise RowError(f"image {name!r}: {problem}")
-    return str(path)
+    return path
 
 
 class RowReader:

@@ -7,6 +7,7 @@ error gets past the importer. Checks only: nothing here touches the database."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,37 +27,52 @@ class JsonProblem(ValueError):
         self.line = line
 
 
+class _Refused(ValueError):
+    """A number or constant the limits refuse; `fragment` is its text in the input."""
+
+    def __init__(self, fragment: str, message: str) -> None:
+        super().__init__(message)
+        self.fragment = fragment
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _Refused(digits, f"a number with {len(digits)} digits (at most "
+                               f"{MAX_INTEGER_DIGITS})")
+    return int(digits)
+
+
+def _real(digits: str) -> float:
+    if len(digits) > MAX_NUMBER_CHARS:
+        raise _Refused(digits, f"a number written with {len(digits)} characters (at most "
+                               f"{MAX_NUMBER_CHARS})")
+    return float(digits)
+
+
+def _constant(name: str) -> float:
+    raise _Refused(name, f"{name} is not a JSON number")
+
+
+# made once: a decoder per call costs more than decoding a caption row
+_DECODER = json.JSONDecoder(parse_int=_integer, parse_float=_real, parse_constant=_constant)
+
+
 def load_json(text: str) -> Any:
     """`json.loads` within the limits: no integer over MAX_INTEGER_DIGITS digits, no float
     over MAX_NUMBER_CHARS characters, no NaN/Infinity, nesting at most MAX_DEPTH deep."""
-
-    def line_of(fragment: str) -> int:
-        position = text.find(fragment)
-        return text.count("\n", 0, position) + 1 if position >= 0 else 1
-
-    def integer(digits: str) -> int:
-        if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
-            raise JsonProblem(line_of(digits), f"a number with {len(digits)} digits (at most "
-                                               f"{MAX_INTEGER_DIGITS})")
-        return int(digits)
-
-    def real(digits: str) -> float:
-        if len(digits) > MAX_NUMBER_CHARS:
-            raise JsonProblem(line_of(digits), f"a number written with {len(digits)} "
-                                               f"characters (at most {MAX_NUMBER_CHARS})")
-        return float(digits)
-
-    def constant(name: str) -> float:
-        raise JsonProblem(line_of(name), f"{name} is not a JSON number")
-
     try:
-        value = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
+        value = _DECODER.decode(text)
+    except _Refused as exc:
+        position = text.find(exc.fragment)
+        line = text.count("\n", 0, position) + 1 if position >= 0 else 1
+        raise JsonProblem(line, str(exc)) from None
     except json.JSONDecodeError as exc:
         raise JsonProblem(exc.lineno, f"malformed JSON: {exc.msg} (column {exc.colno})"
                           ) from None
     except RecursionError:
         raise JsonProblem(1, f"JSON nested deeper than {MAX_DEPTH} levels") from None
-    if depth(value) > MAX_DEPTH:
+    # a value nests no deeper than the brackets its text opens (a flat record: 1 or 2)
+    if text.count("[") + text.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
         raise JsonProblem(1, f"JSON nested deeper than {MAX_DEPTH} levels")
     return value
 
@@ -123,6 +139,26 @@ def _clean(texts: list[str]) -> bool:
     them all, joined by a newline (an allowed character)."""
     return (max(map(len, texts), default=0) <= MAX_TEXT_CHARS
             and forbidden_character("\n".join(texts)) is None)
+
+
+# What may decode to a character `rubrics.forbidden_character` refuses: one of them (the
+# same class, less CR), a CR not followed by LF (CSV reads CR LF as a line end, or inside a
+# quoted cell as a newline), or a JSON escape that can make one (\b \f \r \uXXXX). A
+# plain class with CR and backslash is searched first: far faster, and enough for most rows.
+_MAYBE_FORBIDDEN = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)|\\\\[bfru]")
+_FORBIDDEN_CR_OR_ESCAPE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\\\\]")
+
+
+def clean_source(text: str) -> bool:
+    """Whether every text parsed out of `text` (the lines of one CSV record, one JSON line)
+    certainly passes `text_problems`: nothing longer than the source, nothing that could
+    decode to a forbidden character. A million clean rows need one search each; a source
+    that may not be clean has its texts checked one by one."""
+    if len(text) > MAX_TEXT_CHARS:
+        return False
+    found = _FORBIDDEN_CR_OR_ESCAPE.search(text.removesuffix("\n"))
+    return found is None or _MAYBE_FORBIDDEN.search(text, found.start()) is None
 
 
 def text_problems(value: object, name: str) -> list[str]:

@@ -18,8 +18,10 @@ from storage.untrusted import (
     NUMBER,
     TEXT,
     JsonProblem,
+    clean_source,
     load_json,
     record_problems,
+    text_problems,
 )
 
 ESC_CLEAR = "\x1b[2J"
@@ -123,3 +125,22 @@ def test_types_are_strict_without_coercion():
         == ["image_id must be text or an integer, not true/false",
             "precision must be a number, not true/false"]
     assert record_problems({"caption": "x", "image_id": "a", "precision": 4.0}, schema) == []
+
+
+def test_a_clean_source_holds_no_forbidden_text():
+    """The importer skips the per-text checks of a record whose source `clean_source`
+    passes: no character it lets through may be one the checks refuse, raw, after a CSV
+    line end or as a JSON escape; and a source it refuses has a problem or is just
+    unusual (CR LF, backslashes)."""
+    refused = {c for c in map(chr, range(0x110000)) if not clean_source(f"a{c}b")}
+    assert refused == {c for c in map(chr, range(0x110000)) if forbidden_character(c)} | {
+        "\\"}  # a\b could be a JSON escape
+    assert clean_source("a,b\r\n") and clean_source('"two\r\nlines",x\r\n')
+    assert not clean_source("a\rb") and not clean_source("x" * (MAX_TEXT_CHARS + 1))
+    for code in range(0x10000):
+        line = f'{{"caption": "\\u{code:04x}"}}\n'
+        if clean_source(line):
+            assert text_problems(json.loads(line), "") == []
+    for escape in "bfr":
+        line = f'{{"caption": "a\\{escape}"}}'
+        assert not clean_source(line) and text_problems(json.loads(line), "")
