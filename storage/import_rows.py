@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
@@ -126,6 +126,8 @@ def _text(record: Record, name: str) -> str | None:
     value = record.get(name)
     if value is None:
         return None
+    if type(value) is str:  # the common case, first
+        return value.strip() or None
     if isinstance(value, (dict, list)):
         raise RowError(f"{name} must be text, not a JSON {type(value).__name__}")
     text = str(value).strip()
@@ -221,25 +223,26 @@ def references(record: Record) -> tuple[str, ...] | None:
             raise RowError("references must be a JSON list of strings")
         refs = [v.strip() for v in value]
     else:
-        numbered = sorted((position, item) for name, item in record.items()
-                          if (position := _reference_position(name)) is not None)
+        numbered = [record[name] for name in _reference_columns(tuple(record))]
         if not numbered:
             return None
-        if any(item is not None and not isinstance(item, str) for _, item in numbered):
+        if any(item is not None and not isinstance(item, str) for item in numbered):
             raise RowError("reference_N columns must be text")
-        refs = [item.strip() if isinstance(item, str) else "" for _, item in numbered]
+        refs = [item.strip() if isinstance(item, str) else "" for item in numbered]
         while refs and not refs[-1]:
             refs.pop()
-    if any(not ref for ref in refs):
+    if not all(refs):
         raise RowError("references must not be empty strings")
     return tuple(refs) if refs else None
 
 
-@cache
-def _reference_position(column: str) -> int | None:
-    """N of a column `reference_N`, else None."""
-    match = REFERENCE_COLUMN.match(column)
-    return int(match.group(1)) if match else None
+@lru_cache(maxsize=256)
+def _reference_columns(columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The `reference_N` columns among `columns`, by N (the same for every row of a
+    CSV file)."""
+    numbered = sorted((int(match.group(1)), column) for column in columns
+                      if (match := REFERENCE_COLUMN.match(column)))
+    return tuple(column for _, column in numbered)
 
 
 def rating(record: Record, rubric: Rubric) -> RatingRow | None:

@@ -23,7 +23,7 @@ import pandas as pd
 from sqlalchemy import Connection, Engine, func, select, text, update
 
 from rubrics.match import ANSWER_VALUES
-from storage.db import write_transaction
+from storage.db import BulkInsert, write_transaction
 from storage.events import log_change
 from storage.models import (
     Annotator,
@@ -189,10 +189,9 @@ def record_proposals(engine: Engine, *, model: str, signature: str, direction: s
                  + candidates["caption"].to_numpy(np.int64))
         before = _count(connection, MatchPair.__table__)
         pair_ids = _pair_ids_of(connection, codes)
-        _insert_rows(connection, proposal, ("pair_id", "model_id", "direction", "rank"),
-                     zip(pair_ids.tolist(), [model_id] * len(codes),
-                         candidates["direction"].tolist(), candidates["rank"].tolist(),
-                         strict=True))
+        BulkInsert(connection, proposal.insert(), ("pair_id", "model_id", "direction", "rank"))(
+            zip(pair_ids.tolist(), [model_id] * len(codes), candidates["direction"].tolist(),
+                candidates["rank"].tolist(), strict=True))
         total = _count(connection, MatchPair.__table__)
         log_change(connection, actor=actor, action="create", table="match_model",
                    row_id=model_id, new={"name": {"model": model, "signature": signature,
@@ -203,18 +202,6 @@ def record_proposals(engine: Engine, *, model: str, signature: str, direction: s
 
 def _count(connection: Connection, table) -> int:
     return connection.execute(select(func.count()).select_from(table)).scalar_one()
-
-
-def _insert_rows(connection: Connection, table, columns: tuple[str, ...],
-                 rows: Iterable[tuple]) -> None:
-    """Many rows through the driver's executemany: a tenth of the cost of dictionaries
-    through SQLAlchemy when a model brings a hundred thousand proposals."""
-    marker = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    statement = (f"INSERT INTO {table.name} ({', '.join(columns)}) "
-                 f"VALUES ({', '.join([marker] * len(columns))})")
-    batch = list(rows)
-    if batch:
-        connection.exec_driver_sql(statement, batch)
 
 
 def _pair_codes(connection: Connection, after_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -239,9 +226,8 @@ def _pair_ids_of(connection: Connection, codes: np.ndarray) -> np.ndarray:
     missing = wanted if len(known_codes) == 0 else wanted[known_codes[position] != wanted]
     if len(missing):
         last = int(known_ids.max()) if len(known_ids) else 0
-        _insert_rows(connection, MatchPair.__table__, ("image_id", "caption_id"),
-                     zip((missing // PAIR_CODE).tolist(), (missing % PAIR_CODE).tolist(),
-                         strict=True))
+        BulkInsert(connection, MatchPair.__table__.insert(), ("image_id", "caption_id"))(
+            zip((missing // PAIR_CODE).tolist(), (missing % PAIR_CODE).tolist(), strict=True))
         new_codes, new_ids = _pair_codes(connection, last)
         known_codes = np.concatenate([known_codes, new_codes])
         known_ids = np.concatenate([known_ids, new_ids])
