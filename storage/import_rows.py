@@ -368,6 +368,9 @@ def missing_columns(columns: set[str]) -> list[str]:
 
 
 def normalise_keys(record: Record) -> Record:
+    """The record with aliases (`p`, `hyp`…) renamed; itself when it uses none."""
+    if ALIASES.keys().isdisjoint(record):
+        return record
     return {ALIASES.get(key, key): value for key, value in record.items()}
 
 
