@@ -161,6 +161,10 @@ def _where(row: CaptionRow) -> str:
     return f"image {row.image_key!r}, system {row.system!r}"
 
 
+def _who(rating: RatingRow) -> str:
+    return f"{rating.annotator!r} at stage {rating.stage.label}"
+
+
 def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *,
           rejected_images: set[str] | None = None) -> ImportPlan:
     """Check the rows against each other and the database. `rejected_images` holds the image
@@ -235,13 +239,12 @@ def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *
         # Ratings
         if row.rating is not None:
             rating_key = (key, row.rating.annotator, int(row.rating.stage))
-            who = f"{row.rating.annotator!r} at stage {row.rating.stage.label}"
             if rating_key in existing.ratings:
-                problems.add(line, f"duplicate rating: {who} already rated this caption "
-                                   "in the database")
+                problems.add(line, f"duplicate rating: {_who(row.rating)} already rated this "
+                                   "caption in the database")
             elif rating_key in plan.ratings:
-                problems.add(line, f"duplicate rating: {who} also rated this caption at "
-                                   f"line {plan.ratings[rating_key].line}")
+                problems.add(line, f"duplicate rating: {_who(row.rating)} also rated this "
+                                   f"caption at line {plan.ratings[rating_key].line}")
             else:
                 plan.ratings[rating_key] = row
                 if row.rating.annotator not in existing.annotators:
