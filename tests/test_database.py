@@ -7,7 +7,7 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from storage import Annotator, Caption, Event, Image, Rating
-from storage.db import database_url
+from storage.db import BulkInsert, database_url
 from storage.models import utcnow
 
 
@@ -96,3 +96,27 @@ def test_sqlite_pragmas(engine):
 def test_database_url_accepts_paths_and_urls(tmp_path):
     assert database_url(tmp_path / "x.db") == f"sqlite:///{tmp_path / 'x.db'}"
     assert database_url("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_bulk_insert_converts_reorders_and_refuses_a_missing_column(engine):
+    """BulkInsert hands the driver plain tuples: values arrive as SQLAlchemy would store
+    them (a timestamp as SQLite's text), whatever the order of the caller's names, and a
+    statement that would need a column the caller left out (one with a default) is
+    refused rather than written without it."""
+    image, annotator = Image.__table__, Annotator.__table__
+    now = utcnow()
+    with engine.begin() as connection:
+        with pytest.raises(ValueError, match="takes parameters"):
+            BulkInsert(connection, image.insert(), ("key", "path"))
+        images = BulkInsert(connection, image.insert(), ("path", "key", "set_id",
+                                                         "double_rating"))
+        assert images([("a.png", "a", None, True), ("b.png", "b", 3, False)]) == 2
+        names = BulkInsert(connection, annotator.insert(), ("created_at", "name"))
+        assert names(iter([(now, "ann")])) == 1
+    with engine.connect() as connection:
+        assert connection.execute(select(image.c.key, image.c.path, image.c.set_id,
+                                         image.c.double_rating).order_by(image.c.id)
+                                  ).all() == [("a", "a.png", None, True),
+                                              ("b", "b.png", 3, False)]
+        stored = connection.execute(select(annotator.c.created_at)).scalar_one()
+    assert stored.replace(tzinfo=None) == now.replace(tzinfo=None)
