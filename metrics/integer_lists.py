@@ -45,7 +45,7 @@ def idle_cores() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
     busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(MAX_THREADS, cores, int(cores + 1 - busy)))
+    return max(1, min(MAX_THREADS, cores, round(cores + 1 - busy)))
 
 
 _ALLOWED_BYTES = b'0123456789{}[],:" \t\n\r'
