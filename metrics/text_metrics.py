@@ -17,7 +17,8 @@ from metrics.signature import package_version
 class Bleu(Metric):
     """Sentence BLEU-4 against all of the caption's references (sacrebleu defaults:
     13a tokenisation, exponential smoothing, mixed case); 0-100. sacrebleu's own statistics
-    API (the steps of `sentence_score`), with the reference n-grams cached per image."""
+    API (the steps of `sentence_score`), with the reference n-grams cached per image and
+    each distinct caption scored once per image."""
 
     name = "bleu"
     help = "sentence BLEU-4, sacrebleu (13a tokens, exponential smoothing), 0-100"
@@ -39,15 +40,20 @@ class Bleu(Metric):
 
         bleu = BLEU(**self.OPTIONS)
         references: dict[tuple[str, ...], dict] = {}
+        scored: dict[tuple[str, tuple[str, ...]], float] = {}  # systems often agree
         scores = np.zeros(len(items))
         for index, item in enumerate(items):
-            statistics = references.get(item.references)
-            if statistics is None:
-                statistics = references[item.references] = bleu._extract_reference_info(
-                    [bleu._preprocess_segment(ref) for ref in item.references])
-            segment = bleu._compute_segment_statistics(
-                bleu._preprocess_segment(item.text), statistics)
-            scores[index] = bleu._compute_score_from_stats(segment).score
+            score = scored.get((item.text, item.references))
+            if score is None:
+                statistics = references.get(item.references)
+                if statistics is None:
+                    statistics = references[item.references] = bleu._extract_reference_info(
+                        [bleu._preprocess_segment(ref) for ref in item.references])
+                segment = bleu._compute_segment_statistics(
+                    bleu._preprocess_segment(item.text), statistics)
+                score = scored[item.text, item.references] = bleu._compute_score_from_stats(
+                    segment).score
+            scores[index] = score
         return scores
 
 
