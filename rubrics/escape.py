@@ -10,9 +10,10 @@ import html
 import re
 
 # C0 controls except tab and newline, DEL, C1 controls, and lone surrogates (which no
-# UTF-8 file or database can hold).
-_FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_FORBIDDEN_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# UTF-8 file or database can hold): the ranges of a regular-expression class.
+FORBIDDEN_CHARACTERS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
+_FORBIDDEN = re.compile(f"[{FORBIDDEN_CHARACTERS}]")
+_FORBIDDEN_OR_NEWLINE = re.compile(f"[\t\n{FORBIDDEN_CHARACTERS}]")
 # Emphasis, code and strike-through characters, and the `]` that would close a link or an
 # image (`](` or `][`); a lone `[` or `]` is plain text in CommonMark and stays readable.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_~]|\](?=[(\[]))")

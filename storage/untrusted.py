@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rubrics import codepoint, forbidden_character
+from rubrics.escape import FORBIDDEN_CHARACTERS
 
 MAX_TEXT_CHARS = 20_000  # a caption, reference, note, name or path
 MAX_DEPTH = 32  # JSON nesting: records are flat, COCO files nest four deep
@@ -145,9 +146,8 @@ def _clean(texts: list[str]) -> bool:
 # same class, less CR), a CR not followed by LF (CSV reads CR LF as a line end, or inside a
 # quoted cell as a newline), or a JSON escape that can make one (\b \f \r \uXXXX). A
 # plain class with CR and backslash is searched first: far faster, and enough for most rows.
-_MAYBE_FORBIDDEN = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)|\\\\[bfru]")
-_FORBIDDEN_CR_OR_ESCAPE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\\\\]")
+_MAYBE_FORBIDDEN = re.compile(f"(?!\r)[{FORBIDDEN_CHARACTERS}]|\r(?!\n)|\\\\[bfru]")
+_FORBIDDEN_CR_OR_ESCAPE = re.compile(f"[\t\n\\\\{FORBIDDEN_CHARACTERS}]")
 
 
 def clean_source(text: str) -> bool:
