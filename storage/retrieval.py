@@ -30,11 +30,8 @@ def file_digest(paths: Sequence[tuple[str, Path]]) -> str:
     """`label:sha256|…` of the files' bytes, in the order given."""
     parts = []
     for label, path in paths:
-        sha = hashlib.sha256()
         with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                sha.update(block)
-        parts.append(f"{label}:{sha.hexdigest()}")
+            parts.append(f"{label}:{hashlib.file_digest(handle, 'sha256').hexdigest()}")
     return "|".join(parts)
 
 
