@@ -3,7 +3,7 @@ canonical non-negative integer keys, each with a non-empty list of canonical non
 integers (`{"391895": [12, 7, …], …}`, the eccv-caption layout as `json.dump` writes it).
 
 `json` turns the 30 M ids of a full COCO 5K ranking into 30 M Python objects; this reader
-works on the bytes with NumPy instead, a quarter megabyte at a time (so that its scratch
+works on the bytes with NumPy instead, a megabyte at a time (so that its scratch
 arrays are reused rather than fresh memory, which costs more than the arithmetic): every
 byte must be a digit, JSON whitespace or one of `{}[],:"`; the tokens (structural bytes
 and the first digit of each number) must follow the grammar, checked by a table of
@@ -25,7 +25,7 @@ import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
@@ -137,15 +137,11 @@ def parse_integer_lists(source: Path | bytes, *, chunk_bytes: int = CHUNK_BYTES,
     exactly such an object. The file is read a chunk of at least `chunk_bytes` at a
     time (no mapping of its pages, no copy of it in memory), `threads` chunks parsed at
     once (default: as many as there are idle cores)."""
-    threads = max(1, threads or idle_cores())
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
-    with _opened(source) as (stream, size):
+    with _opened(source) as (stream, size), closing(_parsed_in_order(
+            _chunks(stream, chunk_bytes), threads or idle_cores())) as parsed:
         numbers = np.empty(size // 2 + 1, dtype=np.int32)  # pages touched only as filled
         context = np.array([START, START], dtype=np.uint8)  # the last two token classes
         key_tokens, filled, tokens = [], 0, 0
-        pieces = _chunks(stream, chunk_bytes)
-        parsed = (_read_chunk(*piece) for piece in pieces) if pool is None else (
-            _parsed_in_order(pool, pieces, 2 * threads))
         try:
             for chunk_numbers, classes, chunk_keys in parsed:
                 framed = np.concatenate((context, classes[:2]))  # the triples across
@@ -159,9 +155,6 @@ def parse_integer_lists(source: Path | bytes, *, chunk_bytes: int = CHUNK_BYTES,
                 tokens += len(classes)
         except _Outside:
             return None
-        finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
     ending = np.append(context, np.uint8(END))
     if not key_tokens or not _ALLOWED_TRIPLES[_triples(ending)].all():
         return None
@@ -173,17 +166,24 @@ def parse_integer_lists(source: Path | bytes, *, chunk_bytes: int = CHUNK_BYTES,
     return IntegerLists(numbers[:filled], key_index, lengths)
 
 
-def _parsed_in_order(pool: ThreadPoolExecutor, pieces: Iterator[tuple[bytes, int]],
-                     ahead: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """`_read_chunk` of each piece, in order, with at most `ahead` pieces in flight (so
-    that memory holds a few chunks, not the file)."""
-    in_flight: deque[Future] = deque()
-    for piece, size in pieces:
-        in_flight.append(pool.submit(_read_chunk, piece, size))
-        if len(in_flight) >= ahead:
+def _parsed_in_order(pieces: Iterator[tuple[bytes, int]], threads: int
+                     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`_read_chunk` of each piece, in order: on this thread, or on `threads` threads with
+    at most two pieces each in flight (so that memory holds a few chunks, not the file)."""
+    if threads <= 1:
+        yield from (_read_chunk(*piece) for piece in pieces)
+        return
+    pool = ThreadPoolExecutor(threads)
+    try:
+        in_flight: deque[Future] = deque()
+        for piece, size in pieces:
+            in_flight.append(pool.submit(_read_chunk, piece, size))
+            if len(in_flight) >= 2 * threads:
+                yield in_flight.popleft().result()
+        while in_flight:
             yield in_flight.popleft().result()
-    while in_flight:
-        yield in_flight.popleft().result()
+    finally:  # also when the caller stops early: pieces not yet parsed are dropped
+        pool.shutdown(cancel_futures=True)
 
 
 @contextmanager
