@@ -77,9 +77,14 @@ def generated_items(images: int, systems: int, references: int, seed: int = 0
     return items
 
 
+def differing(ours: np.ndarray, theirs: np.ndarray) -> int:
+    """How many captions' scores differ by more than 1e-9."""
+    return int((np.abs(ours - theirs) > 1e-9).sum())
+
+
 def differences(ours: np.ndarray, theirs: np.ndarray) -> str:
     return (f"max |diff| {np.abs(ours - theirs).max():.1e}, "
-            f"{int((np.abs(ours - theirs) > 1e-9).sum())} captions differ by > 1e-9")
+            f"{differing(ours, theirs)} captions differ by > 1e-9")
 
 
 def coco_cider_full_path(items: list[CaptionItem], isolate: bool = False) -> np.ndarray:
@@ -242,11 +247,11 @@ def neural_rows(table: Table, items: list[CaptionItem]) -> None:
     scorer = bert_score.BERTScorer(model_type=model, num_layers=6, device=device)
     theirs_s, theirs = best_of(lambda: scorer.score(
         [i.text for i in items], [list(i.references) for i in items])[2].numpy())
-    differing = int((np.abs(ours - theirs) > 1e-9).sum())
     table.add(f"BERTScore F1 (MiniLM-L6, layer 6), {len(items):,} captions on {where}",
               f"{ours_s:.3f} s", f"{theirs_s:.3f} s (bert-score "
               f"{package_version('bert-score')} BERTScorer.score)", theirs_s / ours_s,
-              "0 differ (one bert-score call: the same computation)", differing == 0,
+              "0 differ (one bert-score call: the same computation)",
+              differing(ours, theirs) == 0,
               f"{len(items) / ours_s:,.0f} captions/s, batch {ours_metric.batch_size}; "
               f"{differences(ours, theirs)}")
     with tempfile.TemporaryDirectory() as folder:

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.table import RESULTS, package_version  # noqa: E402
+from benchmarks.table import RESULTS, installed_environment, package_version  # noqa: E402
 
 SCRIPTS = ("metrics", "report_speed", "startup", "import_speed")
 LIBRARIES = ("pycocoevalcap", "sacrebleu", "rouge-score", "bert-score", "torch", "numpy",
@@ -62,10 +62,9 @@ def main(names: list[str]) -> None:
         raise SystemExit(f"unknown benchmark(s) {', '.join(sorted(unknown))}; "
                          f"benchmarks: {', '.join(SCRIPTS)}")
     chosen = tuple(names) or SCRIPTS
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     for name in chosen:
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py")],
-                       check=True, env=environment)
+                       check=True, env=installed_environment())
     command = "make bench" if not names else f"benchmarks/run_all.py {' '.join(chosen)}"
     (ROOT / "benchmarks" / "RESULTS.md").write_text(render(chosen, command), encoding="utf-8")
     print(f"\nwrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
