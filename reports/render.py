@@ -110,6 +110,12 @@ def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
 
 def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     """(title, markdown table) sections shared by the Markdown and HTML reports."""
+    others = [*_bison_sections(report.bison),
+              *[section for judgments in report.judgments
+                for section in judgment_sections(judgments)],
+              *retrieval_sections(report.retrieval)]
+    if report.data.empty:  # no caption scored yet: only what else the project holds
+        return others
     labels = score_labels(report.rubric)
     all_methods = report.correlations.copy()
     all_methods["dim"] = all_methods["dimension"].map(labels)
@@ -129,9 +135,7 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
                                      "n"]], index=False)),
         ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
          markdown_table(report.pairwise, index=False, floatfmt=".3f")),
-        *_bison_sections(report.bison),
-        *[section for judgments in report.judgments for section in judgment_sections(judgments)],
-        *retrieval_sections(report.retrieval),
+        *others,
     ]
     if not report.williams.empty:
         significant = report.williams[report.williams["p"] < 0.05].rename(
@@ -157,9 +161,10 @@ def _header_lines(report: Report | JudgmentReport) -> list[str]:
     """A report's header and its metric signatures, as Markdown list items (escaped)."""
     lines = [f"- {key.replace('_', ' ')}: {for_markdown(header_value(value))}"
              for key, value in report.header.items()]
-    lines += ["", "Signatures:", ""]
-    lines += [f"- {for_markdown(label)}: {for_markdown(signature)}"
-              for label, signature in report.signatures.items()]
+    if report.signatures:
+        lines += ["", "Signatures:", ""]
+        lines += [f"- {for_markdown(label)}: {for_markdown(signature)}"
+                  for label, signature in report.signatures.items()]
     return lines
 
 
@@ -209,7 +214,7 @@ def write_report(report: Report, folder: Path, fmt: str) -> Path:
         path = folder / "report.json"
         path.write_text(to_json(report), encoding="utf-8")
         return path
-    figures = draw_figures(report, folder)
+    figures = draw_figures(report, folder) if len(report.data) else {}
     path = folder / f"report.{fmt}"
     text = to_markdown(report, figures) if fmt == "md" else to_html(report, figures)
     path.write_text(text, encoding="utf-8")

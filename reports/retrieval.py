@@ -226,7 +226,9 @@ def retrieval_table(engine: Engine) -> pd.DataFrame:
     frame for `thumb report`; empty when no model was evaluated."""
     import pandas as pd
 
-    return pd.DataFrame(tidy(stored_results(engine)))
+    frame = pd.DataFrame(tidy(stored_results(engine)))
+    # k and m are counts: nullable integers, so that JSON writes 5, not 5.0
+    return frame.astype({"k": "Int64", "m": "Int64"}) if len(frame) else frame
 
 
 def tidy(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:

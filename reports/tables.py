@@ -107,9 +107,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     has_human = not human.empty
     if not has_human:
         if not signatures:
-            raise ValueError("nothing to report yet: rate, review or import ratings, or "
-                             "compute metric scores (`thumb metrics compute`); a judgment "
-                             "set has its own report: thumb judgments report NAME")
+            return _report_without_captions(engine, bootstrap=bootstrap, ci=ci, seed=seed)
         human = _captions_without_scores(engine)
     data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
     stored = scores.pivot(index="caption_id", columns="label", values="metric")
@@ -164,6 +162,30 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
         retrieval=_retrieval_table(engine),
     )
+
+
+def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed: int
+                             ) -> Report:
+    """A project whose captions have neither human nor metric scores yet can still hold
+    retrieval results, judgment sets or BISON items: report those (THUMB tables empty)."""
+    from reports.judgments import judgment_reports
+
+    options = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
+    retrieval = _retrieval_table(engine)
+    judgments = judgment_reports(engine, **options)
+    bison = _bison_tables(engine, **options)
+    if retrieval.empty and not judgments and not bison:
+        raise ValueError("nothing to report yet: rate, review or import ratings, compute "
+                         "metric scores (`thumb metrics compute`), evaluate a retrieval "
+                         "model (`thumb retrieval evaluate`) or import judgments (`thumb "
+                         "judgments import`)")
+    header = {"tool": f"thumb-tui {tool_version()}",
+              "final_scores": "none yet: no caption has a human or metric score",
+              **options}
+    return Report(header=header, signatures={}, systems=pd.DataFrame(),
+                  strict=pd.DataFrame(), correlations=pd.DataFrame(), williams=pd.DataFrame(),
+                  pairwise=pd.DataFrame(), table4=pd.DataFrame(), rubric=THUMB_1_0,
+                  data=pd.DataFrame(), bison=bison, judgments=judgments, retrieval=retrieval)
 
 
 def _captions_without_scores(engine: Engine) -> pd.DataFrame:

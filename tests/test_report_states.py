@@ -104,3 +104,37 @@ def test_one_p_only_then_export_report_and_agreement(tmp_path):
     assert "no pairs of ratings" in thumb(db, "agreement")
     result = runner.invoke(app, ["--db", str(db), "report", "--out", str(tmp_path / "r")])
     assert result.exit_code == 2 and "nothing to report yet" in result.output
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_a_project_with_only_retrieval_results_reports_them(tmp_path, fmt):
+    """Issue #23 item 9: retrieval results without any caption score used to end in
+    "nothing to report yet"; the JSON wrote k as 1.0."""
+    db = tmp_path / "retrieval.db"
+    thumb(db, "import", str(SAMPLE_CSV))
+    engine = open_database(db)
+    from storage.retrieval import project_captions
+
+    captions = project_captions(engine)
+    engine.dispose()
+    images, caption_keys = sorted(set(captions["image_key"])), captions["caption_key"].tolist()
+    i2t = tmp_path / "i2t.json"
+    t2i = tmp_path / "t2i.json"
+    i2t.write_text(json.dumps({image: caption_keys[::-1] for image in images}))
+    t2i.write_text(json.dumps({caption: images for caption in caption_keys}))
+    thumb(db, "retrieval", "evaluate", "--name", "reversed", "--i2t", str(i2t), "--t2i",
+          str(t2i), "--positives", "project", "--k", "1,5", "--bootstrap", "0")
+    out = thumb(db, "report", "--format", fmt, "--out", str(tmp_path / "report"))
+    text = (tmp_path / "report" / f"report.{fmt}").read_text(encoding="utf-8")
+    assert "report written to" in out
+    if fmt == "json":
+        data = json.loads(text)
+        assert data["systems"] == [] and data["correlations"] == []
+        ks = {record["k"] for record in data["retrieval"] if record["k"] is not None}
+        assert ks == {1, 5} and all(type(k) is int for k in ks)
+        recall = [record for record in data["retrieval"] if record["metric"] == "recall@k"
+                  and record["direction"] == "t2i"]
+        assert len(recall) == 2 and all(record["value"] is not None for record in recall)
+    else:
+        assert "Retrieval" in text and "reversed" in text
+        assert "THUMB Table 2" not in text  # no empty caption tables
