@@ -39,21 +39,24 @@ WORDS = ["man", "woman", "dog", "cat", "red", "blue", "ball", "bike", "street", 
          "the", "with", "of", "a", "in", "front", "an", "old", "young", "people", "water"]
 
 
-def thumb_items() -> list[CaptionItem] | None:
-    """The THUMB 1.0 release (2,500 captions, 4 references each), or None without it."""
+def thumb_items(clean: bool = True) -> list[CaptionItem] | None:
+    """The THUMB 1.0 release (2,500 captions, 4 references each), or None without it; its
+    texts cleaned as a THUMB project scores them, or as released (`clean=False`, as a
+    judgment set scores them)."""
     if not (ANCHORS / "mscoco_THumB-1.0.jsonl").is_file():
         return None
+    tidy = clean_caption if clean else str
     refs = {}
     for line in (ANCHORS / "mscoco_references.json").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
-        refs[record["seg_id"]] = tuple(clean_caption(r) for r in record["refs"])
+        refs[record["seg_id"]] = tuple(tidy(r) for r in record["refs"])
     items = []
     for index, line in enumerate(
             (ANCHORS / "mscoco_THumB-1.0.jsonl").read_text(encoding="utf-8").splitlines()):
         record = json.loads(line)
         image = str(SAMPLE_IMAGES[int(record["set_id"]) % len(SAMPLE_IMAGES)])
         items.append(CaptionItem(index, record["seg_id"], image, record["SYS"],
-                                 clean_caption(record["hyp"]), refs[record["seg_id"]]))
+                                 tidy(record["hyp"]), refs[record["seg_id"]]))
     return items
 
 
@@ -155,9 +158,9 @@ def cider_rows(table: Table, thumb: list[CaptionItem] | None) -> None:
     table.speed("CIDEr-D from raw text, 5,000 captions x 5 references, tokenizing included",
                 ours_s, theirs_s, 15, f"{version} PTBTokenizer + Cider",
                 f"{len(texts) - to_java:,} of {len(texts):,} distinct texts plain (tokenized "
-                f"without Java, same tokens), {to_java:,} through one PTB Java call; vs its "
-                f"pipeline: {differences(ours, theirs)}; vs each caption tokenized alone (its "
-                f"look-ahead cut): {differences(ours, isolated)}")
+                f"without Java, same tokens), {to_java:,} through one PTB Java call; scores "
+                "in the two rows below")
+    tokenization_rows(table, version, ours, isolated, theirs)
     with patch("metrics.tokenize.plain_tokens", lambda text: None):
         java_s, java = best_of(lambda: metric.score(raw))
     table.speed("  the same, every text through PTB Java (the path of non-plain captions)",
@@ -184,6 +187,40 @@ def cider_rows(table: Table, thumb: list[CaptionItem] | None) -> None:
                 f"peak memory {megabytes(peak)} (target <= 1 GB: "
                 f"{'met' if peak <= 2**30 else 'NOT MET'}); first {sample} systems "
                 f"{differences(mine, theirs)}")
+
+
+def tokenization_rows(table: Table, version: str, ours: np.ndarray, isolated: np.ndarray,
+                      joint: np.ndarray) -> None:
+    """What thumb-tui's CIDEr-D claims (each caption tokenized as if alone) and how far that
+    is from pycocoevalcap's one joint PTBTokenizer call, whose look-ahead lets a caption's
+    tokens depend on the next line: on the generated captions above (adversarial for the
+    look-ahead: many end in "a" or "an", which PTB may keep as an abbreviation before a
+    capitalised line) and on the THUMB release's real captions, cleaned (a THUMB project)
+    and as released (a judgment set)."""
+    table.add("CIDEr-D = pycocoevalcap with each caption tokenized alone (thumb-tui's "
+              "definition), 5,000 generated captions", f"{differing(ours, isolated)} differ",
+              f"{version} PTBTokenizer (an x line after each text) + Cider", None,
+              "0 differ", differing(ours, isolated) == 0, differences(ours, isolated))
+    table.add("CIDEr-D vs pycocoevalcap's one joint PTBTokenizer call, the same 5,000 "
+              "generated captions (adversarial)", f"{differing(ours, joint)} differ",
+              f"{version} PTBTokenizer + Cider", None,
+              "- (a documented difference: PTB's look-ahead)", None,
+              differences(ours, joint))
+    for clean, how in ((True, "cleaned, as a THUMB project scores them"),
+                       (False, "as released, as a judgment set scores them")):
+        items = thumb_items(clean=clean)
+        if items is None:
+            table.add("CIDEr-D vs pycocoevalcap's joint call on THUMB 1.0 captions",
+                      "skipped: no THUMB release (THUMB_ANCHORS)")
+            return
+        metric = CiderD(corpus="pooled", tokenizer="ptb-java")
+        ours_thumb = metric.score(items)
+        joint_thumb = coco_cider_full_path(items)
+        table.add(f"CIDEr-D vs pycocoevalcap's joint call, THUMB 1.0's 2,500 captions "
+                  f"({how})", f"{differing(ours_thumb, joint_thumb)} differ",
+                  f"{version} PTBTokenizer + Cider", None, "0 differ",
+                  differing(ours_thumb, joint_thumb) == 0,
+                  differences(ours_thumb, joint_thumb))
 
 
 def tokenizer_rows(table: Table) -> None:
