@@ -330,31 +330,83 @@ def aggregate_votes(votes: pd.DataFrame, rule: str = "yes+partial", min_votes: i
     return table
 
 
+# Table 2's columns and what each holds (the JSON output carries these descriptions).
+QUALITY_COLUMNS = {
+    "direction": "i2t: images query captions; t2i: captions query images",
+    "queries": "queries with positives in the existing set r",
+    "queries_kept": "queries with a judged positive (r'_i = r_i ∩ h_i not empty): "
+                    "precision's mean runs over them",
+    "recall_queries": "kept queries with a human-verified positive (t_i not empty): "
+                      "recall's mean runs over them",
+    "recall_dropped": "kept queries without a human-verified positive (t_i empty), left "
+                      "out of recall's mean",
+    "precision": "ECCV Caption Table 2 (section 3.3): mean over kept queries of "
+                 "|r'_i ∩ t_i| / |r'_i|",
+    "recall": "ECCV Caption Table 2 (section 3.3): mean over recall_queries of "
+              "1 - |t_i \\ r'_i| / |t_i|",
+    "size": "pairs in r",
+    "judged": "pairs in r' = r ∩ h (h: pairs people decided)",
+    "verified_positives": "human-verified positive pairs whose query is a query of r",
+    "hits": "pairs in r' verified positive",
+    "pooled_precision": "pooled over pairs, not the paper's: hits / judged",
+    "pooled_recall": "pooled over pairs, not the paper's: hits / verified_positives",
+}
+
+
 def positive_set_quality(existing: pd.DataFrame, verified: pd.DataFrame) -> pd.DataFrame:
-    """ECCV Caption Table 2 for one existing positive set r, per direction: with h the pairs
-    humans decided and p ⊆ h the positive ones, only r' = r ∩ h can be judged (section 3.3).
-    precision = |r' ∩ p| / |r'|; recall = |r' ∩ p| / |p_d| with p_d the positives whose
-    query is a query of r in that direction. `existing` has direction, image, caption;
-    `verified` has image, caption, verdict (bool). Returns direction, judged (|r'|),
-    size (|r|), verified_positives (|p_d|), hits, precision, recall (NaN when undefined)."""
+    """ECCV Caption Table 2 for one existing positive set, per direction, as its section
+    3.3 defines it. For query i (an image for i2t, a caption for t2i): r_i its positives
+    in the existing set, h_i its pairs that humans decided, r'_i = r_i ∩ h_i (only judged
+    pairs can be checked), t_i its human-verified positives. Queries with r'_i = ∅ are
+    dropped; over the others (`queries_kept`)
+        precision = mean_i |r'_i ∩ t_i| / |r'_i|,
+        recall    = mean_i (1 - |t_i \\ r'_i| / |t_i|)
+    where recall leaves out the kept queries with t_i = ∅ (their term is 0/0: nothing
+    verified positive to recall; `recall_dropped` counts them, `recall_queries` is the
+    rest). Beside them, pooled over pairs (the figures this tool reported before, not
+    the paper's): pooled_precision = |r' ∩ p| / |r'| and pooled_recall = |r' ∩ p| / |p_d|,
+    with r' = r ∩ h, p the verified positives and p_d those whose query is a query of r.
+
+    `existing` has direction, image, caption; `verified` has image, caption, verdict
+    (bool; NaN: undecided, not judged). Returns one row per direction with
+    QUALITY_COLUMNS: queries (of r), queries_kept, recall_queries, recall_dropped,
+    precision, recall, size (|r|), judged (|r'|), verified_positives (|p_d|), hits
+    (|r' ∩ p|), pooled_precision, pooled_recall; NaN where a mean has no term."""
     decided = verified.dropna(subset=["verdict"])
-    h = set(zip(decided["image"], decided["caption"], strict=True))
-    p = {pair for pair, v in zip(zip(decided["image"], decided["caption"], strict=True),
-                                 decided["verdict"], strict=True) if v}
+    h = decided[["image", "caption"]].drop_duplicates()
+    positive = decided["verdict"].astype(bool).to_numpy()
+    p = decided.loc[positive, ["image", "caption"]].drop_duplicates()
     rows = []
     for direction in DIRECTIONS:
-        mine = existing[existing["direction"] == direction]
-        r = set(zip(mine["image"], mine["caption"], strict=True))
-        queries = set(mine["image"] if direction == "i2t" else mine["caption"])
-        side = 0 if direction == "i2t" else 1
-        p_d = {pair for pair in p if pair[side] in queries}
-        judged = r & h
-        hits = len(judged & p)
-        rows.append({"direction": direction, "size": len(r), "judged": len(judged),
-                     "verified_positives": len(p_d), "hits": hits,
-                     "precision": hits / len(judged) if judged else np.nan,
-                     "recall": len(judged & p_d) / len(p_d) if p_d else np.nan})
-    return pd.DataFrame(rows)
+        query = "image" if direction == "i2t" else "caption"
+        r = existing.loc[existing["direction"] == direction, ["image", "caption"]
+                         ].drop_duplicates()
+        queries = r[query].drop_duplicates()
+        # r' with, per pair, whether it is verified positive
+        judged = r.merge(h, on=["image", "caption"]).merge(
+            p.assign(hit=True), on=["image", "caption"], how="left")
+        judged["hit"] = judged["hit"].notna()
+        per_query = judged.groupby(query).agg(judged=("hit", "size"), hits=("hit", "sum"))
+        t_sizes = p[p[query].isin(queries)].groupby(query).size()  # |t_i|, queries of r
+        per_query["t"] = t_sizes.reindex(per_query.index, fill_value=0)
+        # every kept query has |r'_i| > 0; r'_i ∩ t_i are its hits, so
+        # 1 - |t_i \ r'_i| / |t_i| = hits / |t_i|
+        precision_terms = per_query["hits"] / per_query["judged"]
+        with_positives = per_query[per_query["t"] > 0]
+        recall_terms = with_positives["hits"] / with_positives["t"]
+        size, n_judged, hits = len(r), len(judged), int(judged["hit"].sum())
+        n_verified = int(t_sizes.sum())
+        rows.append({
+            "direction": direction, "queries": len(queries),
+            "queries_kept": len(per_query), "recall_queries": len(with_positives),
+            "recall_dropped": len(per_query) - len(with_positives),
+            "precision": float(precision_terms.mean()) if len(per_query) else np.nan,
+            "recall": float(recall_terms.mean()) if len(with_positives) else np.nan,
+            "size": size, "judged": n_judged, "verified_positives": n_verified,
+            "hits": hits,
+            "pooled_precision": hits / n_judged if n_judged else np.nan,
+            "pooled_recall": hits / n_verified if n_verified else np.nan})
+    return pd.DataFrame(rows, columns=list(QUALITY_COLUMNS))
 
 
 # -- model bias -----------------------------------------------------------------------------

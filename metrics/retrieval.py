@@ -14,9 +14,14 @@ replicate, `rsum` adds R@1, R@5 and R@10 of both directions.
 
 Semantic metrics (Biten et al., WACV 2022) grade retrieved items by a relevance matrix
 φ(image, caption) (a captioning metric of the caption against the image's references):
-- `ncs@k`: Σ_q Σ φ(top-k retrieved) / Σ_q Σ φ(the k most relevant items) — a ratio of
-  sums over queries, as the paper's code computes it (queries whose best k are all 0 add
-  nothing to either side);
+- `ncs@k`, two averagings over queries (`NCS_AVERAGINGS`; the evaluation's signature
+  says which): `ratio` (the default) Σ_q Σ φ(top-k retrieved of q) / Σ_q Σ φ(the k most
+  relevant items for q), a ratio of sums over queries, as the authors' released code
+  computes it and so as the paper's tables report it (queries whose best k are all 0 add
+  nothing to either side; `n` counts every query); `per-query` the paper's Eq. 5, each
+  query's Σ φ(top-k retrieved) / Σ φ(its k most relevant items), averaged over queries
+  (a query whose best k are all 0 is undefined: left out and not counted in `n`). φ is
+  summed in float64 whatever the matrix's dtype (relevance files hold float32);
 - `sr@k` with m: |top-k ∩ the m most relevant items| / m, averaged over queries.
 "Most relevant" ranks by φ, ties broken by ascending id. Without ground truth (`no-gt`),
 the query's ground-truth items are removed from both the ranking and the ideal list.
@@ -39,6 +44,8 @@ RSUM_KS = (1, 5, 10)
 PMRP_CAP = 50
 DIRECTIONS = ("i2t", "t2i")
 BOOTSTRAP_CHUNK = 200  # replicates per weight matrix
+NCS_AVERAGINGS = ("ratio", "per-query")
+DEFAULT_NCS_AVERAGING = "ratio"  # the authors' code, which gave the paper's tables
 
 Key = tuple[str, int | None, int | None]  # metric, k, m
 
@@ -46,14 +53,19 @@ Key = tuple[str, int | None, int | None]  # metric, k, m
 @dataclass
 class Sample:
     """Per-query values of one metric over the folds of one set and direction; a ratio
-    metric keeps numerator and denominator."""
+    metric keeps numerator and denominator (value: Σ numerators / Σ denominators, and the
+    same sums over each bootstrap replicate's resampled queries). `left_out` queries are
+    in the arrays (so every metric of a direction resamples the same queries) but are not
+    counted in `n`: per-query NCS's undefined queries, whose numerator and denominator
+    are both 0."""
 
     folds: list[np.ndarray] = field(default_factory=list)
     denominators: list[np.ndarray] | None = None
+    left_out: int = 0
 
     @property
     def n(self) -> int:
-        return sum(len(f) for f in self.folds)
+        return sum(len(f) for f in self.folds) - self.left_out
 
     def value(self) -> float:
         return self._combine([f.sum() for f in self.folds], None if self.denominators is None
@@ -164,9 +176,11 @@ def semantic_scores(ranked: Ranked, relevance: RelevanceView, *,
                     ground_truth: Mapping[Id, tuple[Id, ...]] | None,
                     ks: Sequence[int] = DEFAULT_KS, ms: Sequence[int] = (1, 2, 3),
                     ) -> tuple[dict[Key, np.ndarray], dict[Key, np.ndarray]]:
-    """Per-query (numerators, denominators) of NCS@k and per-query SR@k(m) (denominator
-    None). Every ranked query and item must be in the relevance matrix; `ground_truth`
-    (query → items), when given, is removed from both the ranking and the ideal list."""
+    """Per-query (numerators, denominators) of NCS@k (float64: Σ φ(top-k retrieved),
+    Σ φ(the k most relevant items); `ncs_sample` averages them) and per-query SR@k(m)
+    (denominator None). Every ranked query and item must be in the relevance matrix;
+    `ground_truth` (query → items), when given, is removed from both the ranking and the
+    ideal list."""
     ideal_ranking = ScoredRankings(relevance.queries, relevance.items, relevance.values)
     row_of, column_of = ideal_ranking.row_of, ideal_ranking.index_of
     for what, ids, known in (("query", ranked.queries, row_of), ("item", ranked.items,
@@ -189,9 +203,13 @@ def semantic_scores(ranked: Ranked, relevance: RelevanceView, *,
                                depth)
     ideal = _drop_excluded(ideal_ranking.top(relevance_rows, depth + extra, None), excluded,
                            depth)
-    phi = relevance.values[relevance_rows]
-    gain = np.where(retrieved >= 0, np.take_along_axis(phi, np.maximum(retrieved, 0), 1), 0.0)
-    best = np.where(ideal >= 0, np.take_along_axis(phi, np.maximum(ideal, 0), 1), 0.0)
+    # φ of the retrieved and the ideal items only, widened to float64 before any sum
+    # (exact for float32 values); nothing past the end of a list or of the pool.
+    phi_rows = relevance_rows[:, None]
+    gain = np.where(retrieved >= 0, relevance.values[phi_rows, np.maximum(retrieved, 0)]
+                    .astype(np.float64), 0.0)
+    best = np.where(ideal >= 0, relevance.values[phi_rows, np.maximum(ideal, 0)]
+                    .astype(np.float64), 0.0)
     numerators: dict[Key, np.ndarray] = {}
     denominators: dict[Key, np.ndarray] = {}
     for k in ks:
@@ -299,16 +317,62 @@ def pmrp_samples(directions: Mapping[str, Ranked], plausible: PositiveSet, *,
             for direction, ranked in directions.items()}
 
 
+def check_ncs_averaging(averaging: str) -> None:
+    if averaging not in NCS_AVERAGINGS:
+        raise ValueError(f"NCS averaging must be {' or '.join(NCS_AVERAGINGS)}, not "
+                         f"{averaging!r}")
+
+
+def ncs_averaging_of(signature: str | None) -> str:
+    """The NCS averaging a result's signature names (`ncs:…`); `ratio` for a signature
+    without one (results stored before the choice existed were ratios of sums)."""
+    from metrics.signature import parse_signature
+
+    found = parse_signature(signature).get("ncs") if signature else None
+    return found or DEFAULT_NCS_AVERAGING
+
+
+def ncs_label_suffix(metric: str, signature: str | None) -> str:
+    """What a label adds to an NCS result that is not the default ratio of sums:
+    `per-query` for Eq. 5's mean over queries; empty otherwise."""
+    if metric != "ncs@k":
+        return ""
+    averaging = ncs_averaging_of(signature)
+    return "" if averaging == DEFAULT_NCS_AVERAGING else averaging
+
+
+def ncs_sample(numerators: np.ndarray, denominators: np.ndarray, averaging: str) -> Sample:
+    """NCS@k over queries from each query's Σ φ(top-k retrieved) and Σ φ(k most relevant).
+    `ratio`: Σ_q numerator / Σ_q denominator (the authors' code), every query counted;
+    `per-query`: the mean of numerator / denominator over the queries whose denominator
+    is positive (Eq. 5), the others left out of the value and of `n`. Either way a
+    bootstrap replicate resamples all queries and applies the same formula to them."""
+    check_ncs_averaging(averaging)
+    numerators = np.asarray(numerators, dtype=np.float64)
+    denominators = np.asarray(denominators, dtype=np.float64)
+    if averaging == "ratio":
+        return Sample([numerators], [denominators])
+    defined = denominators > 0
+    ratios = np.divide(numerators, denominators, out=np.zeros_like(numerators),
+                       where=defined)
+    return Sample([ratios], [defined.astype(np.float64)],
+                  left_out=int(len(defined) - defined.sum()))
+
+
 def semantic_samples(directions: Mapping[str, Ranked], views: Mapping[str, RelevanceView], *,
                      ground_truth: PositiveSet | None, ks: Sequence[int] = DEFAULT_KS,
-                     ms: Sequence[int] = (1, 2, 3)) -> dict[str, dict[Key, Sample]]:
+                     ms: Sequence[int] = (1, 2, 3),
+                     ncs_averaging: str = DEFAULT_NCS_AVERAGING
+                     ) -> dict[str, dict[Key, Sample]]:
+    check_ncs_averaging(ncs_averaging)
     samples: dict[str, dict[Key, Sample]] = {}
     for direction, ranked in directions.items():
         truth = None if ground_truth is None else ground_truth.direction(direction)
         numerators, denominators = semantic_scores(ranked, views[direction],
                                                    ground_truth=truth, ks=ks, ms=ms)
         samples[direction] = {
-            key: Sample([values], None if key not in denominators else [denominators[key]])
+            key: Sample([values]) if key not in denominators else ncs_sample(
+                values, denominators[key], ncs_averaging)
             for key, values in numerators.items()}
     return samples
 
@@ -328,10 +392,13 @@ def evaluate(directions: Mapping[str, Ranked], *,
              plausible: Sequence[PositiveSet] = (), pmrp_cap: int | None = PMRP_CAP,
              semantic: Sequence[SemanticInput] = (), ks: Sequence[int] = DEFAULT_KS,
              ms: Sequence[int] = (1, 2, 3), bootstrap: int = 1000, ci: float = 0.95,
-             seed: int = 0) -> list[dict[str, object]]:
+             seed: int = 0, ncs_averaging: str = DEFAULT_NCS_AVERAGING
+             ) -> list[dict[str, object]]:
     """Every metric of one model's rankings, as tidy records (see the module docstring).
-    `positive_sets` pairs a label with its folds (one fold, or COCO 1K's five)."""
+    `positive_sets` pairs a label with its folds (one fold, or COCO 1K's five);
+    `ncs_averaging` is `ratio` or `per-query` (NCS_AVERAGINGS)."""
     check_ci(ci)
+    check_ncs_averaging(ncs_averaging)
     if not ks or min(ks) < 1:
         raise ValueError("cut-offs k must be positive integers")
     if not ms or min(ms) < 1:
@@ -350,6 +417,6 @@ def evaluate(directions: Mapping[str, Ranked], *,
             variants.append((f"{relevance.label}/no-gt", relevance.ground_truth))
         for label, truth in variants:
             samples = semantic_samples(directions, relevance.views, ground_truth=truth,
-                                       ks=ks, ms=ms)
+                                       ks=ks, ms=ms, ncs_averaging=ncs_averaging)
             records += summarize(samples, label=label, rsum=False, **settings)
     return records

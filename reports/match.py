@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from metrics.match import (
     DIRECTIONS,
+    QUALITY_COLUMNS,
     ScoreFile,
     aggregate_votes,
     check_batch_size,
@@ -299,7 +300,7 @@ class PositivesResult:
     positives: int
     undecided: int
     rows: int
-    quality: pd.DataFrame  # Table 2: one row per existing set and direction
+    quality: pd.DataFrame  # Table 2 (per-query and pooled): one row per set and direction
     agreement: pd.DataFrame
 
 
@@ -344,6 +345,10 @@ def derive_positives(engine: Engine, *, name: str, rule: str = DEFAULT_RULE,
 
 def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
                           ) -> pd.DataFrame:
+    """ECCV Caption Table 2 of every stored positive set but those in `skip` and the
+    `-human` ones, against the verdicts in `table`: positive_set and the columns of
+    `metrics.match.QUALITY_COLUMNS` (precision and recall as the paper's section 3.3
+    defines them, per-query means; pooled_precision and pooled_recall beside them)."""
     frames = []
     for name in positive_set_names(engine):
         if name in skip or name.endswith("-human"):
@@ -351,9 +356,33 @@ def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
         quality = positive_set_quality(_pairs_frame(load_positive_set(engine, name)), table)
         frames.append(quality.assign(positive_set=name))
     if not frames:
-        return pd.DataFrame()
+        return pd.DataFrame(columns=["positive_set", *QUALITY_COLUMNS])
     result = pd.concat(frames, ignore_index=True)
-    return result[["positive_set", *[c for c in result.columns if c != "positive_set"]]]
+    return result[["positive_set", *QUALITY_COLUMNS]]
+
+
+TABLE2_TITLE = (
+    "Existing positive sets against the verified pairs: ECCV Caption Table 2 (its\n"
+    "section 3.3). Per query: r' = its judged positives in the set, t = its verified\n"
+    "positives. precision = mean of |r' ∩ t| / |r'| over queries_kept (r' not empty);\n"
+    "recall = mean of 1 - |t \\ r'| / |t| over recall_queries (t not empty too;\n"
+    "recall_dropped: kept queries without a verified positive).")
+POOLED_TITLE = (
+    "The same sets pooled over pairs (not the paper's definition): pooled_precision =\n"
+    "hits / judged, pooled_recall = hits / verified_positives (the verified positives\n"
+    "of the set's queries, judged in the set or not).")
+
+
+def table2_parts(quality: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(Table 2 as the paper defines it, the pooled figures) for the terminal: each with
+    positive_set and direction, the first with the per-query means and their query
+    counts, the second with the pair counts and the pooled ratios."""
+    keys = ["positive_set", "direction"]
+    paper = ["queries", "queries_kept", "precision", "recall_queries", "recall_dropped",
+             "recall"]
+    pooled = ["size", "judged", "hits", "verified_positives", "pooled_precision",
+              "pooled_recall"]
+    return quality[keys + paper], quality[keys + pooled]
 
 
 def bias(engine: Engine, *, rule: str = DEFAULT_RULE, min_votes: int = 1

@@ -31,7 +31,15 @@ from metrics.rankings import (
     read_scores,
     scored_directions,
 )
-from metrics.retrieval import DEFAULT_KS, PMRP_CAP, SemanticInput, evaluate
+from metrics.retrieval import (
+    DEFAULT_KS,
+    DEFAULT_NCS_AVERAGING,
+    PMRP_CAP,
+    SemanticInput,
+    check_ncs_averaging,
+    evaluate,
+    ncs_label_suffix,
+)
 from metrics.signature import digest, format_signature, package_version
 from storage.retrieval import (
     check_model_files,
@@ -161,8 +169,15 @@ class Settings:
     bootstrap: int = 1000
     ci: float = 0.95
     seed: int = 0
+    ncs_averaging: str = DEFAULT_NCS_AVERAGING  # ratio (the authors' code) | per-query
+
+    def __post_init__(self) -> None:
+        check_ncs_averaging(self.ncs_averaging)
 
     def signature(self, target: Target) -> str:
+        """`retrieval|positives:…|k:…|…`; a relevance matrix's also names SR's m and the
+        NCS averaging (`ncs:ratio` or `ncs:per-query`), so a result stored under one
+        averaging is never read back as the other."""
         fields = {"positives": f"{target.label}#{digest([target.content])}",
                   "k": ",".join(map(str, self.ks))}
         if target.kind == "plausible":
@@ -170,6 +185,7 @@ class Settings:
                       "cap": "none" if self.pmrp_cap is None else str(self.pmrp_cap)}
         if target.kind == "semantic":
             fields["m"] = ",".join(map(str, self.ms))
+            fields["ncs"] = self.ncs_averaging
         fields.update(bootstrap=str(self.bootstrap), ci=f"{self.ci:g}", seed=str(self.seed))
         return format_signature("retrieval", fields)
 
@@ -218,7 +234,8 @@ def _compute(directions: dict[str, Ranked], target: Target, settings: Settings
                         **common)
     relevance = target.relevance
     semantic = SemanticInput(relevance.metric, relevance.views(), relevance.truth())
-    return evaluate(directions, semantic=[semantic], **common)
+    return evaluate(directions, semantic=[semantic], ncs_averaging=settings.ncs_averaging,
+                    **common)
 
 
 def retrieval_table(engine: Engine) -> pd.DataFrame:
@@ -333,11 +350,14 @@ def spice_approx_pair() -> Callable[[str, Sequence[str]], float]:
 # --- comparing models ------------------------------------------------------------------
 
 def metric_label(row: object) -> str:
-    """`eccv map@r`, `coco-5k recall@5`, `cider-d sr@5 (m=2)`, `coco-5k rsum`."""
+    """`eccv map@r`, `coco-5k recall@5`, `cider-d sr@5 (m=2)`, `coco-5k rsum`,
+    `cider-d ncs@5 (per-query)` (NCS not averaged as the default ratio of sums)."""
     import pandas as pd
 
     name = row.metric.replace("@k", f"@{int(row.k)}") if not pd.isna(row.k) else row.metric
     suffix = f" (m={int(row.m)})" if not pd.isna(row.m) else ""
+    averaging = ncs_label_suffix(row.metric, getattr(row, "signature", None))
+    suffix += f" ({averaging})" if averaging else ""
     return f"{row.positives} {name}{suffix}"
 
 

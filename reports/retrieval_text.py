@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from metrics.retrieval import ncs_label_suffix
 from rubrics.escape import for_markdown, printable
 
 COLUMNS = ("i2t", "t2i", "mean")
@@ -33,12 +34,15 @@ def _cell(record: dict[str, object], separator: str = " ") -> str:
 
 
 def _metric_name(record: dict[str, object]) -> str:
+    """`ncs@5`, `sr@5 m=2`, `ncs@5 per-query` (NCS averaged per query, not the default
+    ratio of sums: the signature says which)."""
     metric = str(record["metric"])
+    averaging = ncs_label_suffix(metric, record.get("signature"))
     if record["k"] is not None:
         metric = metric.replace("@k", f"@{record['k']}")
     if record["m"] is not None:
         metric += f" m={record['m']}"
-    return metric
+    return f"{metric} {averaging}" if averaging else metric
 
 
 def result_rows(records: Sequence[dict[str, object]], separator: str = " "

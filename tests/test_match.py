@@ -183,6 +183,17 @@ def test_positives_merge_report_table_2_and_bias(tmp_path):
             assert set(found) <= set(verified[direction][query])
     table2 = {(r["positive_set"], r["direction"]): r for r in report["table2"]}
     assert table2[("original", "i2t")]["judged"] > 0  # the known positives were answered
+    row = table2[("original", "i2t")]
+    assert {"precision", "recall", "queries_kept", "recall_queries", "recall_dropped",
+            "pooled_precision", "pooled_recall"} <= set(row)
+    assert 0 < row["queries_kept"] <= row["queries"]
+    assert report["table2_columns"]["precision"].startswith("ECCV Caption Table 2")
+    assert report["table2_columns"]["pooled_recall"].startswith("pooled over pairs")
+    shown = thumb(db, "match", "positives", "--bootstrap", 0)
+    assert shown.exit_code == 0, shown.output
+    assert "ECCV Caption Table 2" in shown.output and "queries_kept" in shown.output
+    assert "pooled over pairs (not the paper's definition)" in shown.output
+    assert "pooled_precision" in shown.output
     statistics = {r["statistic"] for r in report["agreement"]}
     assert {"alpha_ordinal:answer", "kappa_linear:answer"} <= statistics
     bias = thumb(db, "match", "bias")

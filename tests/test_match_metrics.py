@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
 from metrics import match
@@ -138,13 +140,115 @@ def test_table_2_precision_and_recall_on_the_judged_part_only():
                              "caption": ["x", "y", "z", "x", "v"],
                              "verdict": [True, False, True, True, None]})
     table = match.positive_set_quality(existing, verified).set_index("direction")
-    # i2t: r' = {ax, ay, bz} (qw unjudged); hits {ax, bz}; positives of r's queries a, b, q
+    # i2t: r' = {ax, ay, bz} (qw unjudged: query q dropped); hits {ax, bz}
+    assert table.loc["i2t", ["queries", "queries_kept", "recall_queries"]].tolist() == [3, 2, 2]
     assert table.loc["i2t", ["size", "judged", "hits"]].tolist() == [4, 3, 2]
-    assert table.loc["i2t", "precision"] == pytest.approx(2 / 3)
-    assert table.loc["i2t", "recall"] == pytest.approx(2 / 2)
+    # per query: a 1/2 precise, recalls its one positive x; b 1 and 1
+    assert table.loc["i2t", "precision"] == pytest.approx((1 / 2 + 1) / 2)
+    assert table.loc["i2t", "recall"] == pytest.approx(1.0)
+    # pooled over pairs: 2 of the 3 judged pairs; the 2 positives of a and b both found
+    assert table.loc["i2t", "pooled_precision"] == pytest.approx(2 / 3)
+    assert table.loc["i2t", "pooled_recall"] == pytest.approx(2 / 2)
     # t2i: query x has positives a and c; r holds a only
-    assert table.loc["t2i", "precision"] == 1.0
-    assert table.loc["t2i", "recall"] == pytest.approx(1 / 2)
+    assert table.loc["t2i", "precision"] == table.loc["t2i", "pooled_precision"] == 1.0
+    assert table.loc["t2i", "recall"] == table.loc["t2i", "pooled_recall"] == pytest.approx(0.5)
+    assert list(table.reset_index().columns) == list(match.QUALITY_COLUMNS)
+
+
+def test_table_2_by_hand_from_the_papers_section_3_3():
+    """ECCV Caption section 3.3, worked by hand. Existing set r and verdicts (T: verified
+    positive, F: verified negative, ?: undecided, -: never judged):
+
+    i2t (image queries; captions in r_i):
+      A: r = {a1 T, a2 F, a3 T};  a4 T is judged but not in r
+         r' = {a1, a2, a3}, t = {a1, a3, a4}: P = 2/3, R = 1 - |{a4}|/3 = 2/3
+      B: r = {b1 T, b2 -};  b3 ?        r' = {b1}, t = {b1}:  P = 1, R = 1
+      C: r = {c1 -};  c2 T              r' = ∅: dropped (from both means)
+      D: r = {d1 F, d2 F}               r' = {d1, d2}, t = ∅: P = 0, recall dropped
+      E: r = {e1 T};  e2 T, e3 F        r' = {e1}, t = {e1, e2}: P = 1, R = 1/2
+      (G with g1 T is no query of r.)
+      Prec = (2/3 + 1 + 0 + 1) / 4 = 2/3;  Recall = (2/3 + 1 + 1/2) / 3 = 13/18
+      pooled: r' has 7 pairs, 4 positive: 4/7; r's queries have 7 verified positives
+      (a1 a3 a4 b1 c2 e1 e2), 4 in r': 4/7.
+    t2i (caption queries; images in r_i):
+      a1: r = {A T}                     r' = {A}, t = {A}: P = 1, R = 1
+      a4: r = {A T};  (G, a4) T         r' = {A}, t = {A, G}: P = 1, R = 1/2
+      d1: r = {D F}                     r' = {D}, t = ∅: P = 0, recall dropped
+      c1: r = {C -}                     r' = ∅: dropped
+      Prec = (1 + 1 + 0) / 3 = 2/3;  Recall = (1 + 1/2) / 2 = 3/4
+      pooled: 2 of 3 judged pairs; positives of a1, a4, d1, c1: (A,a1) (A,a4) (G,a4),
+      2 in r': 2/3 and 2/3."""
+    i2t = [("A", "a1"), ("A", "a2"), ("A", "a3"), ("B", "b1"), ("B", "b2"), ("C", "c1"),
+           ("D", "d1"), ("D", "d2"), ("E", "e1")]
+    t2i = [("A", "a1"), ("A", "a4"), ("D", "d1"), ("C", "c1")]
+    existing = pd.DataFrame([("i2t", *pair) for pair in i2t] + [("t2i", *pair) for pair in t2i],
+                            columns=["direction", "image", "caption"])
+    verdicts = {("A", "a1"): True, ("A", "a2"): False, ("A", "a3"): True, ("A", "a4"): True,
+                ("B", "b1"): True, ("B", "b3"): None, ("C", "c2"): True, ("D", "d1"): False,
+                ("D", "d2"): False, ("E", "e1"): True, ("E", "e2"): True, ("E", "e3"): False,
+                ("G", "g1"): True, ("G", "a4"): True}
+    verified = pd.DataFrame([(i, c, v) for (i, c), v in verdicts.items()],
+                            columns=["image", "caption", "verdict"])
+    table = match.positive_set_quality(existing, verified).set_index("direction")
+    counts = ["queries", "queries_kept", "recall_queries", "recall_dropped", "size", "judged",
+              "hits", "verified_positives"]
+    assert table.loc["i2t", counts].tolist() == [5, 4, 3, 1, 9, 7, 4, 7]
+    assert table.loc["i2t", "precision"] == pytest.approx(2 / 3, abs=1e-15)
+    assert table.loc["i2t", "recall"] == pytest.approx(13 / 18, abs=1e-15)
+    assert table.loc["i2t", "pooled_precision"] == pytest.approx(4 / 7, abs=1e-15)
+    assert table.loc["i2t", "pooled_recall"] == pytest.approx(4 / 7, abs=1e-15)
+    assert table.loc["t2i", counts].tolist() == [4, 3, 2, 1, 4, 3, 2, 3]
+    assert table.loc["t2i", "precision"] == pytest.approx(2 / 3, abs=1e-15)
+    assert table.loc["t2i", "recall"] == pytest.approx(3 / 4, abs=1e-15)
+    assert table.loc["t2i", "pooled_precision"] == pytest.approx(2 / 3, abs=1e-15)
+    assert table.loc["t2i", "pooled_recall"] == pytest.approx(2 / 3, abs=1e-15)
+
+
+def _table_2_loop(existing: pd.DataFrame, verified: pd.DataFrame, direction: str
+                  ) -> tuple[float, float, int, int]:
+    """Section 3.3 one query at a time: (Prec, Recall, queries kept, queries in recall)."""
+    side = 0 if direction == "i2t" else 1
+    r_pairs = {(i, c) for d, i, c in existing.itertuples(index=False) if d == direction}
+    judged = {(i, c) for i, c, v in verified.itertuples(index=False) if v is not None
+              and not (isinstance(v, float) and np.isnan(v))}
+    verified_positive = {(i, c) for i, c, v in verified.itertuples(index=False) if v is True}
+    precisions, recalls = [], []
+    for query in sorted({pair[side] for pair in r_pairs}):
+        r_i = {pair for pair in r_pairs if pair[side] == query}
+        h_i = {pair for pair in judged if pair[side] == query}
+        t_i = {pair for pair in verified_positive if pair[side] == query}
+        r_prime = r_i & h_i
+        if not r_prime:
+            continue
+        precisions.append(len(r_prime & t_i) / len(r_prime))
+        if t_i:
+            recalls.append(1 - len(t_i - r_prime) / len(t_i))
+    return (sum(precisions) / len(precisions) if precisions else float("nan"),
+            sum(recalls) / len(recalls) if recalls else float("nan"),
+            len(precisions), len(recalls))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), images=st.integers(1, 6), captions=st.integers(1, 8),
+       density=st.floats(0.0, 1.0))
+def test_table_2_equals_a_loop_over_queries_on_random_sets(seed, images, captions, density):
+    rng = np.random.default_rng(seed)
+    pairs = [(f"i{i}", f"c{c}") for i in range(images) for c in range(captions)]
+    rows = [(d, i, c) for d in ("i2t", "t2i") for i, c in pairs if rng.random() < density]
+    existing = pd.DataFrame(rows, columns=["direction", "image", "caption"])
+    verdict = rng.choice(np.array([True, False, None], dtype=object), len(pairs))
+    judged = rng.random(len(pairs)) < 0.7  # the rest were never shown to anyone
+    verified = pd.DataFrame([(i, c, v) for (i, c), v, j in zip(pairs, verdict, judged,
+                                                                strict=True) if j],
+                            columns=["image", "caption", "verdict"])
+    table = match.positive_set_quality(existing, verified).set_index("direction")
+    for direction in ("i2t", "t2i"):
+        precision, recall, kept, in_recall = _table_2_loop(existing, verified, direction)
+        row = table.loc[direction]
+        assert (row["queries_kept"], row["recall_queries"]) == (kept, in_recall)
+        assert row["recall_dropped"] == kept - in_recall
+        for ours, loop in ((row["precision"], precision), (row["recall"], recall)):
+            assert (np.isnan(ours) and np.isnan(loop)) or abs(ours - loop) <= 1e-12
 
 
 def test_kendall_tau_of_top_lists_equals_scipy_on_the_union():

@@ -195,6 +195,60 @@ def test_relevance_then_semantic_metrics_then_compare(project):
         payload["kendall_tau_b"][0])
 
 
+def test_ncs_averaging_is_part_of_the_signature():
+    from reports.retrieval import Settings, Target
+
+    semantic = Target("semantic", "cider-d", "abc")
+    positives = Target("positives", "project", "abc")
+    ratio, per_query = Settings(), Settings(ncs_averaging="per-query")
+    assert "|ncs:ratio|" in ratio.signature(semantic)
+    assert "|ncs:per-query|" in per_query.signature(semantic)
+    assert ratio.signature(positives) == per_query.signature(positives)  # no NCS there
+    with pytest.raises(ValueError, match="NCS averaging"):
+        Settings(ncs_averaging="mean")
+
+
+def test_ncs_averaging_option_stores_and_labels_each_averaging(project):
+    db, folder = project
+    relevance = folder / "rel.npz"
+    built = runner.invoke(app, ["--db", db, "retrieval", "relevance", "--out", str(relevance),
+                                "--tokenizer", "ptb-python"])
+    assert built.exit_code == 0, built.output
+    i2t, t2i = _lists(db, folder, 8)
+    base = ["--name", "m", "--i2t", str(i2t), "--t2i", str(t2i), "--relevance",
+            str(relevance), "--k", "5", "--sr-m", "1", "--bootstrap", "20"]
+    results = {}
+    for averaging in (None, "per-query", "ratio", "per-query"):
+        out = folder / f"{averaging}.json"
+        extra = [] if averaging is None else ["--ncs-averaging", averaging]
+        result = _evaluate(db, *base, *extra, "--format", "json", "--out", str(out))
+        assert result.exit_code == 0, result.output
+        computed = result.output.split(":")[1].strip().split()[0]
+        results.setdefault(averaging, []).append((computed, json.loads(out.read_text())))
+    # the default is ratio (read back as such); per-query is stored apart, then read back
+    assert [c for c, _ in results[None]] == ["1"] and [c for c, _ in results["ratio"]] == ["0"]
+    assert [c for c, _ in results["per-query"]] == ["1", "0"]
+    ncs = {a: {(r["direction"], r["k"]): r for r in results[a][0][1] if r["metric"] == "ncs@k"}
+           for a in ("ratio", "per-query")}
+    assert all("|ncs:ratio|" in r["signature"] for r in ncs["ratio"].values())
+    assert all("|ncs:per-query|" in r["signature"] for r in ncs["per-query"].values())
+    assert ncs["ratio"][("t2i", 5)]["value"] != ncs["per-query"][("t2i", 5)]["value"]
+    table = _evaluate(db, *base, "--ncs-averaging", "per-query", "--format", "md")
+    assert "| ncs@5 per-query |" in table.output and "| sr@5 m=1 |" in table.output
+    from reports.retrieval import metric_label  # `compare`'s labels tell them apart
+    from storage import open_database
+    from storage.retrieval import results_frame
+
+    labels = {metric_label(r) for r in results_frame(open_database(db)).itertuples()}
+    assert {"cider-d ncs@5", "cider-d ncs@5 (per-query)"} <= labels
+    refused = _evaluate(db, *base, "--ncs-averaging", "mean")
+    assert refused.exit_code == 2
+    assert "--ncs-averaging must be ratio or per-query, not 'mean'" in refused.output
+    helped = runner.invoke(app, ["retrieval", "evaluate", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(helped.output.replace("│", " ").split())
+    assert "--ncs-averaging" in text and "per-query (the paper's Eq. 5" in text
+
+
 @pytest.mark.skipif(not eccv_caption_available(), reason="eccv-caption is not installed")
 def test_shipped_sets_work_on_ids_alone(tmp_path):
     coco = shipped_positive_set("coco-5k")

@@ -249,6 +249,134 @@ def test_ncs_and_semantic_recall_equal_a_direct_loop(seed: int):
                 assert numerators[("sr@k", k, m)].mean() == pytest.approx(sr)
 
 
+def _ncs_loop(lists, phi, items, truth, k, averaging):
+    """NCS@k from its definitions, one query at a time in Python floats (float64): per
+    query, Σ φ of the first k retrieved items and Σ φ of the k candidate items with the
+    highest φ (candidates: every item of the matrix; without ground truth, the query's
+    own items are removed from both). `per-query` is Biten et al.'s Eq. 5, the mean over
+    queries of the ratio (a query with an ideal sum of 0 is undefined: left out);
+    `ratio` is the authors' code, Σ over queries of the numerators / Σ of the
+    denominators. Returns (value, queries counted)."""
+    numerators, denominators = [], []
+    for query, ranked in lists.items():
+        skip = set(truth.get(query, ())) if truth is not None else set()
+        retrieved = [i for i in ranked if i not in skip][:k]
+        candidates = sorted((float(phi[query][i]) for i in items if i not in skip),
+                            reverse=True)
+        numerators.append(sum(float(phi[query][i]) for i in retrieved))
+        denominators.append(sum(candidates[:k]))
+    if averaging == "ratio":
+        return sum(numerators) / sum(denominators), len(lists)
+    ratios = [n / d for n, d in zip(numerators, denominators, strict=True) if d > 0]
+    return (sum(ratios) / len(ratios) if ratios else float("nan")), len(ratios)
+
+
+def _ncs_case(seed: int):
+    """φ in float32 (as relevance files hold it) with ties, queries whose φ is all 0,
+    a query whose only relevant item is its ground truth, and lists shorter than the
+    pool."""
+    rng = np.random.default_rng(seed)
+    queries, items = list(range(40)), list(range(500, 570))
+    values = (np.round(rng.random((40, 70)) * 4, 1) * rng.random((40, 70)).round(1)
+              ).astype(np.float32)
+    values[[2, 11, 25]] = 0.0  # every item irrelevant: per-query NCS undefined
+    values[7] = 0.0
+    values[7, 7] = 2.5  # only its ground-truth item is relevant: undefined without it
+    values[:, 30:33] = values[:, 30:31]  # ties in φ between items
+    phi = {q: dict(zip(items, values[i], strict=True)) for i, q in enumerate(queries)}
+    lists = {q: [int(x) for x in rng.permutation(items)[: int(rng.integers(3, 71))]]
+             for q in queries}
+    truth = {q: [items[q % 70], items[(q + 11) % 70]] for q in queries}
+    return queries, items, values, phi, lists, truth
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ncs_both_averagings_equal_loops_from_the_definitions(seed: int):
+    from metrics.retrieval import semantic_samples
+
+    queries, items, values, phi, lists, truth = _ncs_case(seed)
+    view = RelevanceView(tuple(queries), tuple(items), values)
+    directions = {"i2t": rankings_from_lists(lists)}
+    for ground in (None, truth):
+        gt = None if ground is None else positive_set("gt", ground, {})
+        for averaging in ("ratio", "per-query"):
+            samples = semantic_samples(directions, {"i2t": view}, ground_truth=gt,
+                                       ks=(1, 5, 10, 70), ms=(1,), ncs_averaging=averaging)
+            for k in (1, 5, 10, 70):
+                sample = samples["i2t"][("ncs@k", k, None)]
+                expected, counted = _ncs_loop(lists, phi, items, ground, k, averaging)
+                assert abs(sample.value() - expected) <= 1e-12, (averaging, k, ground)
+                assert sample.n == counted
+    # the zero rows are undefined per query, and query 7 once its own item is removed
+    plain = semantic_samples(directions, {"i2t": view}, ground_truth=None, ks=(5,),
+                             ms=(1,), ncs_averaging="per-query")["i2t"][("ncs@k", 5, None)]
+    without = semantic_samples(directions, {"i2t": view}, ms=(1,), ks=(5,),
+                               ground_truth=positive_set("gt", truth, {}),
+                               ncs_averaging="per-query")["i2t"][("ncs@k", 5, None)]
+    assert (plain.n, without.n) == (37, 36)
+
+
+def test_ncs_is_summed_in_float64_from_a_float32_matrix():
+    rng = np.random.default_rng(9)
+    values = rng.random((3, 4000)).astype(np.float32)
+    lists = {q: list(range(4000)) for q in range(3)}
+    view = RelevanceView((0, 1, 2), tuple(range(4000)), values)
+    numerators, denominators = semantic_scores(rankings_from_lists(lists), view,
+                                               ground_truth=None, ks=(4000,), ms=(1,))
+    key = ("ncs@k", 4000, None)
+    assert numerators[key].dtype == denominators[key].dtype == np.float64
+    exact = values.astype(np.float64).sum(axis=1)
+    assert np.abs(numerators[key] - exact).max() <= 1e-9
+    assert np.abs(denominators[key] - exact).max() <= 1e-9
+
+
+def test_ncs_bootstrap_resamples_queries_under_either_averaging():
+    from metrics.retrieval import _weights, ncs_sample
+
+    rng = np.random.default_rng(4)
+    numerators = rng.random(30) * 3
+    denominators = numerators + rng.random(30)
+    numerators[[4, 9]] = denominators[[4, 9]] = 0.0  # undefined per query
+    weights = _weights([30], 50, seed=1, label="x")
+    draws = [np.repeat(np.arange(30), w.astype(int)) for w in weights[0]]  # resampled rows
+    ratio = ncs_sample(numerators, denominators, "ratio").replicates(weights)
+    assert np.allclose(ratio, [numerators[d].sum() / denominators[d].sum() for d in draws],
+                       rtol=0, atol=1e-12)
+    per_query = ncs_sample(numerators, denominators, "per-query")
+    expected = []
+    for draw in draws:
+        kept = draw[denominators[draw] > 0]
+        expected.append(np.mean(numerators[kept] / denominators[kept]))
+    assert np.allclose(per_query.replicates(weights), expected, rtol=0, atol=1e-12)
+    assert per_query.n == 28
+    with pytest.raises(ValueError, match="ratio or per-query"):
+        ncs_sample(numerators, denominators, "mean")
+
+
+def test_ncs_averagings_differ_and_records_count_defined_queries():
+    queries, items, values, _, lists, _ = _ncs_case(3)
+    views = {"i2t": RelevanceView(tuple(queries), tuple(items), values),
+             "t2i": RelevanceView(tuple(items), tuple(queries), values.T)}
+    back = {i: list(queries) for i in items}
+    directions = {"i2t": rankings_from_lists(lists), "t2i": rankings_from_lists(back)}
+    semantic = SemanticInput("phi", views, None)
+    keyed = {}
+    for averaging in ("ratio", "per-query"):
+        records = evaluate(directions, semantic=[semantic], ks=(5,), ms=(1,), bootstrap=100,
+                           ci=0.9, seed=2, ncs_averaging=averaging)
+        keyed[averaging] = {(r["metric"], r["direction"], r["k"]): r for r in records}
+    ratio, per_query = keyed["ratio"], keyed["per-query"]
+    # 3 rows of φ are all 0 (query 7 keeps its own item here): 37 of 40 defined
+    assert ratio[("ncs@k", "i2t", 5)]["n"] == 40 and per_query[("ncs@k", "i2t", 5)]["n"] == 37
+    assert per_query[("ncs@k", "mean", 5)]["n"] == 37 + per_query[("ncs@k", "t2i", 5)]["n"]
+    assert ratio[("ncs@k", "i2t", 5)]["value"] != per_query[("ncs@k", "i2t", 5)]["value"]
+    assert ratio[("sr@k", "i2t", 5)] == per_query[("sr@k", "i2t", 5)]  # SR is unchanged
+    for record in per_query.values():
+        assert record["ci_low"] <= record["value"] <= record["ci_high"]
+    with pytest.raises(ValueError, match="NCS averaging"):
+        evaluate(directions, semantic=[semantic], ncs_averaging="mean")
+
+
 def test_semantic_metrics_need_every_ranked_id_in_the_matrix():
     view = RelevanceView((1,), ("a",), np.ones((1, 1)))
     with pytest.raises(RankingsError, match="lacks 1 ranked item"):

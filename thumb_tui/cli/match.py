@@ -262,9 +262,11 @@ def positives_command(
     by: ActorOption = "",
 ) -> None:
     """Derive the verified positives by majority, merge them with the original positives,
-    and report each existing set's precision and recall against them (ECCV Table 2) and
-    the agreement of redundant verifiers."""
-    from reports.match import derive_positives
+    and report each existing set's precision and recall against them (ECCV Table 2:
+    per-query means as the paper's section 3.3 defines them, and the pooled-over-pairs
+    figures beside them, labelled pooled_*) and the agreement of redundant verifiers."""
+    from metrics.match import QUALITY_COLUMNS
+    from reports.match import POOLED_TITLE, TABLE2_TITLE, derive_positives, table2_parts
 
     with match_errors():
         result = derive_positives(state.existing_engine, name=name, rule=rule,
@@ -277,13 +279,17 @@ def positives_command(
             "name": name, "settings": settings, "decided": result.decided,
             "positives": result.positives, "undecided": result.undecided,
             "table2": json.loads(result.quality.to_json(orient="records")),
+            "table2_columns": QUALITY_COLUMNS,
             "agreement": json.loads(result.agreement.to_json(orient="records"))}, indent=1))
         return
     typer.echo(f"{_shown(name)}: {result.positives} verified positives of "
                f"{result.decided} decided pairs ({result.undecided} undecided; {settings}); "
                f"{result.rows} positives stored with the original ones")
-    typer.echo("\nExisting positive sets against the verified pairs (r' = r ∩ h)")
-    _table(result.quality, fmt)
+    paper, pooled = table2_parts(result.quality)
+    typer.echo(f"\n{TABLE2_TITLE}")
+    _table(paper, fmt)
+    typer.echo(f"\n{POOLED_TITLE}")
+    _table(pooled, fmt)
     typer.echo(f"\nAgreement of redundant verifiers ({ci:.0%} bootstrap CIs over pairs)")
     _table(result.agreement, fmt)
 

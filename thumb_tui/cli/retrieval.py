@@ -64,6 +64,13 @@ def evaluate_command(
     ks: Annotated[str, typer.Option("--k", help="Cut-offs for R@K, NCS@K, SR@K.")] = "1,5,10",
     sr_m: Annotated[str, typer.Option("--sr-m", help="SR's m: the m most relevant items "
                                                      "count as relevant.")] = "1,2,3",
+    ncs_averaging: Annotated[str, typer.Option(
+        "--ncs-averaging",
+        help="How NCS@K is averaged over queries: ratio (the default; Σ over queries of "
+             "Σ φ(top-K) / Σ over queries of Σ φ(ideal top-K), as the authors' code "
+             "computes the paper's tables) or per-query (the paper's Eq. 5: each query's "
+             "ratio, averaged; queries whose ideal top-K is all 0 are left out of the "
+             "mean and of n). The signature records it.")] = "ratio",
     bootstrap: BootstrapOption = 1000,
     ci: Annotated[float, typer.Option("--ci", help="Confidence level of the CIs.")] = 0.95,
     seed: SeedOption = 0,
@@ -74,6 +81,7 @@ def evaluate_command(
     by: ActorOption = "",
 ) -> None:
     """Evaluate a model on positive sets (stored results are reused)."""
+    from metrics.retrieval import NCS_AVERAGINGS
     from reports.retrieval import (
         ModelFiles,
         Settings,
@@ -102,12 +110,14 @@ def evaluate_command(
         fail("--pmrp-cap must be positive or 'none'")
     if not 0 < ci < 1:
         fail("--ci must be between 0 and 1 (0.95 for 95%)")
+    if ncs_averaging not in NCS_AVERAGINGS:
+        fail(f"--ncs-averaging must be {' or '.join(NCS_AVERAGINGS)}, not {ncs_averaging!r}")
     if not (positives or pm or pm_from or relevance):
         fail("nothing to evaluate against: give --positives (eccv, cxc, coco-5k, coco-1k, "
              "project or DIR), --pm, --pm-from or --relevance")
     engine = state.engine
     settings = Settings(ks=cutoffs, ms=ms, pmrp_cap=cap, bootstrap=bootstrap, ci=ci,
-                        seed=seed)
+                        seed=seed, ncs_averaging=ncs_averaging)
     try:
         targets = resolve_positives(engine, positives or [])
         derived, content = [], ""
