@@ -15,8 +15,8 @@ from metrics.signature import format_signature
 
 @dataclass(frozen=True)
 class CaptionItem:
-    """A caption to score, already cleaned (THUMB post-processing), with its image's
-    references minus any that is the caption itself."""
+    """A caption to score, with its image's references minus any that is the caption
+    itself; texts as the run's clean-up left them (THUMB's, or none: as given)."""
 
     caption_id: int
     image_key: str

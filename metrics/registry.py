@@ -15,6 +15,7 @@ METRIC_MODULES = ("metrics.text_metrics", "metrics.cider", "metrics.coco", "metr
                   "metrics.clip", "metrics.spice")
 DEFAULT_METRICS = ("bleu", "rouge-l", "cider-d")
 KEEP_SELF_REFERENCES = "keep_self_references"
+CLEAN = "clean"  # the text clean-up: thumb, none, or None for the default of what is scored
 
 
 def _subclasses(cls: type[Metric]) -> Iterator[type[Metric]]:
@@ -52,15 +53,17 @@ def metric_options() -> dict[str, MetricOption]:
 
 class MetricOptions(Mapping[str, object]):
     """The values metrics are built from: each metric's declared options (defaults unless
-    given) and whether a caption keeps a reference identical to itself."""
+    given), whether a caption keeps a reference identical to itself, and the text clean-up
+    (`thumb`, `none`, or None: THUMB's for a project, none for a judgment set)."""
 
     def __init__(self, **values: object) -> None:
         known = metric_options()
-        unknown = sorted(set(values) - set(known) - {KEEP_SELF_REFERENCES})
+        unknown = sorted(set(values) - set(known) - {KEEP_SELF_REFERENCES, CLEAN})
         if unknown:
             raise TypeError(f"unknown metric option(s): {', '.join(unknown)}")
         self._values = {name: option.default for name, option in known.items()}
         self._values[KEEP_SELF_REFERENCES] = False
+        self._values[CLEAN] = None
         self._values.update(values)
 
     def __getitem__(self, name: str) -> object:
@@ -81,6 +84,10 @@ class MetricOptions(Mapping[str, object]):
     @property
     def keep_self_references(self) -> bool:
         return bool(self._values[KEEP_SELF_REFERENCES])
+
+    @property
+    def clean(self) -> str | None:
+        return self._values[CLEAN]  # type: ignore[return-value]
 
 
 def build_metric(name: str, options: MetricOptions) -> Metric:

@@ -29,30 +29,55 @@ class MetricRun:
     seconds: float
 
 
+CLEAN_UPS = ("thumb", "none")  # THUMB's minimal clean-up of every text, or the texts as given
+
+
 def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
-                  keep_self_references: bool = False) -> tuple[list[CaptionItem], str]:
+                  keep_self_references: bool = False, clean: str = "thumb",
+                  reference_ids: dict[int, list[str | None]] | None = None
+                  ) -> tuple[list[CaptionItem], str]:
     """Every caption (rows with attributes caption_id, image_id, image_key, path, system,
-    text), cleaned,
-    with its image's cleaned references minus the caption itself (unless
-    `keep_self_references`, which reproduces scores computed on data where a caption is also
-    one of its own references, as THUMB 1.0's were). Also returns the reference description
-    that goes into each signature."""
-    cleaned = {image: [clean_caption(text) for text in texts]
-               for image, texts in references.items()}
-    items, excluded, counts = [], 0, set()
+    text, and optionally external_id) with its image's references minus the caption itself
+    (unless `keep_self_references`, which reproduces scores computed on data where a
+    caption is also one of its own references, as THUMB 1.0's were). Also returns the
+    reference description that goes into each signature.
+
+    `clean`: `thumb` applies THUMB's clean-up (`rubrics.clean_caption`) to captions and
+    references; `none` scores the texts as given. A reference is the caption itself when
+    both carry an id (the caption's `external_id`, the image's `reference_ids`) and the ids
+    are equal, else when their texts are equal after THUMB's clean-up, ignoring case; the
+    signature counts them (`self:excluded(N)`, `self:excluded-by-id(N)` when ids were
+    compared)."""
+    if clean not in CLEAN_UPS:
+        raise ValueError(f"the text clean-up is thumb or none, not {clean!r}")
+    prepare = clean_caption if clean == "thumb" else str
+    texts = {image: [prepare(text) for text in refs] for image, refs in references.items()}
+    match_keys: dict[int, list[str]] = {}
+    reference_ids = reference_ids or {}
+    items, excluded, by_id, counts = [], 0, False, set()
     for row in captions:
-        text = clean_caption(row.text)
-        refs = cleaned.get(row.image_id, [])
-        kept = tuple(r for r in refs if r.casefold() != text.casefold())
-        excluded += len(refs) - len(kept)
-        if keep_self_references:
-            kept = tuple(refs)
+        text = prepare(row.text)
+        refs = texts.get(row.image_id, [])
+        own_id = getattr(row, "external_id", None)
+        ids = reference_ids.get(row.image_id, [])
+        if own_id is not None and any(i is not None for i in ids):
+            itself = [i == own_id for i in ids]
+            by_id = True
+        else:
+            if row.image_id not in match_keys:
+                match_keys[row.image_id] = [
+                    (r if clean == "thumb" else clean_caption(r)).casefold() for r in refs]
+            key = (text if clean == "thumb" else clean_caption(text)).casefold()
+            itself = [k == key for k in match_keys[row.image_id]]
+        excluded += sum(itself)
+        kept = tuple(refs) if keep_self_references else tuple(
+            r for r, same in zip(refs, itself, strict=True) if not same)
         counts.add(len(refs))
         items.append(CaptionItem(int(row.caption_id), row.image_key, row.path, row.system,
                                  text, kept))
     nrefs = "-".join(str(c) for c in sorted({min(counts), max(counts)})) if counts else "0"
-    self_refs = f"{'kept' if keep_self_references else 'excluded'}({excluded})"
-    return items, f"image|nrefs:{nrefs}|self:{self_refs}|clean:thumb"
+    how = f"{'kept' if keep_self_references else 'excluded'}{'-by-id' if by_id else ''}"
+    return items, f"image|nrefs:{nrefs}|self:{how}({excluded})|clean:{clean}"
 
 
 def run_metric(

@@ -107,8 +107,14 @@ def build_judgment_report(engine: Engine, name: str, *, aggregate: str = "flat",
             records, report.differences = score_correlations(data, complete, **options)
             records["aggregate"], records["category"] = aggregate, None
             report.records = _with_set(records, info, report.signatures)
+        levels = ("ordinal", "interval")
+        if info.continuous:  # interval data: ordinal alpha would rank every distinct value
+            levels = ("interval",)
+            header["agreement"] = ("interval Krippendorff's alpha only: the scale is "
+                                   "continuous, so ordinal alpha (ranked categories) is "
+                                   "not reported")
         report.agreement = alpha_table(judged, "caption_id", "judge", "score", "image",
-                                       **options)
+                                       levels=levels, **options)
     else:
         header["tie_rule"] = TIE_RULE
         if complete:

@@ -310,7 +310,9 @@ def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
 
 def judgment_json(report: JudgmentReport) -> dict[str, object]:
     def records(frame: pd.DataFrame) -> list[dict]:
-        return json.loads(frame.to_json(orient="records")) if len(frame) else []
+        # 15 decimals (pandas' default is 10): the statistics as computed, to 1e-15
+        return json.loads(frame.to_json(orient="records", double_precision=15)
+                          ) if len(frame) else []
 
     return {"header": report.header, "signatures": report.signatures,
             "records": records(report.records), "differences": records(report.differences),

@@ -12,7 +12,7 @@ from sqlmodel import SQLModel
 from metrics.base import CaptionItem
 from metrics.registry import MetricOptions, build_metric
 from metrics.runner import MetricRun, Progress, caption_items, run_metric
-from storage.judgments import judgment_caption_rows, judgment_set
+from storage.judgments import judgment_caption_rows, judgment_reference_ids, judgment_set
 from storage.models import JudgmentMetricScore, MetricScore
 from storage.readers import caption_rows, store_metric_scores, stored_caption_ids
 
@@ -26,10 +26,13 @@ def load_items(engine: Engine, keep_self_references: bool = False
 
 def _compute(engine: Engine, rows: tuple[list[Row], dict[int, list[str]]],
              scores: type[SQLModel], names: Sequence[str], options: MetricOptions | None,
-             progress: Progress | None) -> list[MetricRun]:
+             progress: Progress | None, *, clean: str,
+             reference_ids: dict[int, list[str | None]] | None = None) -> list[MetricRun]:
     options = options or MetricOptions()
     metrics = [build_metric(name, options) for name in names]
-    items, references = caption_items(*rows, options.keep_self_references)
+    items, references = caption_items(*rows, options.keep_self_references,
+                                      clean=options.clean or clean,
+                                      reference_ids=reference_ids)
 
     def sink(metric: str, signature: str, chunk: Sequence[CaptionItem],
              values: np.ndarray, reasons: list[str | None]) -> None:
@@ -45,8 +48,10 @@ def compute_metrics(
     engine: Engine, names: Sequence[str], options: MetricOptions | None = None,
     progress: Progress | None = None,
 ) -> list[MetricRun]:
-    """Compute (or reuse) each named metric for every caption; commits chunk by chunk."""
-    return _compute(engine, caption_rows(engine), MetricScore, names, options, progress)
+    """Compute (or reuse) each named metric for every caption; commits chunk by chunk.
+    The texts get THUMB's clean-up unless `options.clean` says `none`."""
+    return _compute(engine, caption_rows(engine), MetricScore, names, options, progress,
+                    clean="thumb")
 
 
 def compute_judgment_metrics(
@@ -54,6 +59,10 @@ def compute_judgment_metrics(
     progress: Progress | None = None,
 ) -> list[MetricRun]:
     """The same for the captions of the judgment set `name`, against its own references
-    (a corpus-level metric's corpus is the set)."""
-    rows = judgment_caption_rows(engine, judgment_set(engine, name).id)
-    return _compute(engine, rows, JudgmentMetricScore, names, options, progress)
+    (a corpus-level metric's corpus is the set). The texts are scored as released unless
+    `options.clean` asks for THUMB's clean-up; a reference with the caption's own id (when
+    the files give ids) is the caption itself."""
+    set_id = judgment_set(engine, name).id
+    return _compute(engine, judgment_caption_rows(engine, set_id), JudgmentMetricScore,
+                    names, options, progress, clean="none",
+                    reference_ids=judgment_reference_ids(engine, set_id))

@@ -98,11 +98,11 @@ def _object_problems(value: object, schema: dict[str, str], required: tuple[str,
             + record_problems(value, schema))
 
 
-def coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """caption id -> text and image id -> its captions, from a COCO captions file."""
+def coco_caption_annotations(path: Path) -> list[tuple[int, str, str, str]]:
+    """(line, caption id, image id, text) of each annotation of a COCO captions file, in
+    file order; every problem at once as `file:line: problem`."""
     problems = Problems(path)
-    texts: dict[str, str] = {}
-    per_image: dict[str, list[str]] = {}
+    annotations = []
     for line, annotation in top_level_list(path, read_text(path), "annotations"):
         found = _object_problems(annotation, COCO_CAPTION_SCHEMA, ("id", "image_id", "caption"))
         if not found and not annotation["caption"].strip():
@@ -110,10 +110,19 @@ def coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
         for problem in found:
             problems.add(line, problem)
         if not found:
-            text = annotation["caption"].strip()
-            texts[str(annotation["id"])] = text
-            per_image.setdefault(str(annotation["image_id"]), []).append(text)
+            annotations.append((line, str(annotation["id"]), str(annotation["image_id"]),
+                                annotation["caption"].strip()))
     problems.raise_if_any()
+    return annotations
+
+
+def coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """caption id -> text and image id -> its captions, from a COCO captions file."""
+    texts: dict[str, str] = {}
+    per_image: dict[str, list[str]] = {}
+    for _, caption_id, image_id, text in coco_caption_annotations(path):
+        texts[caption_id] = text
+        per_image.setdefault(image_id, []).append(text)
     return texts, per_image
 
 

@@ -4,10 +4,12 @@ no system are needed. All or nothing, every problem at once as `file:line: probl
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, select
 
@@ -26,6 +28,7 @@ from storage.import_rows import (
 from storage.models import (
     JUDGMENT_CHOICES,
     JUDGMENT_KINDS,
+    JUDGMENT_SCALE_STEPS,
     JudgmentCaption,
     JudgmentImage,
     JudgmentPair,
@@ -51,13 +54,16 @@ JUDGMENT_SCHEMA = {
     **dict.fromkeys(["image_id", "caption_id", "judge"], KEY),
     "score": NUMBER,
 }
-REFERENCE_SCHEMA = {"image_id": KEY, "reference": TEXT}
+REFERENCE_SCHEMA = {"image_id": KEY, "reference": TEXT, "reference_id": KEY}
+REQUIRED_REFERENCE_COLUMNS = ("image_id", "reference")
 _SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
+CONTINUOUS = 0.0  # the step of a continuous scale: any real number in the range
 
 
 @dataclass(frozen=True)
 class Scale:
-    """A score set's scale: whole numbers (step 1) or halves (step 0.5) from low to high."""
+    """A score set's scale from low to high: whole numbers (step 1), halves (step 0.5) or
+    continuous (step 0: any real number in the range, e.g. a proportion of a crowd)."""
 
     low: float
     high: float
@@ -68,21 +74,28 @@ class Scale:
         match = _SCALE.match(text)
         if match is None:
             raise ValueError(f"a scale is MIN-MAX, e.g. 1-5, not {text!r}")
-        if step not in (0.5, 1.0):
-            raise ValueError(f"the scale step must be 1 (whole numbers) or 0.5 (halves), "
-                             f"not {step:g}")
+        if step not in JUDGMENT_SCALE_STEPS:
+            raise ValueError(f"the scale step must be 1 (whole numbers), 0.5 (halves) or 0 "
+                             f"(continuous), not {step:g}")
         low, high = float(match.group(1)), float(match.group(2))
         if not low < high:
             raise ValueError(f"the scale's minimum must be below its maximum: {text!r}")
         return cls(low, high, step)
 
+    @property
+    def continuous(self) -> bool:
+        return self.step == CONTINUOUS
+
     def contains(self, value: float) -> bool:
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            return False
+        if self.continuous:
+            return True
         steps = (value - self.low) / self.step
-        return self.low <= value <= self.high and steps == round(steps)
+        return steps == round(steps)
 
     def __str__(self) -> str:
-        unit = "whole numbers" if self.step == 1 else "halves"
-        return f"{self.low:g}-{self.high:g} ({unit})"
+        return f"{self.low:g}-{self.high:g} ({JUDGMENT_SCALE_STEPS[self.step]})"
 
 
 @dataclass(frozen=True)
@@ -213,22 +226,46 @@ def _check_columns(records: list[tuple[int, Record]], kind: str, path: Path,
         problems.add(1, "missing column 'image_id'")
 
 
-def read_references(path: Path) -> dict[str, tuple[str, ...]]:
-    """image key -> references, in file order, from a CSV/JSONL of `image_id, reference`
-    rows or a COCO captions JSON file (`annotations` with `image_id` and `caption`)."""
-    if path.suffix.lower() == ".json":
-        from storage.bison import coco_captions
+class Reference(NamedTuple):
+    """A reference of an image; `id` when its file gives one (`reference_id`, or a COCO
+    annotation's `id`): a caption with that caption_id is this reference."""
 
-        return {key: tuple(texts) for key, texts in coco_captions(path)[1].items()}
+    text: str
+    id: str | None = None
+
+
+def read_references(path: Path) -> dict[str, tuple[Reference, ...]]:
+    """image key -> references, in file order, from a CSV/JSONL of `image_id, reference`
+    rows (optional `reference_id`) or a COCO captions JSON file (`annotations` with `id`,
+    `image_id` and `caption`). A reference id appears once per image."""
     problems = Problems(path)
+    references: dict[str, list[Reference]] = {}
+    id_line: dict[tuple[str, str], int] = {}
+
+    def add(line: int, key: str, text: str, reference_id: str | None) -> None:
+        if reference_id is not None:
+            first = id_line.setdefault((key, reference_id), line)
+            if first != line:
+                problems.add(line, f"reference_id {reference_id!r} of image {key!r} is "
+                                   f"given already at line {first}")
+                return
+        references.setdefault(key, []).append(Reference(text, reference_id))
+
+    if path.suffix.lower() == ".json":
+        from storage.bison import coco_caption_annotations
+
+        for line, reference_id, key, text in coco_caption_annotations(path):
+            add(line, key, text, reference_id)
+        problems.raise_if_any()
+        return {key: tuple(texts) for key, texts in references.items()}
     records = read_records(path, schema=REFERENCE_SCHEMA, problems=problems)
     columns = set().union(*(record.keys() for _, record in records))
     for column in sorted(columns - set(REFERENCE_SCHEMA)):
-        problems.add(1, f"unknown column {column!r} (references are image_id, reference)")
-    for column in REFERENCE_SCHEMA:
+        problems.add(1, f"unknown column {column!r} (references are image_id, reference "
+                        "and optionally reference_id)")
+    for column in REQUIRED_REFERENCE_COLUMNS:
         if records and column not in columns:
             problems.add(1, f"missing column {column!r}")
-    references: dict[str, list[str]] = {}
     for line, record in records:
         found = _Collected()
         key = found.check(_required, record, "image_id")
@@ -236,7 +273,7 @@ def read_references(path: Path) -> dict[str, tuple[str, ...]]:
         for message in found:
             problems.add(line, message)
         if not found:
-            references.setdefault(key, []).append(text)
+            add(line, key, text, _text(record, "reference_id"))
     problems.raise_if_any()
     return {key: tuple(texts) for key, texts in references.items()}
 
@@ -251,10 +288,11 @@ class _Plan:
 
 
 def _caption_key(row: JudgmentRow, text: str) -> tuple:
-    """Captions are told apart by caption_id when the file gives one, else by image and
-    text (pairwise sets, and score sets without ids)."""
+    """A judged caption is an (image, caption) pair: told apart by image and caption_id
+    when the file gives one (the same id may be judged under several images), else by
+    image and text (pairwise sets, and score sets without ids)."""
     if row.caption_id is not None:
-        return ("id", row.caption_id)
+        return ("id", row.image_key, row.caption_id)
     return ("text", row.image_key, text)
 
 
@@ -272,10 +310,9 @@ def _plan(rows: list[JudgmentRow], problems: Problems) -> _Plan:
         keys = tuple(_caption_key(row, text) for text in row.captions)
         for key, text in zip(keys, row.captions, strict=True):
             seen = plan.captions.setdefault(key, row)
-            if row.caption_id is not None and (seen.image_key, seen.captions[0]) != (
-                    row.image_key, text):
-                add(row.line, f"caption_id {row.caption_id!r} is another caption at line "
-                              f"{seen.line}")
+            if row.caption_id is not None and seen.captions[0] != text:
+                add(row.line, f"caption_id {row.caption_id!r} is another caption of image "
+                              f"{row.image_key!r} at line {seen.line}")
             elif seen.system != row.system:
                 add(row.line, f"the system of this caption differs from line {seen.line} "
                               "(give caption_id to tell two captions apart)")
@@ -339,7 +376,7 @@ def import_judgments(
                       scale, actor=actor, references=references)
 
 
-def _write(connection: Connection, plan: _Plan, refs: dict[str, tuple[str, ...]],
+def _write(connection: Connection, plan: _Plan, refs: dict[str, tuple[Reference, ...]],
            summary: JudgmentImportSummary, scale: Scale | None, *, actor: str,
            references: str | Path | None) -> JudgmentImportSummary:
     now = utcnow()
@@ -352,8 +389,10 @@ def _write(connection: Connection, plan: _Plan, refs: dict[str, tuple[str, ...]]
     for key, (_, image_path) in plan.images.items():
         image_ids[key] = connection.execute(JudgmentImage.__table__.insert().values(
             set_id=set_id, key=key, path=image_path)).inserted_primary_key[0]
-    reference_rows = [{"image_id": image_ids[key], "position": position, "text": text}
-                      for key in plan.images for position, text in enumerate(refs.get(key, ()))]
+    reference_rows = [{"image_id": image_ids[key], "position": position,
+                       "text": reference.text, "external_id": reference.id}
+                      for key in plan.images
+                      for position, reference in enumerate(refs.get(key, ()))]
     if reference_rows:
         connection.execute(JudgmentReference.__table__.insert(), reference_rows)
     caption_ids = {}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, Row, func, select
 
 from storage.models import (
+    JUDGMENT_SCALE_STEPS,
     JudgmentCaption,
     JudgmentImage,
     JudgmentMetricScore,
@@ -37,8 +38,12 @@ class JudgmentSetInfo:
     def scale(self) -> str:
         if self.scale_min is None:
             return "none"
-        unit = "whole numbers" if self.scale_step == 1 else "halves"
-        return f"{self.scale_min:g}-{self.scale_max:g} ({unit})"
+        return f"{self.scale_min:g}-{self.scale_max:g} ({JUDGMENT_SCALE_STEPS[self.scale_step]})"
+
+    @property
+    def continuous(self) -> bool:
+        """Scores are any real number in the range (interval data), not ranked levels."""
+        return self.scale_step == 0
 
 
 def judgment_sets(engine: Engine) -> list[JudgmentSetInfo]:
@@ -62,8 +67,9 @@ def judgment_set(engine: Engine, name: str) -> JudgmentSetInfo:
 
 def judgment_caption_rows(engine: Engine, set_id: int
                           ) -> tuple[list[Row], dict[int, list[str]]]:
-    """The set's captions (caption_id, image_id, image_key, path, system, text) and each
-    image's references in order: what a metric scores (like `readers.caption_rows`)."""
+    """The set's captions (caption_id, image_id, image_key, path, system, text,
+    external_id) and each image's references in order: what a metric scores (like
+    `readers.caption_rows`)."""
     caption, image, ref = (JudgmentCaption.__table__, JudgmentImage.__table__,
                            JudgmentReference.__table__)
     with engine.connect() as connection:
@@ -75,10 +81,25 @@ def judgment_caption_rows(engine: Engine, set_id: int
             references.setdefault(row.image_id, []).append(row.text)
         captions = list(connection.execute(
             select(caption.c.id.label("caption_id"), caption.c.image_id, caption.c.system,
-                   caption.c.text, image.c.key.label("image_key"), image.c.path)
+                   caption.c.text, image.c.key.label("image_key"), image.c.path,
+                   caption.c.external_id)
             .join(image, caption.c.image_id == image.c.id)
             .where(caption.c.set_id == set_id).order_by(caption.c.id)))
     return captions, references
+
+
+def judgment_reference_ids(engine: Engine, set_id: int) -> dict[int, list[str | None]]:
+    """Each image's reference ids from its references file (None where it gave none), in
+    the order of `judgment_caption_rows`' references."""
+    ref, image = JudgmentReference.__table__, JudgmentImage.__table__
+    ids: dict[int, list[str | None]] = {}
+    with engine.connect() as connection:
+        for row in connection.execute(
+            select(ref.c.image_id, ref.c.external_id).join(image, ref.c.image_id == image.c.id)
+            .where(image.c.set_id == set_id).order_by(ref.c.image_id, ref.c.position)
+        ):
+            ids.setdefault(row.image_id, []).append(row.external_id)
+    return ids
 
 
 def judgment_scores(engine: Engine, set_id: int) -> pd.DataFrame:

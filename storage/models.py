@@ -418,11 +418,15 @@ class RetrievalResult(SQLModel, table=True):
 
 JUDGMENT_KINDS = ("score", "pairwise")
 JUDGMENT_CHOICES = ("a", "b", "tie")
+# a score set's scale step -> what its scores are between min and max (0: continuous)
+JUDGMENT_SCALE_STEPS = {1.0: "whole numbers", 0.5: "halves", 0.0: "continuous"}
 
 
 class JudgmentSet(SQLModel, table=True):
     """Human judgments collected elsewhere (e.g. a published Likert or pairwise set), kept
-    apart from THUMB ratings. A score set declares its scale; a pairwise set has none."""
+    apart from THUMB ratings. A score set declares its scale: whole numbers (step 1),
+    halves (0.5) or any real number in the range (step 0, continuous); a pairwise set has
+    none."""
 
     __tablename__ = "judgment_set"
     __table_args__ = (
@@ -430,7 +434,7 @@ class JudgmentSet(SQLModel, table=True):
         CheckConstraint("kind IN ('score', 'pairwise')", name="judgment_set_kind_valid"),
         CheckConstraint(
             "(kind = 'score' AND scale_min IS NOT NULL AND scale_max > scale_min "
-            "AND scale_step IN (0.5, 1)) OR (kind = 'pairwise' AND scale_min IS NULL "
+            "AND scale_step IN (0, 0.5, 1)) OR (kind = 'pairwise' AND scale_min IS NULL "
             "AND scale_max IS NULL AND scale_step IS NULL)",
             name="judgment_set_scale_valid",
         ),
@@ -469,27 +473,37 @@ class JudgmentImage(SQLModel, table=True):
 
 
 class JudgmentReference(SQLModel, table=True):
+    """A reference of a judged image; `external_id` is its id in the references file
+    (`reference_id`, or a COCO annotation's `id`), which tells a caption with the same id
+    that this reference is itself."""
+
     __tablename__ = "judgment_reference"
     __table_args__ = (
         UniqueConstraint("image_id", "position", name="judgment_reference_position_unique"),
+        UniqueConstraint("image_id", "external_id", name="judgment_reference_id_unique"),
         CheckConstraint("position >= 0", name="judgment_reference_position_non_negative"),
         CheckConstraint("length(text) > 0", name="judgment_reference_text_not_empty"),
+        CheckConstraint("external_id IS NULL OR length(external_id) > 0",
+                        name="judgment_reference_id_not_empty"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
     image_id: int = Field(foreign_key="judgment_image.id", index=True, ondelete="RESTRICT")
     position: int
     text: str
+    external_id: str | None = None
 
 
 class JudgmentCaption(SQLModel, table=True):
-    """A judged caption; the system is optional."""
+    """A judged caption: the unit is the (image, caption) pair, so one caption id (and
+    text) may be judged under several images; the system is optional."""
 
     __tablename__ = "judgment_caption"
     __table_args__ = (
         ForeignKeyConstraint(["image_id", "set_id"], ["judgment_image.id", "judgment_image.set_id"],
                              ondelete="RESTRICT"),
-        UniqueConstraint("set_id", "external_id", name="judgment_caption_id_unique"),
+        UniqueConstraint("set_id", "image_id", "external_id",
+                         name="judgment_caption_id_per_image"),
         UniqueConstraint("id", "set_id", name="judgment_caption_id_set"),
         UniqueConstraint("id", "image_id", name="judgment_caption_id_image"),
         CheckConstraint("length(text) > 0", name="judgment_caption_text_not_empty"),
@@ -507,7 +521,9 @@ class JudgmentCaption(SQLModel, table=True):
 
 class JudgmentScore(SQLModel, table=True):
     """One judge's score of a caption. The set's scale is repeated here so that the
-    database itself refuses a score off the scale (composite key to the set's scale)."""
+    database itself refuses a score off the scale (composite key to the set's scale):
+    within its range always, and a whole number or half unless the set is continuous
+    (step 0)."""
 
     __tablename__ = "judgment_score"
     __table_args__ = (
@@ -521,8 +537,9 @@ class JudgmentScore(SQLModel, table=True):
         UniqueConstraint("caption_id", "judge", name="judgment_score_one_per_judge"),
         CheckConstraint("length(judge) > 0", name="judgment_score_judge_not_empty"),
         CheckConstraint(
-            "score >= scale_min AND score <= scale_max AND "
-            "(score - scale_min) / scale_step = round((score - scale_min) / scale_step)",
+            "score >= scale_min AND score <= scale_max AND (scale_step = 0 OR "
+            "(score - scale_min) / NULLIF(scale_step, 0) = "
+            "round((score - scale_min) / NULLIF(scale_step, 0)))",
             name="judgment_score_on_scale"),
     )
 

@@ -309,7 +309,8 @@ def test_report_metric_filter_by_name_or_label(engine, tmp_path):
                     reason="published THUMB 1.0 data not found")
 def test_thumb_release_as_a_judgment_set_reproduces_table_4(tmp_path):
     """The published THUMB 1.0 precision scores, imported as a tidy score set (one judge,
-    with systems), give THUMB's Table 4 Pearson r of P through the judgment pipeline."""
+    with systems), give THUMB's Table 4 Pearson r of P through the judgment pipeline
+    (with THUMB's clean-up, as the paper computed them)."""
     from tests.conftest import THUMB_JSONL, THUMB_REFS
     from tests.test_metrics_text import TABLE_4
 
@@ -328,12 +329,14 @@ def test_thumb_release_as_a_judgment_set_reproduces_table_4(tmp_path):
     steps = [["judgments", "import", str(tmp_path / "thumb.csv"), "--name", "thumb-p",
               "--scale", "1-5", "--references", str(tmp_path / "refs.csv")],
              ["metrics", "compute", "--judgments", "thumb-p", "--keep-self-references",
+              "--clean", "thumb",
               *[option for metric in TABLE_4 for option in ("--metric", metric)]],
              ["judgments", "report", "thumb-p", "--format", "json", "--bootstrap", "0"]]
     results = [runner.invoke(app, [*db, *step]) for step in steps]
     for result in results:
         assert result.exit_code == 0, result.output
     assert "corpus:per-system#" in results[1].output  # every caption has a system
+    assert "|clean:thumb|" in results[1].output
     records = json.loads(results[2].output)["records"]
     pearson = {r["metric"]: r["value"] for r in records if r["statistic"] == "pearson"}
     assert {r["n"] for r in records} == {2500}
@@ -341,3 +344,190 @@ def test_thumb_release_as_a_judgment_set_reproduces_table_4(tmp_path):
         assert pearson[metric] == pytest.approx(expected[0], abs=0.01), metric
     agreement = json.loads(results[2].output)["agreement"]
     assert {a["note"] for a in agreement} == {"undefined: no item has values from two raters"}
+
+
+WORDS = ["a", "dog", "cat", "man", "woman", "child", "ball", "red", "blue", "green", "runs",
+         "sits", "plays", "on", "in", "near", "the", "grass", "beach", "street", "table",
+         "with", "two", "small", "big"]
+
+
+def pair_dataset(tmp_path, reference_ids: bool = True):
+    """A crowd-sourced pair dataset: 30 candidate sentences, each one of the references of
+    its own image (its caption_id is that reference's id), each judged against its own
+    image and two others by three judges (1-4). Image im0 has another reference with the
+    text of im0#0, and im5 a reference with the text of im1#0 under another id."""
+    rng = np.random.default_rng(5)
+    images = [f"im{i}" for i in range(10)]
+    refs = {image: [(f"{image}#{k}", " ".join(rng.choice(WORDS, int(rng.integers(5, 10)))))
+                    for k in range(5)] for image in images}
+    refs["im0"][4] = ("im0#4", refs["im0"][0][1])
+    refs["im5"][3] = ("im5#3", refs["im1"][0][1])
+    rows = []
+    for j in range(30):
+        own = j % 10
+        caption_id, text = refs[images[own]][j // 10]
+        for offset in (0, 4, 7):
+            image = images[(own + offset) % 10]
+            quality = 3.5 if offset == 0 else 1.5
+            for judge in ("j1", "j2", "j3"):
+                score = int(np.clip(round(quality + rng.normal(0, 0.9)), 1, 4))
+                rows.append({"image_id": image, "caption_id": caption_id, "caption": text,
+                             "judge": judge, "score": score})
+    pd.DataFrame(rows).to_csv(tmp_path / "pairs.csv", index=False)
+    pd.DataFrame([{"image_id": image, "reference": text,
+                   **({"reference_id": ref_id} if reference_ids else {})}
+                  for image in images for ref_id, text in refs[image]]).to_csv(
+        tmp_path / "pair_refs.csv", index=False)
+    return pd.DataFrame(rows), refs
+
+
+def stored_by_pair(engine, name):
+    """(image key, caption id) -> {metric: stored score}, and the signatures."""
+    set_id = judgment_set(engine, name).id
+    captions, _ = judgment_caption_rows(engine, set_id)
+    pair = {row.caption_id: (row.image_key, row.external_id) for row in captions}
+    values: dict[tuple[str, str], dict[str, float]] = {}
+    from storage.judgments import judgment_metric_scores
+
+    scores = judgment_metric_scores(engine, set_id)
+    for row in scores.itertuples():
+        values.setdefault(pair[row.caption_id], {})[row.metric] = row.value
+    return values, dict(zip(scores["metric"], scores["signature"], strict=False))
+
+
+def direct_bleu(pairs, references) -> np.ndarray:
+    """pycocoevalcap's Bleu(4) straight on the texts (lower-case words only: their PTB
+    tokens are the texts themselves), all pairs in one call."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    _, scores = Bleu(4).compute_score({i: list(refs) for i, refs in enumerate(references)},
+                                      {i: [text] for i, text in enumerate(pairs)}, verbose=0)
+    return np.asarray(scores[3], dtype=float)
+
+
+def test_judgments_of_pairs_import_score_and_report_kendall_tau_b(tmp_path):
+    """One caption id judged under three images: imported natively, its own reference (the
+    one with its id) left out at its own image only, and the report's tau-b equal to
+    scipy's on the same numbers."""
+    frame, refs = pair_dataset(tmp_path)
+    db = ["--db", str(tmp_path / "pairs.db")]
+    steps = [["judgments", "import", str(tmp_path / "pairs.csv"), "--name", "pairs",
+              "--scale", "1-4", "--references", str(tmp_path / "pair_refs.csv")],
+             ["metrics", "compute", "--judgments", "pairs", "--metric", "coco-bleu-4",
+              "--metric", "cider-d", "--tokenizer", "ptb-python"],
+             ["judgments", "report", "pairs", "--format", "json", "--bootstrap", "0"],
+             ["judgments", "report", "pairs", "--format", "json", "--bootstrap", "0",
+              "--aggregate", "mean"]]
+    results = [runner.invoke(app, [*db, *step]) for step in steps]
+    for result in results:
+        assert result.exit_code == 0, result.output
+    assert "10 images, 90 captions, 50 references, 3 judges, 270 judgments" in (
+        results[0].output)
+    from storage import open_database
+
+    engine = open_database(tmp_path / "pairs.db")
+    values, signatures = stored_by_pair(engine, "pairs")
+    engine.dispose()
+    assert len(values) == 90
+    for signature in signatures.values():
+        assert "|self:excluded-by-id(30)|clean:none|" in signature
+    # the references each pair was scored against, by the definition: its image's
+    # references but the one whose id is the caption's own
+    keys = list(values)
+    texts = dict(zip(zip(frame["image_id"], frame["caption_id"], strict=True),
+                     frame["caption"], strict=True))
+    expected = direct_bleu([texts[key] for key in keys],
+                           [[text for ref_id, text in refs[image] if ref_id != caption_id]
+                            for image, caption_id in keys])
+    ours = np.array([values[key]["coco-bleu-4"] for key in keys])
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-12)
+    # same text, other id: kept (text equality would have left these out)
+    assert values[("im0", "im0#0")]["coco-bleu-4"] == pytest.approx(1.0)
+    assert values[("im5", "im1#0")]["coco-bleu-4"] == pytest.approx(1.0)
+    for result, aggregate in ((results[2], "flat"), (results[3], "mean")):
+        data = frame.assign(pair=list(zip(frame["image_id"], frame["caption_id"],
+                                          strict=True)))
+        if aggregate == "mean":
+            data = data.groupby("pair", sort=False)["score"].mean().reset_index()
+        records = json.loads(result.output)["records"]
+        for metric in ("coco-bleu-4", "cider-d"):
+            x = data["pair"].map(lambda key, m=metric: values[key][m]).to_numpy()
+            tau = stats.kendalltau(x, data["score"].to_numpy(), variant="b").statistic
+            (record,) = [r for r in records
+                         if r["metric"] == metric and r["statistic"] == "tau_b"]
+            assert record["n"] == len(data) == (270 if aggregate == "flat" else 90)
+            assert record["value"] == pytest.approx(tau, abs=1e-12), (metric, aggregate)
+    # the export, one row per judgment with the pair's image and caption id, imports again
+    exported = runner.invoke(app, [*db, "judgments", "export", "pairs", "--out",
+                                   str(tmp_path / "out.csv")])
+    assert exported.exit_code == 0, exported.output
+    again = runner.invoke(app, [*db, "judgments", "import", str(tmp_path / "out.csv"),
+                                "--name", "again", "--scale", "1-4"])
+    assert again.exit_code == 0 and "90 captions" in again.output, again.output
+
+
+def test_without_reference_ids_a_caption_is_its_reference_by_text(tmp_path):
+    frame, refs = pair_dataset(tmp_path, reference_ids=False)
+    db = ["--db", str(tmp_path / "text.db")]
+    for step in (["judgments", "import", str(tmp_path / "pairs.csv"), "--name", "text",
+                  "--scale", "1-4", "--references", str(tmp_path / "pair_refs.csv")],
+                 ["metrics", "compute", "--judgments", "text", "--metric", "coco-bleu-4",
+                  "--tokenizer", "ptb-python"]):
+        result = runner.invoke(app, [*db, *step])
+        assert result.exit_code == 0, result.output
+    from storage import open_database
+
+    engine = open_database(tmp_path / "text.db")
+    values, signatures = stored_by_pair(engine, "text")
+    engine.dispose()
+    keys = list(values)
+    texts = dict(zip(zip(frame["image_id"], frame["caption_id"], strict=True),
+                     frame["caption"], strict=True))
+    kept = [[text for _, text in refs[image] if text != texts[(image, caption_id)]]
+            for image, caption_id in keys]
+    excluded = sum(len(refs[image]) - len(k) for (image, _), k in zip(keys, kept,
+                                                                      strict=True))
+    assert excluded == 30 + 1 + 1  # im0#0 twice at im0, im1#0 also at im5
+    assert f"|self:excluded({excluded})|clean:none|" in signatures["coco-bleu-4"]
+    expected = direct_bleu([texts[key] for key in keys], kept)
+    ours = np.array([values[key]["coco-bleu-4"] for key in keys])
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-12)
+
+
+def test_a_continuous_set_reports_interval_alpha_only(engine, tmp_path):
+    """Averaged scores of several judges on 0-1: interval data. Krippendorff's alpha is the
+    interval one (equal to the krippendorff package's); ordinal alpha is not reported, and
+    the report says why. The correlations are scipy's on the real-valued scores."""
+    import krippendorff
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for caption in range(12):
+        quality = rng.uniform(0, 1)
+        for judge in ("j1", "j2", "j3"):
+            rows.append({"image_id": f"img{caption // 3}", "caption": f"caption {caption}",
+                         "judge": judge,
+                         "score": float(np.clip(quality + rng.normal(0, 0.15), 0, 1))})
+    pd.DataFrame(rows).to_csv(tmp_path / "crowd.csv", index=False)
+    import_judgments(engine, tmp_path / "crowd.csv", name="crowd", kind="score",
+                     scale=Scale.parse("0-1", step=0), actor="t")
+    captions, _ = judgment_caption_rows(engine, judgment_set(engine, "crowd").id)
+    index = {row.text: row.caption_id for row in captions}
+    metric = {caption_id: rng.normal() for caption_id in index.values()}
+    store_metric_scores(engine, "good", SIGNATURES["good"], list(metric),
+                        list(metric.values()), JudgmentMetricScore)
+    report = build_judgment_report(engine, "crowd", bootstrap=50)
+    frame = pd.DataFrame(rows)
+    assert len(set(frame["score"])) > 30  # real numbers, nearly all of them different
+    matrix = frame.assign(caption_id=frame["caption"].map(index)).pivot_table(
+        index="judge", columns="caption_id", values="score").to_numpy()
+    assert list(report.agreement["statistic"]) == ["alpha_interval"]
+    assert report.agreement["value"].iloc[0] == pytest.approx(krippendorff.alpha(
+        reliability_data=matrix, level_of_measurement="interval"))
+    assert "ordinal alpha (ranked categories) is not reported" in report.header["agreement"]
+    assert "interval Krippendorff's alpha only" in judgment_text(report)
+    assert report.header["scale"] == "0-1 (continuous)"
+    x = frame["caption"].map(index).map(metric).to_numpy()
+    tau_b = report.records.set_index("statistic").loc["tau_b", "value"]
+    assert tau_b == pytest.approx(stats.kendalltau(x, frame["score"], variant="b").statistic,
+                                  abs=1e-12)

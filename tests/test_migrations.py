@@ -266,3 +266,90 @@ def test_the_revisions_form_one_line_from_the_release():
     chain = [script.revision for script in scripts.walk_revisions()]
     assert chain[-1] == RELEASE_0_1_0
     assert len(chain) == len(list((SCRIPTS / "versions").glob("[0-9]*.py")))
+
+
+def test_judgment_sets_of_revision_0009_upgrade_keeping_every_row(tmp_path):
+    """0010 rebuilds the judgment tables on SQLite (their constraints change): every row
+    stays, with its id; the upgraded database has the new constraints and no other."""
+    from alembic import command
+
+    from storage.migrations import _config
+
+    path = tmp_path / "0009.db"
+    old = create_engine(f"sqlite:///{path}")
+    config = _config()
+    with old.connect() as connection:
+        connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+        config.attributes["connection"] = connection
+        try:
+            command.upgrade(config, "0009")
+        finally:
+            del config.attributes["connection"]
+        connection.commit()
+    rows = {
+        "judgment_set": [dict(id=1, name="likert", kind="score", scale_min=1.0, scale_max=5.0,
+                              scale_step=1.0, source="j.csv", created_at=T0),
+                         dict(id=2, name="pairs", kind="pairwise", source="p.csv",
+                              created_at=T0)],
+        "judgment_image": [dict(id=i, set_id=1 + (i > 2), key=f"img{i}") for i in (1, 2, 3)],
+        "judgment_reference": [dict(id=r, image_id=1 + r % 2, position=r // 2,
+                                    text=f"Reference {r}.") for r in range(4)],
+        "judgment_caption": [dict(id=1, set_id=1, image_id=1, text="A dog.", external_id="c1"),
+                             dict(id=2, set_id=1, image_id=2, text="A cat.", external_id="c2"),
+                             dict(id=3, set_id=2, image_id=3, text="A."),
+                             dict(id=4, set_id=2, image_id=3, text="B.")],
+        "judgment_score": [dict(id=s, set_id=1, caption_id=1 + s % 2, judge=f"j{s}",
+                                score=1.0 + s, scale_min=1.0, scale_max=5.0, scale_step=1.0,
+                                note="") for s in range(4)],
+        "judgment_pair": [dict(id=1, set_id=2, kind="pairwise", image_id=3, caption_a_id=3,
+                               caption_b_id=4, judge="j", choice="a", category="hm")],
+        "judgment_metric_score": [dict(id=1, caption_id=1, metric="bleu", signature="bleu|x",
+                                       value=0.5, computed_at=T0),
+                                  dict(id=2, caption_id=2, metric="bleu", signature="bleu|x",
+                                       value=None, undefined="no references",
+                                       computed_at=T0)],
+    }
+    with old.begin() as connection:
+        for table, table_rows in rows.items():
+            columns = list(dict.fromkeys(c for row in table_rows for c in row))
+            connection.execute(text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                                    f"({', '.join(':' + c for c in columns)})"),
+                               [{c: row.get(c) for c in columns} for row in table_rows])
+    columns = {table: [c["name"] for c in inspect(old).get_columns(table)] for table in rows}
+    before = snapshot(old, columns)
+    old.dispose()
+
+    engine = open_database(path)
+    assert snapshot(engine, columns) == before
+    assert schema_differences(engine) == []
+    new = open_database(tmp_path / "new.db")
+    upgraded, fresh = inspect(engine), inspect(new)
+    for table in rows:  # CHECK constraints, which schema_differences does not compare
+        assert sorted((c["name"], " ".join(c["sqltext"].split()))
+                      for c in upgraded.get_check_constraints(table)) == sorted(
+            (c["name"], " ".join(c["sqltext"].split()))
+            for c in fresh.get_check_constraints(table)), table
+    new.dispose()
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO judgment_set (id, name, kind, scale_min, scale_max, scale_step, "
+            "source, created_at) VALUES (3, 'crowd', 'score', 0, 1, 0, 'c.csv', :t)"), {"t": T0})
+        connection.execute(text("INSERT INTO judgment_image (id, set_id, key) VALUES "
+                                "(4, 3, 'a'), (5, 3, 'b')"))
+        connection.execute(text(  # one caption id under two images
+            "INSERT INTO judgment_caption (id, set_id, image_id, text, external_id) VALUES "
+            "(5, 3, 4, 'A dog.', 'c1'), (6, 3, 5, 'A dog.', 'c1')"))
+        connection.execute(text(
+            "INSERT INTO judgment_score (set_id, caption_id, judge, score, scale_min, "
+            "scale_max, scale_step, note) VALUES (3, 5, 'crowd', 0.3333, 0, 1, 0, '')"))
+    for score in (1.25, -0.5):
+        with pytest.raises(IntegrityError), engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO judgment_score (set_id, caption_id, judge, score, scale_min, "
+                "scale_max, scale_step, note) VALUES (3, 6, 'crowd', :s, 0, 1, 0, '')"),
+                {"s": score})
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO judgment_score (set_id, caption_id, judge, score, scale_min, "
+            "scale_max, scale_step, note) VALUES (1, 1, 'jx', 2.5, 1, 5, 1, '')"))
+    engine.dispose()

@@ -108,16 +108,20 @@ def _metric_option_parameters() -> list[inspect.Parameter]:
 
 def metrics_compute_command(
     metric: list[str] | None = None, keep_self_references: bool = False,
-    judgments: str | None = None, allow_download: bool = False, **metric_settings: object,
+    clean: str | None = None, judgments: str | None = None, allow_download: bool = False,
+    **metric_settings: object,
 ) -> None:
     from rich.progress import Progress
 
+    if clean not in (None, "thumb", "none"):
+        fail(f"--clean must be thumb or none, not {clean!r}")
     model_hub(allow_download)
 
     from metrics.registry import DEFAULT_METRICS, MetricOptions
     from reports.scoring import compute_judgment_metrics, compute_metrics
 
-    options = MetricOptions(keep_self_references=keep_self_references, **metric_settings)
+    options = MetricOptions(keep_self_references=keep_self_references, clean=clean,
+                            **metric_settings)
     with Progress(console=console, transient=True) as bar:
         tasks: dict[str, int] = {}
 
@@ -155,6 +159,15 @@ def _register_compute() -> None:
                               help="Score a caption also against a reference identical to it "
                                    "(as the THUMB 1.0 paper's numbers were computed); the "
                                    "signature says so.")]),
+        inspect.Parameter("clean", inspect.Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Annotated[str | None, typer.Option(
+                              "--clean", metavar="thumb|none",
+                              help="Text clean-up before scoring: thumb (THUMB's: strip, "
+                                   "capitalise the first letter, end with a period, no "
+                                   "space before it) or none (the texts as stored). "
+                                   "Default: thumb for the project, none for a judgment "
+                                   "set (the texts as released); the signature's clean: "
+                                   "says which.")]),
         inspect.Parameter("judgments", inspect.Parameter.KEYWORD_ONLY, default=None,
                           annotation=Annotated[str | None, typer.Option(
                               "--judgments", help="Score the captions of this judgment set "

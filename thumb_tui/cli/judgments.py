@@ -32,7 +32,18 @@ REPORT_FORMATS = ("table", "md", "json")
 EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
 
 
-@app.command("import")
+IMPORT_HELP = (
+    "Import a judgment set (all or nothing). Needs no image files and no systems.\n\n"
+    "A judged caption is an (image, caption) pair: one caption_id may be judged under "
+    "several images. A caption whose caption_id equals a reference_id of its image (or, "
+    "without ids, whose text is a reference's) is left out of its own references.\n\n"
+    "Crowd proportions (the share of workers who said that a caption fits the image), "
+    "e.g. a CSV with the header image_id,caption_id,caption,judge,score and rows like "
+    "img7,cap12,a dog on a skateboard,crowd,0.333333:\n\n"
+    "    thumb judgments import crowd.csv --name crowd --scale 0-1 --continuous")
+
+
+@app.command("import", help=IMPORT_HELP)
 def import_command(
     file: Annotated[Path, typer.Argument(help="CSV or JSONL of judgments, one per row.")],
     name: Annotated[str, typer.Option("--name", help="Name of the new judgment set.")],
@@ -43,21 +54,26 @@ def import_command(
         "--scale", help="A score set's scale, MIN-MAX (e.g. 1-4); enforced.")] = None,
     halves: Annotated[bool, typer.Option(
         "--halves", help="Scores may be halves (2.5); default whole numbers.")] = False,
+    continuous: Annotated[bool, typer.Option(
+        "--continuous", help="Scores may be any real number within the scale (crowd "
+                             "proportions, averaged scores); agreement is then interval "
+                             "Krippendorff alpha only.")] = False,
     references: Annotated[Path | None, typer.Option(
-        "--references", help="References: CSV/JSONL of image_id, reference, or a COCO "
-                             "captions JSON.")] = None,
+        "--references", help="References: CSV/JSONL of image_id, reference (optional "
+                             "reference_id), or a COCO captions JSON.")] = None,
     allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
-    """Import a judgment set (all or nothing). Needs no image files and no systems."""
-    from storage.judgment_import import Scale, import_judgments
+    from storage.judgment_import import CONTINUOUS, Scale, import_judgments
 
+    if halves and continuous:
+        fail("--halves and --continuous exclude each other")
     parsed = None
     if scale is not None:
         with value_errors():
-            parsed = Scale.parse(scale, 0.5 if halves else 1.0)
-    elif halves:
-        fail("--halves needs --scale MIN-MAX")
+            parsed = Scale.parse(scale, CONTINUOUS if continuous else 0.5 if halves else 1.0)
+    elif halves or continuous:
+        fail(f"{'--halves' if halves else '--continuous'} needs --scale MIN-MAX")
     if kind not in ("score", "pairwise"):
         fail(f"--kind must be score or pairwise, not {kind!r}")
     if (kind == "score") != (parsed is not None):
