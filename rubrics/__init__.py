@@ -9,6 +9,7 @@ from rubrics.escape import (
     for_markup,
     forbidden_character,
     printable,
+    refusal,
 )
 from rubrics.model import (
     PENALTY_KEYS,
@@ -24,6 +25,7 @@ from rubrics.model import (
     load_rubric,
     parse_rubric,
 )
+from rubrics.schema import FileError, RubricError
 
 __all__ = [
     "PENALTY_KEYS",
@@ -32,9 +34,11 @@ __all__ = [
     "Dimension",
     "ErrorType",
     "Example",
+    "FileError",
     "PenaltyCategory",
     "Reason",
     "Rubric",
+    "RubricError",
     "Rule",
     "clean_caption",
     "codepoint",
@@ -45,4 +49,5 @@ __all__ = [
     "load_rubric",
     "parse_rubric",
     "printable",
+    "refusal",
 ]

@@ -11,7 +11,20 @@ import re
 
 # C0 controls except tab and newline, DEL, C1 controls, and lone surrogates (which no
 # UTF-8 file or database can hold): the ranges of a regular-expression class.
-FORBIDDEN_CHARACTERS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
+CONTROL_CHARACTERS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
+# Invisible characters that change how the text around them is shown: the bidirectional
+# marks, embeddings, overrides and isolates (ALM U+061C, LRM/RLM U+200E-200F, LRE..RLO
+# U+202A-202E, LRI..PDI U+2066-2069), with which "evil.exe\u202egpj.txt" reads as
+# "evil.exetxt.jpg", and U+FEFF, a byte order mark (deprecated as a zero-width no-break
+# space since Unicode 3.2) that only a concatenation accident puts inside a text. Zero-width
+# space, non-joiner and joiner (U+200B-200D) are allowed: Thai, Khmer and Burmese text
+# marks word breaks with the first, Persian and Indic scripts spell words with the other
+# two, and emoji sequences need the joiner; they reorder nothing. Identifiers (a rubric's
+# codes, ids and short labels) allow none of them (rubrics/schema.py).
+FORMAT_CHARACTERS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+# What an import refuses and every output shows as an escape (`\x1b`, `\u202e`).
+FORBIDDEN_CHARACTERS = CONTROL_CHARACTERS + FORMAT_CHARACTERS
+MAX_TEXT_CHARS = 20_000  # an imported text: a caption, reference, note, name or path
 _FORBIDDEN = re.compile(f"[{FORBIDDEN_CHARACTERS}]")
 _FORBIDDEN_OR_NEWLINE = re.compile(f"[\t\n{FORBIDDEN_CHARACTERS}]")
 # Emphasis, code and strike-through characters, and the `]` that would close a link or an
@@ -22,7 +35,8 @@ _MARKDOWN_TABLE_SPECIAL = re.compile(r"([\\`*_~|]|\](?=[(\[]))")
 
 def forbidden_character(text: str) -> str | None:
     """The first character an import refuses in `text` (a control character other than
-    tab and newline, or a lone surrogate), or None."""
+    tab and newline, a lone surrogate, or a bidirectional formatting character or byte
+    order mark), or None."""
     match = _FORBIDDEN.search(text)
     return match.group() if match else None
 
@@ -30,6 +44,20 @@ def forbidden_character(text: str) -> str | None:
 def codepoint(character: str) -> str:
     """`U+001B`: how error messages name a character without printing it."""
     return f"U+{ord(character):04X}"
+
+
+_FORMAT = re.compile(f"[{FORMAT_CHARACTERS}]")
+
+
+def refusal(character: str) -> str:
+    """Why a forbidden character is refused, naming it by code point: `control character
+    U+001B is not allowed (only tab and newline are)`."""
+    if character == "\ufeff":
+        return f"invisible character {codepoint(character)} (byte order mark) is not allowed"
+    if _FORMAT.fullmatch(character):
+        return (f"bidirectional formatting character {codepoint(character)} is not allowed "
+                "(it reorders the text shown around it)")
+    return f"control character {codepoint(character)} is not allowed (only tab and newline are)"
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -42,9 +70,10 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def printable(text: str, *, newlines: bool = True) -> str:
-    """`text` safe for a terminal: every control character shown as an escape (`\\x1b`),
-    so it is seen but never acted on. With `newlines=False` (one-line output such as an
-    error message or a table cell) newlines and tabs are shown as `\\n`, `\\t` too."""
+    """`text` safe for a terminal: every control character, bidirectional formatting
+    character and byte order mark shown as an escape (`\\x1b`, `\\u202e`), so it is seen
+    but never acted on. With `newlines=False` (one-line output such as an error message or
+    a table cell) newlines and tabs are shown as `\\n`, `\\t` too."""
     pattern = _FORBIDDEN if newlines else _FORBIDDEN_OR_NEWLINE
     return pattern.sub(_visible, text)
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-# The rating table has one column per score and penalty it can hold. A rubric scores both
-# dimensions and any of the penalties, under its own labels, scales, amounts, catalogue
-# and weights; another dimension or penalty needs a migration that adds its column.
-SCORE_KEYS = ("precision", "recall")
-PENALTY_KEYS = ("fluency", "conciseness", "inclusive")
-# Tolerance of penalty comparisons: sums of 0.1 steps are not exact in binary.
-EPSILON = 1e-9
+# SCORE_KEYS, PENALTY_KEYS: the rating table's columns a rubric can fill (rubrics.schema)
+from rubrics.schema import (
+    EPSILON,
+    MAX_RUBRIC_BYTES,
+    PENALTY_KEYS,
+    SCORE_KEYS,
+    RubricError,
+    check_rubric,
+    parse_toml,
+    read_toml,
+)
 
 
 @dataclass(frozen=True)
@@ -264,10 +267,15 @@ def _penalty(raw: dict) -> PenaltyCategory:
     )
 
 
-def parse_rubric(data: dict) -> Rubric:
-    """Build a Rubric from the parsed TOML structure of a rubric file. The total's weights
-    are `[total] <dimension>_weight`; dimensions and penalties must be columns of the
-    rating table (SCORE_KEYS, PENALTY_KEYS)."""
+def parse_rubric(data: Mapping, name: str = "rubric", *, check: bool = True) -> Rubric:
+    """Build a Rubric from the parsed TOML structure of a rubric file (`name`, for the
+    messages). The total's weights are `[total] <dimension>_weight`; dimensions and
+    penalties must be columns of the rating table (SCORE_KEYS, PENALTY_KEYS). The data is
+    checked against the rubric's schema first (rubrics.schema: RubricError lists every
+    problem); `check=False` is for a rubric the database already holds, which was checked
+    when it was stored and is read back as it is."""
+    if check:
+        check_rubric(data, name)
     weights = data["total"]
     dimensions = tuple(_dimension(d, weights) for d in data["dimensions"])
     penalties = tuple(_penalty(p) for p in data["penalties"])
@@ -300,20 +308,19 @@ def parse_rubric(data: dict) -> Rubric:
 
 
 def load_rubric(name_or_path: str | Path = "thumb-1.0") -> Rubric:
-    """Load a bundled rubric by name (``thumb-1.0``) or any rubric TOML file by path."""
+    """Load a bundled rubric by name (``thumb-1.0``) or any rubric TOML file by path. A
+    file is untrusted input: RubricError lists every problem, each as `FILE: problem`
+    (rubrics.schema)."""
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.exists():
-        text = path.read_text(encoding="utf-8")
-    else:
-        resource = resources.files("rubrics").joinpath(f"{name_or_path}.toml")
-        if not resource.is_file():
-            raise ValueError(f"no rubric named {name_or_path!r} and no such file")
-        text = resource.read_text(encoding="utf-8")
-    try:
-        return parse_rubric(tomllib.loads(text))
-    except (KeyError, TypeError, ValueError) as exc:
-        detail = f"lacks {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise ValueError(f"rubric {name_or_path}: {detail}") from None
+        data = read_toml(path, max_bytes=MAX_RUBRIC_BYTES, error=RubricError)
+        return parse_rubric(data, str(path))
+    resource = resources.files("rubrics").joinpath(f"{name_or_path}.toml")
+    if not resource.is_file():
+        raise ValueError(f"no rubric named {name_or_path!r} and no such file")
+    name = f"{name_or_path}.toml (bundled)"
+    return parse_rubric(parse_toml(resource.read_bytes(), name, max_bytes=MAX_RUBRIC_BYTES,
+                                   error=RubricError), name)
 
 
 THUMB_1_0 = load_rubric("thumb-1.0")

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from rubrics import codepoint, forbidden_character
-from rubrics.escape import FORBIDDEN_CHARACTERS
+from rubrics import forbidden_character
+from rubrics.escape import FORBIDDEN_CHARACTERS, MAX_TEXT_CHARS, refusal
 
-MAX_TEXT_CHARS = 20_000  # a caption, reference, note, name or path
+# MAX_TEXT_CHARS (rubrics.escape): a caption, reference, note, name or path
 MAX_DEPTH = 32  # JSON nesting: records are flat, COCO files nest four deep
 MAX_INTEGER_DIGITS = 18
 MAX_NUMBER_CHARS = 40
@@ -169,8 +169,7 @@ def text_problems(value: object, name: str) -> list[str]:
     for where, text in strings(value, name):
         character = forbidden_character(text)
         if character is not None:
-            problems.append(f"{where}: control character {codepoint(character)} is not "
-                            "allowed (only tab and newline are)")
+            problems.append(f"{where}: {refusal(character)}")
         elif len(text) > MAX_TEXT_CHARS:
             problems.append(f"{where}: {len(text)} characters (at most {MAX_TEXT_CHARS})")
     return problems

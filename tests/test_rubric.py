@@ -73,7 +73,7 @@ def test_unknown_rubric_name_is_an_error():
 
 
 def test_parse_rubric_requires_weights():
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="rubric: lacks total"):
         parse_rubric({"id": "x", "version": "1", "title": "x", "dimensions": [], "penalties": []})
 
 

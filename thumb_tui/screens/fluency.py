@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -9,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from rubrics import ErrorType, Rubric
+from rubrics import ErrorType, Rubric, printable
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 
@@ -45,10 +46,13 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="fluency-dialog"):
             yield CaptionText(self.caption, id="fluency-caption")
-            yield Label(f"Fluency errors now: {self.current}", id="fluency-current")
+            yield Label(Text(f"Fluency errors now: {printable(self.current, newlines=False)}"),
+                        id="fluency-current")
             yield Label("Add a fluency error (Enter), or clear them:", id="fluency-prompt")
+            # the rubric's labels as literal text: an Option's plain string is markup
             options = [
-                Option(f"{self._value_label(t):>8}  {t.label}", id=t.code)
+                Option(Text(f"{self._value_label(t):>8}  {printable(t.label, newlines=False)}"),
+                       id=t.code)
                 for t in self.category.types
             ]
             options.append(Option("          clear all fluency errors", id=CLEAR))
@@ -79,7 +83,8 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
 
     def _ask_value(self, error_type: ErrorType) -> None:
         self.pending = error_type
-        self.query_one("#fluency-prompt", Label).update(f"Penalty for: {error_type.label}")
+        self.query_one("#fluency-prompt", Label).update(
+            Text(f"Penalty for: {printable(error_type.label, newlines=False)}"))
         options = self.query_one(OptionList)
         options.clear_options()
         options.add_options([Option(f"{v:g}", id=f"{v:g}") for v in range_values(error_type)])

@@ -25,7 +25,8 @@ def penalty_text(rated: dict[str, object]) -> str:
     amount = float(rated.get("fluency") or 0.0)
     if not amount:
         return "none"
-    return f"{amount:g}" + (f" ({rated['fluency_type']})" if rated.get("fluency_type") else "")
+    types = rated.get("fluency_type")
+    return f"{amount:g}" + (f" ({printable(str(types), newlines=False)})" if types else "")
 
 
 class FluencyRoundScreen(KeyBarScreen):
@@ -73,7 +74,8 @@ class FluencyRoundScreen(KeyBarScreen):
             body.append(f"{label} fluency penalty: {penalty_text(rated)}\n")
         verdict = self.verdicts.get(item.caption_id)
         body.append("your verdict: " + ("-" if verdict is None else
-                    f"{verdict[0]:g}" + (f" ({verdict[1]})" if verdict[1] else " (fluent)")))
+                    f"{verdict[0]:g}" + (f" ({printable(verdict[1], newlines=False)})"
+                                         if verdict[1] else " (fluent)")))
         self.query_one("#round-caption", Static).update(body)
 
     def save(self, fluency: float, types: str | None) -> bool:

@@ -21,7 +21,7 @@ from storage.models import RATING_VALUE_FIELDS
 from storage.workflow import COMPARED, Disagreement
 from thumb_tui.screens.annotate import AnnotateScreen, image_name
 from thumb_tui.screens.busy import busy
-from thumb_tui.widgets.caption_card import rating_context, score_line
+from thumb_tui.widgets.caption_card import rating_context, score_line, short
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView
 from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
@@ -66,7 +66,9 @@ class ReasonScreen(ModalScreen[list[str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="reasons-dialog"):
             yield Label("Why are the final values right? Space ticks (X), Enter saves")
-            yield ReasonList(*[(label, code, code in self.chosen)
+            # the rubric's labels as literal text: a plain string would be read as markup
+            yield ReasonList(*[(Text(printable(label, newlines=False)), code,
+                                code in self.chosen)
                                for code, label in self.reasons], id="reasons")
         yield KeyBar([MOVE_KEYS, Binding("space", "", "toggle"), *self.BINDINGS])
 
@@ -170,12 +172,13 @@ class ResolveScreen(AnnotateScreen):
         for dimension in rubric.dimensions:
             value = group.values[dimension.key]
             style = "bold reverse" if self.dimension == dimension.key else "bold"
-            text.append(f" {dimension.short} {'-' if value is None else value} ", style=style)
+            text.append(f" {short(dimension.short)} {'-' if value is None else value} ",
+                        style=style)
         text.append(" " + score_line(group.values, rubric).split("  ", 2)[2])
         total = group.total(self.session.rubric)
         text.append(f"  = {total:.1f}" if total is not None else "  = -", style="bold")
         chosen = self.reasons.get(item.caption_id, [])
-        text.append(f"\n\nreasons: {', '.join(chosen) or '- (press r)'}")
+        text.append(f"\n\nreasons: {short(', '.join(chosen)) or '- (press r)'}")
         if group.values["note"]:
             text.append(f"\nnote: {printable(str(group.values['note']))}", style="italic")
         self.query_one("#compare", Static).update(text)

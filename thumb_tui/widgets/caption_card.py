@@ -20,17 +20,23 @@ def _amount(amount: object) -> str:
     return f"{amount:g}" if amount else "-"
 
 
+def short(label: str) -> str:
+    """A rubric's short label as the screens show it: one line, control characters as
+    escapes (the rubric came from a file; put it in a Text, never in markup)."""
+    return printable(label, newlines=False)
+
+
 def score_line(values: dict[str, object], rubric: Rubric) -> str:
     """The rubric's scores and penalties in one short line, by their short labels, e.g.
     `P 4  R 3  F 0.1  C -  I -` for THUMB."""
-    parts = [f"{d.short} {_score(values[d.key])}" for d in rubric.dimensions]
-    parts += [f"{p.short} {_amount(values[p.key])}" for p in rubric.penalties]
+    parts = [f"{short(d.short)} {_score(values[d.key])}" for d in rubric.dimensions]
+    parts += [f"{short(p.short)} {_amount(values[p.key])}" for p in rubric.penalties]
     return "  ".join(parts)
 
 
 def penalty_kinds(values: dict[str, object], rubric: Rubric) -> str:
     """The error types behind the penalties, e.g. `fluency: spelling, grammar`."""
-    return "; ".join(f"{key}: {str(values[f'{key}_type']).replace(',', ', ')}"
+    return "; ".join(f"{key}: {short(str(values[f'{key}_type'])).replace(',', ', ')}"
                      for key in rubric.penalty_keys if values[key] and values[f"{key}_type"])
 
 
@@ -95,9 +101,10 @@ class CaptionCard(Horizontal):
         body = Text()
         for dimension in self.rubric.dimensions:
             style = "bold reverse" if self.focused_dimension == dimension.key else "bold"
-            body.append(f" {dimension.short} {_score(values[dimension.key])} ", style=style)
+            body.append(f" {short(dimension.short)} {_score(values[dimension.key])} ",
+                        style=style)
         for penalty in self.rubric.penalties:
-            body.append(f" {penalty.short} {_amount(values[penalty.key])}")
+            body.append(f" {short(penalty.short)} {_amount(values[penalty.key])}")
         total = self.group.total(self.rubric)
         body.append("  = " + (f"{total:.1f}" if total is not None else "-"), style="bold")
         kinds = penalty_kinds(values, self.rubric)

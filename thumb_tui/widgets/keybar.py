@@ -13,6 +13,8 @@ from textual.keys import format_key
 from textual.screen import Screen
 from textual.widgets import Static
 
+from rubrics import printable
+
 # The arrow keys of a list dialog, shown in its footer (the list itself handles them).
 MOVE_KEYS = Binding("up,down", "", "move", key_display="↑↓")
 
@@ -68,7 +70,9 @@ class KeyBar(Static):
         self._items: list[tuple[str, str]] = []
 
     def on_mount(self) -> None:
-        self._items = [(f" {key_label(b)} ", f" {b.description}")
+        # keys from the user's keymap, descriptions with a rubric's labels: shown literally
+        self._items = [(f" {printable(key_label(b), newlines=False)} ",
+                        f" {printable(b.description, newlines=False)}")
                        for b in remapped(self._bindings, user_keymap(self)) if b.show]
         self._layout(self.content_size.width or 78)
 

@@ -7,21 +7,24 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from rubrics import Rubric
+from rubrics import Rubric, printable
 
 
 def rubric_summary(rubric: Rubric) -> Text:
+    """The rubric's title, questions and rules as literal text (a Text, never markup; its
+    control characters shown as escapes: the rubric came from someone's file)."""
     text = Text()
-    text.append(f"{rubric.title}", style="bold")
+    text.append(printable(rubric.title, newlines=False), style="bold")
     text.append(" (? full rubric)\n", style="dim")
     for dimension in rubric.dimensions:
-        text.append(f"{dimension.short} {dimension.min}-{dimension.max}: ", style="bold")
-        text.append(f"{dimension.question}\n")
+        text.append(f"{printable(dimension.short, newlines=False)} "
+                    f"{dimension.min}-{dimension.max}: ", style="bold")
+        text.append(f"{printable(dimension.question)}\n")
     # the heading shares a line with the first rule: a panel cut short never ends on it
     for number, rule in enumerate(rubric.rules):
         if number == 0:
             text.append("Rules: ", style="bold")
-        text.append(f"• {rule.text}\n")
+        text.append(f"• {printable(rule.text)}\n")
     return text
 
 
