@@ -100,9 +100,12 @@ def alpha_table(data: pd.DataFrame, targets: str, raters: str, ratings: str, gro
                 *, levels: Sequence[str] = ("ordinal", "interval"), bootstrap: int = 1000,
                 ci: float = 0.90, seed: int = 0) -> pd.DataFrame:
     """Krippendorff's alpha among any number of raters at each level of measurement, with
-    a bootstrap CI that resamples `groups` (images) with all their targets. Tidy records
-    {statistic, value, ci_low, ci_high, n (targets), raters, note}; an undefined alpha
-    has no value and says why in `note`."""
+    a BCa bootstrap CI that resamples `groups` (images) with all their targets. Tidy
+    records {statistic, value, ci_low, ci_high, n (targets), raters, note, ci_warning};
+    an undefined alpha has no value and says why in `note`; `ci_warning` says why a CI
+    deserves less trust (few images; the estimate at the edge of its resamples)."""
+    from metrics.confidence import bca_ci, jackknife_groups
+
     for column in (targets, raters, ratings, groups):
         if column not in data.columns:
             raise ValueError(f"column {column!r} not in data (columns: {list(data.columns)})")
@@ -114,26 +117,34 @@ def alpha_table(data: pd.DataFrame, targets: str, raters: str, ratings: str, gro
     rng = np.random.default_rng(seed)
     samples = [np.concatenate([columns_of[i] for i in rng.integers(0, len(names), len(names))])
                for _ in range(bootstrap)]
+    group = jackknife_groups(len(names))
+    left_out = [np.concatenate([columns_of[i] for i in np.flatnonzero(group != g)])
+                for g in range(group.max(initial=-1) + 1)] if samples and len(names) > 1 else []
     records = []
     for level in levels:
         record: dict[str, object] = {"statistic": f"alpha_{level}", "value": None,
                                      "ci_low": None, "ci_high": None, "n": matrix.shape[1],
-                                     "raters": matrix.shape[0], "note": None}
+                                     "raters": matrix.shape[0], "note": None,
+                                     "ci_warning": None}
+        estimate = None
         try:
-            record["value"] = _tidy(alpha_from_matrix(matrix, level))
+            estimate = alpha_from_matrix(matrix, level)
+            record["value"] = _tidy(estimate)
         except UndefinedStatistic as exc:
             record["note"] = f"undefined: {exc}"
-        if record["value"] is not None and samples and len(names) > 1:
-            replicates = []
-            for sample in samples:
+        if estimate is not None and samples and len(names) > 1:
+            def alpha(columns: np.ndarray, level: str = level) -> float:
                 try:
-                    replicates.append(alpha_from_matrix(matrix[:, sample], level))
+                    return alpha_from_matrix(matrix[:, columns], level)
                 except UndefinedStatistic:
-                    continue
-            if replicates:
-                tail = (1 - ci) / 2 * 100
-                low, high = np.percentile(replicates, [tail, 100 - tail])
-                record["ci_low"], record["ci_high"] = _tidy(float(low)), _tidy(float(high))
+                    return float("nan")
+
+            replicates = np.array([alpha(sample) for sample in samples])
+            if np.isfinite(replicates).any():
+                interval = bca_ci(replicates, estimate,
+                                  np.array([alpha(columns) for columns in left_out]), ci)
+                record["ci_low"], record["ci_high"] = _tidy(interval.low), _tidy(interval.high)
+                record["ci_warning"] = interval.warning
         elif record["value"] is not None and samples:
             record["note"] = "no CI: resampling needs at least 2 images"
         records.append(record)
@@ -167,19 +178,23 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
                     seed: int = 0, scales: Mapping[str, Sequence[float]] | None = None
                     ) -> pd.DataFrame:
     """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n (captions),
-    images, note}: per annotator pair and overall (`all`), bootstrap CIs resampling images.
+    images, note, ci_warning}: per annotator pair and overall (`all`), BCa bootstrap CIs
+    resampling images (`metrics.confidence`; the jackknife leaves one image out), with
+    `ci_warning` saying why a CI deserves less trust (few images; the estimate at the edge
+    of its resamples).
 
     `pairs`: one row per caption and compared pair of ratings, with columns kind, pair,
     image and `<dimension>_a`, `<dimension>_b` for each dimension compared. `scales`: each
     ordinal dimension's categories (a rubric's levels), so that kappa counts the levels
     nobody used; `fluency_error` is the yes/no dimension."""
-    from metrics.confidence import check_ci
+    from metrics.confidence import check_ci, jackknife_groups
 
     check_ci(ci)
     records: list[dict[str, object]] = []
     if pairs.empty:
         return pd.DataFrame(columns=["dimension", "pair", "kind", "statistic", "value",
-                                     "ci_low", "ci_high", "n", "images", "note"])
+                                     "ci_low", "ci_high", "n", "images", "note",
+                                     "ci_warning"])
     rng = np.random.default_rng(seed)
     dimensions = [c.removesuffix("_a") for c in pairs.columns if c.endswith("_a")]
     for kind, of_kind in pairs.groupby("kind"):
@@ -191,6 +206,10 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
             samples = [np.concatenate([rows_of[i] for i in rng.choice(unique_images,
                                                                       len(unique_images))])
                        for _ in range(bootstrap)]
+            group = jackknife_groups(len(unique_images))[np.searchsorted(unique_images,
+                                                                         images)]
+            left_out = [np.flatnonzero(group != g) for g in range(group.max(initial=-1) + 1)
+                        ] if bootstrap else []
             for dimension in dimensions:
                 a = subset[f"{dimension}_a"].to_numpy()
                 b = subset[f"{dimension}_b"].to_numpy()
@@ -199,43 +218,52 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
                 for name, compute in _statistics(a, b, binary, categories).items():
                     record = {"dimension": dimension, "pair": pair, "kind": kind,
                               "statistic": name, "n": len(a), "images": len(unique_images),
-                              "value": None, "ci_low": None, "ci_high": None, "note": None}
+                              "value": None, "ci_low": None, "ci_high": None, "note": None,
+                              "ci_warning": None}
+                    estimate = None
                     try:
-                        record["value"] = _tidy(compute())
+                        estimate = compute()
+                        record["value"] = _tidy(estimate)
                     except UndefinedStatistic as exc:
                         record["note"] = f"undefined: {exc}"
-                    if record["value"] is not None and bootstrap and len(unique_images) < 2:
+                    if estimate is not None and bootstrap and len(unique_images) < 2:
                         record["note"] = "no CI: resampling needs at least 2 images"
-                    elif record["value"] is not None and bootstrap:
-                        low, high = _bootstrap_ci(name, a, b, binary, categories, samples,
-                                                  ci)
-                        record["ci_low"], record["ci_high"] = _tidy(low), _tidy(high)
+                    elif estimate is not None and bootstrap:
+                        interval = _bootstrap_ci(name, a, b, binary, categories, samples,
+                                                 left_out, estimate, ci)
+                        record["ci_low"], record["ci_high"] = (_tidy(interval.low),
+                                                               _tidy(interval.high))
+                        record["ci_warning"] = interval.warning
                     records.append(record)
                 for (x, y), count in pd.Series(list(zip(a, b, strict=True))).value_counts(
                         ).sort_index().items():
                     records.append({"dimension": dimension, "pair": pair, "kind": kind,
                                     "statistic": f"confusion:{x:g}->{y:g}", "n": len(a),
                                     "images": len(unique_images), "value": float(count),
-                                    "ci_low": None, "ci_high": None, "note": None})
+                                    "ci_low": None, "ci_high": None, "note": None,
+                                    "ci_warning": None})
     return pd.DataFrame(records)
 
 
 def _tidy(value: float | None) -> float | None:
-    """Drop floating-point noise (1e-16 for an exact 0) from a reported value."""
-    return None if value is None else round(value, 12) + 0.0
+    """Drop floating-point noise (1e-16 for an exact 0) from a reported value; None for
+    no value (None or NaN)."""
+    return None if value is None or np.isnan(value) else round(value, 12) + 0.0
 
 
 def _bootstrap_ci(name: str, a: np.ndarray, b: np.ndarray, binary: bool,
                   categories: Sequence[float] | None, samples: list[np.ndarray],
-                  ci: float) -> tuple[float | None, float | None]:
-    values = []
-    for sample in samples:
-        try:
-            values.append(_statistics(a[sample], b[sample], binary, categories)[name]())
-        except UndefinedStatistic:
-            continue
-    if not values:
-        return None, None
-    from metrics.confidence import percentile_ci
+                  left_out: list[np.ndarray], estimate: float, ci: float):
+    """The BCa interval of statistic `name` from the resampled rows `samples` and the
+    jackknife's rows `left_out` (each image, or group of images, left out once);
+    resamples where the statistic is undefined are left out."""
+    from metrics.confidence import bca_ci
 
-    return percentile_ci(np.asarray(values, dtype=float), ci)
+    def value(rows: np.ndarray) -> float:
+        try:
+            return _statistics(a[rows], b[rows], binary, categories)[name]()
+        except UndefinedStatistic:
+            return float("nan")
+
+    return bca_ci(np.array([value(rows) for rows in samples]), estimate,
+                  np.array([value(rows) for rows in left_out]), ci)

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from metrics.base import CaptionItem, Metric
-from metrics.confidence import check_ci, percentile_ci
-from metrics.correlation import image_weights
+from metrics.confidence import Interval, check_ci
+from metrics.correlation import bca, image_weights
 from metrics.signature import format_signature
 from rubrics import clean_caption
 
@@ -108,7 +108,8 @@ def bison_tables(items: pd.DataFrame, answers: pd.DataFrame, predictions: pd.Dat
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0
                  ) -> dict[str, pd.DataFrame]:
     """Tidy tables: human accuracy per annotator, accuracy of each model/baseline
-    signature, and human-model agreement, with bootstrap CIs over items.
+    signature, and human-model agreement, with BCa bootstrap CIs over items (and
+    `ci_warning` where one deserves less trust).
 
     `items`: item_id, image_a_id, image_b_id, true_image_id; `answers`: item_id, answer
     (left/right/both/neither), left_image_id, seconds, annotator; `predictions`: item_id,
@@ -127,12 +128,15 @@ def bison_tables(items: pd.DataFrame, answers: pd.DataFrame, predictions: pd.Dat
 
     def accuracy(frame: pd.DataFrame, value: str = "correct") -> dict[str, object]:
         values = frame[value].to_numpy()
-        low = high = float("nan")
+        estimate = float(values.mean()) if len(values) else float("nan")
+        interval = Interval(float("nan"), float("nan"))
         if bootstrap and len(values):
-            weights = image_weights(frame["item_id"].to_numpy(), bootstrap, seed)
-            low, high = percentile_ci(weights @ values / weights.sum(axis=1), ci)
-        return {"accuracy": float(values.mean()) if len(values) else float("nan"),
-                "ci_low": low, "ci_high": high, "n": len(values)}
+            weights = image_weights(frame["item_id"].to_numpy(), bootstrap, seed,
+                                    jackknife=True)
+            interval = bca(weights @ values / weights.sum(axis=1), estimate, bootstrap, ci,
+                           unit="items")
+        return {"accuracy": estimate, "ci_low": interval.low, "ci_high": interval.high,
+                "n": len(values), "ci_warning": interval.warning}
 
     human = [{"annotator": name, **accuracy(part),
               "both": int((part["answer"] == "both").sum()),

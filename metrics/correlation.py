@@ -1,9 +1,10 @@
 """The THUMB paper's analyses as plain functions over a tidy frame of final scores (one row
 per caption: image, system, precision, recall, penalties, total, one column per metric).
 Bootstrap CIs resample images and are vectorised: every replicate is a row of per-caption
-weights (how often its image was drawn), so statistics become matrix products. A metric
-may be undefined (NaN) for some captions; its statistics use the captions where it is
-defined."""
+weights (how often its image was drawn), so statistics become matrix products; the
+jackknife that a BCa interval needs (`metrics.confidence`) is more rows of weights, each
+image (or group of images, past 100) left out once. A metric may be undefined (NaN) for
+some captions; its statistics use the captions where it is defined."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from metrics.confidence import percentile_ci
+from metrics.confidence import Interval, bca_ci, jackknife_groups, leave_one_out
 
 HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
@@ -33,19 +34,35 @@ def _draw_counts(images: int, bootstrap: int, seed: int) -> np.ndarray:
     return counts
 
 
-def image_draws(images: Sequence[object], bootstrap: int, seed: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def image_draws(images: Sequence[object], bootstrap: int, seed: int, *,
+                jackknife: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Each caption's image index and the (bootstrap x images) draw counts, so sums per
-    image can be weighted per image instead of per caption."""
+    image can be weighted per image instead of per caption. With `jackknife`, the rows of
+    `metrics.confidence.leave_one_out` below them: every image once but one (or one
+    group, past `JACKKNIFE_GROUPS` images), the jackknife that gives a BCa interval its
+    acceleration (`bca` splits the statistic's values again)."""
     codes, uniques = pd.factorize(pd.Series(list(images)))
-    return codes, _draw_counts(len(uniques), bootstrap, seed)
+    counts = _draw_counts(len(uniques), bootstrap, seed)
+    if jackknife:
+        counts = np.vstack([counts, leave_one_out(len(uniques))])
+    return codes, counts
 
 
-def image_weights(images: Sequence[object], bootstrap: int, seed: int) -> np.ndarray:
+def image_weights(images: Sequence[object], bootstrap: int, seed: int, *,
+                  jackknife: bool = False) -> np.ndarray:
     """(bootstrap x captions) weights: how often each caption's image was drawn when the
-    images are resampled with replacement."""
-    codes, counts = image_draws(images, bootstrap, seed)
+    images are resampled with replacement (and the jackknife's rows below, as
+    `image_draws` gives them)."""
+    codes, counts = image_draws(images, bootstrap, seed, jackknife=jackknife)
     return counts[:, codes]
+
+
+def bca(values: np.ndarray, estimate: float, bootstrap: int, ci: float, *,
+        unit: str = "images") -> Interval:
+    """The BCa interval of a statistic computed under each row of `image_draws(...,
+    jackknife=True)`: the first `bootstrap` values are its replicates, the rest its
+    jackknife."""
+    return bca_ci(values[:bootstrap], estimate, values[bootstrap:], ci, unit=unit)
 
 
 def replicate_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -276,12 +293,16 @@ def kendall_replicates(x: np.ndarray, y: np.ndarray, weights: np.ndarray
 
 
 def correlation_ci(x: np.ndarray, y: np.ndarray, method: str, weights: np.ndarray,
-                   ci: float, kendall: bool = False) -> tuple[float, float]:
-    """Bootstrap CI; for Kendall's tau only when `kendall` is set (one O(n log n) pass per
-    replicate, which the THUMB report does not spend), else NaN."""
+                   ci: float, kendall: bool = False, *, bootstrap: int,
+                   estimate: float | None = None) -> Interval:
+    """BCa bootstrap CI; `weights` are `image_weights(..., jackknife=True)`, their first
+    `bootstrap` rows the resamples. For Kendall's tau only when `kendall` is set (one
+    O(n log n) pass per replicate, which the THUMB report does not spend), else NaN."""
     if method.startswith("kendall") and not kendall:
-        return float("nan"), float("nan")
-    return percentile_ci(replicate_correlations(x, y, method, weights), ci)
+        return Interval(float("nan"), float("nan"))
+    if estimate is None:
+        estimate = correlation(x, y, method)
+    return bca(replicate_correlations(x, y, method, weights), estimate, bootstrap, ci)
 
 
 def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
@@ -301,16 +322,19 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
 def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence[str],
                  bootstrap: int, ci: float, seed: int) -> pd.DataFrame:
     """THUMB Table 2: per system, the mean of each human score and penalty in `scores`
-    (a rubric's) and of Total (bootstrap CIs over images), next to each metric's mean."""
+    (a rubric's) and of Total (BCa bootstrap CIs over images, with `total_ci_warning`),
+    next to each metric's mean."""
     rows = []
     for system, part in data.groupby("system", sort=False):
-        weights = image_weights(part["image_id"], bootstrap, seed) if bootstrap else None
+        weights = (image_weights(part["image_id"], bootstrap, seed, jackknife=True)
+                   if bootstrap else None)
         row: dict[str, object] = {"system": system, "n": len(part)}
         for column in (*scores, "total"):
             row[column] = float(part[column].mean())
         if weights is not None:
             means = replicate_sums(weights, part["total"].to_numpy()) / weights.sum(axis=1)
-            row["total_ci_low"], row["total_ci_high"] = percentile_ci(means, ci)
+            (row["total_ci_low"], row["total_ci_high"],
+             row["total_ci_warning"]) = bca(means, row["total"], bootstrap, ci)
         for metric in metrics:
             row[metric] = float(part[metric].mean())
         rows.append(row)
@@ -375,13 +399,15 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
                         seed: int) -> pd.DataFrame:
     """THUMB Table 4: Pearson, Spearman, Kendall tau-b and tau-c of each metric with P, R
     and Total, per subset (`all`, `without:NAME`), with bootstrap CIs over images (Kendall's
-    tau gets a point estimate only). Each quantity is ranked once per subset."""
+    tau gets a point estimate only; BCa intervals, `ci_warning` saying why one deserves
+    less trust). Each quantity is ranked once per subset; the jackknife of the BCa
+    intervals is computed with the resamples, as more rows of weights."""
     records = []
     for subset, mask in subsets.items():
         part = data[mask]
-        columns = None
+        columns = codes = None
         if bootstrap:
-            codes, counts = image_draws(part["image_id"], bootstrap, seed)
+            codes, counts = image_draws(part["image_id"], bootstrap, seed, jackknife=True)
             columns = by_caption(counts)[codes]
         humans = {dimension: part[dimension].to_numpy(dtype=float) for dimension in HUMAN}
         samples: dict[bytes, _Sample] = {}
@@ -395,6 +421,11 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
                     None if columns is None else columns[defined])
             x = values[defined]
             replicates: dict[str, dict[str, np.ndarray]] = {}
+            present = None  # the jackknife's groups (images) with a caption where the
+            if codes is not None:  # metric is defined: leaving out any other changes nothing
+                groups = jackknife_groups(codes.max(initial=-1) + 1)
+                present = np.zeros(groups.max(initial=-1) + 1, dtype=bool)
+                present[groups[codes[defined]]] = True
             if sample.by_caption is not None:
                 ranked = _Centred.of(x, sample.by_caption, sample.total)
                 weighted = ranked.weighted(sample.by_caption)
@@ -403,14 +434,18 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
                     for name, human in sample.ranked.items()}}
             for dimension, y in sample.humans.items():
                 for method, r in correlations(x, y).items():
-                    low = high = float("nan")
+                    interval = Interval(float("nan"), float("nan"))
                     if method in replicates:
-                        low, high = percentile_ci(replicates[method][dimension], ci)
+                        values_of = replicates[method][dimension]
+                        jackknife = values_of[bootstrap:]  # none for a single image
+                        interval = bca_ci(values_of[:bootstrap], r, jackknife[present]
+                                          if len(jackknife) else jackknife, ci)
                     records.append({"metric": metric, "dimension": dimension,
                                     "subset": subset, "method": method, "r": r,
-                                    "ci_low": low, "ci_high": high, "n": len(x)})
+                                    "ci_low": interval.low, "ci_high": interval.high,
+                                    "n": len(x), "ci_warning": interval.warning})
     return pd.DataFrame(records, columns=["metric", "dimension", "subset", "method", "r",
-                                          "ci_low", "ci_high", "n"])
+                                          "ci_low", "ci_high", "n", "ci_warning"])
 
 
 def _pearson_matrix(values: np.ndarray) -> np.ndarray:
@@ -492,7 +527,8 @@ def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: i
     first, second = data.index.get_indexer(first), data.index.get_indexer(second)
     totals = data["total"].to_numpy()
     human = np.sign(totals[first] - totals[second])
-    draws = image_draws(image, bootstrap, seed) if bootstrap and len(image) else None
+    draws = (image_draws(image, bootstrap, seed, jackknife=True) if bootstrap and len(image)
+             else None)
     records = []
     for metric in metrics:
         values = data[metric].to_numpy(float)
@@ -503,7 +539,7 @@ def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: i
         tie = ((machine == 0) | ~scored).astype(float)
         decided = len(human) - tie.sum()
         accuracy = correct.sum() / decided if decided else float("nan")
-        low = high = float("nan")
+        interval = Interval(float("nan"), float("nan"))
         if draws is not None:
             codes, counts = draws
             # pair counts per image times draw counts: whole numbers, so exact
@@ -512,9 +548,10 @@ def pairwise_records(data: pd.DataFrame, metrics: Sequence[str], *, bootstrap: i
             with np.errstate(invalid="ignore", divide="ignore"):
                 replicate = replicate_sums(counts, correct_of) / replicate_sums(counts,
                                                                                 decided_of)
-            low, high = percentile_ci(replicate, ci)
-        records.append({"metric": metric, "accuracy": float(accuracy), "ci_low": low,
-                        "ci_high": high, "pairs": int(scored.sum()),
-                        "ties": int((machine[scored] == 0).sum())})
+            interval = bca(replicate, accuracy, bootstrap, ci)
+        records.append({"metric": metric, "accuracy": float(accuracy),
+                        "ci_low": interval.low, "ci_high": interval.high,
+                        "pairs": int(scored.sum()), "ties": int((machine[scored] == 0).sum()),
+                        "ci_warning": interval.warning})
     return pd.DataFrame(records, columns=["metric", "accuracy", "ci_low", "ci_high", "pairs",
-                                          "ties"])
+                                          "ties", "ci_warning"])

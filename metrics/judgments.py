@@ -2,7 +2,9 @@
 literature reports it: Kendall tau-b and tau-c, Spearman and Pearson against Likert scores
 (judgments flattened, one pair per judgment, or averaged per caption), and accuracy against
 the majority choice between two captions. Plain functions over tidy frames; bootstrap CIs
-resample images, with the correlation code shared with the THUMB report."""
+resample images, with the correlation code shared with the THUMB report; they are BCa
+intervals (`metrics.confidence`), each record's `ci_warning` saying why one deserves less
+trust (few images; the estimate at the edge of its bootstrap distribution)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from metrics.confidence import percentile_ci
+from metrics.confidence import Interval
 from metrics.correlation import (
+    bca,
     correlation,
     image_weights,
     kendall_replicates,
@@ -71,15 +74,16 @@ def score_correlations(data: pd.DataFrame, metrics: Sequence[str], *, human: str
     statistic with a paired bootstrap CI (the same resamples), plus Williams' test for
     Pearson (one-sided p that the higher r is higher).
 
-    Returns (records {metric, statistic, value, ci_low, ci_high, n},
+    Returns (records {metric, statistic, value, ci_low, ci_high, n, ci_warning},
     differences {metric, versus, statistic, difference, ci_low, ci_high, williams_t,
-    williams_p, n})."""
+    williams_p, n, ci_warning})."""
     missing = [c for c in (human, images, *metrics) if c not in data.columns]
     if missing:
         raise ValueError(f"column(s) {missing} not in data (columns: {list(data.columns)})")
     if len(data) < 3:
         raise ValueError(f"correlations need at least 3 judgments, not {len(data)}")
-    weights = image_weights(data[images], bootstrap, seed) if bootstrap else None
+    weights = (image_weights(data[images], bootstrap, seed, jackknife=True) if bootstrap
+               else None)
     y = data[human].to_numpy(float)
     values: dict[tuple[str, str], float] = {}
     replicates: dict[tuple[str, str], np.ndarray] = {}
@@ -89,28 +93,31 @@ def score_correlations(data: pd.DataFrame, metrics: Sequence[str], *, human: str
         of_metric = _replicates(x, y, weights) if weights is not None else {}
         for method, statistic in STATISTICS.items():
             value = values[(metric, method)] = _correlation(x, y, method)
-            low = high = float("nan")
+            interval = Interval(float("nan"), float("nan"))
             if weights is not None:
                 replicates[(metric, method)] = of_metric[method]
-                low, high = percentile_ci(of_metric[method], ci)
+                interval = bca(of_metric[method], value, bootstrap, ci)
             records.append({"metric": metric, "statistic": statistic, "value": value,
-                            "ci_low": low, "ci_high": high, "n": len(data)})
+                            "ci_low": interval.low, "ci_high": interval.high,
+                            "n": len(data), "ci_warning": interval.warning})
     differences = []
     for first, second in itertools.combinations(metrics, 2):
         between = _correlation(data[first].to_numpy(float), data[second].to_numpy(float),
                                "pearson")
         for method, statistic in STATISTICS.items():
             a, b = values[(first, method)], values[(second, method)]
-            low = high = t = p = float("nan")
+            t = p = float("nan")
+            interval = Interval(float("nan"), float("nan"))
             if weights is not None:
-                low, high = percentile_ci(replicates[(first, method)]
-                                          - replicates[(second, method)], ci)
+                interval = bca(replicates[(first, method)] - replicates[(second, method)],
+                               a - b, bootstrap, ci)
             if method == "pearson" and not np.isnan([a, b, between]).any() and len(data) > 3:
                 high_r, low_r = (a, b) if a >= b else (b, a)
                 t, p = williams_test(high_r, low_r, between, len(data))
             differences.append({"metric": first, "versus": second, "statistic": statistic,
-                                "difference": a - b, "ci_low": low, "ci_high": high,
-                                "williams_t": t, "williams_p": p, "n": len(data)})
+                                "difference": a - b, "ci_low": interval.low,
+                                "ci_high": interval.high, "williams_t": t, "williams_p": p,
+                                "n": len(data), "ci_warning": interval.warning})
     return pd.DataFrame(records), pd.DataFrame(differences)
 
 
@@ -157,7 +164,7 @@ def pairwise_accuracy(pairs: pd.DataFrame, values: pd.DataFrame, metrics: Sequen
     count). `values` has one row per caption id and a column per metric.
 
     Returns {metric, category, value, ci_low, ci_high, n (pairs with a majority),
-    metric_ties, no_majority}."""
+    metric_ties, no_majority, ci_warning}."""
     majority = majority_pairs(pairs)
     decided = majority[majority["human"] != 0].reset_index(drop=True)
     categories = ["all", *sorted({c for c in decided["category"] if c is not None
@@ -178,14 +185,16 @@ def pairwise_accuracy(pairs: pd.DataFrame, values: pd.DataFrame, metrics: Sequen
             of_category = majority if category == "all" else majority[
                 majority["category"] == category]
             hits = correct[mask]
-            low = high = float("nan")
+            value = float(hits.mean()) if len(hits) else float("nan")
+            interval = Interval(float("nan"), float("nan"))
             if bootstrap and mask.any():
-                weights = image_weights(decided.loc[mask, "image"], bootstrap, seed)
-                low, high = percentile_ci(weights @ hits / weights.sum(axis=1), ci)
+                weights = image_weights(decided.loc[mask, "image"], bootstrap, seed,
+                                        jackknife=True)
+                interval = bca(weights @ hits / weights.sum(axis=1), value, bootstrap, ci)
             records.append({
-                "metric": metric, "category": category,
-                "value": float(hits.mean()) if len(hits) else float("nan"),
-                "ci_low": low, "ci_high": high, "n": int(mask.sum()),
+                "metric": metric, "category": category, "value": value,
+                "ci_low": interval.low, "ci_high": interval.high, "n": int(mask.sum()),
                 "metric_ties": int((machine[mask] == 0).sum()),
-                "no_majority": int((of_category["human"] == 0).sum())})
+                "no_majority": int((of_category["human"] == 0).sum()),
+                "ci_warning": interval.warning})
     return pd.DataFrame(records)

@@ -8,9 +8,10 @@ For a query with R distinct positives (all of them, ranked or not) and its ranke
 - `pmrp`: R-precision on plausible-match positives with R capped (ECCV Table 4: 50).
 Each is averaged over the positive set's queries that have at least one positive (a query
 with an empty list is left out and not counted in `n`). A fold set (COCO 1K) filters every
-ranking to the fold's items and averages the folds' means. Bootstrap CIs resample queries
-(within each fold), paired across metrics; `mean` averages i2t and t2i replicate by
-replicate, `rsum` adds R@1, R@5 and R@10 of both directions.
+ranking to the fold's items and averages the folds' means. Bootstrap CIs (BCa, the jackknife
+in closed form) resample queries (within each fold), paired across metrics; `mean`
+averages i2t and t2i replicate by replicate, `rsum` adds R@1, R@5 and R@10 of both
+directions.
 
 Semantic metrics (Biten et al., WACV 2022) grade retrieved items by a relevance matrix
 φ(image, caption) (a captioning metric of the caption against the image's references):
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from metrics.confidence import check_ci, percentile_ci
+from metrics.confidence import bca_ci, check_ci
 from metrics.positives import Id, PositiveSet
 from metrics.rankings import Ranked, RankingsError, ScoredRankings
 
@@ -78,6 +79,22 @@ class Sample:
         dens = None if self.denominators is None else [
             w @ d for w, d in zip(weights, self.denominators, strict=True)]
         return self._combine(sums, dens, [len(f) for f in self.folds])
+
+    def jackknife(self) -> list[np.ndarray]:
+        """Per fold, the value with each of its queries left out in turn (the other folds
+        whole): the jackknife of the BCa interval, in closed form (O(queries))."""
+        sums = [f.sum() for f in self.folds]
+        dens = None if self.denominators is None else [d.sum() for d in self.denominators]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            whole = [s / (len(f) if dens is None else dens[i])
+                     for i, (s, f) in enumerate(zip(sums, self.folds, strict=True))]
+            result = []
+            for index, fold in enumerate(self.folds):
+                below = (len(fold) - 1 if dens is None
+                         else dens[index] - self.denominators[index])  # type: ignore[index]
+                left = (sums[index] - fold) / below
+                result.append((sum(whole) - whole[index] + left) / len(self.folds))
+        return result
 
     @staticmethod
     def _combine(sums, dens, sizes):
@@ -249,9 +266,12 @@ def _weights(sizes: Sequence[int], replicates: int, seed: int, label: str
 def summarize(samples: Mapping[str, Mapping[Key, Sample]], *, label: str, bootstrap: int,
               ci: float, seed: int, rsum: bool) -> list[dict[str, object]]:
     """Tidy records {positives, metric, direction, k, m, value, ci_low, ci_high, n} of
-    one set's per-direction samples, plus `mean` over directions and `rsum`."""
+    one set's per-direction samples, plus `mean` over directions and `rsum`. The CIs are
+    BCa intervals (`metrics.confidence`): each fold and direction is a stratum of the
+    jackknife, as it is of the resampling."""
     check_ci(ci)
     replicates: dict[tuple[str, Key], np.ndarray] = {}
+    jackknives: dict[tuple[str, Key], list[np.ndarray]] = {}
     records: list[dict[str, object]] = []
     for direction, by_key in samples.items():
         if not by_key:
@@ -266,7 +286,9 @@ def summarize(samples: Mapping[str, Mapping[Key, Sample]], *, label: str, bootst
         for key, sample in by_key.items():
             reps = np.concatenate(collected[key]) if bootstrap else np.empty(0)
             replicates[(direction, key)] = reps
-            records.append(_record(label, key, direction, sample.value(), reps, ci, sample.n))
+            jackknives[(direction, key)] = sample.jackknife()
+            records.append(_record(label, key, direction, sample.value(), reps,
+                                   jackknives[(direction, key)], ci, sample.n))
     present = [d for d in DIRECTIONS if samples.get(d)]
     if len(present) == 2:
         for key, sample in samples["i2t"].items():
@@ -275,22 +297,34 @@ def summarize(samples: Mapping[str, Mapping[Key, Sample]], *, label: str, bootst
                 continue
             value = (sample.value() + other.value()) / 2
             reps = (replicates[("i2t", key)] + replicates[("t2i", key)]) / 2
-            records.append(_record(label, key, "mean", value, reps, ci, sample.n + other.n))
+            jack = [(j + other.value()) / 2 for j in jackknives[("i2t", key)]] + [
+                (sample.value() + j) / 2 for j in jackknives[("t2i", key)]]
+            records.append(_record(label, key, "mean", value, reps, jack, ci,
+                                   sample.n + other.n))
         wanted = [("recall@k", k, None) for k in RSUM_KS]
         if rsum and all(key in samples[d] for key in wanted for d in DIRECTIONS):
             value = sum(samples[d][key].value() for key in wanted for d in DIRECTIONS)
             reps = sum(replicates[(d, key)] for key in wanted for d in DIRECTIONS)
+            jack = []  # one direction's queries left out, the other's values whole
+            for d in DIRECTIONS:
+                rest = value - sum(samples[d][key].value() for key in wanted)
+                jack += [rest + sum(parts) for parts in zip(
+                    *(jackknives[(d, key)] for key in wanted), strict=True)]
             n = samples["i2t"][wanted[0]].n + samples["t2i"][wanted[0]].n
-            records.append(_record(label, ("rsum", None, None), "both", value, reps, ci, n))
+            records.append(_record(label, ("rsum", None, None), "both", value, reps, jack, ci,
+                                   n))
     return records
 
 
-def _record(label: str, key: Key, direction: str, value: float, reps: np.ndarray, ci: float,
-            n: int) -> dict[str, object]:
+def _record(label: str, key: Key, direction: str, value: float, reps: np.ndarray,
+            jackknife: list[np.ndarray], ci: float, n: int) -> dict[str, object]:
     metric, k, m = key
-    low, high = percentile_ci(np.asarray(reps, dtype=float), ci) if len(reps) else (None, None)
+    low = high = warning = None
+    if len(reps):
+        low, high, warning = bca_ci(reps, value, jackknife, ci, unit="queries")
     return {"positives": label, "metric": metric, "direction": direction, "k": k, "m": m,
-            "value": _finite(value), "ci_low": _finite(low), "ci_high": _finite(high), "n": n}
+            "value": _finite(value), "ci_low": _finite(low), "ci_high": _finite(high), "n": n,
+            "ci_warning": warning}
 
 
 def _finite(value: float | None) -> float | None:

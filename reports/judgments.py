@@ -11,7 +11,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from metrics.agreement import alpha_table
-from metrics.confidence import check_ci
+from metrics.confidence import CI_METHOD, check_ci
 from metrics.judgments import (
     AGGREGATES,
     TIE_RULE,
@@ -92,7 +92,7 @@ def build_judgment_report(engine: Engine, name: str, *, aggregate: str = "flat",
         "references": info.references_source or "none",
         "captions": len(caption_ids), "images": int(judged["image"].nunique()),
         "judges": int(judged["judge"].nunique()), "judgments_count": len(judged),
-        "bootstrap": bootstrap, "ci": ci, "seed": seed,
+        "bootstrap": bootstrap, "ci": ci, "ci_method": CI_METHOD, "seed": seed,
         "metrics_skipped": {m: "not computed for every caption" for m in chosen
                             if m not in complete},
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,8 +52,53 @@ def markdown_table(frame: pd.DataFrame, **options: object) -> str:
     return escaped.to_markdown(**options)
 
 
-def _with_ci(value: float, low: float, high: float) -> str:
-    return f"{value:.3f}" + ("" if pd.isna(low) else f" [{low:.2f}, {high:.2f}]")
+def ci_bounds(low: float, high: float, digits: int = 2) -> str:
+    """`[low, high]` rounded outwards (down, up) to `digits`: a value printed with more
+    digits than its interval must not seem to fall outside it (0.698 [0.70, 1.00])."""
+    scale = 10**digits
+    # a bound within 1e-9 of a printed step is that step (0.29 * 100 is 28.999...)
+    return (f"[{math.floor(low * scale + 1e-9) / scale:.{digits}f}, "
+            f"{math.ceil(high * scale - 1e-9) / scale:.{digits}f}]")
+
+
+class Notes:
+    """The numbered notes of one table (the CI warnings of its cells): `mark` gives a
+    cell's ` (n)`, `lines` the notes to print under the table."""
+
+    def __init__(self, escape: Callable[[str], str] = str) -> None:
+        self.texts: list[str] = []
+        self.escape = escape
+
+    def mark(self, text: object) -> str:
+        if not isinstance(text, str) or not text:  # None, or NaN from a frame
+            return ""
+        if text not in self.texts:
+            self.texts.append(text)
+        return f" ({self.texts.index(text) + 1})"
+
+    def lines(self) -> list[str]:
+        return [f"({number}) {self.escape(text)}"
+                for number, text in enumerate(self.texts, start=1)]
+
+    def markdown(self) -> str:
+        """The notes as Markdown paragraphs below a table ('' when there are none)."""
+        return "".join(f"\n\n{line}" for line in self.lines())
+
+
+def noted(frame: pd.DataFrame, notes: Notes) -> pd.DataFrame:
+    """The frame with its `ci_warning` column replaced by a `note` column of marks (none
+    when no row has a warning)."""
+    if "ci_warning" not in frame:
+        return frame
+    frame = frame.copy()
+    marks = [notes.mark(warning).strip() for warning in frame.pop("ci_warning")]
+    if any(marks):
+        frame["note"] = marks
+    return frame
+
+
+def _with_ci(value: float, low: float, high: float, mark: str = "") -> str:
+    return f"{value:.3f}" + ("" if pd.isna(low) else f" {ci_bounds(low, high)}") + mark
 
 
 def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric
@@ -66,14 +112,17 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric
     for column, label, digits in columns:
         human[label] = systems[column].map(lambda v, d=digits: "-" if pd.isna(v) else
                                            f"{v:.{d}f}")
+    notes = Notes(for_markdown)
+    # Total and its CI printed to the same digits: the rounding keeps Total inside
     human["Total [CI]"] = ["-" if pd.isna(total) else f"{total:.2f}" + ("" if pd.isna(low) else
-                                             f" [{low:.2f}, {high:.2f}]")
-                           for total, low, high in systems.reindex(  # no CI: --bootstrap 0
-                               columns=["total", "total_ci_low", "total_ci_high"]).itertuples(
-                               index=False)]
+                                             f" [{low:.2f}, {high:.2f}]") + notes.mark(warning)
+                           for total, low, high, warning in systems.reindex(  # no CI:
+                               columns=["total", "total_ci_low", "total_ci_high",  # --bootstrap 0
+                                        "total_ci_warning"]).itertuples(index=False)]
     means = systems.set_index("system")[metrics].T.rename_axis("metric mean")
     return (markdown_table(human, index=False, disable_numparse=True,
-                           colalign=("left", *["right"] * (len(human.columns) - 1))),
+                           colalign=("left", *["right"] * (len(human.columns) - 1)))
+            + notes.markdown(),
             markdown_table(means, floatfmt=".3f") if metrics else "no metrics computed")
 
 
@@ -99,8 +148,9 @@ def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     shown, labels = labelled_bison_tables(bison)
     sections = []
     for name, table in bison.items():
-        text = (markdown_table(shown[name], index=False, floatfmt=".3f") if len(table)
-                else "none yet")
+        notes = Notes(for_markdown)
+        text = (markdown_table(noted(shown[name], notes), index=False, floatfmt=".3f")
+                + notes.markdown() if len(table) else "none yet")
         if "signature" in table and len(table):
             text += "\n\n" + "\n".join(f"- {for_markdown(labels[s])}: {for_markdown(s)}"
                                         for s in dict.fromkeys(table["signature"]))
@@ -119,22 +169,27 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
     labels = score_labels(report.rubric)
     all_methods = report.correlations.copy()
     all_methods["dim"] = all_methods["dimension"].map(labels)
-    all_methods["r [CI]"] = [_with_ci(*values) for values in all_methods[
-        ["r", "ci_low", "ci_high"]].itertuples(index=False)]
+    correlation_notes, pairwise_notes = Notes(for_markdown), Notes(for_markdown)
+    all_methods["r [CI]"] = [_with_ci(r, low, high, correlation_notes.mark(warning))
+                             for r, low, high, warning in all_methods.reindex(
+                                 columns=["r", "ci_low", "ci_high", "ci_warning"]).itertuples(
+                                 index=False)]
     human, means = _systems_tables(report.systems, list(report.signatures), report.rubric)
     first, second = (d.short for d in report.rubric.dimensions)
     sections = [
         ("Systems: human scores (THUMB Table 2; Total CI over images)", human),
         ("Systems: metric means", means),
-        (f"Strictly best / worst in both {first} and {second} (THUMB Table 3)",
+        (f"Strictly best / worst in both {for_markdown(first)} and {for_markdown(second)} "
+         "(THUMB Table 3)",
          markdown_table(report.strict, index=False)),
         ("Instance-level Pearson r (THUMB Table 4)",
          markdown_table(report.table4, index=False, floatfmt=".3f")),
-        ("All correlations with bootstrap CIs (no CI for Kendall's tau)",
+        ("All correlations with BCa bootstrap CIs (no CI for Kendall's tau)",
          markdown_table(all_methods[["metric", "dim", "subset", "method", "r [CI]",
-                                     "n"]], index=False)),
+                                     "n"]], index=False) + correlation_notes.markdown()),
         ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
-         markdown_table(report.pairwise, index=False, floatfmt=".3f")),
+         markdown_table(noted(report.pairwise, pairwise_notes), index=False, floatfmt=".3f")
+         + pairwise_notes.markdown()),
         *others,
     ]
     if not report.williams.empty:
@@ -221,18 +276,26 @@ def write_report(report: Report, folder: Path, fmt: str) -> Path:
     return path
 
 
-def _cell(value: float, low: float, high: float) -> str:
+def _cell(value: float, low: float, high: float, mark: str = "") -> str:
     if pd.isna(value):
         return "undefined"
-    return f"{value:.3f}" + ("" if pd.isna(low) else f" [{low:.2f}, {high:.2f}]")
+    return f"{value:.3f}" + ("" if pd.isna(low) else f" {ci_bounds(low, high)}") + mark
+
+
+def _cells(frame: pd.DataFrame, value: str, notes: Notes) -> list[str]:
+    """Each row's value with its CI and the mark of its CI warning."""
+    return [_cell(v, low, high, notes.mark(warning)) for v, low, high, warning in
+            frame.reindex(columns=[value, "ci_low", "ci_high", "ci_warning"]).astype(
+                {value: float, "ci_low": float, "ci_high": float}).itertuples(index=False)]
 
 
 def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
-                    ) -> list[tuple[str, pd.DataFrame]]:
-    """(title, table) of a judgment set's report, every cell text (a value with its CI);
-    stored text (set name, categories, metric labels, notes) goes through `escape` for
-    the medium it is rendered in."""
-    records, ci = report.records.copy(), f"{report.header['ci']:.0%}"
+                    ) -> list[tuple[str, pd.DataFrame, list[str]]]:
+    """(title, table, notes) of a judgment set's report, every cell text (a value with its
+    BCa CI, and a numbered mark where its CI has a warning: the notes, numbered, go under
+    the table); stored text (set name, categories, metric labels, notes) goes through
+    `escape` for the medium it is rendered in."""
+    records, ci = report.records.copy(), f"{report.header['ci']:.0%} BCa"
     name = escape(report.info.name)
     records["metric"] = records["metric"].map(escape)
     records["category"] = records["category"].map(lambda c: c if c is None else escape(c))
@@ -242,21 +305,21 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
         aggregate = report.header["aggregate"]
         how = ("flat: one pair per judgment" if aggregate == "flat"
                else "mean: one pair per caption, its judges' mean")
-        table = records.assign(cell=[_cell(*v) for v in records[
-            ["value", "ci_low", "ci_high"]].itertuples(index=False)]).pivot(
+        notes = Notes(escape)
+        table = records.assign(cell=_cells(records, "value", notes)).pivot(
             index="metric", columns="statistic", values="cell").reindex(
             index=labels, columns=list(STATISTICS.values()))
         frames.append((f"{name}: metric-human correlation ({how}; n = "
                        f"{records['n'].iloc[0]}; {ci} CIs over images)",
-                       table.reset_index()))
+                       table.reset_index(), notes.lines()))
         if len(report.differences):
             differences = report.differences.copy()
             for column in ("metric", "versus"):
                 differences[column] = differences[column].map(escape)
+            notes = Notes(escape)
             table = differences.assign(
                 pair=differences["metric"] + " − " + differences["versus"],
-                cell=[_cell(*v) for v in differences[
-                    ["difference", "ci_low", "ci_high"]].itertuples(index=False)]).pivot(
+                cell=_cells(differences, "difference", notes)).pivot(
                 index="pair", columns="statistic", values="cell").reindex(
                 columns=list(STATISTICS.values()))
             pearson = differences[differences["statistic"] == "pearson"]
@@ -265,10 +328,11 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
                 lambda p: "" if pd.isna(p) else f"{p:.3f}")
             frames.append((f"{name}: differences between metrics (paired bootstrap "
                            f"{ci} CIs; Williams' test one-sided, for Pearson)",
-                           table.reset_index().rename(columns={"pair": "metric − versus"})))
+                           table.reset_index().rename(columns={"pair": "metric − versus"}),
+                           notes.lines()))
     elif len(records):
-        table = records.assign(cell=[_cell(*v) for v in records[
-            ["value", "ci_low", "ci_high"]].itertuples(index=False)]).pivot(
+        notes = Notes(escape)
+        table = records.assign(cell=_cells(records, "value", notes)).pivot(
             index="metric", columns="category", values="cell")
         categories = ["all", *[c for c in dict.fromkeys(records["category"]) if c != "all"]]
         table = table.reindex(index=labels, columns=categories)
@@ -276,20 +340,17 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
         table.loc["pairs (no majority)"] = [
             f"{counts.loc[c, 'n']} ({counts.loc[c, 'no_majority']})" for c in categories]
         frames.append((f"{name}: accuracy against the majority human choice ({ci} CIs "
-                       "over images)", table.reset_index()))
+                       "over images)", table.reset_index(), notes.lines()))
     agreement = report.agreement
     if len(agreement):
+        notes = Notes(escape)
         table = pd.DataFrame({
             "statistic": agreement["statistic"],
-            "value": [_cell(v if v is not None else float("nan"),
-                            low if low is not None else float("nan"),
-                            high if high is not None else float("nan"))
-                      for v, low, high in agreement[["value", "ci_low", "ci_high"]]
-                      .itertuples(index=False)],
+            "value": _cells(agreement.fillna({"value": float("nan")}), "value", notes),
             "targets": agreement["n"], "judges": agreement["raters"],
             "note": agreement["note"].fillna("").map(escape)})
         frames.append((f"{name}: agreement among the judges (Krippendorff's alpha, {ci} "
-                       "CIs over images)", table))
+                       "CIs over images)", table, notes.lines()))
     return frames
 
 
@@ -301,10 +362,11 @@ def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
     if not len(report.records):
         sections.append(("Metrics", "no metric scores of this set yet: run `thumb metrics "
                                     "compute --judgments NAME`"))
-    for title, frame in judgment_frames(report, lambda text: for_markdown(str(text),
-                                                                          table_cell=True)):
+    for title, frame, notes in judgment_frames(
+            report, lambda text: for_markdown(str(text), table_cell=True)):
         # stored text is escaped already (`|` included): no second escaping of cells
-        sections.append((title, frame.to_markdown(index=False, disable_numparse=True)))
+        sections.append((title, frame.to_markdown(index=False, disable_numparse=True)
+                         + "".join(f"\n\n{note}" for note in notes)))
     return sections
 
 

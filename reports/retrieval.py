@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sqlalchemy import Engine
 
+from metrics.confidence import CI_METHOD, few_units
 from metrics.positives import (
     SHIPPED_NAMES,
     PositiveSet,
@@ -186,7 +187,8 @@ class Settings:
         if target.kind == "semantic":
             fields["m"] = ",".join(map(str, self.ms))
             fields["ncs"] = self.ncs_averaging
-        fields.update(bootstrap=str(self.bootstrap), ci=f"{self.ci:g}", seed=str(self.seed))
+        fields.update(bootstrap=str(self.bootstrap), ci=f"{self.ci:g}", interval=CI_METHOD,
+                      seed=str(self.seed))
         return format_signature("retrieval", fields)
 
 
@@ -250,12 +252,15 @@ def retrieval_table(engine: Engine) -> pd.DataFrame:
 
 def tidy(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
     """JSON-ready records {model, positives, metric, direction, k, m, value, ci_low,
-    ci_high, n, signature} of stored results."""
+    ci_high, n, signature, ci_warning} of stored results (`ci_warning`: a CI over fewer
+    than 10 queries; the signature's `interval` names the kind of CI)."""
     return [{"model": row["model"], "positives": row["positives"], "metric": row["metric"],
              "direction": row["direction"], "k": _integer(row["k"]), "m": _integer(row["m"]),
              "value": _number(row["value"]), "ci_low": _number(row["ci_low"]),
              "ci_high": _number(row["ci_high"]), "n": int(row["n"]),
-             "signature": row["signature"]} for row in rows]
+             "signature": row["signature"],
+             "ci_warning": None if _number(row["ci_low"]) is None
+             else few_units(int(row["n"]), "queries")} for row in rows]
 
 
 def _integer(value: object) -> int | None:

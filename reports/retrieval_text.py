@@ -30,7 +30,15 @@ def _cell(record: dict[str, object], separator: str = " ") -> str:
     value = _percent(record["value"])
     if record["ci_low"] is None:
         return value
-    return f"{value}{separator}[{_percent(record['ci_low'])}, {_percent(record['ci_high'])}]"
+    mark = " (!)" if record.get("ci_warning") else ""
+    return (f"{value}{separator}[{_percent(record['ci_low'])}, "
+            f"{_percent(record['ci_high'])}]{mark}")
+
+
+def _warnings(records: Sequence[dict[str, object]]) -> list[str]:
+    """The CI warnings of the records marked (!), one line each."""
+    return [f"(!) {warning}" for warning in dict.fromkeys(
+        str(r["ci_warning"]) for r in records if r.get("ci_warning"))]
 
 
 def _metric_name(record: dict[str, object]) -> str:
@@ -59,7 +67,7 @@ def result_rows(records: Sequence[dict[str, object]], separator: str = " "
 
 
 def _title(ci: float) -> str:
-    return f"values in %, [{ci:.0%} bootstrap CI over queries]; rsum: sum of six recalls"
+    return f"values in %, [{ci:.0%} BCa bootstrap CI over queries]; rsum: sum of six recalls"
 
 
 def results_table(records: Sequence[dict[str, object]], *, ci: float,
@@ -76,6 +84,7 @@ def results_table(records: Sequence[dict[str, object]], *, ci: float,
         for row in result_rows([r for r in records if r["model"] == model], "\n"):
             table.add_row(*(Text(cell) for cell in row[1:]))
         tables.append(table)
+    tables += [Text(line) for line in _warnings(records)]
     from rich.console import Group
 
     _print(Group(*tables), out)
@@ -98,7 +107,8 @@ def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def results_markdown(records: Sequence[dict[str, object]], *, ci: float) -> str:
     return f"{_title(ci)}\n\n" + _markdown(("model", "positives", "metric", *COLUMNS),
-                                          result_rows(records)) + "\n"
+                                          result_rows(records)) + "\n" + "".join(
+        f"\n{for_markdown(line)}\n" for line in _warnings(records))
 
 
 def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
@@ -108,30 +118,44 @@ def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
         return []
     records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
     text = _markdown(("model", "positives", "metric", *COLUMNS), result_rows(records))
+    text += "".join(f"\n\n{for_markdown(line)}" for line in _warnings(records))
     signatures = "\n".join(f"- {for_markdown(s)}" for s in dict.fromkeys(table["signature"]))
-    return [("Retrieval (values in %, [bootstrap CI over queries]; level and resamples in "
-             "each signature)",
+    return [("Retrieval (values in %, [bootstrap CI over queries]; level, resamples and kind "
+             "(interval) in each signature)",
              f"{text}\n\nSignatures:\n\n{signatures}")]
 
 
 def _agreement_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
-    for row in table.itertuples(index=False):
-        value = "–" if pd.isna(row.r) else f"{row.r:.3f}"
-        interval = "" if pd.isna(row.ci_low) else f"[{row.ci_low:.3f}, {row.ci_high:.3f}]"
-        rows.append([str(row.scorer), str(row.method), value, interval, str(row.n)])
+    for row in table.to_dict(orient="records"):
+        value = "–" if pd.isna(row["r"]) else f"{row['r']:.3f}"
+        interval = "" if pd.isna(row["ci_low"]) else (
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+            + (" (!)" if _has_warning(row) else ""))
+        rows.append([str(row["scorer"]), str(row["method"]), value, interval, str(row["n"])])
     return rows
+
+
+def _has_warning(row: dict[str, object]) -> bool:
+    warning = row.get("ci_warning")
+    return isinstance(warning, str) and bool(warning)
+
+
+def _agreement_warnings(table: pd.DataFrame) -> list[str]:
+    return _warnings([row for row in table.to_dict(orient="records") if _has_warning(row)])
 
 
 AGREEMENT_HEADERS = ("relevance", "method", "r", "CI", "pairs")
 
 
 def _agreement_title(ci: float) -> str:
-    return f"correlation with human grades ({ci:.0%} CI resampling images; none for Kendall)"
+    return f"correlation with human grades ({ci:.0%} BCa bootstrap CIs resampling images)"
 
 
 def agreement_markdown(table: pd.DataFrame, ci: float) -> str:
-    return f"{_agreement_title(ci)}\n\n{_markdown(AGREEMENT_HEADERS, _agreement_rows(table))}\n"
+    return (f"{_agreement_title(ci)}\n\n{_markdown(AGREEMENT_HEADERS, _agreement_rows(table))}"
+            "\n" + "".join(f"\n{for_markdown(line)}\n"
+                           for line in _agreement_warnings(table)))
 
 
 def agreement_table(table: pd.DataFrame, ci: float, *, out: Path | None = None) -> None:
@@ -141,7 +165,9 @@ def agreement_table(table: pd.DataFrame, ci: float, *, out: Path | None = None) 
         rich_table.add_column(header, overflow="fold")
     for row in _agreement_rows(table):
         rich_table.add_row(*(Text(cell) for cell in row))
-    _print(rich_table, out)
+    from rich.console import Group
+
+    _print(Group(rich_table, *(Text(line) for line in _agreement_warnings(table))), out)
 
 
 def _rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

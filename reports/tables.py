@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.confidence import check_ci
+from metrics.confidence import CI_METHOD, check_ci
 from metrics.correlation import (
     correlation_records,
     pairwise_records,
@@ -135,7 +135,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         "annotators_of_final_scores": sorted((set(data["annotator"]) - {""})
                                              | fluency_checkers(engine)),
         "final_scores": data["final_source"].value_counts().to_dict(),
-        "bootstrap": bootstrap, "ci": ci, "seed": seed,
+        "bootstrap": bootstrap, "ci": ci, "ci_method": CI_METHOD, "seed": seed,
         "metrics_skipped": {m: "not computed for every caption" for m in missing},
         "metrics_undefined": {m: undefined[m] for m in metrics if m in undefined},
     }
@@ -181,7 +181,7 @@ def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed:
                          "judgments import`)")
     header = {"tool": f"thumb-tui {tool_version()}",
               "final_scores": "none yet: no caption has a human or metric score",
-              **options}
+              **options, "ci_method": CI_METHOD}
     return Report(header=header, signatures={}, systems=pd.DataFrame(),
                   strict=pd.DataFrame(), correlations=pd.DataFrame(), williams=pd.DataFrame(),
                   pairwise=pd.DataFrame(), table4=pd.DataFrame(), rubric=THUMB_1_0,

@@ -10,10 +10,13 @@ from tabulate import tabulate
 
 from reports.judgments import JudgmentReport
 from reports.render import (
+    Notes,
+    ci_bounds,
     header_value,
     judgment_frames,
     labelled_bison_tables,
     markdown_table,
+    noted,
 )
 from rubrics import THUMB_1_0, Rubric
 from rubrics.escape import printable
@@ -35,10 +38,12 @@ def _pair_label(pair: str) -> str:
 
 
 def _dimension_labels(rubric: Rubric) -> dict[str, str]:
-    """Column labels of the compared dimensions: P, R, fluency>0, Total for THUMB."""
-    labels = {d.key: d.short for d in rubric.dimensions}
+    """Column labels of the compared dimensions: P, R, fluency>0, Total for THUMB (the
+    rubric's own labels, control characters shown as escapes)."""
+    labels = {d.key: printable(d.short, newlines=False) for d in rubric.dimensions}
     if rubric.has_penalty("fluency"):
-        labels["fluency_error"] = f"{rubric.penalty('fluency').label.lower()}>0"
+        label = rubric.penalty("fluency").label.lower()
+        labels["fluency_error"] = f"{printable(label, newlines=False)}>0"
     return {**labels, "total": "Total"}
 
 
@@ -48,7 +53,7 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
     value in the terminal, beside it in Markdown), footnotes for undefined values, then
     the confusion matrices of the rubric's scores and "fluency penalty > 0"."""
     labels = _dimension_labels(rubric)
-    lines = [f"Agreement ({ci:.0%} bootstrap CIs over images, {bootstrap} resamples)"
+    lines = [f"Agreement ({ci:.0%} BCa bootstrap CIs over images, {bootstrap} resamples)"
              if bootstrap else "Agreement (no CIs: --bootstrap 0)", ""]
     confusion = report["statistic"].str.startswith("confusion:")
     for kind, of_kind in report[~confusion].groupby("kind", sort=False):
@@ -93,8 +98,11 @@ def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
                 continue
             cell = f"{record['value']:.3f}"
             if not _missing(record["ci_low"]):
-                bounds = f"[{record['ci_low']:.2f}, {record['ci_high']:.2f}]"
-                cell += (" " if markdown else "\n") + bounds
+                warning = record.get("ci_warning")
+                if not _missing(warning):
+                    cell += " " + footnote(str(warning))
+                cell += (" " if markdown else "\n") + ci_bounds(record["ci_low"],
+                                                                record["ci_high"])
             elif not _missing(record["note"]):
                 cell += " " + footnote(str(record["note"]))
             row.append(cell)
@@ -174,8 +182,11 @@ def bison_text(tables: dict[str, pd.DataFrame]) -> str:
     lines = []
     for name, table in shown.items():
         lines += ["", name]
-        lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+        notes = Notes()
+        lines.append(noted(table, notes).to_string(index=False,
+                                                   float_format=lambda v: f"{v:.3f}")
                      if len(table) else "(none)")
+        lines += notes.lines()
     if labels:
         lines += ["", "signatures:"]
         lines += [f"  {label}: {signature}" for signature, label in labels.items()]
@@ -215,9 +226,9 @@ def judgment_text(report: JudgmentReport) -> str:
     if not len(report.records):
         lines += ["", "no metric scores of this set yet: run `thumb metrics compute "
                       "--judgments NAME`"]
-    for title, frame in judgment_frames(report, terminal_text):
+    for title, frame, notes in judgment_frames(report, terminal_text):
         stacked = frame.map(lambda cell: str(cell).replace(" [", "\n["))
-        lines += ["", title, *_fitted(stacked)]
+        lines += ["", title, *_fitted(stacked), *notes]
     if report.signatures:
         lines += ["", "signatures:"]
         lines += [f"  {terminal_text(label)}: {signature}"

@@ -74,11 +74,11 @@ def test_bootstrap_cis_are_reproducible_with_a_seed():
     rng = np.random.default_rng(1)
     images = np.repeat(np.arange(30), 4)
     x, y = rng.normal(size=120), rng.normal(size=120)
-    first = correlation_ci(x, y, "spearman", image_weights(images, 200, 5), 0.9)
-    again = correlation_ci(x, y, "spearman", image_weights(images, 200, 5), 0.9)
-    other = correlation_ci(x, y, "spearman", image_weights(images, 200, 6), 0.9)
+    first, again, other = (
+        correlation_ci(x, y, "spearman", image_weights(images, 200, seed, jackknife=True),
+                       0.9, bootstrap=200) for seed in (5, 5, 6))
     assert first == again and first != other
-    assert first[0] <= stats.spearmanr(x, y).statistic <= first[1]
+    assert first.low <= stats.spearmanr(x, y).statistic <= first.high
 
 
 def test_williams_test_worked_example():
@@ -130,12 +130,13 @@ def test_report_formats(sample_report_db, tmp_path, fmt):
         data = json.loads(text)
         assert set(data["systems"][0]) >= {"system", "n", "precision", "recall", "fluency",
                                            "conciseness", "inclusive", "total", "total_ci_low",
-                                           "total_ci_high", "bleu"}
+                                           "total_ci_high", "total_ci_warning", "bleu"}
         assert set(data["correlations"][0]) == {"metric", "dimension", "subset", "method", "r",
-                                                "ci_low", "ci_high", "n"}
+                                                "ci_low", "ci_high", "n", "ci_warning"}
         assert {r["subset"] for r in data["correlations"]} == {"all", "without:Human"}
         assert set(data["pairwise"][0]) == {"metric", "accuracy", "ci_low", "ci_high", "pairs",
-                                            "ties"}
+                                            "ties", "ci_warning"}
+        assert data["header"]["ci_method"] == "bca"
         assert set(data["strict"][0]) == {"system", "best", "worst"}
         assert data["signatures"]["cider-d"].startswith("cider-d|")
         assert data["header"]["final_scores"] == {"stage 2": 60}

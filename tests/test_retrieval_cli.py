@@ -60,7 +60,7 @@ def test_evaluate_writes_tidy_records_and_never_computes_twice(project, monkeypa
     records = json.loads(out.read_text())
     assert {tuple(sorted(r)) for r in records} == {tuple(sorted(
         ["model", "positives", "metric", "direction", "k", "m", "value", "ci_low", "ci_high",
-         "n", "signature"]))}
+         "n", "signature", "ci_warning"]))}
     keyed = {(r["metric"], r["direction"], r["k"]): r for r in records}
     assert keyed[("recall@k", "i2t", 5)]["n"] == 15 and keyed[("recall@k", "t2i", 5)]["n"] == 60
     assert keyed[("rsum", "both", None)]["value"] == pytest.approx(sum(
@@ -336,6 +336,14 @@ def test_agreement_of_binary_and_graded_relevance_with_human_grades(project):
     assert pearson["ci_low"] < pearson["r"] < pearson["ci_high"] and pearson["n"] == 150
     assert table[("project (binary)", "kendall-b")]["r"] == pytest.approx(
         stats.kendalltau(binary, grades).statistic, abs=1e-9)
+    for scorer in ("project (binary)", "cider-d (graded)"):  # Kendall's tau has a BCa CI
+        tau = table[(scorer, "kendall-b")]
+        assert tau["ci_low"] <= tau["r"] <= tau["ci_high"] and tau["ci_warning"] is None
+    shown = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
+                                str(judgments), "--relevance", str(relevance),
+                                "--bootstrap", "50", "--format", "md"]).output
+    assert "BCa" in shown and shown.count("| kendall-b | ") == 1
+    assert all("[" in line for line in shown.splitlines() if line.startswith("| cider-d"))
     judgments.write_text("image_id,caption_id,grade\nimg01,img01/Human,high\n")
     bad = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
                               str(judgments), "--relevance", str(relevance)])
