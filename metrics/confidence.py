@@ -51,17 +51,6 @@ def check_ci(ci: float) -> None:
                          f"not {ci:g}")
 
 
-def percentile_ci(values: np.ndarray, ci: float) -> tuple[float, float]:
-    """The plain percentile interval of the finite replicates (the limits at (1 - ci)/2
-    and (1 + ci)/2, linear interpolation). `bca_ci` is what reports print."""
-    finite = values[np.isfinite(values)]
-    if not len(finite):
-        return float("nan"), float("nan")
-    tail = (1 - ci) / 2 * 100
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def _ndtr(z: float) -> float:
     """Φ(z), the standard normal distribution function."""
     return 0.5 * math.erfc(-z / math.sqrt(2))
