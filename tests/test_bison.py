@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image as PILImage
 from sqlalchemy import func, select
@@ -275,3 +276,53 @@ def test_ten_thousand_items_embed_each_image_and_caption_once(tmp_path, tiny_cli
     assert calls == {"images": 20, "texts": 100}
     assert np.isfinite(bison_report(engine, bootstrap=0)["models"]["accuracy"]).all()
     embedder.cache_clear()
+
+
+def test_accuracy_tables_equal_a_direct_count_with_ties_swaps_and_abstentions():
+    """BISON accuracy (Hu et al. 2019, section 4: the share of items whose chosen image is
+    the true one) counted directly, item by item: a model tie picks nothing, a human
+    'both' or 'neither' picks nothing, and the side the annotator saw on the left decides
+    which image 'left' names."""
+    from metrics.bison import bison_tables, choices
+
+    rng = np.random.default_rng(3)
+    n = 400
+    items = pd.DataFrame({"item_id": np.arange(n), "image_a_id": rng.integers(0, 50, n)})
+    items["image_b_id"] = items["image_a_id"] + 100
+    items["true_image_id"] = np.where(rng.random(n) < 0.5, items["image_a_id"],
+                                      items["image_b_id"])
+    items["image_a"], items["image_b"] = items["image_a_id"], items["image_b_id"]
+    scores_a = rng.integers(0, 4, n).astype(float)  # many ties
+    scores_b = rng.integers(0, 4, n).astype(float)
+    predictions = choices(items, scores_a, scores_b).assign(scorer="m", signature="m|x")
+    answers = pd.DataFrame({"item_id": np.arange(n),
+                            "answer": rng.choice(["left", "right", "both", "neither"], n,
+                                                 p=[0.45, 0.45, 0.05, 0.05]),
+                            "seconds": 1.0, "annotator": rng.choice(["ann", "bob"], n)})
+    answers["left_image_id"] = np.where(rng.random(n) < 0.5, items["image_a_id"],
+                                        items["image_b_id"])
+    tables = bison_tables(items[["item_id", "image_a_id", "image_b_id", "true_image_id"]],
+                          answers, predictions[["item_id", "scorer", "signature",
+                                                "chosen_image_id"]], bootstrap=0)
+
+    model_right = human_right = 0
+    per_annotator = {"ann": [0, 0], "bob": [0, 0]}
+    for i in range(n):
+        a, b, true = (int(items.loc[i, c]) for c in ("image_a_id", "image_b_id",
+                                                      "true_image_id"))
+        if scores_a[i] != scores_b[i]:
+            model_right += (a if scores_a[i] > scores_b[i] else b) == true
+        answer, left = answers.loc[i, "answer"], int(answers.loc[i, "left_image_id"])
+        right = b if left == a else a
+        picked = {"left": left, "right": right}.get(answer)
+        correct = picked == true
+        human_right += correct
+        per_annotator[answers.loc[i, "annotator"]][0] += correct
+        per_annotator[answers.loc[i, "annotator"]][1] += 1
+    models = tables["models"].set_index("signature")
+    assert models.loc["m|x", "accuracy"] == pytest.approx(model_right / n, abs=1e-15)
+    assert models.loc["m|x", "ties"] == int((scores_a == scores_b).sum()) > 0
+    human = tables["human"].set_index("annotator")
+    assert human.loc["all", "accuracy"] == pytest.approx(human_right / n, abs=1e-15)
+    for name, (right_count, total) in per_annotator.items():
+        assert human.loc[name, "accuracy"] == pytest.approx(right_count / total, abs=1e-15)
