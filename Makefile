@@ -46,8 +46,8 @@ demo-report: install
 	HF_HUB_OFFLINE=1 $(BIN)/thumb --db $(DEMO_REPORT_DB) metrics compute --metric bleu \
 	    --metric rouge-l --metric cider-d --metric spice-approx
 	$(BIN)/thumb --db $(DEMO_REPORT_DB) bison evaluate --scorer cider-d
-	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format html --out $(DEMO_REPORT)
-	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format md --out $(DEMO_REPORT)
+	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format html --out $(DEMO_REPORT) --force
+	$(BIN)/thumb --db $(DEMO_REPORT_DB) report --format md --out $(DEMO_REPORT) --force
 	@echo "The sample project's report: $(DEMO_REPORT)/report.html (and report.md)"
 
 ## Start the demo over from the sample data (deletes $(DEMO_DB) and its ratings).

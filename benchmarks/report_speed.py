@@ -97,7 +97,7 @@ def main() -> None:
                                       f"other developers")
         for fmt in ("md", "json"):
             runs = [run_command(["--db", str(path), "report", "--format", fmt, "--out",
-                                 str(folder / fmt)])
+                                 str(folder / fmt), "--force"])
                     for _ in range(COMMAND_RUNS)]
             wall, cpu = min(run[0] for run in runs), min(run[1] for run in runs)
             load = os.getloadavg()[0]

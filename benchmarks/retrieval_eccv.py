@@ -133,7 +133,7 @@ def command_line(i2t: np.ndarray, t2i: np.ndarray, images: list[int], captions: 
                     str(paths[0]), "--t2i", str(paths[1]), "--positives", "eccv",
                     "--positives", "cxc", "--positives", "coco-5k", "--positives",
                     "coco-1k", "--bootstrap", bootstrap, "--format", "json", "--out",
-                    str(Path(folder) / "o.json")]
+                    str(Path(folder) / "o.json"), "--force"]
 
         def run(command) -> None:
             done = subprocess.run(command() if callable(command) else command, env=env,

@@ -29,31 +29,34 @@ def _prefixed(values: pd.DataFrame, signatures: dict[str, str]
                                             for label in values.columns}
 
 
-def _write_signatures(out: Path, signatures: dict[str, str]) -> Path | None:
+def _write_signatures(path: Path, signatures: dict[str, str]) -> Path | None:
     if not signatures:
         return None
-    path = signatures_path(out)
     path.write_text(json.dumps(signatures, indent=1, ensure_ascii=False) + "\n",
                     encoding="utf-8")
     return path
 
 
-def export_project(engine: Engine, out: Path, fmt: str) -> tuple[int, Path | None]:
+def export_project(engine: Engine, out: Path, fmt: str, *, raw: bool = False,
+                   signatures_out: Path | None = None) -> tuple[int, Path | None]:
     """`thumb export` (csv, jsonl, parquet) with each caption's stored metric scores.
-    Returns the rows written and the signatures file (None without metric scores)."""
+    Returns the rows written and the signatures file (None without metric scores), which
+    is `signatures_out` (default: `signatures_path(out)`). `raw`: CSV text cells are not
+    escaped for spreadsheets."""
     scores = metric_scores(engine)
     if scores.empty:
-        return export_ratings(engine, out, fmt), None
+        return export_ratings(engine, out, fmt, raw=raw), None
     values, signatures = _prefixed(*metric_columns(scores))
-    rows = export_ratings(engine, out, fmt, extra=values)
-    return rows, _write_signatures(out, signatures)
+    rows = export_ratings(engine, out, fmt, extra=values, raw=raw)
+    return rows, _write_signatures(signatures_out or signatures_path(out), signatures)
 
 
-def export_judgment_set(engine: Engine, name: str, out: Path, fmt: str
-                        ) -> tuple[int, Path | None]:
+def export_judgment_set(engine: Engine, name: str, out: Path, fmt: str, *, raw: bool = False,
+                        signatures_out: Path | None = None) -> tuple[int, Path | None]:
     """A judgment set as the tidy table it was imported from (so it imports again), with
     each caption's metric scores: one column per metric for a score set, `…:a` and `…:b`
-    for the two captions of a pairwise set."""
+    for the two captions of a pairwise set. The signatures go to `signatures_out`
+    (default: `signatures_path(out)`)."""
     info = judgment_set(engine, name)
     values, signatures = judgment_metric_values(engine, info)
     values, signatures = _prefixed(values, signatures) if len(values) else (values, {})
@@ -73,5 +76,5 @@ def export_judgment_set(engine: Engine, name: str, out: Path, fmt: str
             columns={"image": "image_id"})
         signatures = {f"{column}:{side}": signature
                       for column, signature in signatures.items() for side in ("a", "b")}
-    write_frame(frame, out, fmt)
-    return len(frame), _write_signatures(out, signatures)
+    write_frame(frame, out, fmt, raw=raw)
+    return len(frame), _write_signatures(signatures_out or signatures_path(out), signatures)

@@ -4,6 +4,7 @@ under its signature, and read back tidy records."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -274,10 +275,13 @@ def _number(value: object) -> float | None:
 # --- relevance matrices ----------------------------------------------------------------
 
 def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: str = "auto",
-                      progress: Callable[[int, int], None] | None = None
+                      progress: Callable[[int, int], None] | None = None,
+                      replace: bool = True, write_to: Path | None = None
                       ) -> tuple[RelevanceMatrix, bool]:
-    """The project's relevance matrix under `metric`, written to `target`; (matrix, True)
-    when built now, (matrix, False) when `target` already held the same signature."""
+    """The project's relevance matrix under `metric`, written to `target` (or to
+    `write_to`, a temporary file that the caller moves to `target`); (matrix, True) when
+    built now, (matrix, False) when `target` already held the same signature. Without
+    `replace`, a `target` that holds anything else is refused before any work."""
     from metrics.relevance import (
         RelevanceError,
         RelevanceMatrix,
@@ -315,6 +319,8 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
             existing = None
         if existing is not None and existing.signature == signature:
             return existing, False
+    if not replace and os.path.lexists(target):
+        raise ValueError(f"{target} exists and holds another matrix; --force replaces it")
     if metric == "cider-d":
         flat = [r for refs in references.values() for r in refs]
         tokens = tokenize([*texts, *flat], backend)
@@ -330,7 +336,7 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
     truth = tuple((normalize_id(i), k) for i, k in zip(captions["image_key"], keys,
                                                       strict=True))
     matrix = RelevanceMatrix(metric, signature, image_ids, keys, values, truth)
-    write_relevance(matrix, target)
+    write_relevance(matrix, write_to or target)
     return matrix, True
 
 

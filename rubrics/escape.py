@@ -98,3 +98,26 @@ def for_markdown(text: str, *, table_cell: bool = False) -> str:
 def for_html(text: str) -> str:
     """`text` as HTML text or an attribute value: printable, `<>&"'` as entities."""
     return html.escape(printable(text), quote=True)
+
+
+# A spreadsheet reads a cell that begins with one of these as a formula (`=HYPERLINK(…)`,
+# `=cmd|' /C calc'!A0`, `@SUM(…)`, `+1+1`, `-1+1`) or, after a tab or carriage return,
+# strips them and may do so: OWASP's CSV-injection rule. Leading quotes are counted too,
+# so that the escape can be undone exactly (see `for_spreadsheet`).
+_FORMULA_START = re.compile("'*[=+\\-@\t\r]")
+
+
+def for_spreadsheet(text: str) -> str:
+    """`text` as a CSV cell that a spreadsheet shows as text and never evaluates: one `'`
+    put before a text that begins with `=`, `+`, `-`, `@`, a tab or a carriage return
+    (OWASP's rule), and before one that begins with quotes followed by one of those, so
+    that `from_spreadsheet` gives back exactly the text (`'=x` → `''=x` → `'=x`). Numbers
+    are never passed here: only text cells are escaped."""
+    return "'" + text if _FORMULA_START.match(text) else text
+
+
+def from_spreadsheet(text: str) -> str:
+    """The text `for_spreadsheet` escaped: one leading `'` removed from a cell that begins
+    with quotes followed by `=`, `+`, `-`, `@`, a tab or a carriage return; any other cell
+    as it is. A CSV import applies it to every cell, so that an export imports back."""
+    return text[1:] if text.startswith("'") and _FORMULA_START.match(text, 1) else text

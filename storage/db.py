@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine, Insert, event
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import create_engine
 
 if TYPE_CHECKING:
@@ -57,6 +58,23 @@ def is_url(target: str | Path) -> bool:
 def sqlite_file(target: str | Path) -> Path | None:
     """The SQLite file `target` names, or None for a URL."""
     return None if is_url(target) else Path(target).expanduser()
+
+
+def sqlite_path(target: str | Path) -> Path | None:
+    """The SQLite file that `target` opens, whether a path or a `sqlite:///…` URL (any
+    driver), so that both are checked alike; None for other databases, an in-memory one
+    and a `file:` URI (`?uri=true`), whose file SQLite resolves itself."""
+    path = sqlite_file(target)
+    if path is not None:
+        return path
+    try:
+        url = make_url(str(target))
+    except ArgumentError:
+        return None
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" \
+            or url.database.startswith("file:") or url.query.get("mode") == "memory":
+        return None
+    return Path(url.database).expanduser()
 
 
 def database_url(target: str | Path) -> str:

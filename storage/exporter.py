@@ -10,6 +10,7 @@ import pandas as pd
 from sqlalchemy import Engine, Select, and_, func, select
 
 from rubrics import PENALTY_KEYS
+from rubrics.escape import for_spreadsheet
 from storage.models import (
     RATING_VALUE_FIELDS,
     Annotator,
@@ -137,9 +138,30 @@ def image_seconds(engine: Engine) -> pd.DataFrame:
     return frame
 
 
-def write_frame(frame: pd.DataFrame, out: Path, fmt: str) -> None:
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every text cell escaped for spreadsheets (`rubrics.escape.
+    for_spreadsheet`: `=HYPERLINK(…)` is written `'=HYPERLINK(…)`); numbers, missing
+    values and the column names stay as they are, so a penalty of -0.5 is still -0.5."""
+    columns = [name for name in frame.columns
+               if frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name])]
+    if not columns:
+        return frame
+    frame = frame.copy()
+    for name in columns:
+        frame[name] = frame[name].map(
+            lambda value: for_spreadsheet(value) if isinstance(value, str) else value)
+    return frame
+
+
+def csv_text(frame: pd.DataFrame, *, raw: bool = False) -> str:
+    """The frame as CSV text, text cells escaped for spreadsheets unless `raw`."""
+    return (frame if raw else spreadsheet_safe(frame)).to_csv(index=False)
+
+
+def write_frame(frame: pd.DataFrame, out: Path, fmt: str, *, raw: bool = False) -> None:
     """Write a tidy table as CSV, JSON lines (missing values as null) or Parquet; a
-    `references` list column becomes `reference_1`, `reference_2`… in CSV."""
+    `references` list column becomes `reference_1`, `reference_2`… in CSV. CSV text cells
+    are escaped for spreadsheets unless `raw` (the CSV import undoes the escape)."""
     if fmt == "csv":
         if "references" in frame:
             width = int(frame["references"].map(len).max()) if len(frame) else 0
@@ -148,7 +170,7 @@ def write_frame(frame: pd.DataFrame, out: Path, fmt: str) -> None:
                 frame[f"reference_{index + 1}"] = frame["references"].map(
                     lambda refs, i=index: refs[i] if i < len(refs) else None)
             frame = frame.drop(columns="references")
-        frame.to_csv(out, index=False, encoding="utf-8")
+        (frame if raw else spreadsheet_safe(frame)).to_csv(out, index=False, encoding="utf-8")
     elif fmt == "jsonl":
         with out.open("w", encoding="utf-8") as handle:
             for record in frame.to_dict(orient="records"):
@@ -166,13 +188,14 @@ def _missing(value: object) -> bool:
 
 
 def export_ratings(engine: Engine, out: str | Path, fmt: str,
-                   extra: pd.DataFrame | None = None) -> int:
+                   extra: pd.DataFrame | None = None, *, raw: bool = False) -> int:
     """Write the project in `fmt` (csv, jsonl, parquet); return the number of rows.
-    `extra` adds columns per caption (indexed by caption id, e.g. metric scores)."""
+    `extra` adds columns per caption (indexed by caption id, e.g. metric scores); `raw`
+    writes CSV text cells without the spreadsheet escape."""
     out = Path(out)
     frame = export_frame(engine, out, keep_caption_pk=extra is not None)
     if extra is not None:
         frame = frame.merge(extra, left_on="caption_pk", right_index=True, how="left").drop(
             columns="caption_pk")
-    write_frame(frame, out, fmt)
+    write_frame(frame, out, fmt, raw=raw)
     return len(frame)

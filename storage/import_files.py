@@ -7,6 +7,7 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
+from rubrics.escape import from_spreadsheet
 from storage.errors import InputError, Problem, Problems
 from storage.untrusted import (
     JsonProblem,
@@ -102,7 +103,10 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
         text = "".join(source)
         if "\r" in text:  # a quoted cell keeps its line breaks, as newlines
             row = [cell.replace("\r\n", "\n") for cell in row]
-        yield start, dict(zip(columns, [cell.strip() or None for cell in row], strict=True)), \
+        cells = [cell.strip() for cell in row]
+        # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was
+        cells = [from_spreadsheet(cell) if cell[:1] == "'" else cell for cell in cells]
+        yield start, dict(zip(columns, [cell or None for cell in cells], strict=True)), \
             names_clean and clean_source(text)
 
 

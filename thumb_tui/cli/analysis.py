@@ -13,6 +13,9 @@ from thumb_tui.cli.common import (
     AllowDownloadOption,
     BootstrapOption,
     CiOption,
+    ForceOption,
+    Outputs,
+    RawOption,
     SeedOption,
     collector_paused,
     console,
@@ -38,6 +41,8 @@ def agreement_command(
     bootstrap: BootstrapOption = 1000,
     ci: CiOption = 0.90,
     seed: SeedOption = 0,
+    force: ForceOption = False,
+    raw: RawOption = False,
 ) -> None:
     """Agreement on P, R, "fluency penalty > 0" and Total: Cohen's kappa (plain, linear,
     quadratic), Krippendorff's alpha (ordinal, interval), exact and within-1 agreement,
@@ -48,7 +53,7 @@ def agreement_command(
 
     if fmt not in ("table", "csv", "json", "md"):
         fail("--format must be table, csv, json or md")
-    output_file(out)
+    output_file(out, force=force, fmt=fmt)
     engine = state.existing_engine
     report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if report.empty:
@@ -57,12 +62,14 @@ def agreement_command(
     if fmt == "json":
         text = report.to_json(orient="records", indent=1)
     elif fmt == "csv":
-        text = report.to_csv(index=False)
+        from storage.exporter import csv_text
+
+        text = csv_text(report, raw=raw)
     else:
         text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap,
                               rubric=project_rubric(engine))
     write_or_echo(text, out, f"{len(report)} rows" if fmt in ("json", "csv")
-                  else "the agreement tables")
+                  else "the agreement tables", force=force)
 
 
 @app.command("report")
@@ -78,17 +85,22 @@ def report_command(
     bootstrap: BootstrapOption = 1000,
     ci: CiOption = 0.90,
     seed: SeedOption = 0,
+    force: ForceOption = False,
 ) -> None:
     """The THUMB paper's analyses for this project: systems table, strictly best/worst,
-    metric-human correlations with Williams tests, BISON-style pairwise accuracy."""
-    output_folder(out)
+    metric-human correlations with Williams tests, BISON-style pairwise accuracy.
+
+    The folder is made if its parent exists; a report file or figure that is there already
+    is replaced only with --force."""
+    output_folder(out, force=force, expect=[f"report.{fmt}"])
     with collector_paused(), value_errors():
         from reports.render import write_report
         from reports.tables import build_report
 
         report = build_report(state.existing_engine, exclude_systems=exclude_system,
                               bootstrap=bootstrap, ci=ci, seed=seed)
-        path = write_report(report, out, fmt)
+        with Outputs(force) as files:
+            path = out / write_report(report, files.folder(out), fmt).name
     typer.echo(f"report written to {path}")
 
 

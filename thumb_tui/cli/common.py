@@ -18,7 +18,15 @@ from typer.core import TyperGroup
 
 from rubrics import printable
 from storage import InputError, open_database
-from storage.db import sqlite_file
+from storage.db import is_url, sqlite_path
+from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them from here)
+    ForceOption,
+    Outputs,
+    RawOption,
+    output_file,
+    output_folder,
+    written,
+)
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -57,6 +65,19 @@ class SafeGroup(TyperGroup):
     database that other processes kept locked through every attempt."""
 
     def invoke(self, ctx: typer.Context) -> object:
+        """Run the command; if it fails in any way (an error, a refusal, Ctrl-C), a
+        database file that it created is removed again: a failed command leaves nothing."""
+        import click
+
+        state.forget_new_database()
+        try:
+            return self._invoke(ctx)
+        except BaseException as exc:
+            if not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
+                state.remove_new_database()
+            raise
+
+    def _invoke(self, ctx: typer.Context) -> object:
         from sqlalchemy.exc import DBAPIError
 
         from storage.db import DatabaseBusy
@@ -85,6 +106,12 @@ def _first_line(error: object) -> str:
 
 class State:
     db: str = "thumb.db"
+    # the SQLite file this command created (None: none), and the engines opened on it
+    _created: Path | None = None
+    _engines: list[Engine]
+
+    def __init__(self) -> None:
+        self._engines = []
 
     @property
     def engine(self) -> Engine:
@@ -107,7 +134,7 @@ class State:
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        path = sqlite_file(self.db)
+        path = sqlite_path(self.db)
         if path is not None:
             if path.is_dir():
                 fail(f"--db {self.db} is a folder, not a database file")
@@ -118,7 +145,8 @@ class State:
                      "import FILE`")
             if path.is_file() and not _sqlite_file(path):
                 fail(f"--db {self.db} is not a thumb-tui database (not a SQLite file)")
-            return self.db
+            if not is_url(self.db):
+                return self.db
         try:
             return make_url(self.db).render_as_string(hide_password=True)
         except ArgumentError:
@@ -131,14 +159,62 @@ class State:
         from storage.migrations import SchemaError
 
         shown = self._check(must_exist=must_exist)
+        self._claim_new_file()
         try:
-            return open_database(self.db, on_upgrade=lambda upgrade: typer.echo(
+            engine = open_database(self.db, on_upgrade=lambda upgrade: typer.echo(
                 f"note: {upgrade}", err=True))
+            self._engines.append(engine)
+            return engine
         except SchemaError as exc:
             fail(str(exc))
         except (SQLAlchemyError, ImportError, RuntimeError) as exc:
             reason = _first_line(getattr(exc, "orig", None) or exc)
             fail(f"cannot open the database {shown}: {reason}")
+
+    def _claim_new_file(self) -> None:
+        """Create a new SQLite file empty (O_EXCL: of two processes, one creates it), so
+        that this command knows the file is its own and removes it if it fails."""
+        path = sqlite_path(self.db)
+        if path is None or self._created is not None:
+            return
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            return
+        self._created = path
+
+    def forget_new_database(self) -> None:
+        """A new command begins: nothing created yet."""
+        self._created, self._engines = None, []
+
+    def remove_new_database(self) -> None:
+        """The command failed: remove the database file it created (with its -wal, -shm and
+        -journal files), unless another process has written to it meanwhile (its event
+        log is not empty: the failed command's own writes were rolled back)."""
+        path, self._created = self._created, None
+        for engine in self._engines:
+            engine.dispose()
+        self._engines = []
+        if path is None or not path.exists() or _written_to(path):
+            return
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _written_to(path: Path) -> bool:
+    """Whether the SQLite file holds any event (a change some command committed)."""
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return connection.execute("SELECT 1 FROM event_log LIMIT 1").fetchone() is not None
+    except sqlite3.Error:  # no such table: an empty or half-made database
+        return False
+    finally:
+        connection.close()
 
 
 def _sqlite_file(path: Path) -> bool:
@@ -146,23 +222,6 @@ def _sqlite_file(path: Path) -> bool:
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     return header in (b"", SQLITE_HEADER)
-
-
-def output_file(path: Path | None, option: str = "--out") -> None:
-    """Refuse, before any work, an output file that cannot be written where it is asked."""
-    if path is None:
-        return
-    if path.is_dir():
-        fail(f"{option} {path} is a folder; give a file name")
-    if not path.parent.is_dir():
-        fail(f"{option} {path}: the folder {path.parent} does not exist")
-
-
-def output_folder(path: Path, option: str = "--out") -> None:
-    """Refuse an output folder that is a file or lies under one."""
-    existing = next((p for p in [path, *path.parents] if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        fail(f"{option} {path}: {existing} is a file, not a folder")
 
 
 state = State()
@@ -253,16 +312,11 @@ def database_for_import() -> Iterator[Engine]:
     """The database to import into, created if need be. A SQLite file that this import
     created is removed again when the input is rejected: a failed import leaves nothing.
     A rejected input ends the command with every problem found."""
-    path = sqlite_file(state.db)
-    existed = path is None or path.exists()
     engine = state.engine
     try:
         yield engine
     except InputError as exc:
-        if path is not None and not existed:
-            engine.dispose()
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        state.remove_new_database()
         fail(f"input rejected; the database is unchanged.\n{exc}")
 
 
@@ -285,10 +339,13 @@ def annotator_name(annotator: str) -> str:
     return annotator.strip()
 
 
-def write_or_echo(text: str, out: Path | None, what: str) -> None:
-    """Print the text, or write it to --out and say what was written."""
+def write_or_echo(text: str, out: Path | None, what: str, *, force: bool = False) -> None:
+    """Print the text, or write it to --out (atomically; an existing file only with
+    `force`, never through a symbolic link) and say what was written."""
     if out is None:
         typer.echo(printable(text))
         return
-    out.write_text(text, encoding="utf-8")
+    with written(out, force=force) as path:
+        assert path is not None
+        path.write_text(text, encoding="utf-8")
     typer.echo(f"wrote {what} to {out}")

@@ -14,7 +14,10 @@ from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
     CiOption,
+    ForceOption,
+    Outputs,
     OutsideImagesOption,
+    RawOption,
     SeedOption,
     database_for_import,
     fail,
@@ -114,6 +117,7 @@ def report_command(
     seed: SeedOption = 0,
     fmt: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    force: ForceOption = False,
 ) -> None:
     """Kendall tau-b/tau-c, Spearman and Pearson of every metric with the human scores
     (score sets), or accuracy against the majority choice (pairwise sets), with bootstrap
@@ -124,7 +128,7 @@ def report_command(
 
     if fmt not in REPORT_FORMATS:
         fail(f"--format must be one of {', '.join(REPORT_FORMATS)}")
-    output_file(out)
+    output_file(out, force=force, fmt=fmt)
     with value_errors():
         report = build_judgment_report(state.existing_engine, name, aggregate=aggregate,
                                        metrics=metric, bootstrap=bootstrap, ci=ci, seed=seed)
@@ -135,7 +139,7 @@ def report_command(
                            judgment_sections(report)) + "\n"
     else:
         text = judgment_text(report)
-    write_or_echo(text, out, f"the report of {len(report.records)} records")
+    write_or_echo(text, out, f"the report of {len(report.records)} records", force=force)
 
 
 @app.command("export")
@@ -143,15 +147,21 @@ def export_command(
     name: Annotated[str, typer.Argument(help="The judgment set.")],
     out: Annotated[Path, typer.Option("--out", help="Output file: .csv, .jsonl or "
                                                     ".parquet.")],
+    force: ForceOption = False,
+    raw: RawOption = False,
 ) -> None:
     """The judgments as a tidy table with each caption's metric scores (one column per
     metric, named as in reports; signatures in OUT.signatures.json)."""
-    from reports.exports import export_judgment_set
+    from reports.exports import export_judgment_set, signatures_path
 
     fmt = EXPORT_FORMATS.get(out.suffix.lower())
     if fmt is None:
         fail(f"--out must end in {', '.join(EXPORT_FORMATS)}")
-    with value_errors():
-        rows, signatures = export_judgment_set(state.existing_engine, name, out, fmt)
+    output_file(out, force=force, fmt=fmt)
+    signatures = signatures_path(out)
+    with value_errors(), Outputs(force) as files:
+        rows, written_signatures = export_judgment_set(
+            state.existing_engine, name, files.file(out, fmt=fmt), fmt, raw=raw,
+            signatures_out=files.file(signatures, optional=True))
     typer.echo(f"wrote {rows} rows to {out}"
-               + (f" (metric signatures in {signatures})" if signatures else ""))
+               + (f" (metric signatures in {signatures})" if written_signatures else ""))

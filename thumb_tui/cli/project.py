@@ -18,8 +18,11 @@ from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     AnnotatorOption,
+    ForceOption,
     NativeOption,
+    Outputs,
     OutsideImagesOption,
+    RawOption,
     annotator_name,
     collector_paused,
     console,
@@ -79,7 +82,8 @@ def import_thumb_command(
 
 @app.command("export")
 def export_command(
-    out: Annotated[Path, typer.Option("--out", help="Output file.")],
+    out: Annotated[Path, typer.Option("--out", help="Output file (written under this name "
+                                                    "in --format).")],
     fmt: Annotated[
         str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")
     ] = "csv",
@@ -87,6 +91,8 @@ def export_command(
         Path | None,
         typer.Option("--references-out", help="With thumb-jsonl: also write the references."),
     ] = None,
+    force: ForceOption = False,
+    raw: RawOption = False,
 ) -> None:
     """Export captions, references and ratings (thumb-jsonl: final scores, release format)."""
     if fmt not in EXPORT_FORMATS:
@@ -94,16 +100,23 @@ def export_command(
     if references_out is not None and fmt != "thumb-jsonl":
         fail(f"--references-out is for --format thumb-jsonl; {fmt} writes the references in "
              "every row")
-    output_file(out)
-    output_file(references_out, "--references-out")
+    output_file(out, force=force, fmt=fmt)
+    output_file(references_out, "--references-out", force=force)
     engine = state.existing_engine
     signatures = None
-    if fmt == "thumb-jsonl":
-        count = storage.export_thumb(engine, out, references_out)
-    else:
-        from reports.exports import export_project
+    with Outputs(force) as files:
+        temporary = files.file(out, fmt=fmt)
+        if fmt == "thumb-jsonl":
+            count = storage.export_thumb(engine, temporary, references_out and files.file(
+                references_out, "--references-out"))
+        else:
+            from reports.exports import export_project, signatures_path
 
-        count, signatures = export_project(engine, out, fmt)
+            signatures = signatures_path(out)
+            count, written_signatures = export_project(
+                engine, temporary, fmt, raw=raw,
+                signatures_out=files.file(signatures, optional=True))
+            signatures = signatures if written_signatures else None
     typer.echo(f"wrote {count} rows to {out}"
                + (f" (metric signatures in {signatures})" if signatures else ""))
     from storage.exporter import in_progress_ratings
