@@ -19,7 +19,7 @@ from rubrics.match import ANSWER_VALUES, DEFAULT_RULE, GOLD_RIGHT, RULES
 
 DIRECTIONS = ("i2t", "t2i")
 GOLD_NEGATIVE_BEYOND = 25
-CHUNK_CELLS = 32_000_000  # similarity cells per chunk: 128 MB of float32
+CHUNK_CELLS = 32_000_000  # similarity cells per chunk: 128 MB of float32 (half: float64)
 
 
 # -- proposals ------------------------------------------------------------------------------
@@ -62,23 +62,50 @@ def _top_k_unordered(block: np.ndarray, k: int) -> np.ndarray:
     return columns.reshape(n_rows, k)
 
 
-def _chunk_rows(n_columns: int) -> int:
-    return max(1, CHUNK_CELLS // max(n_columns, 1))
+def _chunk_rows(n_columns: int, itemsize: int = 4) -> int:
+    """Rows per chunk: CHUNK_CELLS cells of float32, half as many of float64."""
+    return max(1, CHUNK_CELLS * 4 // max(itemsize, 1) // max(n_columns, 1))
+
+
+_EXACT = 2**53  # integers beyond it are not all exact in float64
+
+
+def _ranked_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype scores are ranked in: a float matrix's own (float64 stays float64:
+    float32 would make 1e300 infinite and near-equal scores ties), float64 for integers
+    (whose negation may wrap or overflow)."""
+    if dtype.kind == "f" and dtype.itemsize <= 8:
+        return dtype
+    if dtype.kind in "iu":
+        return np.dtype(np.float64)
+    raise ValueError(f"scores are {dtype} values; scores are real numbers (integers or "
+                     "floats)")
+
+
+def _scores_chunk(block: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`block` read into memory in the ranked dtype (integers checked to be exact)."""
+    chunk = np.asarray(block)
+    if chunk.dtype.kind in "iu" and chunk.size and (
+            int(chunk.max()) > _EXACT or int(chunk.min()) < -_EXACT):
+        raise ValueError("integer scores beyond 2^53 do not all rank exactly; save the "
+                         "scores as float64")
+    return chunk.astype(dtype, copy=False)
 
 
 def top_k_rows(matrix: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
     """Column indices of the k highest scores of each row (or of the rows listed), best
     first, ties to the lower index. Reads `matrix` (a memory map is fine) in row chunks,
-    never holding more than one."""
+    never holding more than one; scores are ranked in their own dtype (`_ranked_dtype`)."""
     rows = np.arange(matrix.shape[0]) if rows is None else np.asarray(rows)
     n_columns = matrix.shape[1]
+    dtype = _ranked_dtype(matrix.dtype)
     k = min(k, n_columns)
     out = np.empty((len(rows), k), dtype=np.int64)
-    step = _chunk_rows(n_columns)
+    step = _chunk_rows(n_columns, dtype.itemsize)
     for start in range(0, len(rows), step):
         chosen = rows[start:start + step]
-        chunk = np.asarray(matrix[chosen[0]:chosen[-1] + 1] if _contiguous(chosen)
-                           else matrix[chosen], dtype=np.float32)
+        chunk = _scores_chunk(matrix[chosen[0]:chosen[-1] + 1] if _contiguous(chosen)
+                              else matrix[chosen], dtype)
         _check_chunk(chunk, chosen)
         part = _top_k_unordered(chunk, k)
         scores = np.take_along_axis(chunk, part, axis=1)
@@ -94,13 +121,14 @@ def top_k_columns(matrix: np.ndarray, k: int, columns: np.ndarray | None = None
     n_rows = matrix.shape[0]
     columns = np.arange(matrix.shape[1]) if columns is None else np.asarray(columns)
     whole = len(columns) == matrix.shape[1] and _contiguous(columns)
+    dtype = _ranked_dtype(matrix.dtype)
     k = min(k, n_rows)
-    best_scores = np.full((k, len(columns)), -np.inf, dtype=np.float32)
+    best_scores = np.full((k, len(columns)), -np.inf, dtype=dtype)
     best_rows = np.full((k, len(columns)), np.iinfo(np.int64).max, dtype=np.int64)
-    step = _chunk_rows(matrix.shape[1])
+    step = _chunk_rows(matrix.shape[1], dtype.itemsize)
     positions = np.arange(len(columns))
     for start in range(0, n_rows, step):
-        chunk = np.asarray(matrix[start:start + step], dtype=np.float32)
+        chunk = _scores_chunk(matrix[start:start + step], dtype)
         chunk = chunk if whole else chunk[:, columns]
         _check_chunk(chunk, np.arange(start, start + len(chunk)), columns)
         part = _top_k_unordered(np.ascontiguousarray(chunk.T), min(k, len(chunk))).T
@@ -133,37 +161,38 @@ def read_score_file(path: Path, image_keys: Path | None = None,
     """A model's similarities: `.npy` (memory mapped, so a 5,000 x 25,000 matrix is read in
     chunks; ids from `image_keys` / `caption_keys`, one per line, in row and column order),
     or what `metrics.rankings.read_scores` reads (`.npz` with arrays scores, image_ids,
-    caption_ids; Parquet with image_id, caption_id, score). ValueError names the file and
-    the problem."""
-    from metrics.rankings import read_scores
+    caption_ids; Parquet with image_id, caption_id, score). A `.npy` header is checked
+    before it is mapped: a 2-D array of real numbers (no bool, complex or object values)
+    of the shape the id files give, in a file that holds exactly those bytes. Scores keep
+    their dtype. RankingsError (a ValueError) names the file and the problem."""
+    from metrics.rankings import RankingsError, read_scores
+    from metrics.untrusted import REAL_KINDS, open_npy
 
     if path.suffix.lower() != ".npy":
         scores, images, captions = read_scores(path)
         return ScoreFile(scores, [str(i) for i in images], [str(c) for c in captions])
     if image_keys is None or caption_keys is None:
-        raise ValueError(f"{path}: a .npy matrix needs --image-keys and --caption-keys files "
-                         "(one id per line, in row and column order)")
-    try:
-        scores = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read: {exc}") from None
-    found = ScoreFile(scores, _key_lines(image_keys), _key_lines(caption_keys))
-    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
-        raise ValueError(f"{path}: expected a 2-D matrix of numbers, not {scores.ndim}-D "
-                         f"{scores.dtype}")
-    if scores.shape != (len(found.image_keys), len(found.caption_keys)):
-        raise ValueError(f"{path}: the matrix is {scores.shape[0]} x {scores.shape[1]} but "
-                         f"the id files name {len(found.image_keys)} images and "
-                         f"{len(found.caption_keys)} captions")
-    return found
+        raise RankingsError(f"{path}: a .npy matrix needs --image-keys and --caption-keys "
+                            "files (one id per line, in row and column order)")
+    images, captions = _key_lines(image_keys), _key_lines(caption_keys)
+    scores = open_npy(path, RankingsError, kinds=REAL_KINDS, shape=(len(images),
+                                                                   len(captions)),
+                      what="scores are real numbers (integers or floats)",
+                      expected=f"the id files name {len(images)} images and {len(captions)} "
+                               "captions")
+    return ScoreFile(scores, images, captions)
 
 
 def _key_lines(path: Path) -> list[str]:
+    from metrics.rankings import RankingsError
+    from metrics.untrusted import regular_file
+
+    regular_file(path, RankingsError)
     try:
         return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
                 if line.strip()]
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read ids from {path}: {exc}") from None
+        raise RankingsError(f"cannot read ids from {path}: {exc}") from None
 
 
 def proposals(top_lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int,
@@ -498,11 +527,13 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
     """Agreement between redundant verifiers over long-format votes (pair, annotator,
     answer): Krippendorff's alpha (ordinal, on the four answers; nominal, on the verdict
     under `rule`) over every verifier, and Cohen's kappa (linear on the answers, unweighted
-    on the verdict) per two verifiers, each with a percentile bootstrap CI over pairs.
-    Tidy records {statistic, pair, value, ci_low, ci_high, n, note}; a statistic that
-    cannot be computed is reported undefined with the reason, never NaN."""
+    on the verdict) per two verifiers, each with a BCa bootstrap CI over pairs (the
+    jackknife leaves one pair out; `metrics.confidence`). Tidy records {statistic, pair,
+    value, ci_low, ci_high, n, note, ci_warning}; a statistic that cannot be computed is
+    reported undefined with the reason, never NaN; `ci_warning` says why a CI deserves
+    less trust."""
     from metrics.agreement import UndefinedStatistic
-    from metrics.confidence import check_ci, percentile_ci
+    from metrics.confidence import bca_ci, check_ci, jackknife_groups
 
     check_ci(ci)
     data = votes.dropna(subset=["answer"]).astype({"answer": float})
@@ -516,24 +547,34 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
                frame: pd.DataFrame) -> None:
         units = frame["pair"].unique()
         row = {"statistic": statistic, "pair": who, "value": None, "ci_low": None,
-               "ci_high": None, "n": len(units), "note": None}
+               "ci_high": None, "n": len(units), "note": None, "ci_warning": None}
+        estimate = None
         try:
-            row["value"] = round(compute(frame), 12) + 0.0
+            estimate = compute(frame)
+            row["value"] = round(estimate, 12) + 0.0
         except UndefinedStatistic as exc:
             row["note"] = f"undefined: {exc}"
-        if row["value"] is not None and bootstrap and len(units) >= 2:
+        if estimate is not None and bootstrap and len(units) >= 2:
             rows_of = frame.groupby("pair").indices
-            values = []
-            for _ in range(bootstrap):
-                chosen = [rows_of[u] for u in rng.choice(units, len(units))]
+
+            def value(chosen: list[np.ndarray]) -> float:
                 relabelled = frame.iloc[np.concatenate(chosen)].assign(
                     pair=np.repeat(np.arange(len(chosen)), [len(c) for c in chosen]))
                 try:
-                    values.append(compute(relabelled))
+                    return compute(relabelled)
                 except UndefinedStatistic:
-                    continue
-            if values:
-                row["ci_low"], row["ci_high"] = percentile_ci(np.array(values), ci)
+                    return float("nan")
+
+            values = np.array([value([rows_of[u] for u in rng.choice(units, len(units))])
+                               for _ in range(bootstrap)])
+            group = jackknife_groups(len(units))
+            jackknife = np.array([value([rows_of[u] for u in units[group != g]])
+                                  for g in range(group.max() + 1)])
+            if np.isfinite(values).any():
+                interval = bca_ci(values, estimate, jackknife, ci, unit="pairs")
+                row["ci_low"], row["ci_high"] = (round(interval.low, 12) + 0.0,
+                                                 round(interval.high, 12) + 0.0)
+                row["ci_warning"] = interval.warning
         records.append(row)
 
     for column, level in (("answer", "ordinal"), ("verdict", "nominal")):

@@ -31,6 +31,7 @@ from types import MappingProxyType
 import numpy as np
 
 from metrics.integer_lists import parse_integer_lists
+from metrics.untrusted import load_json, regular_file
 
 Id = int | str
 IdMap = Mapping[Id, tuple[Id, ...]]
@@ -42,6 +43,9 @@ SHIPPED_NAMES = ("eccv", "cxc", "coco-5k", "coco-1k")
 COCO_1K_FOLDS = 5
 
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]*")
+MAX_ID_DIGITS = 20  # an integer id: any 64-bit integer, signed or not
+MAX_ID_CHARS = 20_000  # a string id (the import's limit on a text field)
+_ID_BOUND = 10**MAX_ID_DIGITS
 
 
 class PositivesError(ValueError):
@@ -49,14 +53,31 @@ class PositivesError(ValueError):
 
 
 def normalize_id(value: object) -> Id:
-    """The one spelling of an id (see the module docstring); ValueError for a non-id."""
+    """The one spelling of an id (see the module docstring); ValueError for a non-id, an
+    integer of more than MAX_ID_DIGITS digits (a uint64 has 20) or a string of more than
+    MAX_ID_CHARS characters. A canonical integer string of more digits stays a string."""
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"an id must be an integer or a string, not {value!r}")
+        raise ValueError(f"an id must be an integer or a string, not {shown(value)}")
     if isinstance(value, int):
+        if not -_ID_BOUND < value < _ID_BOUND:
+            raise ValueError(f"an integer id has at most {MAX_ID_DIGITS} digits")
         return value
     if not value:
         raise ValueError("an id must not be empty")
-    return int(value) if _CANONICAL_INT.fullmatch(value) else value
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(f"an id of {len(value):,} characters (at most {MAX_ID_CHARS:,})")
+    if len(value) - value.startswith("-") <= MAX_ID_DIGITS and _CANONICAL_INT.fullmatch(value):
+        return int(value)
+    return value  # longer digit strings stay text: no id ever needs a big integer
+
+
+def shown(value: object, width: int = 60) -> str:
+    """`repr(value)` for a message, cut to `width` characters; a list or an object is
+    named, not printed (it may be large, or nested too deep to print)."""
+    if isinstance(value, list | tuple | dict | set | np.ndarray):
+        return {dict: "an object"}.get(type(value), "a list")
+    text = repr(value)
+    return text if len(text) <= width else f"{text[: width - 1]}…"
 
 
 @dataclass(frozen=True)
@@ -119,10 +140,12 @@ def _normalized_map(raw: Mapping[object, Iterable[object]], what: str) -> IdMap:
             plain = all(type(item) is int for item in items)  # plain ints are ids as they are
             if not plain:
                 items = [normalize_id(item) for item in items]
+            elif items and not -_ID_BOUND < min(items) <= max(items) < _ID_BOUND:
+                raise ValueError(f"an integer id has at most {MAX_ID_DIGITS} digits")
         except (ValueError, TypeError) as error:
-            raise _BadQuery(key, f"{what} {key!r}: {error}") from None
+            raise _BadQuery(key, f"{what} {shown(key)}: {error}") from None
         if query in result:
-            raise _BadQuery(key, f"{what} {key!r} appears twice (as {query!r})")
+            raise _BadQuery(key, f"{what} {shown(key)} appears twice (as {shown(query)})")
         distinct = tuple(dict.fromkeys(items))
         result[query] = distinct if plain else tuple(interned.setdefault(item, item)
                                                      for item in distinct)
@@ -163,7 +186,7 @@ def read_id_map(path: Path) -> dict[Id, tuple[Id, ...]]:
     """One `{query id: [item ids…]}` JSON file, ids normalised; PositivesError names the
     file and line of the first problem. Integer ids (the shipped sets) take the
     vectorised reader."""
-    path = Path(path)
+    path = regular_file(path, PositivesError)
     try:
         data = path.read_bytes()
         parsed = parse_integer_lists(data)
@@ -173,21 +196,20 @@ def read_id_map(path: Path) -> dict[Id, tuple[Id, ...]]:
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise PositivesError(f"{path}: cannot read: {error}") from None
-    try:
-        raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
-    except json.JSONDecodeError as error:
-        raise PositivesError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    try:  # flat: every value must be a list of ids (below), so no deeper than 2 levels
+        raw = load_json(text, path, PositivesError, flat=True, integers=False,
+                        object_pairs_hook=_refuse_duplicate_keys)
     except _DuplicateKey as duplicate:
         raise PositivesError(
-            f"{path}:{line_of_key(text, duplicate.key)}: key {duplicate.key!r} appears twice"
+            f"{path}:{line_of_key(text, duplicate.key)}: key {shown(duplicate.key)} appears "
+            "twice"
         ) from None
     if not isinstance(raw, dict):
         raise PositivesError(f"{path}:1: expected a JSON object {{query id: [item ids…]}}")
     for key, values in raw.items():
         if not isinstance(values, list):
-            raise PositivesError(
-                f"{path}:{line_of_key(text, key)}: the value of {key!r} must be a list of ids"
-            )
+            raise PositivesError(f"{path}:{line_of_key(text, key)}: the value of "
+                                 f"{shown(key)} must be a list of ids")
     try:
         return dict(_normalized_map(raw, "query"))
     except _BadQuery as error:
@@ -286,7 +308,8 @@ def _require_shipped() -> Path:
 
 def coco_test_ids() -> list[int]:
     """The 25,000 COCO 5K test caption ids, in the package's order (defines the 1K folds)."""
-    return [int(i) for i in np.load(_require_shipped() / "coco_test_ids.npy")]
+    return [int(i) for i in np.load(_require_shipped() / "coco_test_ids.npy",
+                                    allow_pickle=False)]
 
 
 @cache
@@ -341,32 +364,49 @@ COCO_CLASSES = 80
 
 def read_coco_presence(path: Path) -> dict[int, np.ndarray]:
     """Each image's 80-class presence vector from a COCO instances file (`images`,
-    `categories`, `annotations`); images without annotations get all zeros."""
-    path = Path(path)
+    `categories`, `annotations`); images without annotations get all zeros. Ids must be
+    JSON integers (not true, 1.5 or "7"), of at most MAX_ID_DIGITS digits."""
+    path = regular_file(path, PositivesError)
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
     except (OSError, UnicodeDecodeError) as error:
         raise PositivesError(f"{path}: cannot read: {error}") from None
-    except json.JSONDecodeError as error:
-        raise PositivesError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    data = load_json(text, path, PositivesError, integers=False, reals=False)  # only ids are read
     if not isinstance(data, dict) or not all(
             isinstance(data.get(key), list) for key in ("images", "categories", "annotations")):
         raise PositivesError(f"{path}: not a COCO instances file (needs lists 'images', "
                              "'categories' and 'annotations')")
     try:
-        categories = sorted(int(c["id"]) for c in data["categories"])
+        categories = sorted(_coco_id(c, "id") for c in data["categories"])
         column = {category: index for index, category in enumerate(categories)}
-        presence = {int(image["id"]): np.zeros(len(categories), dtype=bool)
+        presence = {_coco_id(image, "id"): np.zeros(len(categories), dtype=bool)
                     for image in data["images"]}
         for annotation in data["annotations"]:
-            presence[int(annotation["image_id"])][column[int(annotation["category_id"])]] = True
-    except (KeyError, TypeError, ValueError) as error:
-        raise PositivesError(f"{path}: an entry lacks a usable id ({error!r})") from None
+            image, category = _coco_id(annotation, "image_id"), _coco_id(annotation,
+                                                                         "category_id")
+            if image not in presence:
+                raise ValueError(f"an annotation names image {image}, which is not listed")
+            if category not in column:
+                raise ValueError(f"an annotation names category {category}, which is not "
+                                 "listed")
+            presence[image][column[category]] = True
+    except ValueError as error:
+        raise PositivesError(f"{path}: {error}") from None
     if len(categories) != COCO_CLASSES:
         raise PositivesError(f"{path}: expected {COCO_CLASSES} categories, found "
                              f"{len(categories)}")
     return presence
+
+
+def _coco_id(entry: object, field: str) -> int:
+    """`entry[field]` when it is a JSON integer id, else ValueError."""
+    value = entry.get(field) if isinstance(entry, dict) else None
+    if type(value) is not int:
+        what = "an entry that is not an object" if not isinstance(entry, dict) else (
+            f"an entry without {field!r}" if value is None else
+            f"{field!r} {shown(value)}, not an integer")
+        raise ValueError(f"{what} (ids are integers)")
+    return normalize_id(value)
 
 
 def plausible_matches(presence: Mapping[Id, np.ndarray], caption_images: IdMap, zeta: int,

@@ -10,7 +10,6 @@ ascending id (integers before strings). Ids follow `metrics.positives.normalize_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,7 +19,15 @@ from typing import Protocol
 import numpy as np
 
 from metrics.integer_lists import IntegerLists, parse_integer_lists
-from metrics.positives import Id, line_of_key, normalize_id
+from metrics.positives import Id, line_of_key, normalize_id, shown
+from metrics.untrusted import (
+    ID_KINDS,
+    REAL_KINDS,
+    Npz,
+    check_array,
+    load_json,
+    regular_file,
+)
 
 DIRECTIONS = ("i2t", "t2i")
 _LOOKUP_LIMIT = 50_000_000  # largest integer id mapped through a lookup table
@@ -292,7 +299,7 @@ def _checked_id(value: object, source: str, query: object, text: str | None) -> 
         return normalize_id(value)
     except ValueError as error:
         where = source if text is None else f"{source}:{line_of_key(text, str(query))}"
-        raise RankingsError(f"{where}: query {query!r}: {error}") from None
+        raise RankingsError(f"{where}: query {shown(query)}: {error}") from None
 
 
 def check_lists(rankings: Rankings, source: str, text: Text = None) -> None:
@@ -360,7 +367,7 @@ def read_rankings_json(path: Path) -> Rankings:
     """`{query id: [item ids…]}` from a JSON file. Files of integer ids (the eccv-caption
     form) are read by a vectorised parser; any other file (string ids, or an error to
     report with its line) through `json`."""
-    path = Path(path)
+    path = regular_file(path, RankingsError)
     try:
         parsed = parse_integer_lists(path)
     except OSError as error:
@@ -373,17 +380,20 @@ def read_rankings_json(path: Path) -> Rankings:
         raise RankingsError(f"{path}: cannot read: {error}") from None
     try:
         text = data.decode("utf-8")
-        raw = json.loads(text, object_pairs_hook=_unique_keys(path, text))
     except UnicodeDecodeError as error:
         raise RankingsError(f"{path}: not UTF-8: {error}") from None
-    except json.JSONDecodeError as error:
-        raise RankingsError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    # flat: every value must be a list of ids (below, and each id is checked), so the
+    # file nests no deeper than 2 levels
+    raw = load_json(text, path, RankingsError, flat=True, integers=False,
+                    object_pairs_hook=_unique_keys(path, text))
     if not isinstance(raw, dict):
         raise RankingsError(f"{path}:1: expected a JSON object {{query id: [item ids…]}}")
+    if not raw:
+        raise RankingsError(f"{path}:1: no ranked lists (the object is empty)")
     for key, values in raw.items():
         if not isinstance(values, list):
-            raise RankingsError(f"{path}:{line_of_key(text, key)}: the value of {key!r} "
-                                "must be a list of ids")
+            raise RankingsError(f"{path}:{line_of_key(text, key)}: the value of "
+                                f"{shown(key)} must be a list of ids")
     return rankings_from_lists(raw, source=str(path), text=text)
 
 
@@ -406,7 +416,7 @@ def _unique_keys(path: Path, text: str):
         result: dict[str, object] = {}
         for key, value in pairs:
             if key in result:
-                raise RankingsError(f"{path}:{line_of_key(text, key)}: query {key!r} "
+                raise RankingsError(f"{path}:{line_of_key(text, key)}: query {shown(key)} "
                                     "appears twice")
             result[key] = value
         return result
@@ -415,49 +425,104 @@ def _unique_keys(path: Path, text: str):
 
 def read_scores(path: Path) -> tuple[np.ndarray, tuple[Id, ...], tuple[Id, ...]]:
     """(scores, image ids, caption ids) from `.npz` (arrays `scores`, `image_ids`,
-    `caption_ids`), `.npy` (a dict saved with allow_pickle is refused; a plain array
-    needs ids: use .npz) or Parquet (columns image_id, caption_id, score: one row per
-    pair, every pair present)."""
-    path = Path(path)
+    `caption_ids`) or Parquet (columns image_id, caption_id, score: one row per pair,
+    every pair present); a `.npy` needs ids, so it is refused here.
+
+    An .npz is checked header first (`metrics.untrusted.Npz`): scores a 2-D array of
+    real numbers (integers or floats: no bool, complex or object values), ids 1-D integers
+    or strings, the shape of the scores (len(image_ids), len(caption_ids)), and each
+    member holding exactly the bytes its header declares, before any data is read. Scores
+    keep their dtype (float64 stays float64); see `check_scores`."""
+    path = regular_file(path, RankingsError)
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                missing = {"scores", "image_ids", "caption_ids"} - set(archive.files)
-                if missing:
-                    raise RankingsError(f"{path}: missing array(s) {', '.join(sorted(missing))}")
-                scores = archive["scores"]
-                images, captions = archive["image_ids"], archive["caption_ids"]
-        elif suffix == ".parquet":
-            scores, images, captions = _scores_from_parquet(path)
-        else:
-            raise RankingsError(f"{path}: a score matrix is a .npz (scores, image_ids, "
-                                "caption_ids) or a .parquet (image_id, caption_id, score)")
-    except (OSError, ValueError) as error:
-        if isinstance(error, RankingsError):
-            raise
-        raise RankingsError(f"{path}: cannot read: {error}") from None
+    if suffix == ".npz":
+        scores, images, captions = _scores_from_npz(path)
+    elif suffix == ".parquet":
+        scores, images, captions = _scores_from_parquet(path)
+    else:
+        raise RankingsError(f"{path}: a score matrix is a .npz (scores, image_ids, "
+                            "caption_ids) or a .parquet (image_id, caption_id, score)")
     return check_scores(scores, images, captions, str(path))
 
 
+SCORES_ARE = "scores are real numbers (integers or floats)"
+IDS_ARE = "ids are integers or strings"
+
+
+def _scores_from_npz(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    with Npz(path, RankingsError) as archive:
+        missing = {"scores", "image_ids", "caption_ids"} - set(archive.files)
+        if missing:
+            raise RankingsError(f"{path}: missing array(s) {', '.join(sorted(missing))}")
+        scores = archive.header("scores")
+        check_array(scores, f"{path}: scores", RankingsError, kinds=REAL_KINDS,
+                    what=SCORES_ARE, ndim=(2,))
+        lengths = []
+        for name in ("image_ids", "caption_ids"):
+            header = archive.header(name)
+            if len(header.shape) != 1:
+                raise RankingsError(f"{path}: {name} must be one-dimensional")
+            check_array(header, f"{path}: {name}", RankingsError, kinds=ID_KINDS,
+                        what=IDS_ARE, ndim=(1,))
+            lengths.append(header.shape[0])
+        if scores.shape != tuple(lengths):
+            raise RankingsError(f"{path}: scores has shape {scores.shape}, expected "
+                                f"{tuple(lengths)} (images x captions)")
+        return archive.array("scores"), archive.array("image_ids"), archive.array(
+            "caption_ids")
+
+
 def _scores_from_parquet(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The matrix of a Parquet file. Arrow may decode a column only when it is used (a
+    string column that is not UTF-8), so its errors are caught around all of it."""
+    import pyarrow
+
+    try:
+        return _parquet_matrix(path)
+    except RankingsError:
+        raise
+    except MemoryError:
+        raise RankingsError(f"{path}: does not fit in memory") from None
+    except (pyarrow.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+            NotImplementedError, OverflowError, RuntimeError, UnicodeError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RankingsError(f"{path}: not a readable Parquet file ({message})") from None
+
+
+def _parquet_matrix(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     import pandas as pd
 
     frame = pd.read_parquet(path)
     missing = {"image_id", "caption_id", "score"} - set(frame.columns)
     if missing:
         raise RankingsError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    if frame["score"].dtype.kind not in REAL_KINDS:
+        raise RankingsError(f"{path}: score is a {frame['score'].dtype} column; "
+                            f"{SCORES_ARE}")
+    for column in ("image_id", "caption_id"):
+        values = frame[column]
+        if values.dtype.kind not in "iu" and pd.api.types.infer_dtype(
+                values, skipna=False) != "string":
+            raise RankingsError(f"{path}: {column} must hold integers or strings (not "
+                                f"{values.dtype}, nulls or other values)")
     table = frame.pivot_table(index="image_id", columns="caption_id", values="score",
                               aggfunc="count")
     if len(frame) != table.size or table.isna().any().any() or (table.to_numpy() != 1).any():
         raise RankingsError(f"{path}: needs exactly one score per (image, caption) pair")
     wide = frame.pivot(index="image_id", columns="caption_id", values="score")
-    return wide.to_numpy(dtype=float), wide.index.to_numpy(), wide.columns.to_numpy()
+    return wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy()
+
+
+_EXACT = 2**53  # integers beyond it are not all exact in float64
 
 
 def check_scores(scores: object, images: object, captions: object, source: str
                  ) -> tuple[np.ndarray, tuple[Id, ...], tuple[Id, ...]]:
-    """A finite (images x captions) matrix with one distinct id per row and column."""
+    """A finite (images x captions) matrix of real numbers with one distinct id per row
+    and column. Floats keep their dtype (a float64 file is ranked in float64: casting to
+    float32 would turn 1e300 into inf and make near-equal scores ties); integers become
+    float64, which they must fit exactly (|x| <= 2^53), so that every score ranks in one
+    dtype whose negation does not wrap (unsigned) or overflow."""
     matrix = np.asarray(scores)
     ids = []
     for what, values in (("image_ids", images), ("caption_ids", captions)):
@@ -476,7 +541,15 @@ def check_scores(scores: object, images: object, captions: object, source: str
     if matrix.shape != expected:
         raise RankingsError(f"{source}: scores has shape {matrix.shape}, expected "
                             f"{expected} (images x captions)")
-    if not np.issubdtype(matrix.dtype, np.number) or not np.isfinite(matrix).all():
+    kind = matrix.dtype.kind
+    if kind not in REAL_KINDS or (kind == "f" and matrix.dtype.itemsize > 8):
+        raise RankingsError(f"{source}: scores are {matrix.dtype} values; {SCORES_ARE}")
+    if kind in "iu":
+        if matrix.size and (int(matrix.max()) > _EXACT or int(matrix.min()) < -_EXACT):
+            raise RankingsError(f"{source}: integer scores beyond 2^53 do not all rank "
+                                "exactly; save the scores as float64")
+        matrix = matrix.astype(np.float64)
+    elif not np.isfinite(matrix).all():
         raise RankingsError(f"{source}: scores must be finite numbers")
     return matrix, ids[0], ids[1]
 

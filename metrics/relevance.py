@@ -31,6 +31,7 @@ from metrics.correlation import (
 )
 from metrics.positives import Id, PositiveSet, normalize_id, positive_set_from_pairs
 from metrics.retrieval import RelevanceView
+from metrics.untrusted import ID_KINDS, REAL_KINDS, Npz, check_array, regular_file
 
 RELEVANCE_METRICS = ("cider-d", "spice-approx")
 
@@ -74,26 +75,49 @@ def write_relevance(matrix: RelevanceMatrix, path: Path) -> None:
 
 
 def read_relevance(path: Path) -> RelevanceMatrix:
+    """A relevance matrix as `write_relevance` writes it, each array's header checked
+    before its data is read (`metrics.untrusted.Npz`): values a 2-D real matrix of shape
+    (len(image_ids), len(caption_ids)), ids 1-D, metric and signature single strings,
+    ground_truth (pairs, N x 2). RelevanceError names the file and the problem."""
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            needed = {"values", "image_ids", "caption_ids", "metric", "signature"}
-            missing = needed - set(archive.files)
-            if missing:
-                raise RelevanceError(f"{path}: not a relevance matrix (missing "
-                                     f"{', '.join(sorted(missing))}); build one with "
-                                     "`thumb retrieval relevance`")
-            values = archive["values"]
-            images = tuple(normalize_id(str(i)) for i in archive["image_ids"])
-            captions = tuple(normalize_id(str(c)) for c in archive["caption_ids"])
-            truth = archive["ground_truth"] if "ground_truth" in archive.files else []
+    with Npz(path, RelevanceError) as archive:  # a FIFO or a directory is refused here
+        needed = {"values", "image_ids", "caption_ids", "metric", "signature"}
+        missing = needed - set(archive.files)
+        if missing:
+            raise RelevanceError(f"{path}: not a relevance matrix (missing "
+                                 f"{', '.join(sorted(missing))}); build one with "
+                                 "`thumb retrieval relevance`")
+        shapes = {}
+        for name, kinds, what, ndim in (
+                ("values", REAL_KINDS, "relevance is real numbers", (2,)),
+                ("image_ids", ID_KINDS, "ids are integers or strings", (1,)),
+                ("caption_ids", ID_KINDS, "ids are integers or strings", (1,)),
+                ("metric", "U", "a metric is a name", (0,)),
+                ("signature", "U", "a signature is text", (0,)),
+                ("ground_truth", ID_KINDS, "ids are integers or strings", (2,))):
+            if name in archive.files:
+                header = archive.header(name)
+                check_array(header, f"{path}: {name}", RelevanceError, kinds=kinds,
+                            what=what, ndim=ndim)
+                shapes[name] = header.shape
+        expected = (shapes["image_ids"][0], shapes["caption_ids"][0])
+        if shapes["values"] != expected or shapes.get("ground_truth", (0, 2))[1:] != (2,):
+            raise RelevanceError(f"{path}: values must be a finite {expected[0]} x "
+                                 f"{expected[1]} matrix, ground_truth pairs (N x 2)")
+        try:
+            images = tuple(normalize_id(str(i)) for i in archive.array("image_ids"))
+            captions = tuple(normalize_id(str(c)) for c in archive.array("caption_ids"))
+            truth = archive.array("ground_truth") if "ground_truth" in shapes else []
             pairs = tuple((normalize_id(str(i)), normalize_id(str(c))) for i, c in truth)
-            metric, signature = str(archive["metric"]), str(archive["signature"])
-    except (OSError, ValueError) as error:
-        if isinstance(error, RelevanceError):
-            raise
-        raise RelevanceError(f"{path}: cannot read a relevance matrix: {error}") from None
-    if values.shape != (len(images), len(captions)) or not np.isfinite(values).all():
+        except ValueError as error:
+            if isinstance(error, RelevanceError):
+                raise
+            raise RelevanceError(f"{path}: {error}") from None
+        metric, signature = str(archive.array("metric")), str(archive.array("signature"))
+        values = archive.array("values")
+    if values.dtype.kind in "iu":
+        values = values.astype(np.float64)
+    if not np.isfinite(values).all():
         raise RelevanceError(f"{path}: values must be a finite {len(images)} x "
                              f"{len(captions)} matrix")
     return RelevanceMatrix(metric, signature, images, captions, values, pairs)
@@ -199,7 +223,7 @@ def read_judgments(path: Path) -> pd.DataFrame:
     name the file and line."""
     import csv
 
-    path = Path(path)
+    path = regular_file(path, RelevanceError)
     rows = []
     try:
         with open(path, newline="", encoding="utf-8") as handle:
@@ -229,13 +253,14 @@ def read_judgments(path: Path) -> pd.DataFrame:
 def human_agreement(judgments: pd.DataFrame, scorers: Mapping[str, np.ndarray], *,
                     bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Pearson, Spearman and Kendall τ-b of each scorer's value per judged pair (binary
-    relevance of a positive set, or φ of a relevance matrix) with the human grades; CIs
-    resample images (Kendall gets none, as in the THUMB report). One row per scorer and
-    method: scorer, method, r, ci_low, ci_high, n."""
+    relevance of a positive set, or φ of a relevance matrix) with the human grades; BCa
+    bootstrap CIs resample images, Kendall's τ-b's too (one O(n log n) pass per
+    resample). One row per scorer and method: scorer, method, r, ci_low, ci_high, n,
+    ci_warning (why a CI deserves less trust, if it does)."""
     check_ci(ci)
     grades = judgments["grade"].to_numpy(dtype=float)
-    weights = image_weights(judgments["image_id"].tolist(), bootstrap, seed) \
-        if bootstrap else None
+    weights = image_weights(judgments["image_id"].tolist(), bootstrap, seed,
+                            jackknife=True) if bootstrap else None
     rows = []
     for name, values in scorers.items():
         values = np.asarray(values, dtype=float)
@@ -244,8 +269,10 @@ def human_agreement(judgments: pd.DataFrame, scorers: Mapping[str, np.ndarray], 
         for method in ("pearson", "spearman", "kendall-b"):
             constant = np.ptp(values) == 0 or np.ptp(grades) == 0
             r = float("nan") if constant else correlation(values, grades, method)
-            low, high = (float("nan"), float("nan")) if weights is None or constant else \
-                correlation_ci(values, grades, method, weights, ci)
+            low, high, warning = (float("nan"), float("nan"), None) \
+                if weights is None or constant else correlation_ci(
+                    values, grades, method, weights, ci, kendall=True, bootstrap=bootstrap,
+                    estimate=r)
             rows.append({"scorer": name, "method": method, "r": r, "ci_low": low,
-                         "ci_high": high, "n": len(grades)})
+                         "ci_high": high, "n": len(grades), "ci_warning": warning})
     return pd.DataFrame(rows)

@@ -75,9 +75,11 @@ SHIPPED_SETS = {"eccv": "eccv", "cxc": "cxc", "coco": "coco-5k"}
 def scores_digest(path: Path) -> str:
     """A short digest of a scores file, or of a folder's ranked-list files."""
     from metrics.signature import digest
+    from metrics.untrusted import regular_file
     from storage.retrieval import file_digest
 
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [
+        regular_file(path, MatchError)]  # a FIFO would block the hashing forever
     return digest([file_digest([(f.name, f) for f in files])], length=12)
 
 
@@ -475,17 +477,22 @@ def _integer_ids(keys: set[str], database_ids: dict[str, int], kind: str, name: 
     return {key: database_ids[key] for key in keys}
 
 
-def export_verifications(engine: Engine, out: Path) -> int:
+def export_verifications(engine: Engine, out: Path, fmt: str | None = None, *,
+                         raw: bool = False) -> int:
     """Every answer (pair, annotator, answer, seconds, proposing models and ranks, gold) to
-    CSV or Parquet, by the suffix of `out`."""
+    CSV or Parquet: `fmt`, or by the suffix of `out`. CSV text cells are escaped for
+    spreadsheets unless `raw`."""
     frame = verification_frame(engine).drop(columns=["pair", "claim"])
     frame = frame.rename(columns={"image": "image_db_id", "caption": "caption_db_id",
                                   "models": "proposed_by"})
     frame["answered_at"] = frame["answered_at"].astype(str)
-    if out.suffix.lower() == ".parquet":
+    fmt = fmt or out.suffix.lower().lstrip(".")
+    if fmt == "parquet":
         frame.to_parquet(out, index=False)
-    elif out.suffix.lower() == ".csv":
-        frame.to_csv(out, index=False)
+    elif fmt == "csv":
+        from storage.exporter import write_frame
+
+        write_frame(frame, out, "csv", raw=raw)
     else:
         raise MatchError(f"{out}: verifications export to .csv or .parquet")
     return len(frame)

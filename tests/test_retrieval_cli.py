@@ -73,7 +73,7 @@ def test_evaluate_writes_tidy_records_and_never_computes_twice(project, monkeypa
         raise AssertionError("computed again")
 
     monkeypatch.setattr(reports.retrieval, "_compute", no_computing)
-    second = _evaluate(db, *args)
+    second = _evaluate(db, *args, "--force")  # the same --out again: replaced
     assert second.exit_code == 0, second.output
     assert "0 set(s) computed, 1 read back" in second.output
     assert json.loads(out.read_text()) == records
@@ -221,7 +221,8 @@ def test_ncs_averaging_option_stores_and_labels_each_averaging(project):
     for averaging in (None, "per-query", "ratio", "per-query"):
         out = folder / f"{averaging}.json"
         extra = [] if averaging is None else ["--ncs-averaging", averaging]
-        result = _evaluate(db, *base, *extra, "--format", "json", "--out", str(out))
+        result = _evaluate(db, *base, *extra, "--format", "json", "--out", str(out),
+                           "--force")
         assert result.exit_code == 0, result.output
         computed = result.output.split(":")[1].strip().split()[0]
         results.setdefault(averaging, []).append((computed, json.loads(out.read_text())))

@@ -12,12 +12,15 @@ from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
+    ForceOption,
+    Outputs,
     SeedOption,
     fail,
     output_file,
     state,
     value_errors,
     write_or_echo,
+    written,
 )
 
 app = typer.Typer(help="Image-text retrieval: R@K, R-Precision, mAP@R, PMRP, NCS, SR.",
@@ -79,6 +82,7 @@ def evaluate_command(
     replace: Annotated[bool, typer.Option(
         "--replace", help="Re-evaluate a stored model from other files.")] = False,
     by: ActorOption = "",
+    force: ForceOption = False,
 ) -> None:
     """Evaluate a model on positive sets (stored results are reused)."""
     from metrics.retrieval import NCS_AVERAGINGS
@@ -95,13 +99,19 @@ def evaluate_command(
         fail(f"--format must be one of {', '.join(FORMATS)}")
     if not name.strip():
         fail("--name needs a model name")
+    output_file(out, force=force, fmt=output)
     if scores is not None and (i2t or t2i):
         fail("give either --i2t and --t2i, or --scores")
     if scores is None and not (i2t and t2i):
         fail("give --i2t and --t2i (ranked lists), or --scores (a similarity matrix)")
+    from metrics.untrusted import regular_file
+
     for path in (i2t, t2i, scores):
-        if path is not None and not path.is_file():
-            fail(f"{path}: no such file")
+        if path is not None:
+            try:
+                regular_file(path)  # a FIFO would block the read (and the hashing) forever
+            except ValueError as error:
+                fail(str(error))
     cutoffs, ms = _integers(ks, "--k"), _integers(sr_m, "--sr-m")
     if min(cutoffs) < 1 or min(ms) < 1:
         fail("--k and --sr-m take positive integers")
@@ -131,14 +141,15 @@ def evaluate_command(
     except ValueError as error:  # PositivesError, RankingsError, RelevanceError, …
         fail(str(error))
     if output == "json":
-        write_or_echo(json.dumps(records, indent=1), out, "the results")
+        write_or_echo(json.dumps(records, indent=1), out, "the results", force=force)
     else:
         from reports.retrieval_text import results_markdown, results_table
 
         if output == "md":
-            write_or_echo(results_markdown(records, ci=ci), out, "the results")
+            write_or_echo(results_markdown(records, ci=ci), out, "the results", force=force)
         else:
-            results_table(records, ci=ci, out=out)
+            with written(out, force=force) as path:
+                results_table(records, ci=ci, out=path)
     if output != "json" or out is not None:
         reused = len(targets) - computed
         typer.echo(f"{name.strip()}: {computed} set(s) computed, {reused} read back "
@@ -170,21 +181,29 @@ def relevance_command(
         "--out", help="The .npz to write (default: relevance-METRIC.npz).")] = None,
     tokenizer: Annotated[str, typer.Option("--tokenizer", help="auto, ptb-java or ptb-python.")]
     = "auto",
+    force: ForceOption = False,
 ) -> None:
-    """Build the project's semantic-relevance matrix (every caption vs every image)."""
+    """Build the project's semantic-relevance matrix (every caption vs every image). A
+    matrix file with the same signature is kept; one with another is replaced only with
+    --force."""
     from metrics.relevance import RELEVANCE_METRICS
     from reports.retrieval import project_relevance
 
     if metric not in RELEVANCE_METRICS:
         fail(f"--metric must be one of {', '.join(RELEVANCE_METRICS)}")
     target = out or Path(f"relevance-{metric}.npz")
+    output_file(target, may_exist=True)  # kept or replaced: project_relevance decides
     from rich.progress import Progress
 
-    with value_errors(), Progress(transient=True) as progress:
+    with value_errors(), Progress(transient=True) as progress, Outputs(force) as files:
         task = progress.add_task("scoring captions against every image", total=None)
+        temporary = files.file(target, may_exist=True)
         matrix, built = project_relevance(
             state.existing_engine, metric, target, tokenizer=tokenizer,
-            progress=lambda done, total: progress.update(task, completed=done, total=total))
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+            replace=force, write_to=temporary)
+        if not built:
+            files.drop(temporary)
     verb = "wrote" if built else "kept (same signature)"
     typer.echo(f"{verb} {target}: {len(matrix.images)} images x {len(matrix.captions)} "
                f"captions\n{matrix.signature}")
@@ -200,6 +219,7 @@ def compare_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Also draw the metric-by-metric τ heat map (.png/.svg).")] = None,
+    force: ForceOption = False,
 ) -> None:
     """Rank the evaluated models under every metric, with Kendall τ-b between metrics."""
     from reports.retrieval import comparison
@@ -209,21 +229,22 @@ def compare_command(
         fail(f"--format must be one of {', '.join(FORMATS)}")
     if direction not in ("i2t", "t2i", "mean"):
         fail("--direction must be i2t, t2i or mean")
-    output_file(out)
-    output_file(plot, "--plot")
+    output_file(out, force=force, fmt=output)
+    output_file(plot, "--plot", force=force)
     with value_errors():
         ranks, tau = comparison(state.existing_engine, positives, direction)
     if output == "json":
         payload = {"ranks": ranks.to_dict(orient="records"),
                    "kendall_tau_b": tau.reset_index(names="metric").to_dict(orient="records")}
-        write_or_echo(json.dumps(payload, indent=1), out, "the comparison")
+        write_or_echo(json.dumps(payload, indent=1), out, "the comparison", force=force)
     elif output == "md":
-        write_or_echo(comparison_markdown(ranks, tau), out, "the comparison")
+        write_or_echo(comparison_markdown(ranks, tau), out, "the comparison", force=force)
     else:
-        comparison_table(ranks, tau, out=out)
+        with written(out, force=force) as path:
+            comparison_table(ranks, tau, out=path)
     if plot is not None:
-        with value_errors():
-            draw_tau(tau, plot)
+        with value_errors(), written(plot, force=force, option="--plot") as path:
+            draw_tau(tau, path)
         typer.echo(f"wrote the τ heat map to {plot}", err=True)
 
 
@@ -240,6 +261,7 @@ def agreement_command(
     seed: SeedOption = 0,
     output: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    force: ForceOption = False,
 ) -> None:
     """Correlate binary and graded relevance with human grades (NCS paper, Table 1)."""
     from metrics.positives import PositivesError
@@ -253,6 +275,7 @@ def agreement_command(
         fail("give --positives (binary relevance) and/or --relevance (graded relevance)")
     if not 0 < ci < 1:
         fail("--ci must be between 0 and 1 (0.95 for 95%)")
+    output_file(out, force=force, fmt=output)
     engine = state.engine if positives else None
     try:
         targets = resolve_positives(engine, positives or []) + resolve_relevance(relevance
@@ -263,8 +286,9 @@ def agreement_command(
         fail(str(error))
     if output == "json":
         records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
-        write_or_echo(json.dumps(records, indent=1), out, "the agreement")
+        write_or_echo(json.dumps(records, indent=1), out, "the agreement", force=force)
     elif output == "md":
-        write_or_echo(agreement_markdown(table, ci), out, "the agreement")
+        write_or_echo(agreement_markdown(table, ci), out, "the agreement", force=force)
     else:
-        agreement_table(table, ci, out=out)
+        with written(out, force=force) as path:
+            agreement_table(table, ci, out=path)
