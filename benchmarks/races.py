@@ -1,6 +1,9 @@
 """Races on the THUMB protocol, on SQLite or PostgreSQL: processes released at the same
 instant by a `multiprocessing.Barrier` act through the session API the screens use, and
-the database is checked for protocol violations afterwards. `tests/test_races.py` runs a
+the database is checked for protocol violations afterwards. Two races are on match
+verification: one annotator in two processes at once (never two batches held at once,
+never an answer silently overwritten), and one process taking the other's batch over (its
+later answers refused). `tests/test_races.py` runs a
 short version of every race; run this module for the long one and the throughput run:
 
     python -m benchmarks.races [--trials 200] [--postgres URL] [--reference REV]
@@ -30,9 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = "46b8259"  # main before the protocol ran in one locked transaction
-RACES = ("stage-1 take", "two reviewers", "edit vs review", "queue walk")
+RACES = ("stage-1 take", "two reviewers", "edit vs review", "queue walk",
+         "match: one annotator twice", "match: take-over")
+MATCH_RACES = RACES[4:]
 CAPTIONS_PER_IMAGE = 2
 WALKERS = 8
+MATCH_ANSWERS_CAP = 400  # a take-over race's first process stops after this many answers
 
 
 @dataclass
@@ -129,6 +135,34 @@ def fresh_project(target: str, folder: Path, images: int, **options: object) -> 
     engine.dispose()
 
 
+def fresh_match_project(target: str, folder: Path, batches: int) -> None:
+    """A project with a synthetic model's proposals packed into at least `batches` batches
+    of four pairs (two candidates, one known positive, one known negative)."""
+    import numpy as np
+
+    from metrics.match import ScoreFile
+    from reports.match import make_batches, propose, top_lists_from_matrix
+    from storage import open_database
+    from storage.match import collection
+
+    images = max(batches // 2 + 10, 20)
+    fresh_project(target, folder, images)
+    engine = open_database(target)
+    items = collection(engine)
+    scores = np.random.default_rng(0).random(
+        (len(items.image_keys), len(items.caption_keys))).astype(np.float32)
+    lists = top_lists_from_matrix(ScoreFile(scores, items.image_keys, items.caption_keys),
+                                  items, Path("synthetic"), directions=("i2t", "t2i"),
+                                  depth=5, sample=None, seed=0)
+    propose(engine, lists, model="synthetic", signature="synthetic", direction="both",
+            top_k=2, sample=None, seed=0, actor="race-setup")
+    plan = make_batches(engine, size=4, redundancy=1, seed=0, negatives_beyond=5,
+                        actor="race-setup")
+    engine.dispose()
+    if len(plan) < batches:
+        raise RuntimeError(f"the race project has {len(plan)} batches, not {batches}")
+
+
 # -- what the workers do ---------------------------------------------------------------------
 
 
@@ -191,10 +225,117 @@ def _worker(race: str, role: int, target: str, image_ids: list[int], barrier, re
     results.put((role, errors, sample, seen))
 
 
+def _match_session(engine, *, take_over: bool = False):
+    """alice's verification session (taking her batch over from another process where this
+    code can; code without a take-over just opens a second session)."""
+    import inspect
+
+    from storage.match import MatchSession
+
+    if take_over and "take_over" in inspect.signature(MatchSession).parameters:
+        return MatchSession(engine, "alice", take_over=True)
+    return MatchSession(engine, "alice")
+
+
+def _close(session) -> None:
+    if session is not None and hasattr(session, "close"):
+        session.close()
+
+
+def _match_worker(race: str, role: int, target: str, trials: list[int], barrier, results,
+                  done) -> None:
+    """One of the two processes verifying as alice, for each trial.
+
+    One annotator twice: both start a session at the same instant (every other trial
+    alice has a batch open already, which both would resume), wait until both have
+    started or been refused, then answer every pair of what they hold (role 0 answers 1,
+    role 1 answers 4). Take-over: role 0 holds alice's batch and, from the instant both
+    are released, keeps answering its pairs but the last (1) until it is refused or
+    role 1 is done; role 1 takes the batch over at that instant and answers every pair 4.
+    Each reports the answers it was told were saved, and what it held once both had
+    started. Every process passes every barrier, whatever happens in between."""
+    import storage.match  # noqa: F401  (loaded before the first trial, as in later ones)
+    from storage import make_engine
+    from storage.protocol import ProtocolError
+
+    engine = make_engine(target)
+    errors, sample = 0, ""
+    held: list[tuple[int, int, int | None]] = []  # (trial, role, claim held)
+    saved: list[tuple[int, int, int, int]] = []  # (trial, claim, item, answer) in order
+    twice, take_over = race == MATCH_RACES[0], race == MATCH_RACES[1]
+
+    def failed(exc: Exception) -> None:  # counted: crashes
+        nonlocal errors, sample
+        errors, sample = errors + 1, sample or f"{type(exc).__name__}: {exc}"[:200]
+
+    for trial in trials:
+        session = None
+        try:
+            if twice and role == 0 and trial % 2 == 0:
+                _close(_match_session(engine))  # leaves alice's batch open, nobody on it
+            if take_over and role == 0:
+                done.clear()
+                session = _match_session(engine)
+        except Exception as exc:
+            failed(exc)
+        barrier.wait()  # released together
+        if twice or role == 1:
+            try:
+                session = _match_session(engine, take_over=take_over)
+            except ProtocolError:
+                session = None  # told: alice verifies in the other process
+            except Exception as exc:
+                failed(exc)
+        if twice:
+            barrier.wait()  # both have started or been refused; nobody has answered yet
+        claim = None if session is None else session.claim_id
+        held.append((trial, role, claim))
+        try:
+            if claim is not None:
+                pairs = range(len(session.items))
+                if take_over and role == 0:
+                    pairs = [i for _ in range(MATCH_ANSWERS_CAP) for i in pairs[:-1]]
+                for count, index in enumerate(pairs):
+                    if take_over and role == 0 and (done.is_set()
+                                                    or count >= MATCH_ANSWERS_CAP):
+                        break
+                    session.answer(index, 1 if role == 0 else 4)
+                    saved.append((trial, claim, session.items[index].item_id,
+                                  1 if role == 0 else 4))
+        except ProtocolError:
+            pass  # told: this process no longer holds alice's batch
+        except Exception as exc:
+            failed(exc)
+        finally:
+            if take_over and role == 1:
+                done.set()
+        try:
+            _close(session)
+        except Exception as exc:
+            failed(exc)
+        barrier.wait()  # the trial is over: both sessions closed
+    engine.dispose()
+    results.put((role, errors, sample, {"held": held, "saved": saved}))
+
+
 def _run_workers(target: str, race: str, processes: int, image_ids: list[int]
                  ) -> tuple[int, str, dict]:
     context = get_context("spawn")
     barrier, results = context.Barrier(processes), context.Queue()
+    if race in MATCH_RACES:
+        done = context.Event()
+        workers = [context.Process(target=_match_worker, args=(
+            race, role, target, image_ids, barrier, results, done)) for role in range(2)]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get(timeout=1800) for _ in workers]
+        for worker in workers:
+            worker.join()
+        errors = sum(outcome[1] for outcome in outcomes)
+        sample = next((outcome[2] for outcome in outcomes if outcome[2]), "")
+        merged = {"held": [h for o in outcomes for h in o[3]["held"]],
+                  "saved": [s for o in sorted(outcomes) for s in o[3]["saved"]]}
+        return errors, sample, merged
     workers = [context.Process(target=_worker,
                                args=(race, role, target, image_ids, barrier, results))
                for role in range(processes)]
@@ -263,10 +404,63 @@ def _stage_one_precision(target: str) -> dict[int, int]:
     return dict(rows)
 
 
+def _final_answers(target: str) -> dict[tuple[int, int], int | None]:
+    """(claim id, item id) -> the answer the database holds."""
+    from sqlalchemy import select
+
+    from storage import make_engine
+    from storage.models import MatchVerification
+
+    table = MatchVerification.__table__
+    engine = make_engine(target)
+    with engine.connect() as connection:
+        rows = connection.execute(select(table.c.claim_id, table.c.item_id,
+                                         table.c.answer)).all()
+    engine.dispose()
+    return {(claim, item): answer for claim, item, answer in rows}
+
+
+def _match_violations(race: str, target: str, seen: dict) -> int:
+    """Trials in which alice held two batches (or one batch twice) at once, or an answer a
+    process was told was saved is not what the database holds: silently overwritten by the
+    other process. In the take-over race only the taking process's answers count (the
+    first process's earlier answers were on the batch before it was taken over)."""
+    final = _final_answers(target)
+    bad: set[int] = set()
+    holders: dict[int, int] = {}
+    for trial, _role, claim in seen["held"]:
+        holders[trial] = holders.get(trial, 0) + (claim is not None)
+    if race == MATCH_RACES[0]:
+        bad |= {trial for trial, count in holders.items() if count > 1}
+    last: dict[tuple[int, int, int], int] = {}
+    for trial, claim, item, answer in seen["saved"]:
+        if race == MATCH_RACES[1] and answer != 4:
+            continue
+        last[(trial, claim, item)] = answer
+    bad |= {trial for (trial, claim, item), answer in last.items()
+            if final.get((claim, item)) != answer}
+    return len(bad)
+
+
+def match_api_present() -> bool:
+    """Whether the tree this file runs in has match verification (a reference commit may
+    not; asking the import system could find the installed working tree instead)."""
+    return (ROOT / "storage" / "match.py").is_file() and (ROOT / "reports" / "match.py"
+                                                          ).is_file()
+
+
 def run_race(race: str, target: str, trials: int, folder: Path) -> RaceResult:
-    """One race over `trials` images (the queue walk: `trials` images walked by 8)."""
+    """One race over `trials` images (the queue walk: `trials` images walked by 8; a match
+    race: `trials` rounds of two processes verifying as one annotator)."""
     if race not in RACES:
         raise ValueError(f"unknown race {race!r}; one of {', '.join(RACES)}")
+    if race in MATCH_RACES:
+        fresh_match_project(target, folder, 2 * trials + 2)
+        start = time.perf_counter()
+        errors, sample, seen = _run_workers(target, race, 2, list(range(trials)))
+        seconds = time.perf_counter() - start
+        return RaceResult(race, trials, _match_violations(race, target, seen), errors,
+                          round(seconds, 2), sample)
     reviewed = race in ("two reviewers", "edit vs review")
     fresh_project(target, folder, trials, rated_by="alice" if reviewed else None,
                   double_every=10 if race == "queue walk" else 0)
@@ -392,8 +586,8 @@ def run_throughput(target: str, folder: Path, processes: int = WALKERS,
 
 def _measure(target_of: Callable[[str], str], trials: int, ratings: int, folder: Path
              ) -> dict[str, object]:
-    races = [asdict(run_race(race, target_of(race), trials, folder / race.replace(" ", "-")))
-             for race in RACES]
+    races = [asdict(run_race(race, target_of(race), trials, folder / _slug(race)))
+             for race in RACES if race not in MATCH_RACES or match_api_present()]
     throughput = asdict(run_throughput(target_of("throughput"), folder / "throughput",
                                        ratings=ratings))
     return {"races": races, "throughput": throughput}
@@ -403,7 +597,11 @@ def _targets(backend: str, postgres: str | None, folder: Path) -> Callable[[str]
     if backend == "postgresql":
         assert postgres is not None
         return lambda _: postgres
-    return lambda name: str(folder / f"{name.replace(' ', '-')}.db")
+    return lambda name: str(folder / f"{_slug(name)}.db")
+
+
+def _slug(race: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in race)
 
 
 def _reference_run(revision: str, backend: str, args: argparse.Namespace) -> dict:

@@ -4,26 +4,34 @@ screen) and named positive sets.
 
 Every answer is committed as it is made, in one transaction with its event-log row, so a
 killed process loses nothing; a batch is claimed in the same locked transaction that checks
-it is still free."""
+it is still free. One process verifies as an annotator at a time (`MatchHold`): a session
+takes the annotator's hold in the locked transaction that resumes or claims their batch,
+and every answer checks, in its own transaction and under the hold row's lock, that the
+session still holds it, so a second process is refused, or takes over and the first one's
+later answers are refused: never two batches open at once, never a silent overwrite."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import random
 import secrets
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine, func, select, text, update
+from sqlalchemy.exc import DBAPIError
 
 from rubrics.match import ANSWER_VALUES
-from storage.db import BulkInsert, write_transaction
+from storage.db import BulkInsert, DatabaseBusy, run_write, write_transaction
 from storage.events import log_change
 from storage.models import (
     Annotator,
@@ -33,6 +41,7 @@ from storage.models import (
     MatchBatch,
     MatchBatchItem,
     MatchClaim,
+    MatchHold,
     MatchModel,
     MatchPair,
     MatchProposal,
@@ -48,10 +57,25 @@ PAIR_CODE = 1 << 32
 ORIGINAL = "original"
 # A PostgreSQL advisory lock that serialises claims (any constant).
 _PG_CLAIM_LOCK = 0x6D61746368
+# A holder not seen for this long is gone (a process that died on another machine: one on
+# this machine is known gone at once, by its pid); a session on screen is seen at least
+# every HOLD_HEARTBEAT_S (`MatchSession.keep_alive`), one that answers at every answer.
+HOLD_LEASE = timedelta(minutes=5)
+HOLD_HEARTBEAT_S = 60.0
+_HOLD_REFRESH = timedelta(seconds=15)  # answers refresh `seen_at` at most this often
 
 
 class MatchError(ValueError):
     """A match-verification request that cannot be carried out; the message says why."""
+
+
+class BatchHeld(ProtocolError):
+    """Another process verifies as this annotator: this session was not opened."""
+
+
+class HoldLost(ProtocolError):
+    """Another process took this annotator's verification over: nothing more is saved by
+    this session."""
 
 
 @contextmanager
@@ -344,16 +368,24 @@ class MatchProgress:
 class MatchSession:
     """One annotator's verification work: the batch they hold (claimed in a locked
     transaction), its pairs in their own seeded order, answers committed at once with an
-    event-log row, undo, and where they were (a restart resumes there)."""
+    event-log row, undo, and where they were (a restart resumes there).
+
+    One process verifies as an annotator at a time: the session takes the annotator's
+    hold when it opens (BatchHeld if another live process has it, unless `take_over`),
+    every write checks that it still has it (HoldLost once another process took over),
+    and `close` gives it back."""
 
     def __init__(self, engine: Engine, annotator: str, *,
                  clock: Callable[[], float] = time.monotonic,
-                 seed_source: Callable[[], int] | None = None) -> None:
+                 seed_source: Callable[[], int] | None = None,
+                 take_over: bool = False) -> None:
         from storage.annotation import register_annotator
 
         self.engine, self.annotator = engine, annotator
         self._clock = clock
         self._seed = seed_source or (lambda: secrets.randbits(31))
+        self.token = uuid.uuid4().hex  # this session, in the hold it takes
+        self._seen = utcnow()
         register_annotator(engine, annotator, None)
         with engine.connect() as connection:
             self.annotator_id = connection.execute(select(Annotator.__table__.c.id).where(
@@ -365,9 +397,77 @@ class MatchSession:
         self._batch_number = 0
         counts = match_counts(engine)
         self._answered, self._needed = counts["answers"], counts["needed"]
-        claim = self._open_claim() or self.claim_next()
-        if claim is None:
-            self._load(self._last_claim())
+        with locked(engine) as connection:
+            self._take_hold(connection, take_over=take_over)
+            claim_id = self._open_claim(connection) or self._claim_new(connection)
+        self._load(claim_id if claim_id is not None else self._last_claim())
+
+    # -- the hold: one process per annotator --------------------------------------------------
+
+    def _hold_row(self, connection: Connection):
+        """The annotator's hold, locked until the transaction ends (PostgreSQL: FOR UPDATE;
+        SQLite: the write transaction holds the database)."""
+        hold = MatchHold.__table__
+        return connection.execute(select(hold).where(hold.c.annotator_id == self.annotator_id)
+                                  .with_for_update()).one_or_none()
+
+    def _take_hold(self, connection: Connection, *, take_over: bool) -> None:
+        hold = MatchHold.__table__
+        row = self._hold_row(connection)
+        now = utcnow()
+        host, pid = _this_process()
+        values = {"token": self.token, "host": host, "pid": pid, "taken_at": now,
+                  "seen_at": now}
+        if row is None:
+            connection.execute(hold.insert().values(annotator_id=self.annotator_id, **values))
+            return
+        if not take_over and not _holder_gone(row, now):
+            raise BatchHeld(
+                f"{self.annotator} is verifying in another thumb process ({_holder(row)}); "
+                "one process per annotator, so that no answer overwrites another. Quit it "
+                "there, or take the batch over here with --take-over (that process's "
+                "answers are refused from then on)")
+        connection.execute(update(hold).where(hold.c.id == row.id).values(**values))
+        log_change(connection, actor=self.annotator, action="update", table="match_hold",
+                   row_id=row.id, old={"holder": _holder(row)},
+                   new={"holder": f"process {pid} on {host}"})
+
+    def _check_hold(self, connection: Connection) -> None:
+        """Raise HoldLost unless this session still holds the annotator's verification;
+        call it in the transaction of the write it guards, before that write. Refreshes
+        when the holder was last seen."""
+        row = self._hold_row(connection)
+        if row is None or row.token != self.token:
+            by = (f"by another thumb process ({_holder(row)})" if row is not None else
+                  "by another thumb process, which has ended since")
+            raise HoldLost(f"{self.annotator}'s verification was taken over {by}; nothing "
+                           "more is saved here: quit (q) and go on there")
+        now = utcnow()
+        if now - self._seen >= _HOLD_REFRESH:
+            connection.execute(update(MatchHold.__table__)
+                               .where(MatchHold.__table__.c.id == row.id)
+                               .values(seen_at=now))
+            self._seen = now
+
+    def keep_alive(self) -> None:
+        """Tell other processes that this session is still here (the screen calls it every
+        HOLD_HEARTBEAT_S). Raises HoldLost once another process has taken over; a busy or
+        unreachable database is left for the next call (the next answer says so)."""
+        def refresh(connection: Connection) -> None:
+            self._seen = datetime.min.replace(tzinfo=UTC)  # refresh now
+            self._check_hold(connection)
+
+        with suppress(DatabaseBusy, DBAPIError):
+            run_write(self.engine, refresh, attempts=2)
+
+    def close(self) -> None:
+        """End the session: give the hold back, so that the annotator can verify in another
+        process at once (their batch stays theirs). A database error here is left: the
+        hold of a process that has ended is replaced anyway."""
+        hold = MatchHold.__table__
+        with suppress(DatabaseBusy, DBAPIError):
+            run_write(self.engine, lambda connection: connection.execute(hold.delete().where(
+                hold.c.annotator_id == self.annotator_id, hold.c.token == self.token)))
 
     # -- claims -----------------------------------------------------------------------------
 
@@ -376,8 +476,8 @@ class MatchSession:
         return connection.execute(select(claim.c.id, claim.c.status).where(
             claim.c.annotator_id == self.annotator_id).order_by(claim.c.id)).all()
 
-    def _open_claim(self) -> int | None:
-        """The annotator's first active claim with pairs left to answer, loaded."""
+    def _open_claim(self, connection: Connection) -> int | None:
+        """The annotator's first active claim with pairs left to answer."""
         claim, item, verification = (MatchClaim.__table__, MatchBatchItem.__table__,
                                      MatchVerification.__table__)
         answered = (select(func.count()).select_from(verification)
@@ -385,40 +485,46 @@ class MatchSession:
                            verification.c.answer.is_not(None)).scalar_subquery())
         size = (select(func.count()).select_from(item)
                 .where(item.c.batch_id == claim.c.batch_id).scalar_subquery())
-        with self.engine.connect() as connection:
-            claim_id = connection.execute(
-                select(claim.c.id).where(claim.c.annotator_id == self.annotator_id,
-                                         claim.c.status == "active", answered < size)
-                .order_by(claim.c.id).limit(1)).scalar()
-        if claim_id is not None:
-            self._load(claim_id)
-        return claim_id
+        return connection.execute(
+            select(claim.c.id).where(claim.c.annotator_id == self.annotator_id,
+                                     claim.c.status == "active", answered < size)
+            .order_by(claim.c.id).limit(1)).scalar()
 
     def _last_claim(self) -> int | None:
         with self.engine.connect() as connection:
             active = [c.id for c in self._claims(connection) if c.status == "active"]
         return active[-1] if active else None
 
-    def claim_next(self) -> int | None:
+    def _claim_new(self, connection: Connection) -> int | None:
         """Claim the first batch that still needs verifiers and that this annotator has not
-        held, checked and written in one locked transaction. None when there is none."""
+        held (call it in a `locked` transaction). None when there is none."""
         batch, claim = MatchBatch.__table__, MatchClaim.__table__
         holders = (select(func.count()).select_from(claim)
                    .where(claim.c.batch_id == batch.c.id, claim.c.status == "active")
                    .scalar_subquery())
         mine = select(claim.c.batch_id).where(claim.c.annotator_id == self.annotator_id)
+        batch_id = connection.execute(
+            select(batch.c.id).where(holders < batch.c.redundancy, batch.c.id.not_in(mine))
+            .order_by(batch.c.id).limit(1)).scalar()
+        if batch_id is None:
+            return None
+        claim_id = connection.execute(claim.insert().values(
+            batch_id=batch_id, annotator_id=self.annotator_id, shuffle_seed=self._seed(),
+            status="active", focus=0, claimed_at=utcnow())).inserted_primary_key[0]
+        log_change(connection, actor=self.annotator, action="create", table="match_claim",
+                   row_id=claim_id, new={"batch_id": batch_id})
+        return claim_id
+
+    def claim_next(self) -> int | None:
+        """The annotator's next batch, loaded: a batch of theirs with pairs left to answer
+        (one open batch at a time), else the first batch that still needs verifiers and
+        that they have not held, checked and claimed in one locked transaction that also
+        checks this session's hold (HoldLost). None when there is none."""
         with locked(self.engine) as connection:
-            batch_id = connection.execute(
-                select(batch.c.id).where(holders < batch.c.redundancy, batch.c.id.not_in(mine))
-                .order_by(batch.c.id).limit(1)).scalar()
-            if batch_id is None:
-                return None
-            claim_id = connection.execute(claim.insert().values(
-                batch_id=batch_id, annotator_id=self.annotator_id, shuffle_seed=self._seed(),
-                status="active", focus=0, claimed_at=utcnow())).inserted_primary_key[0]
-            log_change(connection, actor=self.annotator, action="create", table="match_claim",
-                       row_id=claim_id, new={"batch_id": batch_id})
-        self._load(claim_id)
+            self._check_hold(connection)
+            claim_id = self._open_claim(connection) or self._claim_new(connection)
+        if claim_id is not None:
+            self._load(claim_id)
         return claim_id
 
     def _load(self, claim_id: int | None) -> None:
@@ -457,8 +563,12 @@ class MatchSession:
             self._store_focus(index)
 
     def _store_focus(self, index: int, connection: Connection | None = None) -> None:
-        if connection is None:
+        if connection is None:  # only while this session holds the annotator's work
             with write_transaction(self.engine) as own:
+                try:
+                    self._check_hold(own)
+                except HoldLost:
+                    return
                 self._store_focus(index, own)
             return
         connection.execute(update(MatchClaim.__table__)
@@ -476,7 +586,7 @@ class MatchSession:
 
     def _check_active(self, connection: Connection) -> None:
         status = connection.execute(select(MatchClaim.__table__.c.status).where(
-            MatchClaim.__table__.c.id == self.claim_id)).scalar_one()
+            MatchClaim.__table__.c.id == self.claim_id).with_for_update()).scalar_one()
         if status != "active":
             raise ProtocolError("this batch was reassigned after quality control; your "
                                 "answers on it no longer count")
@@ -492,6 +602,7 @@ class MatchSession:
         following = next((i % count for i in range(index + 1, index + count)
                           if self.items[i % count].answer is None), None)
         with write_transaction(self.engine) as connection:
+            self._check_hold(connection)
             self._check_active(connection)
             old = self._write(connection, view.item_id, value, self._elapsed(view.item_id),
                               uuid.uuid4().hex, action="update")
@@ -531,6 +642,7 @@ class MatchSession:
         claim = MatchClaim.__table__
         undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
         with write_transaction(self.engine) as connection:
+            self._check_hold(connection)
             last = connection.execute(
                 select(event.c.change_id, event.c.row_id, event.c.old_value)
                 .where(event.c.actor == self.annotator, event.c.action == "update",
@@ -576,6 +688,41 @@ class MatchSession:
         done = sum(v.answer is not None for v in self.items)
         return MatchProgress(self._batch_number, done, len(self.items), self._answered,
                              self._needed)
+
+
+def _this_process() -> tuple[str, int]:
+    return socket.gethostname(), os.getpid()
+
+
+def _running(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (where that cannot be asked
+    without side effects, as on Windows, it counts as running: the lease decides)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, under another user
+        return True
+    return True
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _holder_gone(row, now: datetime) -> bool:
+    """A hold whose process has ended: not seen for HOLD_LEASE, or on this machine with
+    no process of its id."""
+    if now - _aware(row.seen_at) > HOLD_LEASE:
+        return True
+    return row.host == socket.gethostname() and not _running(row.pid)
+
+
+def _holder(row) -> str:
+    seen = _aware(row.seen_at).astimezone(UTC)
+    return f"process {row.pid} on {row.host}, last active {seen:%Y-%m-%d %H:%M:%S} UTC"
 
 
 # -- reading answers ------------------------------------------------------------------------

@@ -728,6 +728,29 @@ class MatchClaim(SQLModel, table=True):
     claimed_at: datetime = _timestamp()
 
 
+class MatchHold(SQLModel, table=True):
+    """Which process verifies as an annotator: one at a time, so that an annotator has one
+    batch open at once and no process overwrites another's answers. Taken in the locked
+    transaction that resumes or claims the batch, checked in the transaction of every
+    answer, given back when the session ends. A holder that is gone (on this machine: no
+    process with its pid; anywhere: not seen for a while) is replaced."""
+
+    __tablename__ = "match_hold"
+    __table_args__ = (
+        UniqueConstraint("annotator_id", name="match_hold_one_per_annotator"),
+        CheckConstraint("length(token) > 0", name="match_hold_token_not_empty"),
+        CheckConstraint("pid > 0", name="match_hold_pid_positive"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", ondelete="RESTRICT")
+    token: str = Field(description="the holding session's random id")
+    host: str = Field(description="the machine the holding process runs on")
+    pid: int = Field(description="the holding process's id on that machine")
+    taken_at: datetime = _timestamp()
+    seen_at: datetime = _timestamp()
+
+
 class MatchVerification(SQLModel, table=True):
     """One annotator's answer on one pair of a claimed batch: 1 = 100% yes, 2 = partially
     yes, 3 = mostly no, 4 = 100% no (NULL after undoing a first answer)."""

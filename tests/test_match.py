@@ -6,20 +6,33 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from datetime import timedelta
 
 import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from metrics.positives import eccv_caption_available
-from storage.match import MatchSession, collection, load_positive_set, verification_frame
+from storage.match import (
+    HOLD_LEASE,
+    BatchHeld,
+    HoldLost,
+    MatchSession,
+    collection,
+    load_positive_set,
+    verification_frame,
+)
 from storage.models import (
     Event,
     MatchBatchItem,
     MatchClaim,
+    MatchHold,
     MatchPair,
     MatchProposal,
     MatchVerification,
+    utcnow,
 )
 from tests.conftest import database_dump
 from tests.match_helpers import fixed_session, match_project, thumb, toy_scores
@@ -92,8 +105,9 @@ def test_session_answers_commit_with_time_and_event_and_undo(tmp_path):
         session.items[1].item_id] is None
     assert session.undo() == 0 and session.undo() is None
     assert session.progress().answered == 0
-    # a restart comes back to the batch and the pair last shown
+    # a restart (the first session ended) comes back to the batch and the pair last shown
     session.show(3)
+    session.close()
     again = MatchSession(engine, "ann")
     assert again.claim_id == session.claim_id and again.focus == 3
 
@@ -345,6 +359,82 @@ def test_simultaneous_claims_never_exceed_a_batchs_redundancy(tmp_path):
     assert sorted(per_batch) == sorted(set(per_batch))  # redundancy 1: one claim per batch
 
 
+def test_one_annotator_verifies_in_one_process_at_a_time(tmp_path):
+    """A second `thumb match annotate` under a name that another process verifies under is
+    told so (exit 2) and changes nothing; once the first ends, the next resumes its batch."""
+    db, engine = match_project(tmp_path, size=5)
+    first = fixed_session(engine, "ann")
+    first.answer(0, 2)
+    before = database_dump(engine)
+    result = thumb(db, "match", "annotate", "--annotator", "ann")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ann is verifying in another thumb process "
+                                    f"(process {os.getpid()} on ")
+    assert "--take-over" in result.output
+    assert database_dump(engine) == before
+    with pytest.raises(BatchHeld):
+        MatchSession(engine, "ann")
+    assert fixed_session(engine, "bob").claim_id != first.claim_id  # others are not held
+    first.answer(1, 3)  # the first goes on
+    first.close()
+    again = MatchSession(engine, "ann")
+    assert again.claim_id == first.claim_id and again.progress().batch_done == 2
+    with engine.connect() as connection:
+        claims = connection.execute(select(MatchClaim.__table__.c.id).where(
+            MatchClaim.__table__.c.annotator_id == again.annotator_id)).scalars().all()
+    assert claims == [first.claim_id]  # one batch open, never two
+
+
+async def test_a_taken_over_screen_says_so_and_overwrites_nothing(tmp_path):
+    _db, engine = match_project(tmp_path, size=5)
+    first = fixed_session(engine, "ann")
+    app = ThumbApp(screen=MatchScreen(first, "none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("1")  # pair 0; the screen moves to pair 1
+        await pilot.pause()
+        second = MatchSession(engine, "ann", take_over=True)
+        assert second.claim_id == first.claim_id
+        second.answer(1, 4)
+        await pilot.press("2")  # the first screen's answer on pair 1: refused, said
+        await pilot.pause()
+        message = str(app.screen.query_one("#match-message").render())
+        assert message.startswith("not saved: ann's verification was taken over by another "
+                                  f"thumb process (process {os.getpid()} on ")
+        app.screen.keep_alive()
+        assert "was taken over" in str(app.screen.query_one("#match-message").render())
+        with pytest.raises(HoldLost):
+            first.undo()
+        await pilot.press("q")
+    first.close()  # gives back nothing: the hold is the second session's now
+    answers = {r.item_id: r.answer for r in rows(engine, MatchVerification)}
+    assert answers == {first.items[0].item_id: 1, first.items[1].item_id: 4}
+    assert second.answer(2, 3) == 3
+    taken = [e for e in rows(engine, Event) if e.table_name == "match_hold"]
+    assert [(e.actor, e.action) for e in taken] == [("ann", "update")]
+
+
+def test_the_hold_of_a_process_that_is_gone_is_replaced(tmp_path):
+    """On this machine a holder whose process has ended is replaced at once (a crash, a
+    killed terminal); elsewhere, once it has not been seen for HOLD_LEASE."""
+    _, engine = match_project(tmp_path, size=5)
+    claim = fixed_session(engine, "ann").claim_id
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    hold = MatchHold.__table__
+
+    def holder(**values: object) -> None:
+        with engine.begin() as connection:
+            connection.execute(update(hold).values(**values))
+
+    holder(pid=int(ended.stdout))
+    assert MatchSession(engine, "ann").claim_id == claim  # not refused
+    holder(host="elsewhere.example", pid=1, seen_at=utcnow())
+    with pytest.raises(BatchHeld, match=r"process 1 on elsewhere\.example"):
+        MatchSession(engine, "ann")
+    holder(seen_at=utcnow() - HOLD_LEASE - timedelta(seconds=1))
+    assert MatchSession(engine, "ann").claim_id == claim
+
+
 async def test_end_to_end_from_two_scorers_to_eccv_caption_files(tmp_path):
     """Two toy scorers -> proposals -> batches with gold -> every pair answered through the
     Pilot -> positives -> export that eccv-caption's Metrics loads."""
@@ -403,6 +493,8 @@ def test_match_verification_on_postgresql(tmp_path):
         db, engine = match_project(tmp_path, db=URL, redundancy=2, size=10)
         ann, bob = fixed_session(engine, "ann"), fixed_session(engine, "bob")
         assert ann.claim_id != bob.claim_id and ann.items
+        with pytest.raises(BatchHeld):  # ann verifies in one process at a time
+            fixed_session(engine, "ann")
         for index in range(len(ann.items)):
             ann.answer(index, 1)
         assert ann.undo() == len(ann.items) - 1

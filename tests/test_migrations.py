@@ -10,24 +10,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, MetaData, create_engine, inspect, select, text
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import SQLModel
 
 from rubrics import THUMB_1_0
 from storage import final_scores, open_database
 from storage.migrations import (
     RELEASE_0_1_0,
     SCRIPTS,
+    SchemaDamaged,
     SchemaError,
     current_revision,
     head_revision,
     upgrade_database,
 )
 from storage.rubric_registry import project_rubric
+from storage.schema_check import TRIGGERS, quick_damage, schema_damage
 
 SCHEMAS = Path(__file__).parent / "schemas"
 POSTGRES_URL = os.environ.get("THUMB_TEST_POSTGRES")
@@ -126,10 +125,12 @@ def release_columns(engine: Engine) -> dict[str, list[str]]:
             for name in inspector.get_table_names() if name != "schema_version"}
 
 
-def schema_differences(engine: Engine) -> list:
+def schema_differences(engine: Engine) -> list[str]:
+    """How the database's schema differs from the models (`storage.schema_check`, what
+    `thumb db upgrade` checks: tables, columns, types, indexes, unique constraints,
+    foreign keys, named CHECK constraints, triggers); [] when it is theirs."""
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        return compare_metadata(context, SQLModel.metadata)
+        return schema_damage(connection)
 
 
 def build_sqlite_release(path: Path) -> None:
@@ -142,7 +143,11 @@ def test_a_new_database_has_exactly_the_models_schema(tmp_path):
     engine = open_database(tmp_path / "new.db")
     with engine.connect() as connection:
         assert current_revision(connection) == head_revision()
+        assert quick_damage(connection) == []
+        triggers = connection.execute(text(
+            "SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger'")).all()
     assert schema_differences(engine) == []
+    assert set(map(tuple, triggers)) == TRIGGERS["sqlite"]  # the list the check expects
 
 
 def test_release_0_1_0_sqlite_database_upgrades_keeping_every_row(tmp_path):
@@ -205,6 +210,7 @@ def test_thumb_db_upgrade_and_the_note_of_an_automatic_upgrade(tmp_path):
     assert f"from revision {RELEASE_0_1_0} to {head_revision()}" in upgrade.output
     again = runner.invoke(app, ["--db", str(tmp_path / "admin.db"), "db", "upgrade"])
     assert f"schema is current (revision {head_revision()})" in again.output
+    assert "checked: every table, column, index, constraint and trigger" in again.output
     missing = runner.invoke(app, ["--db", str(tmp_path / "none.db"), "db", "upgrade"])
     assert missing.exit_code == 2 and "no database at" in missing.output
 
@@ -324,7 +330,7 @@ def test_judgment_sets_of_revision_0009_upgrade_keeping_every_row(tmp_path):
     assert schema_differences(engine) == []
     new = open_database(tmp_path / "new.db")
     upgraded, fresh = inspect(engine), inspect(new)
-    for table in rows:  # CHECK constraints, which schema_differences does not compare
+    for table in rows:  # CHECK constraints word for word (schema_differences: by name)
         assert sorted((c["name"], " ".join(c["sqltext"].split()))
                       for c in upgraded.get_check_constraints(table)) == sorted(
             (c["name"], " ".join(c["sqltext"].split()))
@@ -353,3 +359,125 @@ def test_judgment_sets_of_revision_0009_upgrade_keeping_every_row(tmp_path):
             "INSERT INTO judgment_score (set_id, caption_id, judge, score, scale_min, "
             "scale_max, scale_step, note) VALUES (1, 1, 'jx', 2.5, 1, 5, 1, '')"))
     engine.dispose()
+
+
+DAMAGES = {
+    "table": ("DROP TABLE judgment_score", "table judgment_score is missing"),
+    "column": ("ALTER TABLE event_log DROP COLUMN os_login",
+               "column event_log.os_login is missing"),
+    "trigger": ("DROP TRIGGER event_log_no_update",
+                "trigger event_log_no_update on event_log is missing"),
+    "index": ("DROP INDEX ix_match_claim_annotator_id",
+              "index ix_match_claim_annotator_id on match_claim (annotator_id) is missing"),
+}
+
+
+def damaged_copy(tmp_path: Path, damage: str) -> Path:
+    """A copy of a fresh database with one statement of damage applied."""
+    fresh = tmp_path / "fresh.db"
+    if not fresh.exists():
+        open_database(fresh).dispose()
+    path = tmp_path / "damaged.db"
+    path.write_bytes(fresh.read_bytes())
+    connection = sqlite3.connect(path)
+    connection.execute(damage)
+    connection.commit()
+    connection.close()
+    return path
+
+
+@pytest.mark.parametrize("what", DAMAGES)
+def test_db_upgrade_names_the_damage_exits_2_and_changes_nothing(tmp_path, what):
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    damage, named = DAMAGES[what]
+    path = damaged_copy(tmp_path, damage)
+    before = path.read_bytes()
+    result = CliRunner().invoke(app, ["--db", str(path), "db", "upgrade"])
+    assert result.exit_code == 2, result.output
+    assert named in result.output
+    assert "is current" not in result.output
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.db", "fresh.db"]
+    # any other command refuses it too, at open, naming the damage
+    status = CliRunner().invoke(app, ["--db", str(path), "status"])
+    assert status.exit_code == 2 and named in status.output, status.output
+    assert path.read_bytes() == before
+
+
+def test_an_upgrade_whose_result_would_be_damaged_is_rolled_back(tmp_path):
+    """A 0.1.0 database missing its event log's triggers: the revisions run, the result is
+    checked in their transaction, and the refusal leaves the schema and rows as they were
+    (opening the file turns on WAL mode, a header byte) and no backup behind."""
+
+    def dump() -> list[str]:
+        connection = sqlite3.connect(path)
+        try:
+            return list(connection.iterdump())
+        finally:
+            connection.close()
+
+    path = tmp_path / "old.db"
+    build_sqlite_release(path)
+    old = create_engine(f"sqlite:///{path}")
+    fill(old)
+    old.dispose()
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TRIGGER event_log_no_delete")
+    connection.commit()
+    connection.close()
+    before = dump()
+    with pytest.raises(SchemaDamaged, match="trigger event_log_no_delete on event_log is "
+                                            "missing") as refused:
+        open_database(path)
+    assert refused.value.problems == ["trigger event_log_no_delete on event_log is missing"]
+    assert dump() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["old.db"]
+
+
+@pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
+def test_a_damaged_postgresql_database_is_named_and_left_as_it_is():
+    from benchmarks.races import drop_everything
+
+    drop_everything(POSTGRES_URL)
+    try:
+        engine = open_database(POSTGRES_URL)
+        with engine.connect() as connection:
+            assert quick_damage(connection) == []
+            triggers = connection.execute(text(
+                "SELECT c.relname, t.tgname FROM pg_trigger AS t JOIN pg_class AS c "
+                "ON c.oid = t.tgrelid WHERE NOT t.tgisinternal")).all()
+        assert set(map(tuple, triggers)) == TRIGGERS["postgresql"]
+        assert schema_differences(engine) == []
+        with engine.begin() as connection:
+            for damage in ("DROP TABLE judgment_pair",
+                           "ALTER TABLE event_log DROP COLUMN os_login",
+                           "DROP TRIGGER event_log_append_only ON event_log",
+                           "ALTER TABLE match_claim DROP CONSTRAINT match_claim_status",
+                           "DROP INDEX ix_match_claim_annotator_id"):
+                connection.exec_driver_sql(damage)
+
+        def catalog() -> list:
+            with engine.connect() as connection:
+                return connection.execute(text(
+                    "SELECT conname, conrelid::regclass::text FROM pg_constraint "
+                    "UNION ALL SELECT indexname, tablename FROM pg_indexes "
+                    "UNION ALL SELECT column_name, table_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() ORDER BY 1, 2")).all()
+
+        before = catalog()
+        named = ["table judgment_pair is missing", "column event_log.os_login is missing",
+                 "trigger event_log_append_only on event_log is missing",
+                 "CHECK constraint match_claim_status on match_claim is missing",
+                 "index ix_match_claim_annotator_id on match_claim (annotator_id) is missing"]
+        with pytest.raises(SchemaDamaged) as refused:
+            upgrade_database(engine)
+        assert sorted(refused.value.problems) == sorted(named)
+        with pytest.raises(SchemaDamaged):  # every command's open refuses it too
+            open_database(POSTGRES_URL)
+        assert catalog() == before
+        engine.dispose()
+    finally:
+        drop_everything(POSTGRES_URL)

@@ -1,9 +1,10 @@
 """The THUMB protocol under races (issue: many annotators at once): for each race, processes
 released at the same instant by a multiprocessing.Barrier act through the session API the
 screens use, on SQLite and on PostgreSQL (THUMB_TEST_POSTGRES), and the database shows no
-violation and no process crashed. A short run by default (`--race-trials N` to change it;
-`-m "not race"` to skip); `python -m benchmarks.races` runs 200 trials per race and the
-8 x 1,000-rating throughput run with its latencies."""
+violation and no process crashed (match verification included: one annotator in two
+processes holds one batch, and no answer is silently overwritten). A short run by default
+(`--race-trials N` to change it; `-m "not race"` to skip); `python -m benchmarks.races`
+runs 200 trials per race and the 8 x 1,000-rating throughput run with its latencies."""
 
 from __future__ import annotations
 

@@ -6,6 +6,12 @@ SQLite file behind the code is copied aside (`<file>.backup-<revision>-<time>`) 
 upgraded, and a PostgreSQL database behind the code is refused until an administrator runs
 `thumb db upgrade`. Each upgrade runs in one transaction that holds the database's write
 lock, so two processes opening a new database at once do not both build it.
+
+A database at the head revision is also checked against the models (`storage.schema_check`):
+every command checks cheaply that the tables, columns, indexes and triggers are there;
+`thumb db upgrade` compares the whole schema. A damaged database raises `SchemaDamaged`,
+which names every difference, and nothing is changed (an upgrade whose result would be
+damaged is rolled back, and its backup copy removed).
 ARCHITECTURE.md ("A schema change") says how to add a revision."""
 
 from __future__ import annotations
@@ -34,6 +40,20 @@ _PG_MIGRATION_LOCK = 0x7468756D62
 
 class SchemaError(RuntimeError):
     """The database's schema does not match this thumb-tui and cannot be used as it is."""
+
+
+class SchemaDamaged(SchemaError):
+    """The database claims a revision but its schema is not that revision's: `problems`
+    says what differs, one sentence each."""
+
+    def __init__(self, revision: str, problems: list[str]) -> None:
+        self.revision, self.problems = revision, problems
+        count = f"{len(problems)} difference{'s' if len(problems) != 1 else ''}"
+        super().__init__(
+            f"the database is damaged: its schema is not revision {revision}'s ({count}); "
+            "nothing was changed. Restore it from a backup (SQLite: a copy of the file, "
+            "e.g. a *.backup-* file next to it; PostgreSQL: pg_dump); what differs:\n"
+            + "\n".join(f"  - {problem}" for problem in problems))
 
 
 @dataclass(frozen=True)
@@ -148,9 +168,20 @@ def _head_in_files() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def _at_head(engine: Engine) -> str | None:
+def _verify(connection: Connection, revision: str, *, full: bool) -> None:
+    """Raise SchemaDamaged unless the schema is the models' (`full`: the whole comparison;
+    else the cheap check of names, and the whole comparison only to say what is wrong)."""
+    from storage.schema_check import quick_damage, schema_damage
+
+    if full or quick_damage(connection):
+        problems = schema_damage(connection)
+        if problems:
+            raise SchemaDamaged(revision, problems)
+
+
+def _at_head(engine: Engine, *, full_check: bool) -> str | None:
     """The head revision when the database is already there (the usual case, checked
-    with one query), else None."""
+    with one query, and its schema checked against the models), else None."""
     head = _head_in_files()
     if head is None:
         return None
@@ -158,11 +189,15 @@ def _at_head(engine: Engine) -> str | None:
         if not inspect(connection).has_table("alembic_version"):
             return None
         stored = connection.execute(text("SELECT version_num FROM alembic_version")).all()
-    return head if [row[0] for row in stored] == [head] else None
+        if [row[0] for row in stored] != [head]:
+            return None
+        _verify(connection, head, full=full_check)
+    return head
 
 
-def _run_upgrade(engine: Engine, *, allow_existing: bool) -> Upgrade:
-    if (current := _at_head(engine)) is not None:
+def _run_upgrade(engine: Engine, *, allow_existing: bool, full_check: bool = False
+                 ) -> Upgrade:
+    if (current := _at_head(engine, full_check=full_check)) is not None:
         return Upgrade(current, current)
     from alembic import command
 
@@ -171,6 +206,7 @@ def _run_upgrade(engine: Engine, *, allow_existing: bool) -> Upgrade:
         revision = current_revision(connection)
         _check_known(revision)
         if revision == head:
+            _verify(connection, head, full=full_check)
             return Upgrade(revision, head)
         if revision is not None and not allow_existing:
             raise SchemaError(
@@ -181,22 +217,31 @@ def _run_upgrade(engine: Engine, *, allow_existing: bool) -> Upgrade:
     backup = None
     if revision is not None and engine.dialect.name == "sqlite":
         backup = _backup_sqlite(engine, revision)
-    with engine.connect() as connection:
-        _lock(connection)
-        revision = current_revision(connection)  # another process may have upgraded it
-        _check_known(revision)
-        if revision != head:
-            config = _config()
-            config.attributes["connection"] = connection
-            try:
-                if revision == RELEASE_0_1_0 and not inspect(connection).has_table(
-                    "alembic_version"
-                ):
-                    command.stamp(config, RELEASE_0_1_0)
-                command.upgrade(config, "head")
-            finally:
-                del config.attributes["connection"]
-        connection.commit()
+    try:
+        with engine.connect() as connection:
+            _lock(connection)
+            revision = current_revision(connection)  # another process may have upgraded it
+            _check_known(revision)
+            if revision != head:
+                config = _config()
+                config.attributes["connection"] = connection
+                try:
+                    if revision == RELEASE_0_1_0 and not inspect(connection).has_table(
+                        "alembic_version"
+                    ):
+                        command.stamp(config, RELEASE_0_1_0)
+                    command.upgrade(config, "head")
+                finally:
+                    del config.attributes["connection"]
+            # what the revisions built (or what another process left) is the models'
+            # schema, or the transaction is rolled back: nothing changed. A new database
+            # gets the cheap check (tests build hundreds); an upgraded one the whole.
+            _verify(connection, head, full=full_check or revision not in (None, head))
+            connection.commit()
+    except SchemaDamaged:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        raise
     return Upgrade(revision, head, backup)
 
 
@@ -207,5 +252,6 @@ def prepare_database(engine: Engine) -> Upgrade:
 
 
 def upgrade_database(engine: Engine) -> Upgrade:
-    """`thumb db upgrade`: bring any thumb-tui database to the current schema."""
-    return _run_upgrade(engine, allow_existing=True)
+    """`thumb db upgrade`: bring any thumb-tui database to the current schema, and check
+    the whole schema against the models (SchemaDamaged names every difference)."""
+    return _run_upgrade(engine, allow_existing=True, full_check=True)

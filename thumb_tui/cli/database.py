@@ -1,4 +1,5 @@
-"""Database administration: `thumb db upgrade` brings the schema to this thumb-tui's."""
+"""Database administration: `thumb db upgrade` brings the schema to this thumb-tui's and
+checks that it is whole."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ app = typer.Typer(help="Database administration (schema upgrades).", no_args_is_
 
 @app.command("upgrade")
 def upgrade_command() -> None:
-    """Upgrade the schema (SQLite: after a backup copy). On PostgreSQL, back up first
-    (pg_dump) and run it once while nobody rates."""
+    """Upgrade the schema (SQLite: after a backup copy), then check all of it against this
+    thumb-tui's: a damaged database (a table, column, index, constraint or trigger missing)
+    is named difference by difference, exit status 2, and left as it was. On PostgreSQL,
+    back up first (pg_dump) and run it once while nobody rates."""
     state.require_existing()
     engine = make_engine(state.db)
     try:
@@ -24,3 +27,5 @@ def upgrade_command() -> None:
     finally:
         engine.dispose()
     typer.echo(str(result))
+    typer.echo("checked: every table, column, index, constraint and trigger of the schema "
+               "is there")

@@ -18,11 +18,16 @@ from thumb_tui.cli.common import (
     AnnotatorOption,
     BootstrapOption,
     CiOption,
+    ForceOption,
     ImageModeOption,
+    Outputs,
+    RawOption,
     SeedOption,
     annotator_name,
     fail,
     image_mode,
+    output_file,
+    output_folder,
     protocol_refusals,
     state,
     write_or_echo,
@@ -175,22 +180,34 @@ def batches_command(
 
 
 @app.command("annotate")
-def annotate_command(annotator: AnnotatorOption,
-                     image_mode_name: ImageModeOption = "auto") -> None:
+def annotate_command(
+    annotator: AnnotatorOption,
+    image_mode_name: ImageModeOption = "auto",
+    take_over: Annotated[bool, typer.Option(
+        "--take-over",
+        help="Take your batch over from another thumb process verifying under your name "
+             "(one left open, or one that died on another machine); that process's "
+             "answers are refused from then on.")] = False,
+) -> None:
     """Verify pairs: does the caption describe the image? 1 100% yes · 2 partially yes ·
-    3 mostly no · 4 100% no."""
+    3 mostly no · 4 100% no. One process per annotator: a second one under the same name
+    is refused (see --take-over)."""
     from storage.match import MatchSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.match import MatchScreen
 
     mode = image_mode(image_mode_name)
     with match_errors():
-        session = MatchSession(state.existing_engine, annotator_name(annotator))
-    if not session.items:
-        typer.echo("No batch to verify: none is left that needs you (create some with "
-                   "`thumb match batches`).")
-        raise typer.Exit(0)
-    ThumbApp(screen=MatchScreen(session, mode)).run()
+        session = MatchSession(state.existing_engine, annotator_name(annotator),
+                               take_over=take_over)
+    try:
+        if not session.items:
+            typer.echo("No batch to verify: none is left that needs you (create some with "
+                       "`thumb match batches`).")
+            raise typer.Exit(0)
+        ThumbApp(screen=MatchScreen(session, mode)).run()
+    finally:
+        session.close()
 
 
 @app.command("qc")
@@ -290,7 +307,7 @@ def positives_command(
     _table(paper, fmt)
     typer.echo(f"\n{POOLED_TITLE}")
     _table(pooled, fmt)
-    typer.echo(f"\nAgreement of redundant verifiers ({ci:.0%} bootstrap CIs over pairs)")
+    typer.echo(f"\nAgreement of redundant verifiers ({ci:.0%} BCa bootstrap CIs over pairs)")
     _table(result.agreement, fmt)
 
 
@@ -316,25 +333,47 @@ def export_command(
     = "eccv-json",
     positives: Annotated[str | None, typer.Option(
         "--positives", help="The positive set to write (eccv-json).")] = None,
+    force: ForceOption = False,
+    raw: RawOption = False,
 ) -> None:
     """eccv-json: a positive set in the layout of the eccv-caption package's files;
     csv/parquet: every verification with its pair, annotator, answer, seconds, proposing
-    models and ranks, and gold flag."""
+    models and ranks, and gold flag (written to --out as named, in --format)."""
     from reports.match import export_eccv, export_verifications
 
     with match_errors():
         if fmt == "eccv-json":
             if positives is None:
                 raise ValueError("--format eccv-json needs --positives NAME")
-            for path in export_eccv(state.existing_engine, positives, out):
-                typer.echo(f"wrote {_shown(str(path))}")
+            names = _eccv_outputs(out, positives, force)
+            with Outputs(force) as files:
+                paths = export_eccv(state.existing_engine, positives, files.folder(
+                    out, expect=names))
+            for path in paths:
+                typer.echo(f"wrote {_shown(str(out / path.name))}")
         elif fmt in ("csv", "parquet"):
-            if out.suffix.lower() != f".{fmt}":
-                out = out.with_suffix(f".{fmt}")
-            count = export_verifications(state.existing_engine, out)
+            output_file(out, force=force, fmt=fmt)
+            with Outputs(force) as files:
+                count = export_verifications(state.existing_engine,
+                                             files.file(out, fmt=fmt), fmt, raw=raw)
             typer.echo(f"wrote {count} verifications to {out}")
         else:
             raise ValueError(f"--format must be eccv-json, csv or parquet, not {fmt!r}")
+
+
+def _eccv_outputs(out: Path, name: str, force: bool) -> list[str]:
+    """The files an eccv-json export writes into `out`, checked before any work (a folder
+    that holds another set's files is refused: it would become unreadable)."""
+    from metrics.positives import CAPTION_TO_IMAGE, IMAGE_TO_CAPTION
+
+    names = [f"{name}{IMAGE_TO_CAPTION}", f"{name}{CAPTION_TO_IMAGE}", f"{name}_ids.json"]
+    output_folder(out, force=force, expect=names)
+    for suffix in (IMAGE_TO_CAPTION, CAPTION_TO_IMAGE) if out.is_dir() else ():
+        other = next((p for p in sorted(out.glob(f"*{suffix}")) if p.name not in names),
+                     None)
+        if other is not None:
+            raise ValueError(f"{out}: already holds {other.name}")
+    return names
 
 
 @app.command("import-positives")

@@ -12,7 +12,7 @@ from textual.widgets import ProgressBar, Static
 
 from rubrics import printable
 from rubrics.match import ANSWERS, answer_label
-from storage.match import MatchSession
+from storage.match import HOLD_HEARTBEAT_S, MatchSession
 from storage.workflow import ProtocolError
 from thumb_tui.screens.help import HelpScreen
 from thumb_tui.widgets.image_view import ImageView, open_in_viewer
@@ -81,6 +81,7 @@ class MatchScreen(KeyBarScreen):
         yield KeyBar(self.BINDINGS)
 
     def on_mount(self) -> None:
+        self.set_interval(HOLD_HEARTBEAT_S, self.keep_alive)
         if not self.session.items:
             self.query_one("#match-title", Static).update(
                 "No batch to verify: none is left that needs you.")
@@ -124,6 +125,14 @@ class MatchScreen(KeyBarScreen):
         self.query_one("#match-message", Static).update(Text(printable(message,
                                                                        newlines=False)))
 
+    def keep_alive(self) -> None:
+        """Tell other processes that this annotator still verifies here; say so when
+        another process has taken the work over."""
+        try:
+            self.session.keep_alive()
+        except ProtocolError as exc:
+            self.say(str(exc))
+
     # -- actions ----------------------------------------------------------------------------
 
     def action_answer(self, value: int) -> None:
@@ -137,7 +146,14 @@ class MatchScreen(KeyBarScreen):
         if following is not None:
             self.say(f"saved: {answer_label(value)}")
             self.show(following)
-        elif self.session.claim_next() is not None:
+            return
+        try:
+            claimed = self.session.claim_next()
+        except ProtocolError as exc:
+            self.say(f"saved: {answer_label(value)} · no next batch here: {exc}")
+            self.show(self.index)
+            return
+        if claimed is not None:
             self.say(f"saved: {answer_label(value)} · batch complete; here is the next one")
             self.show(self.session.focus)
         else:

@@ -1,0 +1,222 @@
+"""Is a database's schema the one this thumb-tui's models describe? A database at the head
+revision can still be damaged (a table dropped by hand, a trigger lost in a manual repair):
+the revision number alone does not say so.
+
+- `schema_damage` is the full comparison `thumb db upgrade` runs (a few hundred ms):
+  Alembic's autogenerate comparison of the models with the database (tables, columns and
+  their types and NULLs, indexes, unique constraints, foreign keys), the named CHECK
+  constraints, and the triggers the revisions create (the append-only event log, the
+  rubric checks, PostgreSQL's role stamp), each difference as one sentence ("table
+  judgment_score is missing").
+- `quick_damage` is what every command checks when it opens the database (well under a
+  millisecond on SQLite): one catalog query for the names of the tables, columns, named
+  indexes and triggers that must be there. Only when it finds something missing does the
+  full comparison run, to say precisely what.
+
+`tests/test_migrations.py` holds both to a new database (nothing differs) and to damaged
+copies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+
+from sqlalchemy import CheckConstraint, Connection, MetaData, inspect, text
+
+# The triggers the revisions create, as (table, trigger) per dialect: SQLite's event log
+# refuses UPDATE and DELETE with one trigger each (0001), PostgreSQL's with one function
+# (0001) and stamps each row with the session's role (0009); rating values are checked
+# against their rubric (0006: an INSERT and an UPDATE trigger per column on SQLite).
+_RUBRIC_CHECKED = {"rating": ("precision", "recall", "fluency", "conciseness", "inclusive"),
+                   "fluency_check": ("fluency",)}
+TRIGGERS: dict[str, frozenset[tuple[str, str]]] = {
+    "sqlite": frozenset({
+        ("event_log", "event_log_no_update"), ("event_log", "event_log_no_delete"),
+        *((table, f"{table}_{column}_on_rubric_{when}")
+          for table, columns in _RUBRIC_CHECKED.items() for column in columns
+          for when in ("insert", "update"))}),
+    "postgresql": frozenset({
+        ("event_log", "event_log_append_only"), ("event_log", "event_log_db_role"),
+        *((table, f"{table}_{column}_on_rubric")
+          for table, columns in _RUBRIC_CHECKED.items() for column in columns)}),
+}
+_EXTRA = "is not in this thumb-tui's schema"
+
+_SQLITE_NAMES = (
+    "SELECT 'column', m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+    "WHERE m.type = 'table' "
+    "UNION ALL SELECT type, tbl_name, name FROM sqlite_master "
+    "WHERE type IN ('index', 'trigger')")
+_POSTGRESQL_NAMES = (
+    "WITH ours AS (SELECT c.oid, c.relname FROM pg_catalog.pg_class AS c "
+    "  JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+    "  WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')) "
+    "SELECT 'column', ours.relname, a.attname FROM ours "
+    "  JOIN pg_catalog.pg_attribute AS a ON a.attrelid = ours.oid "
+    "  WHERE a.attnum > 0 AND NOT a.attisdropped "
+    "UNION ALL SELECT 'index', ours.relname, ix.relname FROM ours "
+    "  JOIN pg_catalog.pg_index AS i ON i.indrelid = ours.oid "
+    "  JOIN pg_catalog.pg_class AS ix ON ix.oid = i.indexrelid "
+    "UNION ALL SELECT 'trigger', ours.relname, t.tgname FROM ours "
+    "  JOIN pg_catalog.pg_trigger AS t ON t.tgrelid = ours.oid WHERE NOT t.tgisinternal")
+
+
+def _metadata() -> MetaData:
+    from sqlmodel import SQLModel
+
+    import storage.models  # noqa: F401  (registers every table)
+
+    return SQLModel.metadata
+
+
+@cache
+def _expected_names(dialect: str) -> frozenset[tuple[str, str, str]]:
+    """(kind, table, name) of every column, named index and trigger the schema has."""
+    names = {("table", table.name, "") for table in _metadata().tables.values()}
+    for table in _metadata().tables.values():
+        names |= {("column", table.name, column.name) for column in table.columns}
+        names |= {("index", table.name, str(index.name)) for index in table.indexes}
+    names |= {("trigger", table, name) for table, name in TRIGGERS.get(dialect, ())}
+    return frozenset(names)
+
+
+def quick_damage(connection: Connection) -> list[str]:
+    """What is missing among the names the schema must have (tables, columns, named
+    indexes, triggers), read from the catalog in one query; [] on a sound database (and
+    on a dialect this check does not know)."""
+    dialect = connection.dialect.name
+    query = {"sqlite": _SQLITE_NAMES, "postgresql": _POSTGRESQL_NAMES}.get(dialect)
+    if query is None:
+        return []
+    found = {(kind, table, name) for kind, table, name in connection.exec_driver_sql(query)}
+    found |= {("table", table, "") for kind, table, _ in found if kind == "column"}
+    missing = _expected_names(dialect) - found
+    tables = {table for kind, table, _ in missing if kind == "table"}
+    return sorted(_missing_sentence(kind, table, name) for kind, table, name in missing
+                  if kind == "table" or table not in tables)
+
+
+def _missing_sentence(kind: str, table: str, name: str) -> str:
+    if kind == "table":
+        return f"table {table} is missing"
+    if kind == "column":
+        return f"column {table}.{name} is missing"
+    return f"{kind} {name} on {table} is missing"
+
+
+def schema_differences(connection: Connection) -> list:
+    """Alembic's autogenerate comparison of the database with the models: the operations
+    a revision would need (tables, columns, types, NULLs, indexes, unique constraints,
+    foreign keys); [] when they agree."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    return compare_metadata(context, _metadata())
+
+
+def _columns(columns: Iterable) -> str:
+    return ", ".join(getattr(column, "name", str(column)) for column in columns)
+
+
+def _describe(difference: tuple | list, missing_tables: set[str]) -> list[str]:
+    """One autogenerate difference as sentences ([] for what is not thumb-tui's business:
+    a table of someone else's in the database, or a part of a table already missing)."""
+    if isinstance(difference, list):  # modify_* operations of one column
+        return [sentence for item in difference for sentence in _describe(item,
+                                                                           missing_tables)]
+    operation = difference[0]
+    if operation == "add_table":
+        return [f"table {difference[1].name} is missing"]
+    if operation == "remove_table":
+        return []
+    if operation in ("add_column", "remove_column"):
+        _, _, table, column = difference
+        state = "is missing" if operation == "add_column" else _EXTRA
+        return [f"column {table}.{column.name} {state}"]
+    if operation in ("add_index", "remove_index"):
+        index = difference[1]
+        if index.table.name in missing_tables:
+            return []
+        state = "is missing" if operation == "add_index" else _EXTRA
+        return [f"index {index.name} on {index.table.name} ({_columns(index.columns)}) "
+                f"{state}"]
+    if operation in ("add_constraint", "remove_constraint", "add_fk", "remove_fk"):
+        constraint = difference[1]
+        table = constraint.table.name
+        if table in missing_tables:
+            return []
+        state = "is missing" if operation.startswith("add") else _EXTRA
+        if operation.endswith("fk"):
+            target = constraint.elements[0].column.table.name if constraint.elements else "?"
+            referred = _columns(element.column for element in constraint.elements)
+            return [f"foreign key {table} ({_columns(constraint.columns)}) -> {target} "
+                    f"({referred}) {state}"]
+        name = f" {constraint.name}" if constraint.name else ""
+        return [f"unique constraint{name} on {table} ({_columns(constraint.columns)}) "
+                f"{state}"]
+    if operation == "modify_type":
+        _, _, table, column, _, found, wanted = difference
+        return [f"column {table}.{column} has type {found}, not {wanted}"]
+    if operation == "modify_nullable":
+        _, _, table, column, _, found, wanted = difference
+
+        def nulls(nullable: bool) -> str:
+            return "allows NULL" if nullable else "is NOT NULL"
+
+        return [f"column {table}.{column} {nulls(found)}; the schema says it "
+                f"{nulls(wanted)}"]
+    if operation.startswith("modify_") and len(difference) >= 4:
+        return [f"column {difference[2]}.{difference[3]}: {operation[7:]} differs"]
+    return [f"{operation.replace('_', ' ')}: {difference[1:]}"]
+
+
+def _check_damage(connection: Connection, missing_tables: set[str]) -> list[str]:
+    inspector = inspect(connection)
+    found_tables = set(inspector.get_table_names())
+    problems = []
+    for table in _metadata().tables.values():
+        if table.name in missing_tables or table.name not in found_tables:
+            continue
+        wanted = {c.name for c in table.constraints
+                  if isinstance(c, CheckConstraint) and isinstance(c.name, str)}
+        found = {c["name"] for c in inspector.get_check_constraints(table.name) if c["name"]}
+        problems += [f"CHECK constraint {name} on {table.name} is missing"
+                     for name in sorted(wanted - found)]
+        problems += [f"CHECK constraint {name} on {table.name} {_EXTRA}"
+                     for name in sorted(found - wanted)]
+    return problems
+
+
+def _trigger_damage(connection: Connection, missing_tables: set[str]) -> list[str]:
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        rows = connection.execute(text(
+            "SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger'"))
+    elif dialect == "postgresql":
+        rows = connection.execute(text(
+            "SELECT c.relname, t.tgname FROM pg_catalog.pg_trigger AS t "
+            "JOIN pg_catalog.pg_class AS c ON c.oid = t.tgrelid "
+            "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"))
+    else:
+        return []
+    found = {(table, name) for table, name in rows}
+    return [f"trigger {name} on {table} is missing"
+            for table, name in sorted(TRIGGERS.get(dialect, frozenset()) - found)
+            if table not in missing_tables]
+
+
+def schema_damage(connection: Connection) -> list[str]:
+    """Every way the database's schema differs from this thumb-tui's, one sentence each
+    ("table judgment_score is missing", "column event_log.os_login is missing", "trigger
+    event_log_no_update on event_log is missing"); [] when it is sound. Tables that are
+    not thumb-tui's are left alone, and so are triggers someone added."""
+    differences = schema_differences(connection)
+    missing_tables = {d[1].name for d in differences
+                      if isinstance(d, tuple) and d[0] == "add_table"}
+    problems = [sentence for difference in differences
+                for sentence in _describe(difference, missing_tables)]
+    problems += _check_damage(connection, missing_tables)
+    problems += _trigger_damage(connection, missing_tables)
+    return list(dict.fromkeys(problems))
