@@ -71,11 +71,14 @@ class SafeGroup(TyperGroup):
 
         state.forget_new_database()
         try:
-            return self._invoke(ctx)
+            result = self._invoke(ctx)
         except BaseException as exc:
             if not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
                 state.remove_new_database()
+            state.close_databases()
             raise
+        state.close_databases()
+        return result
 
     def _invoke(self, ctx: typer.Context) -> object:
         from sqlalchemy.exc import DBAPIError
@@ -138,6 +141,8 @@ class State:
         if path is not None:
             if path.is_dir():
                 fail(f"--db {self.db} is a folder, not a database file")
+            if path.exists() and not path.is_file():  # a FIFO, a device: never opened
+                fail(f"--db {self.db} is not a regular file (a FIFO, device or socket)")
             if not path.parent.is_dir():
                 fail(f"--db {self.db}: the folder {path.parent} does not exist")
             if must_exist and not path.is_file():
@@ -186,6 +191,14 @@ class State:
     def forget_new_database(self) -> None:
         """A new command begins: nothing created yet."""
         self._created, self._engines = None, []
+
+    def close_databases(self) -> None:
+        """The command ended: close its engines, so that SQLite folds the write-ahead log
+        into the database file now (not whenever the engine happens to be collected: a
+        copy of the file made later would lack what the log still held)."""
+        for engine in self._engines:
+            engine.dispose()
+        self._engines = []
 
     def remove_new_database(self) -> None:
         """The command failed: remove the database file it created (with its -wal, -shm and
