@@ -186,13 +186,24 @@ def read_score_file(path: Path, image_keys: Path | None = None,
 def _key_lines(path: Path) -> list[str]:
     from metrics.rankings import RankingsError
     from metrics.untrusted import regular_file
+    from rubrics.escape import text_refusal
 
     regular_file(path, RankingsError)
     try:
-        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip()]
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise RankingsError(f"cannot read ids from {path}: {exc}") from None
+        raise RankingsError(f"{path}: cannot read ids: {exc}") from None
+    keys = []
+    # lines end at LF only: str.splitlines() also breaks at C1 and Unicode separators,
+    # which would hide them from the check and put problems on the wrong lines
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")  # CR LF line ends
+        problem = text_refusal(line)  # an id is an imported text like any other
+        if problem is not None:
+            raise RankingsError(f"{path}:{number}: {problem}")
+        if line.strip():
+            keys.append(line.strip())
+    return keys
 
 
 def proposals(top_lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int,

@@ -32,6 +32,7 @@ import numpy as np
 
 from metrics.integer_lists import parse_integer_lists
 from metrics.untrusted import load_json, regular_file
+from rubrics.escape import forbidden_character, refusal, text_refusal
 
 Id = int | str
 IdMap = Mapping[Id, tuple[Id, ...]]
@@ -45,6 +46,7 @@ COCO_1K_FOLDS = 5
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]*")
 MAX_ID_DIGITS = 20  # an integer id: any 64-bit integer, signed or not
 MAX_ID_CHARS = 20_000  # a string id (the import's limit on a text field)
+# (and, like every imported text, no control, bidirectional-formatting or BOM character)
 _ID_BOUND = 10**MAX_ID_DIGITS
 
 
@@ -54,8 +56,10 @@ class PositivesError(ValueError):
 
 def normalize_id(value: object) -> Id:
     """The one spelling of an id (see the module docstring); ValueError for a non-id, an
-    integer of more than MAX_ID_DIGITS digits (a uint64 has 20) or a string of more than
-    MAX_ID_CHARS characters. A canonical integer string of more digits stays a string."""
+    integer of more than MAX_ID_DIGITS digits (a uint64 has 20), a string of more than
+    MAX_ID_CHARS characters or one holding a character the import refuses (ESC, OSC 52's
+    BEL, C1, NUL, a bidirectional override: `rubrics.escape.forbidden_character`). A
+    canonical integer string of more digits stays a string."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"an id must be an integer or a string, not {shown(value)}")
     if isinstance(value, int):
@@ -66,6 +70,8 @@ def normalize_id(value: object) -> Id:
         raise ValueError("an id must not be empty")
     if len(value) > MAX_ID_CHARS:
         raise ValueError(f"an id of {len(value):,} characters (at most {MAX_ID_CHARS:,})")
+    if (character := forbidden_character(value)) is not None:
+        raise ValueError(refusal(character))
     if len(value) - value.startswith("-") <= MAX_ID_DIGITS and _CANONICAL_INT.fullmatch(value):
         return int(value)
     return value  # longer digit strings stay text: no id ever needs a big integer
@@ -177,9 +183,14 @@ def positive_set_from_pairs(name: str, pairs: Iterable[tuple[object, object]]) -
 
 
 def line_of_key(text: str, key: str) -> int:
-    """The line where `"key"` first appears as a JSON key (1 if it cannot be found)."""
-    found = re.search(r'"' + re.escape(key) + r'"\s*:', text)
-    return text.count("\n", 0, found.start()) + 1 if found else 1
+    """The line where `"key"` first appears as a JSON key (1 if it cannot be found), as
+    written or with JSON's escapes (`"a\\u001bb"` for a key holding ESC)."""
+    for spelling in dict.fromkeys((key, json.dumps(key)[1:-1],
+                                   json.dumps(key, ensure_ascii=False)[1:-1])):
+        found = re.search(r'"' + re.escape(spelling) + r'"\s*:', text)
+        if found:
+            return text.count("\n", 0, found.start()) + 1
+    return 1
 
 
 def read_id_map(path: Path) -> dict[Id, tuple[Id, ...]]:
@@ -254,7 +265,14 @@ def read_positive_dir(directory: Path, name: str | None = None) -> PositiveSet:
     if name is None:
         prefix = image_file.name.removesuffix(IMAGE_TO_CAPTION)
         same = prefix == caption_file.name.removesuffix(CAPTION_TO_IMAGE)
-        name = prefix if same and prefix else Path(directory).resolve().name
+        name, source = ((prefix, "the file prefix") if same and prefix
+                        else (Path(directory).resolve().name, "the folder's name"))
+    else:
+        source = "the positive set's name"
+    # the name is stored and shown (tables, the τ plot): an imported text like any other
+    problem = text_refusal(name)
+    if problem is not None:
+        raise PositivesError(f"{directory}: {source} {shown(name)}: {problem}")
     return PositiveSet(
         name,
         MappingProxyType(read_id_map(image_file)),

@@ -29,9 +29,16 @@ from metrics.correlation import (
     correlation_ci,
     image_weights,
 )
-from metrics.positives import Id, PositiveSet, normalize_id, positive_set_from_pairs
+from metrics.positives import (
+    Id,
+    PositiveSet,
+    normalize_id,
+    positive_set_from_pairs,
+    shown,
+)
 from metrics.retrieval import RelevanceView
 from metrics.untrusted import ID_KINDS, REAL_KINDS, Npz, check_array, regular_file
+from rubrics.escape import MAX_TEXT_CHARS, text_refusal
 
 RELEVANCE_METRICS = ("cider-d", "spice-approx")
 
@@ -114,6 +121,10 @@ def read_relevance(path: Path) -> RelevanceMatrix:
                 raise
             raise RelevanceError(f"{path}: {error}") from None
         metric, signature = str(archive.array("metric")), str(archive.array("signature"))
+        for name, text in (("metric", metric), ("signature", signature)):
+            problem = text_refusal(text)  # both are stored and shown, like imported text
+            if problem is not None:
+                raise RelevanceError(f"{path}: {name}: {problem}")
         values = archive.array("values")
     if values.dtype.kind in "iu":
         values = values.astype(np.float64)
@@ -219,12 +230,14 @@ JUDGMENT_COLUMNS = ("image_id", "caption_id", "grade")
 def read_judgments(path: Path) -> pd.DataFrame:
     """Graded human judgments of image-caption pairs from a CSV with the columns
     image_id, caption_id, grade (e.g. CxC's 0-5 similarity ratings, or match-verification
-    answers mapped to numbers); several grades of one pair are averaged later. Problems
-    name the file and line."""
+    answers mapped to numbers); several grades of one pair are averaged later. Ids are
+    checked like every imported text (`normalize_id`: no control character, at most
+    20,000 characters). Problems name the file and line."""
     import csv
 
     path = regular_file(path, RelevanceError)
     rows = []
+    reader = None
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
@@ -236,14 +249,25 @@ def read_judgments(path: Path) -> pd.DataFrame:
                 line = reader.line_num
                 try:
                     grade = float(row["grade"])
-                    pair = (normalize_id(row["image_id"] or ""),
-                            normalize_id(row["caption_id"] or ""))
-                except (TypeError, ValueError) as error:
-                    raise RelevanceError(f"{path}:{line}: {error}") from None
+                except (TypeError, ValueError):
+                    raise RelevanceError(f"{path}:{line}: the grade {shown(row['grade'])} "
+                                         "is not a number") from None
+                pair = []
+                for column in ("image_id", "caption_id"):
+                    try:
+                        pair.append(normalize_id(row[column] or ""))
+                    except (TypeError, ValueError) as error:
+                        raise RelevanceError(f"{path}:{line}: {column}: {error}") from None
                 if not np.isfinite(grade):
                     raise RelevanceError(f"{path}:{line}: the grade must be a finite number")
                 rows.append((*pair, grade))
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
+    except csv.Error as error:
+        line = reader.reader.line_num if reader is not None else 1  # where it stopped
+        message = (f"a field of more than {csv.field_size_limit():,} characters (a text has "
+                   f"at most {MAX_TEXT_CHARS:,})" if "field limit" in str(error)
+                   else f"malformed CSV: {error}")
+        raise RelevanceError(f"{path}:{max(line, 1)}: {message}") from None
+    except (OSError, UnicodeDecodeError) as error:
         raise RelevanceError(f"{path}: cannot read: {error}") from None
     if not rows:
         raise RelevanceError(f"{path}: no judgments")

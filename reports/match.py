@@ -37,6 +37,7 @@ from metrics.positives import (
     positive_set,
     read_positive_dir,
     shipped_positive_set,
+    shown,
     write_positive_dir,
 )
 from metrics.signature import format_signature
@@ -183,8 +184,13 @@ def proposal_signature(digest: str, *, source: str, top_k: int, depth: int, dire
 
 
 def check_can_propose(engine: Engine, model: str, sample: int | None, seed: int) -> None:
-    """Before any scoring: the model name is new, and every model proposes for the same
-    queries (a sample must repeat the first model's)."""
+    """Before any scoring: the model name is usable text (stored and shown: the import's
+    check) and new, and every model proposes for the same queries (a sample must repeat
+    the first model's)."""
+    from rubrics.escape import text_refusal
+
+    if (problem := text_refusal(model)) is not None:
+        raise MatchError(f"the model name {shown(model)}: {problem}")
     check_new_model(engine, model)
     first = query_sample(engine)
     if first is None:

@@ -25,6 +25,7 @@ from metrics.positives import (
     read_positive_dir,
     shipped_positive_set,
     shipped_positive_sets,
+    shown,
 )
 from metrics.rankings import (
     Ranked,
@@ -198,7 +199,12 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
                    ) -> tuple[list[dict[str, object]], int]:
     """Evaluate (what is not stored yet) and return (the model's records for these
     targets, the number of targets computed now). Bad files leave the database as it
-    was: everything is read and computed before anything is stored."""
+    was: everything is read and computed before anything is stored. The model's name is
+    checked as imported text is (it is stored and shown)."""
+    from rubrics.escape import text_refusal
+
+    if (problem := text_refusal(name)) is not None:
+        raise ValueError(f"the model name {shown(name)}: {problem}")
     labelled = files.labelled()
     directions = None
     with ThreadPoolExecutor(1) as pool:  # hashlib lets go of the interpreter lock

@@ -218,8 +218,25 @@ def comparison_table(ranks: pd.DataFrame, tau: pd.DataFrame, *, out: Path | None
     _print(Group(*tables), out)
 
 
+PLOT_LABEL_CHARS = 80  # a longer label is cut (…): the heat map stays readable
+
+
+def plot_label(text: str) -> str:
+    """`text` as a label of a figure: control characters shown as escapes (`\\x1b`, so
+    that no raw byte reaches an SVG, where XML forbids it, or a terminal through a
+    warning), on one line, at most PLOT_LABEL_CHARS characters. `$` stays a dollar sign:
+    the figure is drawn with mathtext off."""
+    text = printable(text, newlines=False)
+    return text if len(text) <= PLOT_LABEL_CHARS else text[: PLOT_LABEL_CHARS - 1] + "…"
+
+
 def draw_tau(tau: pd.DataFrame, path: Path) -> None:
-    """A heat map of the τ matrix (needs matplotlib, in the `metrics` extra)."""
+    """A heat map of the τ matrix (needs matplotlib, in the `metrics` extra). Labels come
+    from files and the database: each goes through `plot_label`, mathtext is off (`$x$` is
+    shown as typed, an unbalanced `$` cannot fail the plot), and what matplotlib warns
+    (a glyph missing from the font) is passed on with its message made printable."""
+    import warnings
+
     try:
         import matplotlib
 
@@ -229,12 +246,20 @@ def draw_tau(tau: pd.DataFrame, path: Path) -> None:
         raise RuntimeError("--plot needs matplotlib: pip install 'thumb-tui[metrics]'"
                            ) from error
     size = max(4.0, 0.5 * len(tau) + 2)
-    figure, axes = plt.subplots(figsize=(size + 1, size))
-    image = axes.imshow(tau.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu")
-    axes.set_xticks(range(len(tau)), [str(i + 1) for i in range(len(tau))])
-    axes.set_yticks(range(len(tau)), [f"({i + 1}) {label}" for i, label in
-                                      enumerate(tau.index)])
-    figure.colorbar(image, ax=axes, label="Kendall τ-b")
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context(
+            {"text.parse_math": False, "text.usetex": False}):
+        warnings.simplefilter("always")
+        figure, axes = plt.subplots(figsize=(size + 1, size))
+        try:
+            image = axes.imshow(tau.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu")
+            axes.set_xticks(range(len(tau)), [str(i + 1) for i in range(len(tau))])
+            axes.set_yticks(range(len(tau)), [f"({i + 1}) {plot_label(str(label))}"
+                                              for i, label in enumerate(tau.index)])
+            figure.colorbar(image, ax=axes, label="Kendall τ-b")
+            figure.tight_layout()
+            figure.savefig(path)
+        finally:
+            plt.close(figure)
+    for warning in {printable(str(w.message), newlines=False): w for w in caught}.values():
+        warnings.warn(printable(str(warning.message), newlines=False),
+                      category=warning.category, stacklevel=2)

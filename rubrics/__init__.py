@@ -10,6 +10,7 @@ from rubrics.escape import (
     forbidden_character,
     printable,
     refusal,
+    text_refusal,
 )
 from rubrics.model import (
     PENALTY_KEYS,
@@ -50,4 +51,5 @@ __all__ = [
     "parse_rubric",
     "printable",
     "refusal",
+    "text_refusal",
 ]

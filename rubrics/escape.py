@@ -60,6 +60,17 @@ def refusal(character: str) -> str:
     return f"control character {codepoint(character)} is not allowed (only tab and newline are)"
 
 
+def text_refusal(text: str, limit: int = MAX_TEXT_CHARS) -> str | None:
+    """Why an imported text is refused, or None: longer than `limit` characters (the
+    import's 20,000 unless said otherwise: `20,001 characters (at most 20,000)`), or holding
+    a forbidden character (`control character U+001B is not allowed …`). The one check
+    every reader of a user's file applies to each text it takes from it (ids, names)."""
+    if len(text) > limit:
+        return f"{len(text):,} characters (at most {limit:,})"
+    character = forbidden_character(text)
+    return None if character is None else refusal(character)
+
+
 def _visible(match: re.Match[str]) -> str:
     character = match.group()
     if character == "\n":

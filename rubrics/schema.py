@@ -143,7 +143,16 @@ def parse_toml(raw: bytes, name: str, *, max_bytes: int,
 
 def read_toml(path: Path, *, max_bytes: int, error: type[FileError] = FileError) -> dict:
     """The TOML file at `path`, read within the limits of `parse_toml` (at most
-    `max_bytes` of it are read)."""
+    `max_bytes` of it are read). A FIFO, a device or a folder is refused before it is
+    opened (a FIFO would block the read until a writer comes)."""
+    from rubrics.files import regular_file
+
+    try:
+        regular_file(path)
+    except ValueError as exc:
+        problem = str(exc).removeprefix(f"{path}: ")
+        raise error(str(path), [problem if "not a regular file" in problem
+                                else f"cannot read the file: {problem}"]) from None
     try:
         with path.open("rb") as handle:
             raw = handle.read(max_bytes + 1)

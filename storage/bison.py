@@ -256,6 +256,8 @@ def import_bison(engine: Engine, path: str | Path, *, actor: str,
                                            allow_outside_images)
     else:
         rows = read_own_bison(path, problems, allow_outside_images)
+    if not rows and not problems.items:  # `{"data": []}`: nothing to import is a problem
+        raise InputError([Problem(path, 1, "no BISON items found")])
     with write_transaction(engine) as connection:
         image = Image.__table__
         known: dict[str, int] = {}

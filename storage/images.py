@@ -98,6 +98,8 @@ def image_problem(path: str | Path) -> str | None:
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"cannot read the file: {reason}"
+    if not stat.S_ISREG(found.st_mode):  # a FIFO would block Pillow's open() for ever
+        return "not a regular file (a folder, FIFO, device or socket)"
     return _problem(os.fspath(path), found.st_size, found.st_mtime_ns)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rubrics.escape import from_spreadsheet
+from rubrics.files import regular_file
 from storage.errors import InputError, Problem, Problems
 from storage.untrusted import (
     JsonProblem,
@@ -27,8 +28,21 @@ def _unreadable(path: Path, exc: OSError | ValueError) -> InputError:
     return InputError([Problem(path, 0, f"cannot read file: {reason}")])
 
 
+def _regular(path: Path) -> None:
+    """Refuse, before opening it, what is not a regular file: opening a FIFO for reading
+    blocks until a writer comes (which may be never); a device or a folder is no file to
+    import (`rubrics.files.regular_file`)."""
+    try:
+        regular_file(path)
+    except ValueError as exc:
+        message = str(exc).removeprefix(f"{path}: ").removeprefix("cannot read: ")
+        raise InputError([Problem(path, 0, message if "not a regular file" in message
+                                  else f"cannot read file: {message}")]) from None
+
+
 def read_text(path: Path) -> str:
     """Decode a file as UTF-8 (a BOM is allowed), naming the line of the first bad byte."""
+    _regular(path)
     try:
         raw = path.read_bytes()
     except (OSError, ValueError) as exc:
@@ -47,6 +61,7 @@ def _lines(path: Path, newline: str) -> Iterator[str]:
     a large file is never held whole. `newline` as `open()` takes it: "" ends lines at LF,
     CR and CRLF (CSV), LF at LF only (JSON lines). A bad byte is reported as `read_text`
     reports it, with its line and column."""
+    _regular(path)
     try:
         with open(path, encoding="utf-8-sig", newline=newline) as handle:
             yield from handle
@@ -139,13 +154,22 @@ def _jsonl_records(lines: Iterator[str], problems: Problems) -> Parsed:
 
 
 def _parquet_records(path: Path) -> Parsed:
-    """Rows of a Parquet file (our own export), numbered from 1 like data lines."""
+    """Rows of a Parquet file (our own export), numbered from 1 like data lines. Arrow may
+    decode a column only when it is used (a string column that is not UTF-8), so every
+    error of the reading and of the conversion to records names the file."""
     import pandas as pd
+    import pyarrow
 
     try:
         frame = pd.read_parquet(path)
-    except (OSError, ValueError) as exc:
-        raise InputError([Problem(path, 0, f"cannot read Parquet file: {exc}")]) from exc
+        rows = frame.to_dict(orient="records")
+    except MemoryError:
+        raise InputError([Problem(path, 0, "does not fit in memory")]) from None
+    except (pyarrow.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+            NotImplementedError, OverflowError, RuntimeError, UnicodeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError([Problem(path, 0, f"cannot read Parquet file: {reason}")]
+                         ) from None
 
     def plain(value: object) -> object:
         if hasattr(value, "tolist"):  # numpy arrays and scalars
@@ -154,7 +178,7 @@ def _parquet_records(path: Path) -> Parsed:
             return None
         return None if value == "" else value
 
-    for number, record in enumerate(frame.to_dict(orient="records"), start=1):
+    for number, record in enumerate(rows, start=1):
         yield number, {str(key).strip().lower(): plain(item)
                        for key, item in record.items()}, False
 
@@ -173,8 +197,7 @@ def iter_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] |
         raise InputError([Problem(path, 0, "unknown format: expected .csv, .jsonl or "
                                            ".parquet")])
     if fmt == "parquet":
-        if not path.is_file():
-            raise InputError([Problem(path, 0, "cannot read file: no such file")])
+        _regular(path)
         records = _parquet_records(path)
         schema = None
     elif fmt == "csv":

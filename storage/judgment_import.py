@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, select
 
+from rubrics.escape import printable, text_refusal
 from storage.db import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
@@ -349,6 +350,8 @@ def import_judgments(
         raise ValueError("a pairwise set has no scale; leave out --scale")
     if not name.strip():
         raise ValueError("a judgment set needs a name")
+    if (problem := text_refusal(name)) is not None:  # stored and shown: imported text
+        raise ValueError(f"the judgment set name {printable(name[:60])!r}: {problem}")
     problems = Problems(path)
     records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)
     _check_columns(records, kind, path, problems)

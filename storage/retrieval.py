@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, delete, select
 
+from rubrics.files import regular_file
 from storage.db import write_transaction
 from storage.events import log_change
 from storage.models import RetrievalModel, RetrievalResult, utcnow
@@ -27,9 +28,11 @@ class RetrievalStoreError(ValueError):
 
 
 def file_digest(paths: Sequence[tuple[str, Path]]) -> str:
-    """`label:sha256|…` of the files' bytes, in the order given."""
+    """`label:sha256|…` of the files' bytes, in the order given. Each must be a regular
+    file (a FIFO would block the hashing for ever): ValueError naming it otherwise."""
     parts = []
     for label, path in paths:
+        regular_file(path)
         with open(path, "rb") as handle:
             parts.append(f"{label}:{hashlib.file_digest(handle, 'sha256').hexdigest()}")
     return "|".join(parts)

@@ -112,8 +112,8 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
     or a Textual key name, with modifiers), and no two bindings of one screen on the same
     key. KeymapError lists every problem, each with the file's name."""
     path = keymap_path() if path is None else path
-    if not path.is_file():
-        return {}
+    if not path.exists():
+        return {}  # (a FIFO, a device or a folder is refused by read_toml, not read)
     data = read_toml(path, max_bytes=MAX_KEYMAP_BYTES, error=KeymapError)
     problems = []
     if set(data) - {"keymap"} or not isinstance(data.get("keymap", {}), dict):
