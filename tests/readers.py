@@ -824,15 +824,21 @@ def run_cli(reader: Reader, folder: Path, db: Path) -> None:
     raise CliRefused(output)
 
 
-def run_example(reader: Reader, example: Example, work: Path) -> Outcome:
-    """Write the example into a fresh folder under `work`, read it, and say what came of
-    it; `work` is emptied afterwards."""
+def _fresh_input(reader: Reader, work: Path) -> tuple[Path, Path]:
+    """`work` emptied, the reader's input folder set up in it, and the target's path."""
     folder = work / "input"
     shutil.rmtree(work, ignore_errors=True)
     folder.mkdir(parents=True)
     reader.setup(folder)
     target = folder / reader.target
     target.parent.mkdir(parents=True, exist_ok=True)
+    return folder, target
+
+
+def run_example(reader: Reader, example: Example, work: Path) -> Outcome:
+    """Write the example into a fresh folder under `work`, read it, and say what came of
+    it; `work` is emptied afterwards."""
+    folder, target = _fresh_input(reader, work)
     target.write_bytes(example.content)
     db = work / "db" / "target.db"
     db.parent.mkdir()
@@ -903,12 +909,7 @@ def called_functions(run: Callable[[], object]) -> set[str]:
 
 def fifo_in_place(reader: Reader, work: Path) -> tuple[Path, Callable[[], object]]:
     """The reader's folder with a FIFO as its target, and how to read it."""
-    folder = work / "input"
-    shutil.rmtree(work, ignore_errors=True)
-    folder.mkdir(parents=True)
-    reader.setup(folder)
-    target = folder / reader.target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    folder, target = _fresh_input(reader, work)
     target.unlink(missing_ok=True)
     os.mkfifo(target)
     (work / "db").mkdir()
