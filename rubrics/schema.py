@@ -374,12 +374,7 @@ def _dimensions(check: Checker, data: dict) -> dict[str, dict]:
     for number, raw in enumerate(tables or [], 1):
         where = f"dimensions[{number}]"
         check.table(where, raw, _DIMENSION)
-        key = check.text(f"{where}.key", raw.get("key"), IDENT) if "key" in raw else None
-        if key is not None and key not in SCORE_KEYS:
-            check.add(f"{where}.key", f"dimension {key!r} has no column in the rating table "
-                                      f"(it has {', '.join(SCORE_KEYS)}); a new one needs a "
-                                      "schema migration")
-            key = None
+        key = _column_key(check, where, raw, "dimension", SCORE_KEYS)
         keys.append(key)
         if "label" in raw:
             check.text(f"{where}.label", raw["label"], LINE)
@@ -398,6 +393,18 @@ def _dimensions(check: Checker, data: dict) -> dict[str, dict]:
                                 f"(under its own labels, scales and weights), not "
                                 f"{', '.join(map(str, keys)) or 'none'}")
     return found
+
+
+def _column_key(check: Checker, where: str, raw: dict, what: str,
+                columns: tuple[str, ...]) -> str | None:
+    """The entry's `key`, when it names a column of the rating table (else None, and the
+    problem noted)."""
+    key = check.text(f"{where}.key", raw["key"], IDENT) if "key" in raw else None
+    if key is not None and key not in columns:
+        check.add(f"{where}.key", f"{what} {key!r} has no column in the rating table (it has "
+                                  f"{', '.join(columns)}); a new one needs a schema migration")
+        return None
+    return key
 
 
 def _default_label(check: Checker, where: str, raw: dict, field: str, kind: str) -> str | None:
@@ -460,12 +467,7 @@ def _penalties(check: Checker, data: dict) -> dict[str, dict]:
     for number, raw in enumerate(check.tables("penalties", data.get("penalties")) or [], 1):
         where = f"penalties[{number}]"
         check.table(where, raw, *_PENALTY)
-        key = check.text(f"{where}.key", raw["key"], IDENT) if "key" in raw else None
-        if key is not None and key not in PENALTY_KEYS:
-            check.add(f"{where}.key", f"penalty {key!r} has no column in the rating table "
-                                      f"(it has {', '.join(PENALTY_KEYS)}); a new one needs a "
-                                      "schema migration")
-            key = None
+        key = _column_key(check, where, raw, "penalty", PENALTY_KEYS)
         keys.append(key)
         if "label" in raw:
             check.text(f"{where}.label", raw["label"], LINE)
