@@ -11,17 +11,53 @@ to the annotators (`group_identical`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TypeVar
 
-from sqlalchemy import Connection, Result, Select, bindparam, func, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Result,
+    Select,
+    Table,
+    and_,
+    bindparam,
+    func,
+    select,
+)
 
+from rubrics import SCORE_KEYS
 from storage.models import Annotator, Assignment, Caption, Image, Rating, Stage
 
 R = TypeVar("R")
 Write = tuple[str, Stage]  # an annotator's rating of the image at a stage
+
+
+# -- what a rating is and who may do what: each rule's one expression -----------------------
+
+def is_complete(values: Mapping[str, object]) -> bool:
+    """A rating is complete when every score (each dimension of its rubric) is set;
+    penalties and the note may stay at their defaults."""
+    return all(values.get(key) is not None for key in SCORE_KEYS)
+
+
+def is_started(values: Mapping[str, object]) -> bool:
+    """A rating is started once any score is set (a half-scored caption)."""
+    return any(values.get(key) is not None for key in SCORE_KEYS)
+
+
+def complete_clause(rating: Table | None = None) -> ColumnElement[bool]:
+    """`is_complete` in SQL, over the rating table (or an alias of it)."""
+    rating = Rating.__table__ if rating is None else rating
+    return and_(*(rating.c[key].is_not(None) for key in SCORE_KEYS))
+
+
+def may_check_fluency(native_english: bool | None) -> bool:
+    """Only a native English speaker does the fluency round (an annotator whose native
+    language is unknown is not one)."""
+    return bool(native_english)
 
 
 class ProtocolError(PermissionError):
@@ -152,8 +188,7 @@ def _queries(some: bool) -> dict[str, Select]:
         "images": select(image.c.id, image.c.key, image.c.double_rating).order_by(image.c.id),
         "captions": select(caption.c.image_id, func.count()).group_by(caption.c.image_id),
         "ratings": (select(caption.c.image_id, annotator.c.name, rating.c.stage,
-                           func.count(rating.c.id).filter(rating.c.precision.is_not(None),
-                                                          rating.c.recall.is_not(None)))
+                           func.count(rating.c.id).filter(complete_clause(rating)))
                     .join(caption, rating.c.caption_id == caption.c.id)
                     .join(annotator, rating.c.annotator_id == annotator.c.id)
                     .group_by(caption.c.image_id, annotator.c.name, rating.c.stage)),
