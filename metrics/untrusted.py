@@ -1,6 +1,7 @@
 """Files a user names are untrusted: what every reader of one in `metrics/` checks before it
 interprets a byte. `storage/untrusted.py` is the import's counterpart; metrics cannot
-import storage, so the limits they share are repeated here (a test keeps them equal).
+import storage, so the JSON limits and number hooks they share live in the bottom layer,
+`rubrics/json_limits.py`.
 
 - `regular_file` (from `rubrics.files`, the one check every reader of a user's file
   makes): a FIFO, a device or a directory is refused before it is opened (opening a FIFO
@@ -35,9 +36,18 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from rubrics.files import regular_file  # the metrics readers take it from here
+from rubrics.json_limits import MAX_DEPTH as MAX_DEPTH
+from rubrics.json_limits import MAX_NUMBER_CHARS as MAX_NUMBER_CHARS
+from rubrics.json_limits import (
+    Refused,
+    integer_hook,
+    line_of,
+    real_hook,
+    refuse_constant,
+    refused_line,
+    too_deep,
+)
 
-MAX_DEPTH = 32  # as storage.untrusted: lists of ids nest 2 deep, COCO files 4 or 5
-MAX_NUMBER_CHARS = 40  # as storage.untrusted
 MAX_INTEGER_DIGITS = 20  # storage.untrusted has 18 (int64 columns); ids may be uint64
 DEFLATE_RATIO = 1032  # deflate's largest possible expansion: no member can hold more
 
@@ -45,38 +55,10 @@ ErrorType = type[ValueError]  # the reader's own error class
 
 
 # --- JSON ------------------------------------------------------------------------------
+# The number hooks, nesting check and limits are the import's (rubrics.json_limits).
 
-class _Refused(ValueError):
-    """A number or constant the limits refuse; `fragment` is its text in the input."""
-
-    def __init__(self, fragment: str, message: str) -> None:
-        super().__init__(message)
-        self.fragment = fragment
-
-
-def _integer(digits: str) -> int:
-    if len(digits) - digits.startswith("-") > MAX_INTEGER_DIGITS:
-        raise _Refused(digits, f"a number with {len(digits.lstrip('-'))} digits (at most "
-                               f"{MAX_INTEGER_DIGITS})")
-    return int(digits)
-
-
-def _real(text: str) -> float:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise _Refused(text, f"a number written with {len(text)} characters (at most "
-                             f"{MAX_NUMBER_CHARS})")
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused(text, f"{text} is not a finite number")
-    return value
-
-
-def _constant(name: str) -> float:
-    raise _Refused(name, f"{name} is not a JSON number")
-
-
-def _line(text: str, position: int) -> int:
-    return text.count("\n", 0, position) + 1 if position >= 0 else 1
+_INTEGER = integer_hook(MAX_INTEGER_DIGITS)
+_REAL = real_hook(finite=True)
 
 
 def load_json(text: str, path: Path | str, error: ErrorType, *,
@@ -96,16 +78,16 @@ def load_json(text: str, path: Path | str, error: ErrorType, *,
     levels is refused (a walk over the parsed value) unless `flat=True`, for files whose
     shape the caller checks to be an object of lists of ids (anything else in a list
     refused): two levels, at no cost."""
-    hooks: dict[str, Any] = {"parse_constant": _constant, "object_pairs_hook":
+    hooks: dict[str, Any] = {"parse_constant": refuse_constant, "object_pairs_hook":
                              object_pairs_hook}
     if integers:
-        hooks["parse_int"] = _integer
+        hooks["parse_int"] = _INTEGER
     if reals:
-        hooks["parse_float"] = _real
+        hooks["parse_float"] = _REAL
     try:
         value = json.loads(text, **hooks)
-    except _Refused as exc:
-        raise error(f"{path}:{_line(text, text.find(exc.fragment))}: {exc}") from None
+    except Refused as exc:
+        raise error(f"{path}:{refused_line(text, exc)}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except RecursionError:
@@ -117,27 +99,11 @@ def load_json(text: str, path: Path | str, error: ErrorType, *,
         found = re.search(f"[0-9]{{{sys.get_int_max_str_digits() + 1},}}", text)
         if found is None:
             raise error(f"{path}: not valid JSON: {exc}") from None
-        raise error(f"{path}:{_line(text, found.start())}: a number with "
+        raise error(f"{path}:{line_of(text, found.start())}: a number with "
                     f"{len(found.group())} digits (at most {MAX_INTEGER_DIGITS})") from None
     if not flat and text.count("[") + text.count("{") > MAX_DEPTH and too_deep(value):
         raise error(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
     return value
-
-
-def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
-    """Whether lists and objects nest more than `limit` levels deep in `value`, level by
-    level, without recursion; scalars are passed over in C (list comprehensions)."""
-    level, containers = 0, [value] if type(value) in (list, dict) else []
-    while containers:
-        level += 1
-        if level > limit:
-            return True
-        inner = []
-        for container in containers:
-            items = container.values() if type(container) is dict else container
-            inner += [item for item in items if type(item) is list or type(item) is dict]
-        containers = inner
-    return False
 
 
 # --- NumPy arrays ----------------------------------------------------------------------

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
+from rubrics.amounts import describe, penalty_ranges, within
+
 # SCORE_KEYS, PENALTY_KEYS: the rating table's columns a rubric can fill (rubrics.schema)
 from rubrics.schema import (
-    EPSILON,
     MAX_RUBRIC_BYTES,
     PENALTY_KEYS,
     SCORE_KEYS,
@@ -19,6 +20,11 @@ from rubrics.schema import (
     parse_toml,
     read_toml,
 )
+
+
+def error_codes(type_text: str | None) -> list[str]:
+    """The error type codes of a `<penalty>_type` column: comma-separated, spaces aside."""
+    return [code for code in (c.strip() for c in (type_text or "").split(",")) if code]
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class ErrorType:
         return self.min == self.max
 
     def check(self, value: float) -> None:
-        if not self.min - EPSILON <= value <= self.max + EPSILON:
+        if not within(((self.min, self.max),), value):
             raise ValueError(
                 f"{self.code!r} takes a penalty between {self.min:g} and {self.max:g}, "
                 f"not {value:g}"
@@ -77,14 +83,18 @@ class PenaltyCategory:
 
     def allowed_ranges(self) -> tuple[tuple[float, float], ...]:
         """The amounts a rating may hold, as closed intervals: 0 to the cap when errors add
-        up; else none (0) or one type's value or range."""
-        if self.multiple:
-            return ((0.0, self.max_total),)
-        return ((0.0, 0.0), *sorted({(t.min, t.max) for t in self.types}))
+        up; else none (0) or one type's value or range (rubrics.amounts: the one rule,
+        which the database's triggers enforce through `Rubric.allowed_ranges`)."""
+        return penalty_ranges(self.multiple, self.max_total,
+                              ((t.min, t.max) for t in self.types))
 
     def allows(self, amount: float) -> bool:
-        return any(low - EPSILON <= amount <= high + EPSILON
-                   for low, high in self.allowed_ranges())
+        """Whether a rating may hold this amount: the only check of an amount."""
+        return within(self.allowed_ranges(), amount)
+
+    def allowed_text(self) -> str:
+        """The allowed amounts in words, e.g. "one of 0, 0.5", "0 or between 0.5 and 1.5"."""
+        return describe(self.allowed_ranges())
 
     def type(self, code: str) -> ErrorType:
         for error_type in self.types:
@@ -92,6 +102,46 @@ class PenaltyCategory:
                 return error_type
         known = ", ".join(t.code for t in self.types)
         raise ValueError(f"unknown {self.key} error type {code!r} (known: {known})")
+
+    def problem(self, amount: float, codes: Sequence[str] = ()) -> str | None:
+        """Why a rating may not hold this amount with these error type codes (its
+        `<key>_type` column, split at commas), or None when it may: the amount must be one
+        `allows`; each code one of the catalogue's; without `multiple`, one code at most;
+        with codes, the amount within the sum of their values or ranges. The one check of
+        a penalty's amount and type, for import, the sessions and the screens."""
+        for code in codes:
+            if all(t.code != code for t in self.types):
+                known = ", ".join(t.code for t in self.types)
+                return f"unknown {self.key} error type {code!r} (known: {known})"
+        if not self.allows(amount):
+            return f"{self.key} penalty must be {self.allowed_text()}, not {amount:g}"
+        if len(codes) > 1 and not self.multiple:
+            return (f"{self.key} penalty takes one error type at most, not "
+                    f"{','.join(codes)!r}")
+        if codes:
+            types = [self.type(code) for code in codes]
+            span = ((sum(t.min for t in types), sum(t.max for t in types)),)
+            if not within(span, amount):
+                return (f"{self.key} penalty {amount:g} does not match error type "
+                        f"{','.join(codes)!r}")
+        return None
+
+    def implied_amount(self, codes: Sequence[str]) -> float | None:
+        """The amount error types imply when no amount is given: the sum of their fixed
+        values; None when one of them is a range (the rater picks the amount)."""
+        types = [self.type(code) for code in codes]
+        if any(not t.fixed for t in types):
+            return None
+        return round(sum(t.min for t in types), 6)
+
+    def named_type(self, amount: float) -> str | None:
+        """The code of the one error type whose value or range holds `amount`, where the
+        penalty takes one type at a time and exactly one does (an amount given without its
+        type names it); None otherwise (0, several errors adding up, or ambiguous)."""
+        if self.multiple or not amount:
+            return None
+        found = [t.code for t in self.types if within(((t.min, t.max),), amount)]
+        return found[0] if len(found) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -183,6 +233,16 @@ class Rubric:
             ranges[key] = self.penalty(key).allowed_ranges() if self.has_penalty(key) else (
                 (0.0, 0.0),)
         return ranges
+
+    def penalty_problem(self, key: str, amount: float, codes: Sequence[str] = ()
+                        ) -> str | None:
+        """`PenaltyCategory.problem` of the penalty column `key` (a column of a penalty this
+        rubric does not have must stay 0 without a type)."""
+        if self.has_penalty(key):
+            return self.penalty(key).problem(amount, codes)
+        if amount or codes:
+            return f"rubric {self.signature} has no {key} penalty"
+        return None
 
     def dimension(self, key: str) -> Dimension:
         for dimension in self.dimensions:
@@ -308,17 +368,44 @@ def parse_rubric(data: Mapping, name: str = "rubric", *, check: bool = True) -> 
 
 
 def load_rubric(name_or_path: str | Path = "thumb-1.0") -> Rubric:
-    """Load a bundled rubric by name (``thumb-1.0``) or any rubric TOML file by path. A
-    file is untrusted input: RubricError lists every problem, each as `FILE: problem`
-    (rubrics.schema)."""
+    """Load a bundled rubric by name (``thumb-1.0``), one that an installed package ships
+    (entry-point group ``thumb_tui.rubrics``: ``NAME = "package"`` is the package's
+    ``NAME.toml``, ``NAME = "package:stem"`` its ``stem.toml``; a bundled name wins), or
+    any rubric TOML file by path. A file is untrusted input: RubricError lists every
+    problem, each as `FILE: problem` (rubrics.schema)."""
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.exists():
         data = read_toml(path, max_bytes=MAX_RUBRIC_BYTES, error=RubricError)
         return parse_rubric(data, str(path))
     resource = resources.files("rubrics").joinpath(f"{name_or_path}.toml")
-    if not resource.is_file():
-        raise ValueError(f"no rubric named {name_or_path!r} and no such file")
     name = f"{name_or_path}.toml (bundled)"
+    if not resource.is_file():
+        from importlib.metadata import entry_points
+
+        from rubrics.escape import printable
+
+        shipped = [point for point in entry_points(group="thumb_tui.rubrics")
+                   if point.name == str(name_or_path)]
+        where = [f"{p.name} = {p.value!r} of "
+                 + (f"distribution {p.dist.name} {p.dist.version}" if p.dist else "a package")
+                 for p in shipped]
+        if len(shipped) > 1:
+            raise ValueError(printable(f"rubric {name_or_path!r} is shipped by several "
+                                       f"packages: {'; '.join(where)}", newlines=False))
+        if not shipped:
+            raise ValueError(f"no rubric named {name_or_path!r} and no such file")
+        point, name = shipped[0], printable(f"rubric plugin {where[0]}", newlines=False)
+        try:
+            stem = point.attr or point.name
+            if "/" in stem or "\\" in stem or stem.startswith("."):
+                raise ValueError(f"{stem!r} is not a file name")
+            resource = resources.files(point.module).joinpath(f"{stem}.toml")
+            found = resource.is_file()
+        except Exception as error:  # e.g. the package's own code failed to import
+            raise ValueError(f"{name}: cannot be read ({type(error).__name__}: "
+                             f"{printable(str(error), newlines=False)})") from None
+        if not found:
+            raise ValueError(f"{name}: the package has no {stem}.toml")
     return parse_rubric(parse_toml(resource.read_bytes(), name, max_bytes=MAX_RUBRIC_BYTES,
                                    error=RubricError), name)
 

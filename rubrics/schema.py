@@ -20,6 +20,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from rubrics.amounts import penalty_ranges, within
 from rubrics.escape import MAX_TEXT_CHARS, forbidden_character, printable, refusal
 
 # The rating table has one column per score and penalty it can hold. A rubric scores both
@@ -27,8 +28,6 @@ from rubrics.escape import MAX_TEXT_CHARS, forbidden_character, printable, refus
 # and weights; another dimension or penalty needs a migration that adds its column.
 SCORE_KEYS = ("precision", "recall")
 PENALTY_KEYS = ("fluency", "conciseness", "inclusive")
-# Tolerance of penalty comparisons: sums of 0.1 steps are not exact in binary.
-EPSILON = 1e-9
 
 MAX_TOML_DEPTH = 16  # brackets, parts of a dotted key, and tables in the parsed value
 MAX_RUBRIC_BYTES = 1 << 20
@@ -487,10 +486,11 @@ def _penalties(check: Checker, data: dict) -> dict[str, dict]:
 
 
 def _allowed(penalty: dict, amount: float) -> bool:
-    if penalty["multiple"]:
-        return penalty["cap"] is not None and -EPSILON <= amount <= penalty["cap"] + EPSILON
-    return any(low - EPSILON <= amount <= high + EPSILON
-               for low, high in [(0.0, 0.0), *penalty["amounts"]])
+    """`PenaltyCategory.allows` over the checked file (rubrics.amounts: one rule)."""
+    if penalty["multiple"] and penalty["cap"] is None:
+        return False
+    return within(penalty_ranges(penalty["multiple"], penalty["cap"], penalty["amounts"]),
+                  amount)
 
 
 def _examples(check: Checker, data: dict, dimensions: dict[str, dict],

@@ -19,7 +19,13 @@ from storage.models import (
     Resolution,
     Stage,
 )
-from storage.protocol import open_images, read_states
+from storage.protocol import (
+    complete_clause,
+    may_check_fluency,
+    open_images,
+    read_states,
+    started_clause,
+)
 from storage.workflow import disagreements, fluency_queue
 
 
@@ -82,7 +88,7 @@ def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
     caption, rating = Caption.__table__, Rating.__table__
     sizes = dict(connection.execute(
         select(caption.c.image_id, func.count()).group_by(caption.c.image_id)).all())
-    complete = rating.c.precision.is_not(None) & rating.c.recall.is_not(None)
+    complete = complete_clause(rating)
     finished: dict[tuple[int, int], set[int]] = {}
     started: dict[tuple[int, int], set[int]] = {}
     for image_id, stage, annotator_id, scored in connection.execute(
@@ -142,8 +148,7 @@ def _caption_stages(engine: Engine, connection: Connection) -> list[StageProgres
     every = disagreements(engine, include_resolved=True)
     open_ = {item.caption_id for item in disagreements(engine)}
     begun = set(connection.execute(select(rating.c.caption_id).where(
-        rating.c.stage == int(Stage.FINAL),
-        rating.c.precision.is_not(None) | rating.c.recall.is_not(None))).scalars())
+        rating.c.stage == int(Stage.FINAL), started_clause(rating))).scalars())
     going = len(open_ & begun)
     checked = connection.execute(
         select(func.count()).select_from(FluencyCheck.__table__)).scalar_one()
@@ -164,14 +169,14 @@ def work_for(engine: Engine, name: str) -> list[Work]:
         if row is None:  # a newcomer may take any image not full
             rateable = open_images(connection, name, Stage.FIRST)
             reviewable: set[int] = set()
-            native = False
+            checks_fluency = False
         else:
             skip = flagged_by(connection, row.id)
             rateable = (open_images(connection, name, Stage.FIRST) - skip
                         - finished.get((int(Stage.FIRST), row.id), set()))
             reviewable = (open_images(connection, name, Stage.SECOND) - skip
                           - finished.get((int(Stage.SECOND), row.id), set()))
-            native = bool(row.native_english)
+            checks_fluency = may_check_fluency(row.native_english)
         bison_total = connection.execute(
             select(func.count()).select_from(BisonItem.__table__)).scalar_one()
         answered = 0 if row is None else connection.execute(
@@ -183,7 +188,7 @@ def work_for(engine: Engine, name: str) -> list[Work]:
         Work("review", len(reviewable), "image", "to review (stage 2)"),
         Work("resolve", len(disagreements(engine, resolver=name)) if row is not None else 0,
              "disagreement", "to resolve"),
-        Work("fluency-round", len(fluency_queue(engine)) if native else 0, "caption",
+        Work("fluency-round", len(fluency_queue(engine)) if checks_fluency else 0, "caption",
              "for the fluency round"),
         Work("bison annotate", bison_total - answered, "BISON item", "to answer"),
     ]

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import Engine, Select, and_, func, select
+from sqlalchemy import Engine, Select, and_, func, not_, select
 
 from rubrics import PENALTY_KEYS
 from rubrics.escape import for_spreadsheet
@@ -22,6 +22,7 @@ from storage.models import (
     Resolution,
     Stage,
 )
+from storage.protocol import complete_clause, complete_rows
 from storage.queries import ratings_frame, references_by_image
 from storage.rubric_registry import project_rubric, stored_rubrics
 
@@ -77,7 +78,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     references = references_by_image(engine)
     captions["references"] = captions["image_id"].map(lambda key: references.get(key, []))
     ratings = ratings_frame(engine).rename(columns={"caption_id": "caption_pk"})
-    ratings = ratings.dropna(subset=["precision", "recall"])  # see in_progress_ratings
+    ratings = complete_rows(ratings)  # see in_progress_ratings
     ratings["stage"] = ratings["stage"].map(lambda s: Stage(s).label)
     for column in ("created_at", "updated_at"):
         ratings[column] = pd.to_datetime(ratings[column], utc=True).map(
@@ -118,7 +119,7 @@ def in_progress_ratings(engine: Engine) -> int:
     rating = Rating.__table__
     with engine.connect() as connection:
         return int(connection.execute(
-            select(func.count()).where(rating.c.precision.is_(None) | rating.c.recall.is_(None))
+            select(func.count()).where(not_(complete_clause(rating)))
         ).scalar())
 
 

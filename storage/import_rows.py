@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
+from rubrics.model import error_codes
 from storage.images import ImageFolder, ImagePathError, image_problem
 from storage.import_files import Record
 from storage.models import RATING_VALUE_FIELDS, Stage
@@ -176,42 +177,34 @@ def score(record: Record, name: str, rubric: Rubric) -> int:
 
 
 def penalty(record: Record, key: str, rubric: Rubric) -> tuple[float, str | None]:
-    """A penalty amount and its error type(s). Negative amounts (the THUMB release's
-    convention) mean the same penalty as positive ones. A type alone implies its value.
-    A penalty the rubric does not have must be absent (or 0)."""
-    if not rubric.has_penalty(key):
-        if _number(record, key) or _text(record, f"{key}_type"):
-            raise RowError(f"rubric {rubric.signature} has no {key} penalty")
-        return 0.0, None
-    category = rubric.penalty(key)
+    """A penalty amount and its error type(s), checked by the rubric's one rule
+    (`Rubric.penalty_problem`). Negative amounts (the THUMB release's convention) mean the
+    same penalty as positive ones. A type alone implies its value (a ranged type needs
+    one); an amount alone names its type where one type holds it. A penalty the rubric does
+    not have must be absent (or 0)."""
     amount = _number(record, key)
     type_text = _text(record, f"{key}_type")
-    codes = [code.strip() for code in type_text.split(",")] if type_text else []
-    try:
-        types = [category.type(code) for code in codes if code]
-    except ValueError as exc:
-        raise RowError(str(exc)) from None
+    codes = error_codes(type_text)
+    if not rubric.has_penalty(key):
+        problem = rubric.penalty_problem(key, amount or 0.0, codes)
+        if problem is not None:
+            raise RowError(problem)
+        return 0.0, None
+    category = rubric.penalty(key)
     if amount is None:
-        if any(not t.fixed for t in types):
+        try:
+            amount = category.implied_amount(codes)
+        except ValueError as exc:  # an unknown code
+            raise RowError(str(exc)) from None
+        if amount is None:
             raise RowError(f"{key}: a value is needed for {type_text!r}")
-        amount = round(sum(t.min for t in types), 6)
     amount = abs(amount)
-    allowed = {0.0} | {t.min for t in category.types if t.fixed}
-    if not category.multiple and not any(math.isclose(amount, a) for a in allowed):
-        choices = ", ".join(f"{a:g}" for a in sorted(allowed))
-        raise RowError(f"{key} penalty must be one of {choices}, not {record.get(key)!r}")
-    if not 0 <= amount <= category.max_total:
-        raise RowError(
-            f"{key} penalty must be between 0 and {category.max_total:g}, not {record.get(key)!r}"
-        )
-    if types:
-        low, high = sum(t.min for t in types), sum(t.max for t in types)
-        if not low - 1e-9 <= amount <= high + 1e-9:
-            raise RowError(f"{key} penalty {amount:g} does not match error type {type_text!r}")
-    elif amount > 0 and not category.multiple:
-        # One error type at a time: the value names it; sums of several are ambiguous.
-        matches = [t.code for t in category.types if t.fixed and math.isclose(t.min, amount)]
-        codes = matches[:1] if len(matches) == 1 else []
+    problem = category.problem(amount, codes)
+    if problem is not None:
+        raise RowError(problem)
+    if not codes:
+        named = category.named_type(amount)
+        codes = [named] if named else []
     return amount, ",".join(codes) or None
 
 

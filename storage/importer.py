@@ -44,7 +44,15 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.protocol import ImageState, Write, read_states, refusals, resolution_refusal
+from storage.protocol import (
+    ImageState,
+    Write,
+    is_complete,
+    may_check_fluency,
+    read_states,
+    refusals,
+    resolution_refusal,
+)
 from storage.rubric_registry import project_rubric, register_rubric
 
 CaptionKey = tuple[str, str]  # (image key, system)
@@ -149,7 +157,7 @@ class _Existing:
                                              rating.c.recall)):
             key, name = caption_key[row.caption_id], name_of[row.annotator_id]
             self.ratings.add((key, name, row.stage))
-            if row.stage == Stage.FIRST and None not in (row.precision, row.recall):
+            if row.stage == Stage.FIRST and is_complete(row._mapping):
                 self.complete_first.add((key, name))
         self.resolved = {caption_key[c] for c in connection.execute(
             select(Resolution.__table__.c.caption_id)).scalars()}
@@ -354,11 +362,11 @@ class _WorkflowState:
         for line, verdict in self.fluency_line.values():
             name = verdict.checker
             native = plan.native.get(name, self.existing.native.get(name))
-            if native is False:
+            if native is None:
+                plan.native[name] = True
+            elif not may_check_fluency(native):
                 self.problems.add(line, f"fluency_round_by {name!r} is not a native English "
                                         "speaker")
-            elif native is None:
-                plan.native[name] = True
 
 
 def _rating_values(rating: RatingRow) -> dict[str, object]:

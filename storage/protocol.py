@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -25,11 +25,15 @@ from sqlalchemy import (
     and_,
     bindparam,
     func,
+    or_,
     select,
 )
 
 from rubrics import SCORE_KEYS
 from storage.models import Annotator, Assignment, Caption, Image, Rating, Stage
+
+if TYPE_CHECKING:  # pandas loads where a frame is built: the sessions need none
+    import pandas as pd
 
 R = TypeVar("R")
 Write = tuple[str, Stage]  # an annotator's rating of the image at a stage
@@ -52,6 +56,18 @@ def complete_clause(rating: Table | None = None) -> ColumnElement[bool]:
     """`is_complete` in SQL, over the rating table (or an alias of it)."""
     rating = Rating.__table__ if rating is None else rating
     return and_(*(rating.c[key].is_not(None) for key in SCORE_KEYS))
+
+
+def started_clause(rating: Table | None = None) -> ColumnElement[bool]:
+    """`is_started` in SQL, over the rating table (or an alias of it)."""
+    rating = Rating.__table__ if rating is None else rating
+    return or_(*(rating.c[key].is_not(None) for key in SCORE_KEYS))
+
+
+def complete_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """`is_complete` over a DataFrame of ratings (one column per score): its complete
+    rows."""
+    return frame.dropna(subset=list(SCORE_KEYS))
 
 
 def may_check_fluency(native_english: bool | None) -> bool:

@@ -18,6 +18,7 @@ from storage.models import (
     Resolution,
     Stage,
 )
+from storage.protocol import complete_clause, complete_rows
 
 RATING_VALUE_COLUMNS = [
     *RATING_VALUE_FIELDS, "note", "seconds", "rubric", "created_at", "updated_at",
@@ -78,7 +79,7 @@ def final_scores(engine: Engine) -> pd.DataFrame:
     from storage.workflow import disagreements
 
     frame = ratings_frame(engine)
-    complete = frame.dropna(subset=["precision", "recall"])
+    complete = complete_rows(frame)
     check, resolution, annotator = (FluencyCheck.__table__, Resolution.__table__,
                                     Annotator.__table__)
     with engine.connect() as connection:
@@ -149,7 +150,7 @@ def project_status(engine: Engine) -> dict[str, object]:
                 .order_by(caption.c.system)
             ).all()
         )
-        complete = (rating.c.precision.is_not(None)) & (rating.c.recall.is_not(None))
+        complete = complete_clause(rating)
         per_stage = {
             Stage(stage).label: (total, done)
             for stage, total, done in connection.execute(

@@ -20,6 +20,7 @@ from storage.models import (
     Rating,
     utcnow,
 )
+from storage.protocol import complete_rows
 from storage.queries import ratings_frame
 from storage.workflow import primary_first_ratings
 
@@ -103,7 +104,7 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
     (`<dimension>_a`, `<dimension>_b`)."""
     import pandas as pd
 
-    ratings = ratings_frame(engine).dropna(subset=["precision", "recall"])
+    ratings = complete_rows(ratings_frame(engine))
     ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
     caption, image = Caption.__table__, Image.__table__
     with engine.connect() as connection:

@@ -13,11 +13,20 @@ from typing import Any
 
 from rubrics import forbidden_character
 from rubrics.escape import FORBIDDEN_CHARACTERS, MAX_TEXT_CHARS, refusal
+from rubrics.json_limits import MAX_DEPTH as MAX_DEPTH
+from rubrics.json_limits import MAX_NUMBER_CHARS as MAX_NUMBER_CHARS
+from rubrics.json_limits import (
+    Refused,
+    integer_hook,
+    real_hook,
+    refuse_constant,
+    refused_line,
+    too_deep,
+)
 
 # MAX_TEXT_CHARS (rubrics.escape): a caption, reference, note, name or path
-MAX_DEPTH = 32  # JSON nesting: records are flat, COCO files nest four deep
-MAX_INTEGER_DIGITS = 18
-MAX_NUMBER_CHARS = 40
+# MAX_DEPTH, MAX_NUMBER_CHARS (rubrics.json_limits): shared with the metrics' readers
+MAX_INTEGER_DIGITS = 18  # int64 columns (the metrics' readers take 20: uint64 ids)
 
 
 class JsonProblem(ValueError):
@@ -28,34 +37,12 @@ class JsonProblem(ValueError):
         self.line = line
 
 
-class _Refused(ValueError):
-    """A number or constant the limits refuse; `fragment` is its text in the input."""
-
-    def __init__(self, fragment: str, message: str) -> None:
-        super().__init__(message)
-        self.fragment = fragment
-
-
-def _integer(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
-        raise _Refused(digits, f"a number with {len(digits)} digits (at most "
-                               f"{MAX_INTEGER_DIGITS})")
-    return int(digits)
-
-
-def _real(digits: str) -> float:
-    if len(digits) > MAX_NUMBER_CHARS:
-        raise _Refused(digits, f"a number written with {len(digits)} characters (at most "
-                               f"{MAX_NUMBER_CHARS})")
-    return float(digits)
-
-
-def _constant(name: str) -> float:
-    raise _Refused(name, f"{name} is not a JSON number")
-
-
-# made once: a decoder per call costs more than decoding a caption row
-_DECODER = json.JSONDecoder(parse_int=_integer, parse_float=_real, parse_constant=_constant)
+# made once: a decoder per call costs more than decoding a caption row. Reals need not be
+# finite here: 1e999 reaches the row checks, which name the field ("must be a finite
+# number").
+_DECODER = json.JSONDecoder(parse_int=integer_hook(MAX_INTEGER_DIGITS),
+                            parse_float=real_hook(finite=False),
+                            parse_constant=refuse_constant)
 
 
 def load_json(text: str) -> Any:
@@ -63,44 +50,17 @@ def load_json(text: str) -> Any:
     over MAX_NUMBER_CHARS characters, no NaN/Infinity, nesting at most MAX_DEPTH deep."""
     try:
         value = _DECODER.decode(text)
-    except _Refused as exc:
-        position = text.find(exc.fragment)
-        line = text.count("\n", 0, position) + 1 if position >= 0 else 1
-        raise JsonProblem(line, str(exc)) from None
+    except Refused as exc:
+        raise JsonProblem(refused_line(text, exc), str(exc)) from None
     except json.JSONDecodeError as exc:
         raise JsonProblem(exc.lineno, f"malformed JSON: {exc.msg} (column {exc.colno})"
                           ) from None
     except RecursionError:
         raise JsonProblem(1, f"JSON nested deeper than {MAX_DEPTH} levels") from None
     # a value nests no deeper than the brackets its text opens (a flat record: 1 or 2)
-    if text.count("[") + text.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+    if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(value):
         raise JsonProblem(1, f"JSON nested deeper than {MAX_DEPTH} levels")
     return value
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def depth(value: object) -> int:
-    """How deep lists and objects nest in `value` (a scalar is 0), without recursion."""
-    if type(value) is dict:  # a flat record (lists of scalars at most), the common case
-        lists = [item for item in value.values() if type(item) is list]
-        if all(type(item) in _SCALARS for item in value.values() if type(item) is not list
-               ) and all(type(item) in _SCALARS for items in lists for item in items):
-            return 2 if lists else 1
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            deepest = max(deepest, level)
-            continue
-        deepest = max(deepest, level + 1)
-        stack.extend((child, level + 1) for child in children)
-    return deepest
 
 
 def strings(value: object, name: str) -> Iterator[tuple[str, str]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, Table, select, update
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
+from rubrics.model import error_codes
 from storage.db import run_write
 from storage.events import log_change
 from storage.models import (
@@ -26,8 +27,11 @@ from storage.models import (
 from storage.protocol import (
     ProtocolError,
     check_may_rate,
+    complete_clause,
     group_identical,
+    is_complete,
     lock_images,
+    may_check_fluency,
     read_states,
     refusals,
 )
@@ -55,7 +59,7 @@ def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | N
     for row in connection.execute(query):
         if primary.setdefault(row.image_id, row.annotator_id) != row.annotator_id:
             continue
-        if row.precision is not None and row.recall is not None:
+        if is_complete(row._mapping):
             first[row.caption_id] = dict(row._mapping)
     return first
 
@@ -136,13 +140,11 @@ def disagreements(engine: Engine, include_resolved: bool = False,
         resolved = set(connection.execute(
             select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
             select(rating.c.caption_id).where(
-                rating.c.stage == int(Stage.FINAL), rating.c.precision.is_not(None),
-                rating.c.recall.is_not(None))).scalars())
+                rating.c.stage == int(Stage.FINAL), complete_clause(rating))).scalars())
         rows = connection.execute(
             select(rating, caption.c.image_id, caption.c.text)
             .join(caption, rating.c.caption_id == caption.c.id)
-            .where(rating.c.stage == int(Stage.SECOND), rating.c.precision.is_not(None),
-                   rating.c.recall.is_not(None))
+            .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
             .order_by(rating.c.id)
         ).all()
         twins = _same_text(connection, {row.image_id for row in rows})
@@ -190,8 +192,7 @@ def record_resolution(engine: Engine, caption_ids: int | Sequence[int], resolver
             check_may_rate(connection, resolver, Stage.FINAL, _image_of(connection, caption_id))
             final = connection.execute(select(rating.c.id).where(
                 rating.c.caption_id == caption_id, rating.c.annotator_id == resolver_id,
-                rating.c.stage == int(Stage.FINAL), rating.c.precision.is_not(None),
-                rating.c.recall.is_not(None))).first()
+                rating.c.stage == int(Stage.FINAL), complete_clause(rating))).first()
             if final is None:
                 raise ProtocolError("set the final P and R before the reasons")
             _upsert_logged(connection, table, caption_id, resolver, "reasons",
@@ -235,14 +236,15 @@ class FluencyItem:
 
 
 def fluency_queue(engine: Engine) -> list[FluencyItem]:
-    """Captions whose stage-1 and stage-2 raters are both not native English speakers and
-    that no native speaker has checked yet, where the review's rubric has a fluency
-    penalty."""
+    """Captions whose complete stage-1 and stage-2 ratings (`is_complete`: a half-scored
+    review is not a review yet) were both made by annotators who may not check fluency
+    (`may_check_fluency`) and that no native speaker has checked yet, where the review's
+    rubric has a fluency penalty."""
     rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
         without_fluency = {signature for signature, rubric in stored_rubrics(connection).items()
                            if not rubric.has_penalty("fluency")}
-        native = {row.id: bool(row.native_english) for row in connection.execute(
+        checks = {row.id: may_check_fluency(row.native_english) for row in connection.execute(
             select(annotator.c.id, annotator.c.native_english))}
         first = primary_first_ratings(connection)
         checked = set(connection.execute(
@@ -250,13 +252,13 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
         rows = connection.execute(
             select(rating, caption.c.text, caption.c.image_id)
             .join(caption, rating.c.caption_id == caption.c.id)
-            .where(rating.c.stage == int(Stage.SECOND), rating.c.precision.is_not(None))
+            .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
             .order_by(rating.c.caption_id)
         ).all()
     waiting = [row for row in rows if row.caption_id not in checked
                and row.caption_id in first and row.rubric not in without_fluency
-               and not native[row.annotator_id]
-               and not native[first[row.caption_id]["annotator_id"]]]
+               and not checks[row.annotator_id]
+               and not checks[first[row.caption_id]["annotator_id"]]]
     return [FluencyItem(group[0].caption_id, group[0].text, first[group[0].caption_id],
                         dict(group[0]._mapping), tuple(row.caption_id for row in group))
             for group in group_identical(waiting, lambda r: r.image_id,
@@ -266,22 +268,30 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
 def record_fluency_check(engine: Engine, caption_ids: int | Sequence[int], checker: str,
                          fluency: float, fluency_type: str | None) -> None:
     """Store (or replace) a native speaker's fluency verdict on the caption or the
-    identical captions given (all in one transaction); only native speakers may."""
+    identical captions given (all in one transaction); only native speakers may
+    (`may_check_fluency`), after a complete review, with an amount and error types that
+    the review's rubric allows (`Rubric.penalty_problem`; ValueError otherwise)."""
     table, annotator, rating = FluencyCheck.__table__, Annotator.__table__, Rating.__table__
     ids = [caption_ids] if isinstance(caption_ids, int) else list(caption_ids)
 
+    codes = error_codes(fluency_type)
+
     def check(connection: Connection) -> None:
+        rubrics = stored_rubrics(connection)
         row = connection.execute(select(annotator.c.id, annotator.c.native_english)
                                  .where(annotator.c.name == checker)).one()
-        if not row.native_english:
+        if not may_check_fluency(row.native_english):
             raise ProtocolError("only native English speakers do the fluency round")
         lock_images(connection, {_image_of(connection, caption_id) for caption_id in ids})
         for caption_id in ids:
             reviewed = connection.execute(select(rating.c.id, rating.c.rubric).where(
                 rating.c.caption_id == caption_id, rating.c.stage == int(Stage.SECOND),
-                rating.c.precision.is_not(None))).first()
+                complete_clause(rating))).first()
             if reviewed is None:
                 raise ProtocolError("the fluency round comes after review (stage 2)")
+            problem = rubrics[reviewed.rubric].penalty_problem("fluency", fluency, codes)
+            if problem is not None:
+                raise ValueError(problem)
             _upsert_logged(connection, table, caption_id, checker, "fluency",
                            {"checker_id": row.id, "fluency": fluency,
                             "fluency_type": fluency_type, "rubric": reviewed.rubric})

@@ -268,6 +268,35 @@ def test_native_speakers_skip_the_fluency_round(engine):
     assert fluency_queue(engine) == []
 
 
+def test_the_fluency_round_waits_for_a_complete_review_and_its_rubric(engine):
+    """A half-scored review is not a review yet (`is_complete`); a verdict's amount and
+    error types are checked by the review's rubric (`Rubric.penalty_problem`)."""
+    from storage.annotation import register_annotator
+
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)
+    register_annotator(engine, "dave", True)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND, seed_source=lambda: 2)
+    group = bob.open_image(0)[0]
+    caption_id = group.caption_ids[0]
+    bob.set_values(group, {"precision": group.reference["precision"]}, image_index=0,
+                   focus=0)
+    assert caption_id not in {c for item in fluency_queue(engine) for c in item.caption_ids}
+    with pytest.raises(ProtocolError, match="comes after review"):
+        record_fluency_check(engine, caption_id, "dave", 0.1, "spelling")
+    group = bob.open_image(0)[0]
+    bob.set_values(group, {"recall": group.reference["recall"]}, image_index=0, focus=0)
+    assert caption_id in {c for item in fluency_queue(engine) for c in item.caption_ids}
+    with pytest.raises(ValueError, match=r"fluency penalty 0\.4 does not match error type"):
+        record_fluency_check(engine, caption_id, "dave", 0.4, "spelling")
+    with pytest.raises(ValueError, match="unknown fluency error type 'typo'"):
+        record_fluency_check(engine, caption_id, "dave", 0.1, "typo")
+    record_fluency_check(engine, caption_id, "dave", 0.1, "spelling")
+    with engine.connect() as connection:
+        check = connection.execute(select(FluencyCheck.__table__)).one()
+    assert (check.caption_id, check.fluency, check.fluency_type) == (caption_id, 0.1,
+                                                                     "spelling")
+
+
 def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     from typer.testing import CliRunner
 
