@@ -56,7 +56,9 @@ NO_REFERENCES = "no references"  # why a reference-based score is undefined
 
 class Metric(ABC):
     """Subclasses set `name`, `help` and the `options` their constructor takes, and
-    implement `settings()` (the signature fields) and `compute()`."""
+    implement `settings()` (the signature fields) and `compute()`. A subclass in another
+    package is a plugin: its distribution names it (or its module) in the entry-point
+    group `thumb_tui.metrics` (see metrics.registry)."""
 
     name: str = ""
     help: ClassVar[str] = ""

@@ -16,9 +16,10 @@ from metrics.signature import package_version
 
 class Bleu(Metric):
     """Sentence BLEU-4 against all of the caption's references (sacrebleu defaults:
-    13a tokenisation, exponential smoothing, mixed case); 0-100. sacrebleu's own statistics
-    API (the steps of `sentence_score`), with the reference n-grams cached per image and
-    each distinct caption scored once per image."""
+    13a tokenisation, exponential smoothing, mixed case); 0-100. sacrebleu's public API
+    only: per distinct reference set one `BLEU(references=...)` (sacrebleu's documented
+    reference cache: the reference n-grams extracted once), and each distinct caption of
+    that set scored once as a one-segment corpus, which is its sentence BLEU."""
 
     name = "bleu"
     help = "sentence BLEU-4, sacrebleu (13a tokens, exponential smoothing), 0-100"
@@ -38,22 +39,16 @@ class Bleu(Metric):
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         from sacrebleu.metrics import BLEU
 
-        bleu = BLEU(**self.OPTIONS)
-        references: dict[tuple[str, ...], dict] = {}
-        scored: dict[tuple[str, tuple[str, ...]], float] = {}  # systems often agree
-        scores = np.zeros(len(items))
+        # reference set -> caption text -> positions; one set at a time, so that only one
+        # set's n-grams are held (systems often agree: each text is scored once per set)
+        groups: dict[tuple[str, ...], dict[str, list[int]]] = {}
         for index, item in enumerate(items):
-            score = scored.get((item.text, item.references))
-            if score is None:
-                statistics = references.get(item.references)
-                if statistics is None:
-                    statistics = references[item.references] = bleu._extract_reference_info(
-                        [bleu._preprocess_segment(ref) for ref in item.references])
-                segment = bleu._compute_segment_statistics(
-                    bleu._preprocess_segment(item.text), statistics)
-                score = scored[item.text, item.references] = bleu._compute_score_from_stats(
-                    segment).score
-            scores[index] = score
+            groups.setdefault(item.references, {}).setdefault(item.text, []).append(index)
+        scores = np.zeros(len(items))
+        for references, texts in groups.items():
+            bleu = BLEU(**self.OPTIONS, references=[[ref] for ref in references])
+            for text, positions in texts.items():
+                scores[positions] = bleu.corpus_score([text], None).score
         return scores
 
 

@@ -121,9 +121,32 @@ def test_bleu_and_rouge_match_the_libraries(sample):
     rouge = RougeL().score(items)
     scorer = RougeScorer(["rougeL"])
     for item, b, r in zip(items, bleu, rouge, strict=True):
-        assert b == pytest.approx(sacrebleu.sentence_bleu(item.text, list(item.references)).score)
+        assert b == sacrebleu.sentence_bleu(item.text, list(item.references)).score
         best = max(scorer.score(ref, item.text)["rougeL"].fmeasure for ref in item.references)
         assert r == pytest.approx(best)
+
+
+def test_bleu_equals_sentence_bleu_on_hard_texts_shared_images_and_repeats():
+    """Several systems per image (one reference cache each), a caption repeated across
+    systems and images, an empty caption: every score exactly sacrebleu's sentence_bleu."""
+    import sacrebleu
+
+    items = raw_items(images=30, systems=3)
+    items += [CaptionItem(len(items) + i, item.image_key, None, "copy", text, item.references)
+              for i, (item, text) in enumerate(zip(items[:6], ["", items[0].text, *(
+                  it.text for it in items[2:6])], strict=True))]
+    expected = [sacrebleu.sentence_bleu(item.text, list(item.references)).score
+                for item in items]
+    assert Bleu().score(items).tolist() == expected
+
+
+def test_bleu_uses_only_sacrebleus_public_interface():
+    import inspect
+    import re
+
+    from metrics import text_metrics
+
+    assert not re.search(r"\bbleu\._", inspect.getsource(text_metrics.Bleu))
 
 
 @needs_java

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from rubrics.escape import printable
+from rubrics.escape import for_markup, printable
 from thumb_tui.cli.common import (
     AllowDownloadOption,
     BootstrapOption,
@@ -105,7 +105,8 @@ def report_command(
 
 
 def _metric_option_parameters() -> list[inspect.Parameter]:
-    """One command-line option per option that some metric declares (metrics.registry)."""
+    """One command-line option per option that some metric declares (metrics.registry),
+    built-in or plugin; help texts shown literally (never read as Rich markup)."""
     from metrics.registry import metric_options
 
     parameters = []
@@ -113,7 +114,7 @@ def _metric_option_parameters() -> list[inspect.Parameter]:
         kind = option.kind | None if option.default is None else option.kind
         parameters.append(inspect.Parameter(
             option.option, inspect.Parameter.KEYWORD_ONLY, default=option.default,
-            annotation=Annotated[kind, typer.Option(option.flag, help=option.help,
+            annotation=Annotated[kind, typer.Option(option.flag, help=for_markup(option.help),
                                                     min=option.minimum)]))
     return parameters
 
@@ -129,9 +130,13 @@ def metrics_compute_command(
         fail(f"--clean must be thumb or none, not {clean!r}")
     model_hub(allow_download)
 
-    from metrics.registry import DEFAULT_METRICS, MetricOptions
+    from metrics.registry import DEFAULT_METRICS, MetricOptions, plugin_problems
     from reports.scoring import compute_judgment_metrics, compute_metrics
 
+    names = metric or list(DEFAULT_METRICS)
+    for problem in plugin_problems():  # left out: an error only if its metric is asked for
+        if not set(problem.metrics) & set(names):
+            typer.echo(f"warning: {problem}", err=True)
     options = MetricOptions(keep_self_references=keep_self_references, clean=clean,
                             **metric_settings)
     with Progress(console=console, transient=True) as bar:
@@ -144,12 +149,11 @@ def metrics_compute_command(
 
         with value_errors():
             if judgments is None:
-                runs = compute_metrics(state.existing_engine, metric or list(DEFAULT_METRICS),
-                                       options, progress=report)
+                runs = compute_metrics(state.existing_engine, names, options,
+                                       progress=report)
             else:
-                runs = compute_judgment_metrics(state.existing_engine, judgments,
-                                                metric or list(DEFAULT_METRICS), options,
-                                                progress=report)
+                runs = compute_judgment_metrics(state.existing_engine, judgments, names,
+                                                options, progress=report)
     for run in runs:
         typer.echo(f"{run.metric}: computed {run.computed}, reused {run.reused} "
                    f"({run.seconds:.1f} s)\n  {run.signature}")
@@ -158,7 +162,7 @@ def metrics_compute_command(
 def _register_compute() -> None:
     """`thumb metrics compute` with the options the metrics declare and a help text that
     lists the metrics."""
-    from metrics.registry import DEFAULT_METRICS, metric_classes
+    from metrics.registry import DEFAULT_METRICS, metric_classes, plugin_problems
 
     fixed = [
         inspect.Parameter("metric", inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -193,7 +197,8 @@ def _register_compute() -> None:
     metrics_compute_command.__annotations__ = {p.name: p.annotation for p in parameters}
     metrics_compute_command.__doc__ = (
         "Score every caption; scores already stored with the same signature are reused.\n\n"
-        + "\n\n".join(f"{name}: {cls.help}" for name, cls in metric_classes().items()))
+        + "\n\n".join(f"{name}: {for_markup(cls.help)}" for name, cls in metric_classes().items())
+        + "".join(f"\n\nLeft out: {for_markup(str(problem))}" for problem in plugin_problems()))
     metrics_app.command("compute")(metrics_compute_command)
 
 
