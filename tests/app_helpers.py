@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from sqlalchemy import Engine, func, select, update
 
+from rubrics import Rubric
 from storage import import_captions, open_database
 from storage.annotation import AnnotationSession
 from storage.models import Caption
@@ -23,9 +24,11 @@ LONG_CAPTION = ("The photograph shows three shiny red balls of slightly differen
                 "clouds above. ") * 4 + "The end of the long caption."
 
 
-def sample_engine(folder: Path, *, marked_systems: bool = False) -> Engine:
-    """The sample project; with `marked_systems`, every system name starts with a token that
-    appears nowhere else, so a test can prove no screen shows one."""
+def sample_engine(folder: Path, *, marked_systems: bool = False,
+                  rubric: Rubric | None = None) -> Engine:
+    """The sample project (under `rubric`, by default THUMB 1.0); with `marked_systems`,
+    every system name starts with a token that appears nowhere else, so a test can prove no
+    screen shows one."""
     source = SAMPLE_CSV
     if marked_systems:
         with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
@@ -39,7 +42,7 @@ def sample_engine(folder: Path, *, marked_systems: bool = False) -> Engine:
             writer.writeheader()
             writer.writerows(rows)
     engine = open_database(folder / "app.db")
-    import_captions(engine, source, actor="setup", allow_outside_images=True)
+    import_captions(engine, source, actor="setup", allow_outside_images=True, rubric=rubric)
     return engine
 
 

@@ -334,6 +334,17 @@ async def test_a_key_that_does_nothing_says_so(engine):
         assert message(app) == "saved"
 
 
+async def test_a_digit_off_the_scale_says_which_scores_the_dimension_takes(engine):
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for digit in ("6", "0", "9"):
+            await pilot.press(digit)
+            assert message(app) == "Precision takes 1–5: not saved"
+        await pilot.press("s")  # THUMB's digits cover its scales: no typed entry
+        assert message(app) == "the key s does nothing here; ? lists the keys"
+    assert ratings(engine) == []
+
+
 @pytest.mark.parametrize("height", range(24, 30))
 async def test_rubric_panel_never_ends_on_a_bare_heading(engine, height):
     app = make_app(engine)

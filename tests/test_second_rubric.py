@@ -174,7 +174,7 @@ async def test_the_second_rubric_end_to_end(tmp_path):
         shown = screen_text(app)
         assert " 1-4  score A/V " in shown and " ←→  A/V " in shown
         assert " f  fluency " not in shown and " i  inclusive " not in shown
-        assert " c  concise " in shown
+        assert " c  wordiness " in shown  # the rubric's label of its penalty
         assert " A - " in shown and " V - " in shown and " F -" not in shown
         await pilot.press("5")  # above PR-4's scale: no such key here
         assert screen.groups[0].values["precision"] is None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 
+from rubrics import load_rubric
 from storage import Annotator
 from storage.annotation import AnnotationSession, FluencyRoundSession, ResolutionSession
 from storage.bison import BisonSession, import_bison
@@ -139,3 +141,35 @@ def test_user_keymap(snap_compare, tmp_path):
     write_keymap('[keymap]\nfluency = "v"\nnext-caption = "down,ctrl+n"\nhelp = "f1"\n')
     app = make_app(sample_engine(tmp_path), image_mode="halfcell")
     assert snap_compare(app, terminal_size=(80, 24))
+
+
+# -- other rubrics: the score keys, labels and entries come from the rubric ------------------
+
+RUBRICS = Path(__file__).parent / "rubrics"
+
+
+def rubric_app(tmp_path, name: str) -> ThumbApp:
+    engine = sample_engine(tmp_path, rubric=load_rubric(RUBRICS / f"{name}.toml"))
+    return make_app(engine, image_mode="halfcell")
+
+
+def test_one_to_seven_rubric(snap_compare, tmp_path):
+    """TS-7: digit keys 1-7, its labels in the key bar, scores and penalties."""
+    assert snap_compare(rubric_app(tmp_path, "ts7-1"), terminal_size=(80, 24),
+                        press=["6", "3"])
+
+
+def test_zero_to_ten_rubric(snap_compare, tmp_path):
+    """ZT-10: eleven levels, so `s` types a score."""
+    assert snap_compare(rubric_app(tmp_path, "zt10-1"), terminal_size=(80, 24))
+
+
+def test_zero_to_ten_typed_entry(snap_compare, tmp_path):
+    assert snap_compare(rubric_app(tmp_path, "zt10-1"), terminal_size=(80, 24),
+                        press=["s", "1", "1", "enter"])
+
+
+def test_ranged_penalty_entry(snap_compare, tmp_path):
+    """TS-7's Bias is a range (0.5-1.5): its amount is typed, checked by the rubric."""
+    assert snap_compare(rubric_app(tmp_path, "ts7-1"), terminal_size=(80, 24),
+                        press=["6", "3", "i", "1", ".", "2"])

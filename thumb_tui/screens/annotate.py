@@ -12,13 +12,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static
 
-from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric, printable
+from rubrics import PENALTY_KEYS, SCORE_KEYS, ErrorType, Rubric, printable
 from storage.annotation import AnnotationSession, CaptionGroup, ImageItem, fluency_value
 from storage.db import DatabaseBusy
 from storage.images import broken_reason
 from storage.models import Stage
-from storage.protocol import ProtocolError
+from storage.protocol import ProtocolError, is_started
 from thumb_tui.screens.busy import busy
+from thumb_tui.screens.entry import EntryScreen, check_penalty, check_score, scale_text
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen, help_markdown
 from thumb_tui.screens.note import NoteScreen
@@ -53,23 +54,46 @@ def field_labels(rubric: Rubric) -> dict[str, str]:
     return labels
 
 
+def digit_scores(rubric: Rubric) -> bool:
+    """Whether the digit keys score this rubric: every level of its dimensions is one digit
+    0-9 (a scale of up to ten levels). Otherwise the score is typed (`s`)."""
+    return all(d.min >= 0 and d.max <= 9 for d in rubric.dimensions)
+
+
+def penalty_word(rubric: Rubric, key: str) -> str:
+    """What the screens call a penalty in running text: its label, e.g. `fluency`."""
+    return printable(rubric.penalty(key).label.lower(), newlines=False)
+
+
 def rubric_bindings(bindings: list[Binding], rubric: Rubric) -> list[Binding]:
-    """The bindings as this rubric names them: the score keys span its scale and the
-    dimension keys carry its short labels; a penalty key it has no penalty for is left
-    out (THUMB 1.0 keeps them as written above)."""
+    """The bindings as this rubric names them: the digit keys span its scale (or, for a
+    scale the digits cannot cover, `s` types a score), the dimension keys carry its short
+    labels and the penalty keys its penalties' labels; a penalty key it has no penalty for
+    is left out."""
     first, second = (d.short for d in rubric.dimensions)
     low = min(d.min for d in rubric.dimensions)
     high = max(d.max for d in rubric.dimensions)
+    digits = digit_scores(rubric)
     shown = []
     for binding in bindings:
-        if binding.action in PENALTY_KEYS and not rubric.has_penalty(binding.action):
-            continue
-        if binding.id and binding.id.startswith("score-"):
-            level = int(binding.id.removeprefix("score-"))
-            if level > high:
+        if binding.action in PENALTY_KEYS:
+            if not rubric.has_penalty(binding.action):
                 continue
-            binding = replace(binding, description=f"score {first}/{second}",
-                              key_display=f"{low}-{high}", show=level == low)
+            # the label's first word: key bar entries are one word (THUMB: `inclusive`)
+            word = penalty_word(rubric, binding.action).split(" ")[0]
+            binding = replace(binding, description=word)
+        elif binding.id and binding.id.startswith("score-"):
+            level = int(binding.id.removeprefix("score-"))
+            if not digits or not low <= level <= high:
+                continue
+            # the key bar shows the range once; the help lists each key by its id
+            binding = (replace(binding, description=f"score {first}/{second}",
+                               key_display=f"{low}-{high}", show=True) if level == low
+                       else replace(binding, description=f"score {level}", show=False))
+        elif binding.id == "type-score":
+            if digits:
+                continue
+            binding = replace(binding, description=f"type a score {first}/{second}", show=True)
         elif binding.id == "toggle-dimension":
             binding = replace(binding, description=f"{first}/{second}")
         shown.append(binding)
@@ -82,10 +106,12 @@ def image_name(image: ImageItem) -> str:
 
 
 def _score_bindings() -> list[Binding]:
+    """The digit keys 0-9 (ids `score-0` … `score-9`; a rubric's screen shows those on its
+    scale) and `s`, which types a score on a scale the digits cannot cover."""
     return [
-        Binding(str(n), f"score({n})", "score P/R", key_display="1-5", show=n == 1,
-                id=f"score-{n}")
-        for n in range(1, 6)
+        *(Binding(str(n), f"score({n})", "score", key_display=str(n), show=False,
+                  id=f"score-{n}") for n in range(10)),
+        Binding("s", "type_score", "type a score", show=False, id="type-score"),
     ]
 
 
@@ -102,6 +128,7 @@ class AnnotateScreen(KeyBarScreen):
                 id="scroll-text-down"),
         Binding("shift+up,K", "scroll_text(-1)", "scroll text up", show=False,
                 id="scroll-text-up"),
+        # the penalty keys' descriptions are the rubric's labels (rubric_bindings)
         Binding("f", "fluency", "fluency", id="fluency"),
         Binding("c", "conciseness", "concise", id="conciseness"),
         Binding("i", "inclusive", "inclusive", id="inclusive"),
@@ -263,11 +290,13 @@ class AnnotateScreen(KeyBarScreen):
         return rubric_bindings(super().shown_bindings, self.session.rubric)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """A penalty the rubric does not have, or a score above its scale, has no key."""
+        """A penalty the rubric does not have has no key, nor has typing a score where the
+        digit keys cover the rubric's scales. (A digit off the focused scale acts: it says
+        which scores the dimension takes.)"""
         rubric = self.session.rubric
         if action in PENALTY_KEYS and not rubric.has_penalty(action):
             return False
-        if action == "score" and int(parameters[0]) > rubric.dimension(self.dimension).max:  # type: ignore[call-overload]
+        if action == "type_score" and digit_scores(rubric):
             return False
         return super().check_action(action, parameters)
 
@@ -324,6 +353,38 @@ class AnnotateScreen(KeyBarScreen):
     # -- actions ----------------------------------------------------------------------------
 
     def action_score(self, value: int) -> None:
+        """A digit key: score the highlighted dimension when the digit is on its scale (else
+        say which scores it takes; nothing is saved). Where the digits do not cover the
+        rubric's scales, open the typed entry with the digit typed."""
+        if self.group is None:
+            return
+        dimension = self.session.rubric.dimension(self.dimension)
+        if not digit_scores(self.session.rubric):
+            self.ask_score(str(value))
+        elif value not in dimension.scale:
+            self.say(f"{scale_text(dimension)}: not saved")
+        else:
+            self.set_score(value)
+
+    def action_type_score(self) -> None:
+        if self.group is not None:
+            self.ask_score("")
+
+    def ask_score(self, typed: str) -> None:
+        """The typed entry of a score on the focused dimension's scale."""
+        dimension = self.session.rubric.dimension(self.dimension)
+
+        def entered(value: float | None) -> None:
+            if value is not None:
+                self.set_score(int(value))
+
+        self.app.push_screen(EntryScreen(
+            f"{printable(dimension.label, newlines=False)} "
+            f"({printable(dimension.short, newlines=False)})",
+            f"Type a score from {dimension.min} to {dimension.max}; Enter saves, Esc cancels",
+            lambda text: check_score(dimension, text), typed), entered)
+
+    def set_score(self, value: int) -> None:
         """Score the highlighted dimension, then go to what is still missing: the other
         dimension of this caption, else the next caption."""
         if self.group is None:
@@ -394,9 +455,9 @@ class AnnotateScreen(KeyBarScreen):
             types = [t for t in str(values["fluency_type"] or "").split(",") if t]
             amount, type_text = fluency_value([*types, code], [float(values["fluency"]), value])
             category = self.session.rubric.penalty("fluency")
-            if amount > category.max_total:
-                self.say(f"not saved: fluency penalties add up to at most "
-                         f"{category.max_total:g}")
+            if not category.allows(amount):
+                self.say(f"not saved: {penalty_word(self.session.rubric, 'fluency')} "
+                         f"penalties add up to at most {category.max_total:g}")
                 return
             self.change({"fluency": amount, "fluency_type": type_text}, index)
 
@@ -411,15 +472,42 @@ class AnnotateScreen(KeyBarScreen):
         self.cycle_penalty("inclusive")
 
     def cycle_penalty(self, key: str) -> None:
-        """Set the caption's `key` penalty to the next of none and each catalogue type."""
+        """Set the caption's `key` penalty to the next of none and each catalogue type: a
+        fixed type's value, or for a ranged type the amount the annotator types."""
         target = self.penalty_group()
         if target is None:
             return
         index, group = target
-        cycle = [(0.0, None)] + [(t.min, t.code) for t in self.session.rubric.penalty(key).types]
-        position = next((i for i, (v, _) in enumerate(cycle) if v == group.values[key]), 0)
-        value, code = cycle[(position + 1) % len(cycle)]
-        self.change({key: value, f"{key}_type": code}, index)
+        category = self.session.rubric.penalty(key)
+        cycle: list[ErrorType | None] = [None, *category.types]
+        code, amount = group.values[f"{key}_type"], group.values[key]
+        position = next((i for i, t in enumerate(cycle) if t is not None and t.code == code),
+                        None)
+        if position is None:  # a value without its type (e.g. imported): find it by value
+            position = next((i for i, t in enumerate(cycle)
+                             if (0.0 if t is None else t.min) == amount), 0)
+        chosen = cycle[(position + 1) % len(cycle)]
+        if chosen is None:
+            self.change({key: 0.0, f"{key}_type": None}, index)
+        elif chosen.fixed:
+            self.change({key: chosen.min, f"{key}_type": chosen.code}, index)
+        else:
+            self.ask_penalty(key, chosen, index)
+
+    def ask_penalty(self, key: str, error_type: ErrorType, index: int) -> None:
+        """The typed amount of a ranged penalty type, checked by the rubric."""
+        category = self.session.rubric.penalty(key)
+
+        def entered(value: float | None) -> None:
+            if value is not None:
+                self.change({key: value, f"{key}_type": error_type.code}, index)
+
+        self.app.push_screen(EntryScreen(
+            f"{printable(category.label, newlines=False)}: "
+            f"{printable(error_type.label, newlines=False)}",
+            f"Type a penalty from {error_type.min:g} to {error_type.max:g}; Enter saves, "
+            "Esc cancels",
+            lambda text: check_penalty(category, error_type, text)), entered)
 
     def action_note(self) -> None:
         target = self.penalty_group()
@@ -534,12 +622,12 @@ class ReviewScreen(AnnotateScreen):
         so changing P does not silently drop the stage-1 penalties."""
         group = self.groups[self.focus_index if index is None else index] if self.groups \
             else None
-        if group is not None and group.reference is not None and group.values[
-                "precision"] is None and group.values["recall"] is None:
+        if group is not None and group.reference is not None and not is_started(
+                group.values):
             values = {**reviewed_values(group), **values}
         return super().change(values, index)
 
-    def action_score(self, value: int) -> None:
+    def set_score(self, value: int) -> None:
         """Reviewing: P, then R of the same caption, then the next caption (stage-1 values
         already fill both, so "what is missing" cannot drive the order here)."""
         if self.group is None:
@@ -565,8 +653,7 @@ class ReviewScreen(AnnotateScreen):
     def action_accept_all(self) -> None:
         self.scored_index = None
         for index, group in enumerate(self.groups):
-            untouched = group.values["precision"] is None and group.values["recall"] is None
-            if group.reference is not None and untouched:
+            if group.reference is not None and not is_started(group.values):
                 self.focus_index = index
                 self.change(reviewed_values(group))
         self.update_focus()

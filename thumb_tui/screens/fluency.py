@@ -1,4 +1,6 @@
-"""Pick a fluency error from the rubric's catalogue; the penalty follows from the type."""
+"""Pick an error of a penalty whose errors add up (THUMB's fluency) from the rubric's
+catalogue; the penalty follows from the type, or for a ranged type from the amount picked.
+Every word it shows is the rubric's."""
 
 from __future__ import annotations
 
@@ -19,15 +21,22 @@ RANGE_STEPS = {"broken": tuple(step / 2 for step in range(1, 11))}  # 0.5, 1.0 â
 
 
 def range_values(error_type: ErrorType) -> tuple[float, ...]:
-    """Choices offered for a ranged type: every 0.1 up to 0.5, then coarser steps."""
+    """Choices offered for a ranged type: steps of 0.1 from its minimum, and its maximum
+    (THUMB's broken sentence: steps of 0.5); each one the type allows (`ErrorType.check`)."""
     if error_type.code in RANGE_STEPS:
-        return RANGE_STEPS[error_type.code]
-    steps = []
-    value = error_type.min
-    while value <= error_type.max + 1e-9:
-        steps.append(round(value, 1))
-        value += 0.1
-    return tuple(steps)
+        steps = list(RANGE_STEPS[error_type.code])
+    else:
+        count = int((error_type.max - error_type.min) / 0.1 + 1e-6)
+        steps = [round(error_type.min + n * 0.1, 6) for n in range(count + 1)]
+        steps.append(error_type.max)
+    allowed = []
+    for value in dict.fromkeys(steps):
+        try:
+            error_type.check(value)
+        except ValueError:
+            continue
+        allowed.append(value)
+    return tuple(allowed)
 
 
 class FluencyScreen(ModalScreen[tuple[str, float] | None]):
@@ -39,6 +48,7 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
     def __init__(self, rubric: Rubric, caption: str, current: str) -> None:
         super().__init__()
         self.category = rubric.penalty("fluency")
+        self.word = printable(self.category.label.lower(), newlines=False)
         self.caption = caption
         self.current = current
         self.pending: ErrorType | None = None
@@ -46,16 +56,18 @@ class FluencyScreen(ModalScreen[tuple[str, float] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="fluency-dialog"):
             yield CaptionText(self.caption, id="fluency-caption")
-            yield Label(Text(f"Fluency errors now: {printable(self.current, newlines=False)}"),
+            yield Label(Text(f"{printable(self.category.label, newlines=False)} errors now: "
+                             f"{printable(self.current, newlines=False)}"),
                         id="fluency-current")
-            yield Label("Add a fluency error (Enter), or clear them:", id="fluency-prompt")
+            yield Label(Text(f"Add a {self.word} error (Enter), or clear them:"),
+                        id="fluency-prompt")
             # the rubric's labels as literal text: an Option's plain string is markup
             options = [
                 Option(Text(f"{self._value_label(t):>8}  {printable(t.label, newlines=False)}"),
                        id=t.code)
                 for t in self.category.types
             ]
-            options.append(Option("          clear all fluency errors", id=CLEAR))
+            options.append(Option(Text(f"          clear all {self.word} errors"), id=CLEAR))
             yield OptionList(*options, id="fluency-options")
         yield KeyBar([MOVE_KEYS, Binding("enter", "select", "choose"), *self.BINDINGS])
 

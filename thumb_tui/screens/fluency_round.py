@@ -3,6 +3,8 @@ captions neither of whose raters was native; the answer sets the final fluency p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,8 +34,9 @@ def penalty_text(rated: dict[str, object]) -> str:
 class FluencyRoundScreen(KeyBarScreen):
     CSS_PATH = "fluency_round.tcss"
     BINDINGS = [
+        # the rubric names the penalty: see shown_bindings
         Binding("f", "add_error", "add fluency error", id="round-add"),
-        Binding("x", "no_errors", "fluent (no errors)", id="round-fluent"),
+        Binding("x", "no_errors", "no fluency errors", id="round-fluent"),
         Binding("right_square_bracket,pagedown", "step(1)", "next", key_display="[ ]",
                 id="round-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
@@ -49,13 +52,22 @@ class FluencyRoundScreen(KeyBarScreen):
         self.checker, self.rubric = session.checker, session.rubric
         self.position = 0
         self.verdicts: dict[int, tuple[float, str | None]] = {}
+        self.label = printable(self.rubric.penalty("fluency").label, newlines=False)
+        self.word = self.label.lower()
+
+    @property
+    def shown_bindings(self) -> list[Binding]:
+        """The keys, with the rubric's name of the penalty checked."""
+        words = {"round-add": f"add {self.word} error", "round-fluent": f"no {self.word} errors"}
+        return [replace(b, description=words[b.id]) if b.id in words else b
+                for b in super().shown_bindings]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="round"):
             yield Static(id="round-title")
             yield Static(id="round-caption")
             yield Static(id="round-message")
-        yield KeyBar(self.BINDINGS)
+        yield KeyBar(self.shown_bindings)
 
     def on_mount(self) -> None:
         self.redraw()
@@ -63,19 +75,19 @@ class FluencyRoundScreen(KeyBarScreen):
     def redraw(self) -> None:
         title = self.query_one("#round-title", Static)
         if not self.queue:
-            title.update("No captions are waiting for the fluency round.")
+            title.update(Text(f"No captions are waiting for the {self.word} round."))
             return
         item = self.queue[self.position]
         title.update(Text.assemble(
-            (f"Fluency round {self.position + 1}/{len(self.queue)}  ", "bold"),
+            (f"{self.label} round {self.position + 1}/{len(self.queue)}  ", "bold"),
             (f"{printable(self.checker, newlines=False)} (native speaker)", "dim")))
         body = Text(printable(item.text) + "\n\n", style="bold")
         for label, rated in (("stage 1", item.first), ("stage 2", item.second)):
-            body.append(f"{label} fluency penalty: {penalty_text(rated)}\n")
+            body.append(f"{label} {self.word} penalty: {penalty_text(rated)}\n")
         verdict = self.verdicts.get(item.caption_id)
         body.append("your verdict: " + ("-" if verdict is None else
                     f"{verdict[0]:g}" + (f" ({printable(verdict[1], newlines=False)})"
-                                         if verdict[1] else " (fluent)")))
+                                         if verdict[1] else " (no errors)")))
         self.query_one("#round-caption", Static).update(body)
 
     def save(self, fluency: float, types: str | None) -> bool:

@@ -18,6 +18,7 @@ from rubrics import printable
 from storage.annotation import ResolutionSession
 from storage.db import DatabaseBusy
 from storage.models import RATING_VALUE_FIELDS
+from storage.protocol import is_complete, is_started
 from storage.workflow import COMPARED, Disagreement
 from thumb_tui.screens.annotate import AnnotateScreen, image_name
 from thumb_tui.screens.busy import busy
@@ -213,7 +214,7 @@ class ResolveScreen(AnnotateScreen):
     def suggested_reason(self) -> str | None:
         """The reason the final values speak for: a side they equal, or new values."""
         values = self.groups[0].values
-        if values["precision"] is None or values["recall"] is None:
+        if not is_complete(values):
             return None
         for code, side in (("first-right", self.item.first), ("second-right", self.item.second)):
             if all(values[key] == side[key] for key in COMPARED):
@@ -267,8 +268,7 @@ class ResolveScreen(AnnotateScreen):
             return
         left = self.position + 1
         values = self.groups[0].values
-        half_done = (values["precision"] is not None or values["recall"] is not None) and (
-            not self.reasons.get(self.item.caption_id))
+        half_done = is_started(values) and not self.reasons.get(self.item.caption_id)
         self.position = target
         self.show_item()
         if half_done:

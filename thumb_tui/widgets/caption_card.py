@@ -35,9 +35,11 @@ def score_line(values: dict[str, object], rubric: Rubric) -> str:
 
 
 def penalty_kinds(values: dict[str, object], rubric: Rubric) -> str:
-    """The error types behind the penalties, e.g. `fluency: spelling, grammar`."""
-    return "; ".join(f"{key}: {short(str(values[f'{key}_type'])).replace(',', ', ')}"
-                     for key in rubric.penalty_keys if values[key] and values[f"{key}_type"])
+    """The error types behind the penalties by the rubric's labels, e.g. `fluency:
+    spelling, grammar` for THUMB."""
+    return "; ".join(
+        f"{short(p.label.lower())}: {short(str(values[f'{p.key}_type'])).replace(',', ', ')}"
+        for p in rubric.penalties if values[p.key] and values[f"{p.key}_type"])
 
 
 def rating_context(label: str, values: dict[str, object], rubric: Rubric) -> Text:
