@@ -173,7 +173,7 @@ def _index(session, image_id: int) -> int | None:
 def _rate_image(session, image_id: int, values: Callable[[object], dict]) -> bool:
     """Open the image and save `values(group)` for each caption group; False when the
     protocol refuses (the screens then move on)."""
-    from storage.workflow import ProtocolError
+    from storage.project_queues import ProtocolError
 
     index = _index(session, image_id)
     if index is None:
@@ -188,8 +188,8 @@ def _rate_image(session, image_id: int, values: Callable[[object], dict]) -> boo
 
 def _session(target: str, name: str, stage: int):
     from storage import make_engine
-    from storage.annotation import AnnotationSession
     from storage.models import Stage
+    from storage.rating_sessions import AnnotationSession
 
     return AnnotationSession(make_engine(target), name, stage=Stage(stage))
 
@@ -486,7 +486,7 @@ def run_race(race: str, target: str, trials: int, folder: Path) -> RaceResult:
 def _throughput_worker(role: int, target: str, ratings: int, barrier, results) -> None:
     """Walk the queue, claiming images, and rate P then R of every caption until
     `ratings` commits: each commit's latency and what it saved."""
-    from storage.workflow import ProtocolError
+    from storage.project_queues import ProtocolError
 
     session = _session(target, f"writer{role}", 1)
     latencies: list[float] = []

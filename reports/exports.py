@@ -15,7 +15,7 @@ from reports.tables import metric_columns
 from storage.exporter import export_ratings, write_frame
 from storage.import_rows import METRIC_COLUMN_PREFIX
 from storage.judgments import judgment_pairs, judgment_scores, judgment_set
-from storage.readers import metric_scores
+from storage.metric_scores import metric_scores
 
 
 def signatures_path(out: Path) -> Path:

@@ -13,8 +13,8 @@ from metrics.base import CaptionItem
 from metrics.registry import MetricOptions, build_metric
 from metrics.runner import MetricRun, Progress, caption_items, run_metric
 from storage.judgments import judgment_caption_rows, judgment_reference_ids, judgment_set
+from storage.metric_scores import caption_rows, store_metric_scores, stored_caption_ids
 from storage.models import JudgmentMetricScore, MetricScore
-from storage.readers import caption_rows, store_metric_scores, stored_caption_ids
 
 
 def load_items(engine: Engine, keep_self_references: bool = False

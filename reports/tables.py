@@ -20,13 +20,8 @@ from metrics.correlation import (
 from metrics.signature import signature_labels, tool_version
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
-from storage.queries import final_scores
-from storage.readers import (
-    caption_rows,
-    contributing_annotators,
-    fluency_checkers,
-    metric_scores,
-)
+from storage.metric_scores import caption_rows, metric_scores
+from storage.rating_frames import contributing_annotators, final_scores, fluency_checkers
 from storage.retrieval import has_results
 from storage.rubric_registry import stored_rubrics
 

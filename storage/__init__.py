@@ -22,9 +22,9 @@ EXPORT_FORMATS = ("csv", "jsonl", "parquet", "thumb-jsonl")
 
 _LAZY = {
     "export_ratings": "storage.exporter",
-    "final_scores": "storage.queries",
-    "project_status": "storage.queries",
-    "ratings_frame": "storage.queries",
+    "final_scores": "storage.rating_frames",
+    "project_status": "storage.rating_frames",
+    "ratings_frame": "storage.rating_frames",
     "THUMB_ANNOTATOR": "storage.thumb_release",
     "export_thumb": "storage.thumb_release",
     "import_thumb": "storage.thumb_release",

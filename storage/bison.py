@@ -338,7 +338,7 @@ class BisonSession:
 
     def __init__(self, engine: Engine, annotator: str, *,
                  coin: Callable[[], float] | None = None) -> None:
-        from storage.annotation import register_annotator
+        from storage.rating_sessions import register_annotator
 
         self.engine, self.annotator = engine, annotator
         register_annotator(engine, annotator, None)

@@ -19,6 +19,7 @@ from storage.models import (
     Resolution,
     Stage,
 )
+from storage.project_queues import disagreements, fluency_queue
 from storage.protocol import (
     complete_clause,
     may_check_fluency,
@@ -26,7 +27,6 @@ from storage.protocol import (
     read_states,
     started_clause,
 )
-from storage.workflow import disagreements, fluency_queue
 
 
 @dataclass(frozen=True)

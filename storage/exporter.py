@@ -23,7 +23,7 @@ from storage.models import (
     Stage,
 )
 from storage.protocol import complete_clause, complete_rows
-from storage.queries import ratings_frame, references_by_image
+from storage.rating_frames import ratings_frame, references_by_image
 from storage.rubric_registry import project_rubric, stored_rubrics
 
 TABULAR_FORMATS = ("csv", "jsonl", "parquet")

@@ -379,7 +379,7 @@ class MatchSession:
                  clock: Callable[[], float] = time.monotonic,
                  seed_source: Callable[[], int] | None = None,
                  take_over: bool = False) -> None:
-        from storage.annotation import register_annotator
+        from storage.rating_sessions import register_annotator
 
         self.engine, self.annotator = engine, annotator
         self._clock = clock

@@ -11,7 +11,7 @@ annotator's ratings at one stage.
   row is made, and their native-speaker flag recorded, by their first write, inside that
   write's transaction (`RatingDesk.write`).
 
-The stage's own rules stay with the sessions in `storage.annotation`: claims and the
+The stage's own rules stay with the sessions in `storage.rating_sessions`: claims and the
 reviewed values at stages 1 and 2, the disagreements and reasons of the final stage."""
 
 from __future__ import annotations

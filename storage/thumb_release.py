@@ -14,7 +14,7 @@ from storage.import_files import Record, read_records
 from storage.import_rows import CaptionRow, RowError, image_file, rating
 from storage.importer import ImportSummary, import_caption_rows
 from storage.models import Caption, Image
-from storage.queries import final_scores, references_by_image
+from storage.rating_frames import final_scores, references_by_image
 from storage.untrusted import KEY, NUMBER, TEXT, TEXTS
 
 THUMB_ANNOTATOR = "thumb-1.0"

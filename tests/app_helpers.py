@@ -12,8 +12,8 @@ from sqlalchemy import Engine, func, select, update
 
 from rubrics import Rubric
 from storage import import_captions, open_database
-from storage.annotation import AnnotationSession
 from storage.models import Caption
+from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp
 

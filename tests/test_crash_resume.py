@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import select
 
 from storage import Rating
-from storage.annotation import AnnotationSession
 from storage.models import Assignment
+from storage.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 
 ROOT = Path(__file__).resolve().parent.parent

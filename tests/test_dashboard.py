@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from storage import import_captions, open_database
-from storage.annotation import AnnotationSession
 from storage.dashboard import dashboard, work_for
 from storage.models import Stage
-from storage.workflow import assign_double, disagreements, fluency_queue
+from storage.project_queues import assign_double, disagreements, fluency_queue
+from storage.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app

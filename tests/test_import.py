@@ -137,16 +137,16 @@ def test_export_then_import_gives_the_same_project(project, tmp_path):
 def test_export_then_import_keeps_the_workflow_state(tmp_path):
     """Double-rating marks, native-speaker flags, resolutions with reasons and fluency-round
     verdicts survive CSV, JSONL and Parquet; a rating in progress is left out and said so."""
-    from storage.annotation import AnnotationSession, register_annotator
     from storage.exporter import in_progress_ratings
     from storage.models import Stage
-    from storage.workflow import (
+    from storage.project_queues import (
         assign_double,
         disagreements,
         fluency_queue,
         record_fluency_check,
         record_resolution,
     )
+    from storage.rating_sessions import AnnotationSession, register_annotator
     from tests.app_helpers import sample_engine
     from tests.test_workflow import rate_everything
 
@@ -231,9 +231,9 @@ def test_stage_one_closed_by_review_in_the_database_refuses_a_late_blind_rating(
 def test_the_reviewed_annotator_survives_export_and_import(tmp_path):
     """On a double image, whoever rated first stays the one stage 2 reviews, even when the
     other blind rater's ratings come first in the exported file."""
-    from storage.annotation import AnnotationSession
     from storage.models import Stage
-    from storage.workflow import assign_double, disagreements
+    from storage.project_queues import assign_double, disagreements
+    from storage.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
 
     engine = sample_engine(tmp_path)

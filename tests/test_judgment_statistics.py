@@ -20,8 +20,8 @@ from reports.render import judgment_sections
 from reports.text import judgment_text
 from storage.judgment_import import Scale, import_judgments
 from storage.judgments import judgment_caption_rows, judgment_set
+from storage.metric_scores import store_metric_scores
 from storage.models import JudgmentMetricScore
-from storage.readers import store_metric_scores
 from tests.conftest import ROOT
 from thumb_tui.cli import app
 

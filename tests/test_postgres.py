@@ -11,9 +11,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from benchmarks.races import drop_everything
 from storage import InputError, final_scores, import_captions, open_database
-from storage.annotation import AnnotationSession
 from storage.models import Stage
-from storage.workflow import ProtocolError, disagreements
+from storage.project_queues import ProtocolError, disagreements
+from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 
 URL = os.environ.get("THUMB_TEST_POSTGRES")
@@ -67,7 +67,7 @@ def test_postgresql_enforces_values_and_append_only_log(engine):
 def test_a_sqlite_project_moves_to_postgresql(engine, tmp_path):
     """Export from SQLite, import into PostgreSQL: the same final scores and workflow."""
     from storage import export_ratings
-    from storage.workflow import record_resolution
+    from storage.project_queues import record_resolution
 
     source = open_database(tmp_path / "source.db")
     import_captions(source, SAMPLE_CSV, actor="t")

@@ -24,10 +24,10 @@ from reports.scoring import compute_metrics
 from reports.tables import build_report
 from rubrics import THUMB_1_0, load_rubric, parse_rubric
 from storage import InputError, final_scores, import_captions, open_database, ratings_frame
-from storage.annotation import AnnotationSession
 from storage.models import Stage, utcnow
+from storage.project_queues import fluency_queue
+from storage.rating_sessions import AnnotationSession
 from storage.rubric_registry import project_rubric, register_rubric, stored_rubrics
-from storage.workflow import fluency_queue
 from tests.app_helpers import screen_text
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp

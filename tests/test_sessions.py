@@ -8,16 +8,16 @@ import pytest
 from sqlalchemy import select
 
 from storage import Annotator, Event
-from storage.annotation import (
+from storage.models import Assignment, Stage
+from storage.project_queues import disagreements, fluency_queue, record_fluency_check
+from storage.protocol import ProtocolError
+from storage.rating_desk import RatingDesk
+from storage.rating_sessions import (
     AnnotationSession,
     FluencyRoundSession,
     ResolutionSession,
     register_annotator,
 )
-from storage.models import Assignment, Stage
-from storage.protocol import ProtocolError
-from storage.rating_desk import RatingDesk
-from storage.workflow import disagreements, fluency_queue, record_fluency_check
 from tests.app_helpers import sample_engine
 from tests.conftest import database_dump
 from tests.test_workflow import review_with_changes

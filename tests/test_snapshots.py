@@ -9,10 +9,10 @@ import pytest
 
 from rubrics import load_rubric
 from storage import Annotator
-from storage.annotation import AnnotationSession, FluencyRoundSession, ResolutionSession
 from storage.bison import BisonSession, import_bison
 from storage.models import Stage
-from storage.workflow import disagreements, fluency_queue
+from storage.project_queues import disagreements, fluency_queue
+from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
 from tests.app_helpers import (
     first_caption_of_image_one,
     fixed_seeds,

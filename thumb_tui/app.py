@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from textual.app import App
 from textual.screen import Screen
 
-from storage.annotation import AnnotationSession
+from storage.rating_sessions import AnnotationSession
 from thumb_tui.keymap import load_keymap
 from thumb_tui.screens.annotate import AnnotateScreen
 

@@ -213,7 +213,7 @@ def metrics_list_command(
     """Stored metric scores: one line per signature with count, mean and how many captions
     the metric could not score (e.g. images without references)."""
     from storage.judgments import judgment_metric_summary, judgment_set
-    from storage.readers import metric_score_summary
+    from storage.metric_scores import metric_score_summary
 
     engine = state.existing_engine
     if judgments is None:

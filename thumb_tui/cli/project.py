@@ -246,7 +246,7 @@ def annotator_command(
     native: NativeOption = None,
 ) -> None:
     """Add an annotator or record whether they are a native English speaker."""
-    from storage.annotation import register_annotator
+    from storage.rating_sessions import register_annotator
 
     with protocol_refusals():
         native_english = register_annotator(state.existing_engine, annotator_name(name),
@@ -263,7 +263,7 @@ def assign_command(
     by: ActorOption = "",
 ) -> None:
     """Choose images for blind double rating (the basis of honest agreement figures)."""
-    from storage.workflow import assign_double
+    from storage.project_queues import assign_double
 
     with value_errors():
         result = assign_double(state.existing_engine, double, seed=seed,

@@ -19,8 +19,8 @@ from thumb_tui.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from storage.annotation import AnnotationSession
     from storage.models import Stage
+    from storage.rating_sessions import AnnotationSession
 
 app = typer.Typer()
 
@@ -28,7 +28,7 @@ app = typer.Typer()
 def _rating_session(annotator: str, stage: Stage, native: bool | None) -> AnnotationSession:
     """The annotator's session at stage 1 or 2; ends the command with the reason when the
     protocol refuses or there is nothing to rate."""
-    from storage.annotation import AnnotationSession
+    from storage.rating_sessions import AnnotationSession
     from thumb_tui.screens.annotate import EMPTY_QUEUE
 
     with protocol_refusals():
@@ -75,7 +75,7 @@ def resolve_command(
     image_mode_name: ImageModeOption = "auto",
 ) -> None:
     """Settle captions whose stage-1 and stage-2 values differ, worst first."""
-    from storage.annotation import ResolutionSession
+    from storage.rating_sessions import ResolutionSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.resolve import ResolveScreen
 
@@ -95,7 +95,7 @@ def fluency_round_command(
     annotator: Annotated[str, typer.Option("--annotator", help="A native English speaker.")],
 ) -> None:
     """Check the fluency of captions neither of whose raters was a native speaker."""
-    from storage.annotation import FluencyRoundSession
+    from storage.rating_sessions import FluencyRoundSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
 

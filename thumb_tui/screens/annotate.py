@@ -13,11 +13,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, ErrorType, Rubric, printable
-from storage.annotation import AnnotationSession, CaptionGroup, ImageItem, fluency_value
 from storage.db import DatabaseBusy
 from storage.images import broken_reason
 from storage.models import Stage
 from storage.protocol import ProtocolError, is_started
+from storage.rating_sessions import AnnotationSession, CaptionGroup, ImageItem, fluency_value
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.entry import EntryScreen, check_penalty, check_score, scale_text
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen

@@ -13,7 +13,7 @@ from textual.widgets import ProgressBar, Static
 from rubrics import printable
 from rubrics.match import ANSWERS, answer_label
 from storage.match import HOLD_HEARTBEAT_S, MatchSession
-from storage.workflow import ProtocolError
+from storage.project_queues import ProtocolError
 from thumb_tui.screens.help import HelpScreen
 from thumb_tui.widgets.image_view import ImageView, open_in_viewer
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen

@@ -15,11 +15,11 @@ from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 
 from rubrics import printable
-from storage.annotation import ResolutionSession
 from storage.db import DatabaseBusy
 from storage.models import RATING_VALUE_FIELDS
+from storage.project_queues import COMPARED, Disagreement
 from storage.protocol import is_complete, is_started
-from storage.workflow import COMPARED, Disagreement
+from storage.rating_sessions import ResolutionSession
 from thumb_tui.screens.annotate import AnnotateScreen, image_name
 from thumb_tui.screens.busy import busy
 from thumb_tui.widgets.caption_card import rating_context, score_line, short

@@ -23,6 +23,15 @@ from sqlalchemy import Connection, Engine, Row, select, update
 from rubrics import Rubric
 from storage.annotators import is_native_speaker, register_annotator
 from storage.models import Assignment, Caption, Rating, Stage, utcnow
+from storage.project_queues import (
+    Disagreement,
+    FluencyItem,
+    disagreements,
+    fluency_queue,
+    primary_first_ratings,
+    record_fluency_check,
+    record_resolution,
+)
 from storage.protocol import ProtocolError, check_may_rate, open_images
 from storage.rating_desk import (
     EMPTY_RATING,
@@ -35,15 +44,6 @@ from storage.rating_desk import (
     shown_captions,
 )
 from storage.rubric_registry import project_rubric
-from storage.workflow import (
-    Disagreement,
-    FluencyItem,
-    disagreements,
-    fluency_queue,
-    primary_first_ratings,
-    record_fluency_check,
-    record_resolution,
-)
 
 __all__ = [
     "EMPTY_RATING",
@@ -226,6 +226,6 @@ class FluencyRoundSession:
 
     def image_of(self, item: FluencyItem) -> tuple[str, str | None]:
         """The key and file path of the image the caption describes."""
-        from storage.queries import image_of_caption
+        from storage.rating_frames import image_of_caption
 
         return image_of_caption(self.engine, item.caption_id)

@@ -1,7 +1,11 @@
-"""Read-side queries as tidy DataFrames: ratings, final scores, project status."""
+"""The ratings as the analyses read them: every rating, the final scores per caption,
+the pairs of ratings that agreement compares, who contributed, and the project's counts.
+Tidy frames in, no statistics here (those are `metrics/`); metric scores are
+`storage/metric_scores.py`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
@@ -18,6 +22,7 @@ from storage.models import (
     Resolution,
     Stage,
 )
+from storage.project_queues import primary_first_ratings
 from storage.protocol import complete_clause, complete_rows
 
 RATING_VALUE_COLUMNS = [
@@ -76,7 +81,7 @@ def final_scores(engine: Engine) -> pd.DataFrame:
     check, where there is one, sets the fluency penalty. `final_source` says which."""
     import pandas as pd
 
-    from storage.workflow import disagreements
+    from storage.project_queues import disagreements
 
     frame = ratings_frame(engine)
     complete = complete_rows(frame)
@@ -178,7 +183,7 @@ def project_status(engine: Engine) -> dict[str, object]:
             .where(captions_per_image.c.n == rated_per_image.c.n)
         ).scalar()
         from storage.image_flags import broken_images
-        from storage.workflow import disagreements, fluency_queue
+        from storage.project_queues import disagreements, fluency_queue
 
         return {
             "unresolved": len(disagreements(engine)),
@@ -195,3 +200,63 @@ def project_status(engine: Engine) -> dict[str, object]:
             "complete_images": complete_images,
             "broken_images": broken_images(engine),
         }
+
+
+def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
+    """One row per caption and compared pair of ratings: kind (`blind`: the two blind
+    stage-1 ratings of a double-rated image; `stage1-vs-stage2`: the reviewed stage-1
+    rating and its review), pair, image, and for each dimension the two values
+    (`<dimension>_a`, `<dimension>_b`)."""
+    import pandas as pd
+
+    ratings = complete_rows(ratings_frame(engine))
+    ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
+    caption, image = Caption.__table__, Image.__table__
+    with engine.connect() as connection:
+        primary = {c: r["id"] for c, r in primary_first_ratings(connection).items()}
+        double = dict(connection.execute(
+            select(caption.c.id, image.c.double_rating)
+            .join(image, caption.c.image_id == image.c.id)).all())
+
+    def pair_row(kind: str, caption_id: int, a: dict, b: dict) -> dict[str, object]:
+        row: dict[str, object] = {"kind": kind, "caption_id": caption_id,
+                                  "image": a["image_id"],
+                                  "pair": f"{a['annotator']}|{b['annotator']}"}
+        for dimension in dimensions:
+            row[f"{dimension}_a"] = float(a[dimension])
+            row[f"{dimension}_b"] = float(b[dimension])
+        return row
+
+    rows = []
+    first = ratings[ratings["stage"] == 1]
+    for caption_id, group in first.groupby("caption_id"):
+        if double.get(caption_id) and len(group) >= 2:
+            a, b = sorted(group.head(2).to_dict("records"), key=lambda r: r["annotator"])
+            rows.append(pair_row("blind", caption_id, a, b))
+    second = ratings[ratings["stage"] == 2].drop_duplicates("caption_id")
+    by_id = ratings.set_index("rating_id")
+    for record in second.to_dict("records"):
+        if record["caption_id"] in primary:
+            a = by_id.loc[primary[record["caption_id"]]].to_dict()
+            rows.append(pair_row("stage1-vs-stage2", record["caption_id"], a, record))
+    return pd.DataFrame(rows)
+
+
+def contributing_annotators(engine: Engine) -> list[str]:
+    """Everyone whose work is in the scores: raters at any stage and fluency checkers."""
+    annotator = Annotator.__table__
+    with engine.connect() as connection:
+        return sorted(connection.execute(
+            select(annotator.c.name).where(
+                annotator.c.id.in_(select(Rating.__table__.c.annotator_id))
+                | annotator.c.id.in_(select(FluencyCheck.__table__.c.checker_id)))
+        ).scalars())
+
+
+def fluency_checkers(engine: Engine) -> set[str]:
+    """Native speakers whose fluency-round verdicts set final fluency penalties."""
+    annotator, check = Annotator.__table__, FluencyCheck.__table__
+    with engine.connect() as connection:
+        return set(connection.execute(
+            select(annotator.c.name).join(check, check.c.checker_id == annotator.c.id)
+        ).scalars())

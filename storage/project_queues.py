@@ -1,5 +1,8 @@
-"""THUMB's workflow around the protocol (`storage.protocol`): blind double rating, the
-disagreement queue, resolutions and the native-speaker fluency round."""
+"""The project-wide queues of THUMB's pipeline and the records that settle them: which
+images are rated twice blind, which captions disagree and wait for resolution, which wait
+for the native-speaker fluency round. Functions over the whole project, called by the
+lead's commands, by import and by the sessions; one annotator's interactive work is
+`storage/rating_sessions.py`."""
 
 from __future__ import annotations
 
