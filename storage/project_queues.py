@@ -190,7 +190,10 @@ def record_resolution(engine: Engine, caption_ids: int | Sequence[int], resolver
 
     def resolve(connection: Connection) -> None:
         resolver_id = connection.execute(
-            select(annotator.c.id).where(annotator.c.name == resolver)).scalar_one()
+            select(annotator.c.id).where(annotator.c.name == resolver)).scalar_one_or_none()
+        if resolver_id is None:
+            raise ProtocolError(f"{resolver!r} has set no final P and R: nothing to give "
+                                "reasons for")
         for caption_id in ids:
             check_may_rate(connection, resolver, Stage.FINAL, _image_of(connection, caption_id))
             final = connection.execute(select(rating.c.id).where(

@@ -28,6 +28,7 @@ from typing import TypeVar
 from sqlalchemy import ColumnElement, Connection, Engine, Row, Select, and_, select, update
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
+from rubrics.model import error_codes
 from storage.annotators import register, registration
 from storage.db import run_write
 from storage.events import log_change
@@ -451,23 +452,32 @@ class RatingDesk:
 
     # -- changing -----------------------------------------------------------------------------
 
-    def validate(self, values: dict[str, object]) -> None:
-        for field, value in values.items():
+    def validate(self, values: dict[str, object],
+                 current: dict[str, object] | None = None) -> None:
+        """Refuse values the rubric does not allow, as the rating would hold them after
+        the change (`current` and `values` together): each score on its dimension's scale,
+        each penalty's amount with its error types by the rubric's one rule
+        (`Rubric.penalty_problem`)."""
+        for field in values:
             if field not in RATING_FIELDS:
                 raise ValueError(f"unknown rating field {field!r}")
-            if field in SCORE_KEYS and value is not None:
+        after = {**(current or {}), **values}
+        for field in SCORE_KEYS:
+            value = values.get(field)
+            if value is not None and value not in self.rubric.dimension(field).scale:
                 dimension = self.rubric.dimension(field)
-                if value not in dimension.scale:
-                    raise ValueError(f"{field} must be {dimension.min}-{dimension.max}")
-            if field in PENALTY_KEYS and value:
-                if not self.rubric.has_penalty(field):
-                    raise ValueError(f"rubric {self.rubric.signature} has no {field} penalty")
-                if not self.rubric.penalty(field).allows(float(value)):  # type: ignore[arg-type]
-                    raise ValueError(f"{field} penalty {value} is not one the rubric allows")
+                raise ValueError(f"{field} must be {dimension.min}-{dimension.max}")
+        for field in PENALTY_KEYS:
+            if field in values or f"{field}_type" in values:
+                problem = self.rubric.penalty_problem(
+                    field, float(after.get(field) or 0.0),  # type: ignore[arg-type]
+                    error_codes(after.get(f"{field}_type")))  # type: ignore[arg-type]
+                if problem:
+                    raise ValueError(problem)
 
     def set_values(self, group: CaptionGroup, values: dict[str, object], *,
                    image_index: int, focus: int) -> CaptionGroup:
-        self.validate(values)
+        self.validate(values, group.values)
         changed = {f: v for f, v in values.items() if group.values.get(f) != v}
         if not changed:
             return group

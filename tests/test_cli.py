@@ -142,3 +142,12 @@ def test_the_collector_is_paused_for_a_command_and_restored_as_it_was():
         assert not gc.isenabled()  # off before, off after
     finally:
         gc.enable()
+
+
+def test_native_on_the_rating_command_is_recorded_even_with_nothing_to_rate(tmp_path):
+    db = str(tmp_path / "n.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    result = runner.invoke(app, ["--db", db, "review", "--annotator", "fay", "--native"])
+    assert result.exit_code == 0 and "Nothing to review" in result.output
+    result = runner.invoke(app, ["--db", db, "annotator", "fay"])
+    assert "fay: a native English speaker" in result.output

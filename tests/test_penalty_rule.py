@@ -112,3 +112,32 @@ def test_the_triggers_tolerance_is_the_rules():
     assert revision.EPSILON == amounts.EPSILON
     assert f"BETWEEN r.low - {amounts.EPSILON} AND r.high + {amounts.EPSILON}" in (
         revision._outside("rating", "inclusive", "NEW"))
+
+
+def test_the_session_applies_the_same_rule(tmp_path: Path):
+    """The rating session refuses what import refuses (the rubric's `penalty_problem` over
+    the rating as it would be after the change), and writes nothing then."""
+    from storage.rating_sessions import AnnotationSession
+    from tests.app_helpers import sample_engine
+
+    engine = sample_engine(tmp_path, rubric=TS7)
+    session = AnnotationSession(engine, "alice", rubric=TS7)
+    group = session.open_image(0)[0]
+    before = database_dump(engine)
+    refused = {
+        (("inclusive", 2.0), ("inclusive_type", "stereotype")): "must be 0 or between 0.5",
+        (("inclusive", 0.7), ("inclusive_type", "slur")): "unknown inclusive error type",
+        (("fluency", 0.9),): "between 0 and 0.6",
+        (("conciseness", 0.5),): "has no conciseness penalty",
+        (("precision", 8),): "precision must be 1-7",
+    }
+    for change, words in refused.items():
+        with pytest.raises(ValueError, match=words):
+            session.set_values(group, dict(change), image_index=0, focus=0)
+    assert database_dump(engine) == before
+    saved = session.set_values(group, {"inclusive": 1.2, "inclusive_type": "stereotype"},
+                               image_index=0, focus=0)
+    assert saved.values["inclusive"] == pytest.approx(1.2)
+    with pytest.raises(ValueError, match="one error type at most"):
+        session.set_values(saved, {"inclusive_type": "stereotype,stereotype"},
+                           image_index=0, focus=0)

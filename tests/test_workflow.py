@@ -565,3 +565,9 @@ async def test_resolve_stops_at_the_end_of_the_queue_and_says_all_done(engine):
         assert message == "all done: the 3 disagreements of this session are resolved; q quits"
         assert "3/3 resolved" in str(screen.query_one("#title", Static).content)
     assert disagreements(engine, resolver="carol") == []
+
+
+def test_reasons_from_someone_who_never_rated_are_refused_not_a_crash(engine):
+    review_with_changes(engine)
+    with pytest.raises(ProtocolError, match="'zoe' has set no final P and R"):
+        record_resolution(engine, 1, "zoe", ["first-right"], "", ["first-right"])

@@ -26,14 +26,19 @@ app = typer.Typer()
 
 
 def _rating_session(annotator: str, stage: Stage, native: bool | None) -> AnnotationSession:
-    """The annotator's session at stage 1 or 2; ends the command with the reason when the
-    protocol refuses or there is nothing to rate."""
+    """The annotator's session at stage 1 or 2 (with `--native`/`--non-native` recorded
+    first); ends the command with the reason when the protocol refuses or there is nothing
+    to rate."""
+    from storage.annotators import register_annotator
     from storage.rating_sessions import AnnotationSession
     from thumb_tui.screens.annotate import EMPTY_QUEUE
 
+    name = annotator_name(annotator)
     with protocol_refusals():
-        session = AnnotationSession(state.existing_engine, annotator_name(annotator),
-                                    stage=stage, native_english=native)
+        if native is not None:  # said on the command line: recorded even with nothing to rate
+            register_annotator(state.existing_engine, name, native)
+        session = AnnotationSession(state.existing_engine, name, stage=stage,
+                                    native_english=native)
     stop_if_empty(session.images, EMPTY_QUEUE[stage])
     return session
 
