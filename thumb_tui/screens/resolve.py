@@ -20,16 +20,28 @@ from storage.models import RATING_VALUE_FIELDS
 from storage.project_queues import COMPARED, Disagreement
 from storage.protocol import is_complete, is_started
 from storage.rating_sessions import ResolutionSession
-from thumb_tui.screens.annotate import AnnotateScreen, image_name
 from thumb_tui.screens.busy import busy
+from thumb_tui.screens.cursor import FIRST
+from thumb_tui.screens.rating import (
+    CAPTION_BINDINGS,
+    HELP,
+    OPEN_IMAGE,
+    QUIT,
+    RatingScreen,
+    image_name,
+    score_bindings,
+)
+from thumb_tui.screens.stages import RESOLVE
 from thumb_tui.widgets.caption_card import rating_context, score_line, short
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView
 from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 from thumb_tui.widgets.rubric_panel import RubricPanel
 
-PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "help", "undo", "toggle-dimension",
-             "scroll-text-down", "scroll-text-up", "open-image")
+# The rating keys that act here (by binding id): the digits score the final values; there
+# is one caption at a time, so no caption keys, and no typed score.
+PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "undo", "toggle-dimension",
+             "scroll-text-down", "scroll-text-up")
 
 
 class ReasonList(SelectionList[str]):
@@ -80,13 +92,17 @@ class ReasonScreen(ModalScreen[list[str] | None]):
         self.dismiss(None)
 
 
-class ResolveScreen(AnnotateScreen):
-    """Reuses the rating keys of AnnotateScreen on one disagreement at a time."""
+class ResolveScreen(RatingScreen):
+    """The rating keys (RatingScreen) on one disagreement at a time: the final values of
+    its caption group, with the stage-1 and stage-2 values beside them."""
 
     CSS_PATH = ["annotate.tcss", "resolve.tcss"]
+    STAGE = RESOLVE
     BINDINGS = [
-        *[b for b in AnnotateScreen.BINDINGS
-          if b.id and (b.id.startswith("score-") or b.id in PASSED_ON)],
+        *[b for b in score_bindings() if b.id and b.id.startswith("score-")],
+        *[b for b in CAPTION_BINDINGS if b.id in PASSED_ON],
+        OPEN_IMAGE,
+        HELP,
         Binding("a", "take(1)", "take stage 1", id="take-first"),
         Binding("b", "take(2)", "take stage 2", id="take-second"),
         Binding("r", "reasons", "reasons", id="reasons"),
@@ -94,7 +110,7 @@ class ResolveScreen(AnnotateScreen):
                 id="next-disagreement"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
                 id="previous-disagreement"),
-        Binding("q", "quit_app", "quit", id="quit"),
+        QUIT,
     ]
 
     def __init__(self, session: ResolutionSession, queue: list[Disagreement],
@@ -135,9 +151,10 @@ class ResolveScreen(AnnotateScreen):
 
     def show_item(self) -> None:
         item = self.item
-        self.image_index = self.session.image_index_of_caption(item.caption_id)
         self.groups = [self.session.group_for_caption(item.caption_id)]
-        self.focus_index = 0
+        # each disagreement starts on P, whatever its final values lack
+        self.cursor.opened(self.session.image_index_of_caption(item.caption_id), self.groups,
+                           dimension=FIRST)
         self.say("")
         try:
             self.session.look_at(self.image_index)
@@ -145,7 +162,6 @@ class ResolveScreen(AnnotateScreen):
             self.say("database busy: this visit is not recorded yet")
         image = self.session.images[self.image_index]
         self.query_one(ImageView).show(image.path, image.key)
-        self.dimension = "precision"
         self.redraw()
 
     @property
@@ -159,7 +175,7 @@ class ResolveScreen(AnnotateScreen):
         self.query_one("#title", Static).update(Text.assemble(
             (f"Disagreement {self.position + 1}/{len(self.queue)} ", "bold"),
             ("(worst first) ", "dim"), (image_name(image), "bold"),
-            (" resolved" if done else " to resolve", ""),
+            (" " + self.STAGE.status_words[0 if done else 1], ""),
             (f" · {self.resolved_count}/{self.resolved_before + len(self.queue)} resolved",
              "dim")))
         self.query_one("#resolve-caption", CaptionText).update(
@@ -184,12 +200,9 @@ class ResolveScreen(AnnotateScreen):
             text.append(f"\nnote: {printable(str(group.values['note']))}", style="italic")
         self.query_one("#compare", Static).update(text)
 
-    # The rating actions of AnnotateScreen call these two hooks.
-    def update_focus(self) -> None:
-        if self.queue:
-            self.redraw()
+    # -- RatingScreen's hooks ------------------------------------------------------------------
 
-    def update_title(self) -> None:
+    def update_focus(self) -> None:
         if self.queue:
             self.redraw()
 

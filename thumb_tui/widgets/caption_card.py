@@ -89,7 +89,8 @@ class CaptionCard(Horizontal):
         self.penalty_target = penalty_target
         self.set_class(dimension is not None, "current")
         self.set_class(penalty_target, "penalty-target")
-        self.refresh_card()
+        if self.is_mounted:  # else on_mount draws it
+            self.refresh_card()
 
     def refresh_card(self) -> None:
         values = self.group.values
