@@ -1,0 +1,148 @@
+"""What `thumb monitor` reads, as plain frames and dataclasses: every complete rating with
+the time recorded on it, the blind pairs agreement compares, the pipeline per stage (the
+same as `thumb status`) and the broken images. Read only, each part in one short
+transaction (SELECTs only, portable SQL: SQLite and PostgreSQL alike); the statistics are
+`metrics/campaign.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine, and_, select
+from sqlalchemy.exc import DBAPIError
+
+from rubrics import SCORE_KEYS
+from storage import dashboard as status
+from storage.dashboard import StageProgress
+from storage.db import DatabaseBusy, _failure
+from storage.image_flags import BrokenImage, broken_images
+from storage.models import Annotator, Assignment, Caption, Image, Rating
+from storage.protocol import complete_clause
+from storage.rating_frames import rating_pairs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RATING_COLUMNS = ["rating_id", "annotator", "stage", "image_id", "image", "double_rating",
+                  "caption_id", *SCORE_KEYS, "seconds", "image_seconds", "sequence"]
+
+
+PAIR_COLUMNS = ["image", "caption_id", "pair",
+                *[f"{key}_{side}" for key in SCORE_KEYS for side in ("a", "b")]]
+
+
+class MonitorBusy(DatabaseBusy):
+    """A read found the database locked by another process; nothing was read (try again)."""
+
+
+@dataclass(frozen=True)
+class MonitorData:
+    """One reading of the project. `ratings`: one row per complete rating (columns
+    RATING_COLUMNS; see metrics/campaign.py); `blind_pairs`: one row per caption of a
+    double-rated image with two complete stage-1 ratings (image, caption_id,
+    precision_a/_b, recall_a/_b)."""
+
+    annotators: list[str]
+    ratings: pd.DataFrame
+    blind_pairs: pd.DataFrame
+    stages: list[StageProgress]
+    broken_images: list[BrokenImage]
+
+
+def complete_ratings(engine: Engine) -> pd.DataFrame:
+    """Every complete rating with its annotator, image, the seconds stored on it, the
+    seconds the app recorded on that annotator's image at that stage (`image_seconds`, 0
+    without an assignment) and `sequence`: its place in the order ratings were last changed
+    (updated_at, then id)."""
+    import pandas as pd
+
+    rating, caption, image, annotator, assignment = (
+        Rating.__table__, Caption.__table__, Image.__table__, Annotator.__table__,
+        Assignment.__table__)
+    query = (
+        select(rating.c.id, annotator.c.name, rating.c.stage, image.c.id, image.c.key,
+               image.c.double_rating, caption.c.id, *[rating.c[key] for key in SCORE_KEYS],
+               rating.c.seconds, assignment.c.seconds)
+        .join(caption, rating.c.caption_id == caption.c.id)
+        .join(image, caption.c.image_id == image.c.id)
+        .join(annotator, rating.c.annotator_id == annotator.c.id)
+        .outerjoin(assignment, and_(assignment.c.image_id == caption.c.image_id,
+                                    assignment.c.annotator_id == rating.c.annotator_id,
+                                    assignment.c.stage == rating.c.stage))
+        .where(complete_clause(rating))
+        .order_by(rating.c.updated_at, rating.c.id)
+    )
+    with engine.connect() as connection:
+        rows = [(*row, position) for position, row in enumerate(connection.execute(query))]
+    frame = pd.DataFrame(rows, columns=RATING_COLUMNS)
+    frame = frame.astype({"rating_id": "int64", "stage": "int64", "image_id": "int64",
+                          "caption_id": "int64", "seconds": "float64",
+                          "image_seconds": "float64", "sequence": "int64",
+                          **dict.fromkeys(SCORE_KEYS, "float64")})
+    frame["image_seconds"] = frame["image_seconds"].fillna(0.0)
+    frame["double_rating"] = frame["double_rating"].astype(bool)
+    return frame
+
+
+def annotator_names(engine: Engine) -> list[str]:
+    annotator = Annotator.__table__
+    with engine.connect() as connection:
+        return list(connection.execute(
+            select(annotator.c.name).order_by(annotator.c.name)).scalars())
+
+
+def blind_pairs(engine: Engine) -> pd.DataFrame:
+    """The blind pairs of P and R, as `thumb agreement` compares them
+    (`storage.rating_frames.rating_pairs`, kind `blind`)."""
+    pairs = rating_pairs(engine, list(SCORE_KEYS))
+    if pairs.empty:
+        return _no_pairs()
+    return pairs[pairs["kind"] == "blind"][PAIR_COLUMNS].reset_index(drop=True)
+
+
+def _no_pairs() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(columns=PAIR_COLUMNS)
+
+
+def pipeline(engine: Engine) -> list[StageProgress]:
+    """The pipeline per stage, counted by `storage.dashboard`'s own functions exactly as
+    `thumb status` shows it, without the per-annotator work lists that status adds (each
+    of those reads the queues again)."""
+    with engine.connect() as connection:
+        finished, started = status._finished_and_started(connection)
+        images = status._image_stages(connection, finished, started)
+        return images + status._caption_stages(engine, connection)
+
+
+def blind_fingerprint(ratings: pd.DataFrame) -> tuple:
+    """What the blind pairs depend on: the complete stage-1 ratings of double-rated
+    images (an unchanged fingerprint means unchanged pairs)."""
+    first = ratings[(ratings["stage"] == 1) & ratings["double_rating"]]
+    return tuple(first[["rating_id", "caption_id", "annotator", *SCORE_KEYS]]
+                 .itertuples(index=False, name=None))
+
+
+def read_monitor(engine: Engine, previous: MonitorData | None = None) -> MonitorData:
+    """Everything the monitor shows, each part read in its own short transaction; the
+    blind pairs are taken from `previous` (the last reading) while the ratings they come
+    from are unchanged. Raises MonitorBusy when the database is locked (SQLite while
+    another process holds an exclusive lock; PostgreSQL lock or serialization
+    failures)."""
+    try:
+        ratings = complete_ratings(engine)
+        if previous is not None and blind_fingerprint(previous.ratings) == blind_fingerprint(
+                ratings):
+            pairs = previous.blind_pairs
+        elif not blind_fingerprint(ratings):  # no double-rated image has a rating yet
+            pairs = _no_pairs()
+        else:
+            pairs = blind_pairs(engine)
+        return MonitorData(annotator_names(engine), ratings, pairs, pipeline(engine),
+                           broken_images(engine))
+    except DBAPIError as exc:
+        if _failure(exc) == "busy":
+            raise MonitorBusy("the database is busy (locked by another process)") from exc
+        raise

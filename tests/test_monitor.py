@@ -1,0 +1,655 @@
+"""`thumb monitor`: the campaign lead's live dashboard, driven with Pilot while ratings are
+written under it; it never writes, survives a busy database, shows stored text literally;
+the pure figures of metrics/campaign.py checked against their definitions."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import sqlite3
+import threading
+from statistics import median
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
+from textual.widgets import Static
+from typer.testing import CliRunner
+
+import storage.db
+import storage.monitor
+from metrics.agreement import alpha_from_matrix
+from metrics.campaign import (
+    Drift,
+    Pace,
+    Thresholds,
+    agreement_so_far,
+    alerts,
+    captions_per_stage,
+    drifts,
+    pace,
+    paces,
+    seconds_per_caption,
+)
+from storage import open_database
+from storage.dashboard import dashboard
+from storage.db import make_engine
+from storage.models import Annotator, Caption, Image, Rating, Stage
+from storage.monitor import MonitorBusy, blind_pairs, pipeline, read_monitor
+from storage.project_queues import assign_double
+from storage.rating_sessions import AnnotationSession
+from tests import test_dashboard
+from tests.app_helpers import sample_engine, screen_text
+from tests.conftest import SAMPLE_CSV, database_dump
+from tests.test_workflow import rate_everything
+from thumb_tui.app import ThumbApp
+from thumb_tui.cli import app as cli
+from thumb_tui.screens import monitor as monitor_module
+from thumb_tui.screens.monitor import BUSY, MonitorScreen, MonitorSettings
+
+midway = test_dashboard.midway  # the fixture: a project in the middle of the protocol
+FIXED_TIME = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC: the time the monitor shows
+HOSTILE = "\x1b[2J\x9b31m[@click=app.quit]q[/] [bold <script>"
+
+
+@pytest.fixture
+def engine(tmp_path):
+    return sample_engine(tmp_path)
+
+
+def ticking(step: float):
+    """A session clock that moves `step` seconds every time it is read."""
+    counter = itertools.count(0, step)
+    return lambda: float(next(counter))
+
+
+def monitor_app(engine, every: float = 3600.0, **settings: object) -> ThumbApp:
+    screen = MonitorScreen(engine, MonitorSettings(every=every, **settings), source="app.db",
+                           clock=lambda: FIXED_TIME)
+    return ThumbApp(screen=screen, keymap={})
+
+
+async def reading(pilot, screen: MonitorScreen, before: int | None = None) -> None:
+    """Wait until the monitor finished a reading after the `before`-th one."""
+    before = screen.readings if before is None else before
+    for _ in range(500):
+        await pilot.pause(0.02)
+        if screen.readings > before:
+            await pilot.pause()
+            return
+    raise AssertionError("the monitor did not read the project")
+
+
+async def refreshed(pilot, screen: MonitorScreen) -> str:
+    """Press r, wait for a reading that began after now and return the screen's text."""
+    for _ in range(500):
+        if not screen.reading:
+            break
+        await pilot.pause(0.02)
+    before = screen.readings
+    await pilot.press("r")
+    await reading(pilot, screen, before)
+    return screen_text(pilot.app)
+
+
+def row_of(text: str, name: str) -> list[str]:
+    """The cells of the annotator table's row of `name`."""
+    for line in text.splitlines():
+        cells = line.strip("│ ").split()
+        if cells and cells[0] == name:
+            return cells
+    raise AssertionError(f"no row of {name} in\n{text}")
+
+
+def blind_values(engine) -> dict[str, dict[int, tuple[float, float]]]:
+    """annotator -> caption id -> (P, R) of their complete stage-1 ratings on the
+    double-rated images: the blind pairs, read independently of the monitor."""
+    rating, caption, image, annotator = (Rating.__table__, Caption.__table__,
+                                         Image.__table__, Annotator.__table__)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(annotator.c.name, rating.c.caption_id, rating.c.precision, rating.c.recall)
+            .join(annotator, rating.c.annotator_id == annotator.c.id)
+            .join(caption, rating.c.caption_id == caption.c.id)
+            .join(image, caption.c.image_id == image.c.id)
+            .where(image.c.double_rating.is_(True), rating.c.stage == 1,
+                   rating.c.precision.is_not(None), rating.c.recall.is_not(None))).all()
+    values: dict[str, dict[int, tuple[float, float]]] = {}
+    for name, caption_id, precision, recall in rows:
+        values.setdefault(name, {})[caption_id] = (float(precision), float(recall))
+    return values
+
+
+async def test_the_monitor_follows_ratings_written_while_it_runs(engine):
+    assign_double(engine, 0.4, seed=3, actor="lead")  # 6 images get two blind ratings
+    app = monitor_app(engine)
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        text = screen_text(app)
+        assert "nobody has rated yet" in text and "too few: 0 of 5 images" in text
+        assert "ALERTS (0)" in text and "0 alerts" in text
+
+        # alice rates every image, 10 s per caption group: shown at the next refresh
+        rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
+                                          clock=ticking(10)), 1)
+        text = await refreshed(pilot, screen)
+        assert row_of(text, "alice")[:7] == ["alice", "60", "0", "0", "10.0", "0%", "-"]
+        assert "too few: 0 of 5 images" in text  # nobody rated a double image twice yet
+
+        # bob rates half of the double images, 1 s a caption: rushed, and still too few
+        bob = AnnotationSession(engine, "bob", seed_source=lambda: 2, clock=ticking(1))
+        assert len(bob.images) == 6
+        for index in range(3):
+            for group in bob.open_image(index):
+                bob.set_values(group, {"precision": 5, "recall": 5}, image_index=index,
+                               focus=0)
+        text = await refreshed(pilot, screen)
+        assert row_of(text, "bob")[:6] == ["bob", "12", "0", "0", "1.0", "100%"]
+        assert "too few: 3 of 5 images" in text
+        assert "bob: rushed 100% of 12 captions (alert above 20%)" in text
+        assert "alice: rushed" not in text
+
+        # bob finishes: agreement appears, the same as alpha of the pairs read here
+        rate_everything(bob, 7)
+        text = await refreshed(pilot, screen)
+        assert row_of(text, "bob")[1] == "24"
+        blind = blind_values(engine)
+        shared = sorted(set(blind["alice"]) & set(blind["bob"]))
+        assert len(shared) == 24
+        for dimension, position in (("P", 0), ("R", 1)):
+            matrix = np.array([[blind[name][c][position] for c in shared]
+                               for name in ("alice", "bob")])
+            for level in ("ordinal", "interval"):
+                expected = alpha_from_matrix(matrix, level)
+                line = next(line for line in text.splitlines()
+                            if line.strip("│ ").split()[:2] == [dimension, level])
+                assert f"{expected:.2f}" in line and "24 captions, 6 images" in line
+            # drift: alice's mean minus bob's on the 24 shared captions
+            difference = sum(blind["alice"][c][position] - blind["bob"][c][position]
+                             for c in shared) / len(shared)
+            column = 6 if dimension == "P" else 7
+            assert row_of(text, "alice")[column] == f"{difference:+.2f}"
+            assert row_of(text, "bob")[column] == f"{-difference:+.2f}"
+        count = len(screen.figures.alerts)
+        assert f"ALERTS ({count})" in text and f"{count} alert" in text
+
+
+async def test_the_timer_refreshes_without_a_key(engine):
+    app = monitor_app(engine, every=0.1)
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        rate_everything(AnnotationSession(engine, "carol", seed_source=lambda: 1,
+                                          clock=ticking(4)), 1)
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if screen.figures and screen.figures.annotators:
+                break
+        await pilot.pause()
+        assert row_of(screen_text(app), "carol")[:6] == ["carol", "60", "0", "0", "4.0", "0%"]
+        seen = screen.readings
+        await pilot.press("p")  # paused: the timer reads no more
+        await pilot.pause(0.5)
+        assert screen.readings <= seen + 1 and "paused" in screen_text(app)
+
+
+async def test_review_and_drift_alerts_with_thresholds_the_lead_set(engine):
+    """Stage-2 ratings count per stage and in drift; a low drift threshold raises alerts
+    for both sides, and a high rushed threshold makes everyone rushed."""
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
+                                      clock=ticking(10)), 1)
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND, seed_source=lambda: 2,
+                            clock=ticking(10))
+    for index in range(len(bob.images)):
+        for group in bob.open_image(index):
+            values = {k: group.reference[k] for k in ("precision", "recall")}
+            values["precision"] = max(1, values["precision"] - 1)  # bob is stricter on P
+            bob.set_values(group, values, image_index=index, focus=0)
+    app = monitor_app(engine, rushed_below=60.0,
+                      thresholds=Thresholds(rushed=0.5, drift=0.1, agreement=0.4))
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        text = screen_text(app)
+    assert row_of(text, "bob")[:4] == ["bob", "0", "60", "0"]
+    drift = screen.figures.annotators[1].drift
+    assert drift.captions == 60 and drift.precision < -0.1 and drift.recall == 0.0
+    assert "alice: rushed 100% of 60 captions (alert above 50%)" in text
+    assert f"bob: drift P {drift.precision:+.2f} over 60 captions (alert beyond ±0.1)" in text
+    assert "alice: drift P +" in text and "recent P" in text
+
+
+async def test_the_monitor_never_writes(engine):
+    assign_double(engine, 0.4, seed=3, actor="lead")
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)
+    before = database_dump(engine)
+    app = monitor_app(engine, every=0.3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        for key in ("down", "pagedown", "up", "pageup", "home", "p", "p"):
+            await pilot.press(key)
+        await refreshed(pilot, screen)
+        await pilot.press("q")
+    assert database_dump(engine) == before
+
+
+async def test_a_busy_database_is_retried_not_a_crash(engine, monkeypatch):
+    calls = []
+
+    def busy_once(target, previous=None):
+        calls.append(target)
+        if len(calls) == 1:
+            raise MonitorBusy("the database is busy")
+        return read_monitor(target, previous)
+
+    monkeypatch.setattr(monitor_module, "read_monitor", busy_once)
+    app = monitor_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        assert BUSY in screen_text(app) and app.is_running and screen.figures is None
+        text = await refreshed(pilot, screen)
+        assert BUSY not in text and "ALERTS (0)" in text
+
+
+async def test_an_unexpected_error_is_shown_and_retried(engine, monkeypatch):
+    calls = []
+
+    def fails_once(target, previous=None):
+        calls.append(target)
+        if len(calls) == 1:
+            raise KeyError("thumb-9.9 [red]x[/red]")
+        return read_monitor(target, previous)
+
+    monkeypatch.setattr(monitor_module, "read_monitor", fails_once)
+    app = monitor_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        assert "reading failed (KeyError: 'thumb-9.9 [red]x[/red]'); retrying" in \
+            screen_text(app)
+        text = await refreshed(pilot, screen)
+        assert "reading failed" not in text and "ALERTS (0)" in text
+
+
+async def test_help_defines_each_figure_with_the_lead_settings(engine):
+    app = monitor_app(engine, rushed_below=4.0, thresholds=Thresholds(rushed=0.25))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        await pilot.press("x")
+        assert "the key x does nothing here; ? lists the keys" in screen_text(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen is not screen
+        markdown = app.screen.markdown
+        assert "**rushed share** above 25%" in markdown and "under 4 s" in markdown
+        assert "Below 5 images rated twice it says *too few*" in markdown
+        assert "- `r` refresh" in markdown and "- `q` quit" in markdown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_a_locked_sqlite_database_says_busy_and_recovers(tmp_path, monkeypatch):
+    """Another process holds SQLite's exclusive lock: the monitor says so and keeps the
+    last figures; once the lock goes, the next reading shows the new state."""
+    sample_engine(tmp_path).dispose()
+    monkeypatch.setattr(storage.db, "SQLITE_BUSY_TIMEOUT_MS", 200)  # read at each connect
+    engine = make_engine(tmp_path / "app.db")
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
+                                      clock=ticking(5)), 1)
+    app = monitor_app(engine)
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        assert row_of(screen_text(app), "alice")[1] == "60"
+        engine.dispose()  # pooled connections keep WAL's shared memory: let it go
+        holder = sqlite3.connect(tmp_path / "app.db", isolation_level=None)
+        try:
+            holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+            holder.execute("BEGIN EXCLUSIVE")
+            text = await refreshed(pilot, screen)
+            assert BUSY in text and row_of(text, "alice")[1] == "60"  # the last figures
+            holder.execute("UPDATE annotator SET name = 'alicia' WHERE name = 'alice'")
+            holder.execute("COMMIT")
+        finally:
+            holder.close()
+        text = await refreshed(pilot, screen)
+        assert BUSY not in text and row_of(text, "alicia")[1] == "60"
+    engine.dispose()
+
+
+async def test_ratings_written_from_another_thread_while_it_refreshes(engine):
+    """An annotator writes while the monitor reads every 0.1 s: no reading fails, and the
+    last one shows everything."""
+    alice = AnnotationSession(engine, "alice", seed_source=lambda: 1, clock=ticking(5))
+    writer = threading.Thread(target=rate_everything, args=(alice, 1))
+    app = monitor_app(engine, every=0.1)
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = app.screen
+        said = []
+        original = screen.say
+        screen.say = lambda message: (said.append(message), original(message))[1]
+        await reading(pilot, screen, 0)
+        writer.start()
+        while writer.is_alive():
+            await pilot.pause(0.05)
+        writer.join()
+        text = await refreshed(pilot, screen)
+        assert row_of(text, "alice")[:6] == ["alice", "60", "0", "0", "5.0", "0%"]
+        assert screen.readings > 3 and set(said) <= {""}, said
+
+
+def test_the_pipeline_is_what_status_shows(midway):
+    engine, _ = midway
+    assert pipeline(engine) == dashboard(engine).stages
+    assert read_monitor(engine).broken_images == dashboard(engine).broken_images
+
+
+def test_the_blind_pairs_are_read_again_only_when_their_ratings_change(engine):
+    assign_double(engine, 0.4, seed=3, actor="lead")
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)
+    first = read_monitor(engine)
+    assert first.blind_pairs.empty
+    bob = AnnotationSession(engine, "bob", seed_source=lambda: 2)
+    rate_everything(bob, 2)
+    second = read_monitor(engine, first)
+    assert len(second.blind_pairs) == 24
+    pd.testing.assert_frame_equal(second.blind_pairs, blind_pairs(engine))
+    group = bob.open_image(0)[0]  # bob changes one of his blind ratings
+    new = 1 if group.values["precision"] != 1 else 2
+    bob.set_values(group, {"precision": new}, image_index=0, focus=0)
+    third = read_monitor(engine, second)
+    assert third.blind_pairs is not second.blind_pairs
+    pd.testing.assert_frame_equal(third.blind_pairs, blind_pairs(engine))
+    assert not third.blind_pairs.equals(second.blind_pairs)
+    carol = AnnotationSession(engine, "carol", stage=Stage.SECOND, seed_source=lambda: 3)
+    rate_everything(carol, 3)  # reviews change no blind pair
+    fourth = read_monitor(engine, third)
+    assert fourth.blind_pairs is third.blind_pairs
+    assert len(fourth.ratings) == len(third.ratings) + 60
+
+
+def test_a_locked_read_becomes_monitor_busy(engine, monkeypatch):
+    locked = sqlite3.OperationalError("database is locked")
+    locked.sqlite_errorcode = 5  # SQLITE_BUSY
+
+    def refuse(_engine):
+        raise OperationalError("SELECT", None, locked)
+
+    monkeypatch.setattr(storage.monitor, "complete_ratings", refuse)
+    with pytest.raises(MonitorBusy):
+        read_monitor(engine)
+
+
+async def test_stored_names_and_reasons_are_shown_literally(engine):
+    alice = AnnotationSession(engine, "alice", seed_source=lambda: 1, clock=ticking(1))
+    rate_everything(alice, 1)
+    alice.flag_broken(0, "broken [red]file[/red] " + HOSTILE)
+    annotator, image = Annotator.__table__, Image.__table__
+    with engine.begin() as connection:
+        connection.execute(update(annotator).where(annotator.c.name == "alice")
+                           .values(name="[red]x[/red]" + HOSTILE))
+        connection.execute(update(image).values(key=image.c.key + "[b]k[/b]"))
+    app = monitor_app(engine, thresholds=Thresholds(rushed=0.1))
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        shown = "\n".join(str(widget.render()) for widget in screen.query(Static))
+        text = screen_text(app)
+        assert "\x1b" not in shown and "\x9b" not in shown
+        # whole in the alerts, cut to its first characters in the table
+        assert "[red]x[/red]\\x1b[2J\\x9b31m[@click=app.quit]q[/] [bold <script>: rushed" \
+            in text
+        assert row_of(text, "[red]x[/red]\\…")[1] == "60"  # the name cut to 14 characters
+        assert "[b]k[/b]: broken [red]file[/red] \\x1b[2J" in text
+        assert "(flagged by [red]x[/red]\\x1b[2J" in text
+        await refreshed(pilot, screen)
+        assert app.is_running  # the [@click=app.quit] did nothing
+
+
+def test_the_snapshot_at_80x24(snap_compare, tmp_path, monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    import time
+
+    time.tzset()
+    engine = sample_engine(tmp_path)
+    assign_double(engine, 0.4, seed=3, actor="lead")
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
+                                      clock=ticking(9)), 1)
+    bob = AnnotationSession(engine, "bob", seed_source=lambda: 2, clock=ticking(2))
+    rate_everything(bob, 2)
+
+    async def wait_for_reading(pilot) -> None:
+        await reading(pilot, pilot.app.screen, 0)
+
+    try:
+        assert snap_compare(monitor_app(engine), terminal_size=(80, 24),
+                            run_before=wait_for_reading)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+# ---- the command ----
+
+runner = CliRunner()
+
+
+def test_the_command_passes_the_lead_settings(tmp_path, monkeypatch):
+    sample_engine(tmp_path).dispose()
+    started = []
+    monkeypatch.setattr("thumb_tui.cli.campaign.run_app", started.append)
+    result = runner.invoke(cli, ["--db", str(tmp_path / "app.db"), "monitor", "--every", "5",
+                                 "--rushed-below", "2.5", "--recent", "7", "--alert-rushed",
+                                 "0.3", "--alert-drift", "0.25", "--alert-agreement", "0.6"])
+    assert result.exit_code == 0, result.output
+    screen = started[0].first_screen
+    assert isinstance(screen, MonitorScreen)
+    assert screen.settings == MonitorSettings(every=5.0, rushed_below=2.5, recent=7,
+                                              thresholds=Thresholds(0.3, 0.25, 0.6))
+
+
+@pytest.mark.parametrize("args", [["--alert-rushed", "1.5"], ["--every", "0"],
+                                  ["--rushed-below", "-1"], ["--recent", "0"]])
+def test_the_command_refuses_bad_settings(tmp_path, args):
+    sample_engine(tmp_path).dispose()
+    result = runner.invoke(cli, ["--db", str(tmp_path / "app.db"), "monitor", *args])
+    assert result.exit_code == 2
+
+
+def test_the_command_needs_an_existing_database(tmp_path):
+    result = runner.invoke(cli, ["--db", str(tmp_path / "missing.db"), "monitor"])
+    assert result.exit_code == 2 and result.output.startswith("error: ")
+    assert not (tmp_path / "missing.db").exists()
+
+
+# ---- the pure figures, against their definitions ----
+
+def frame(rows: list[tuple]) -> pd.DataFrame:
+    """Ratings as metrics/campaign.py reads them, from (annotator, stage, image_id,
+    caption_id, precision, recall, seconds, image_seconds) in the order they were made."""
+    columns = ["annotator", "stage", "image_id", "caption_id", "precision", "recall",
+               "seconds", "image_seconds"]
+    data = pd.DataFrame(rows, columns=columns)
+    data["sequence"] = range(len(data))
+    return data
+
+
+def test_seconds_per_caption_shares_the_image_time_among_untimed_captions():
+    data = frame([
+        ("a", 1, 1, 1, 3, 3, 0.0, 12.0),   # image 1: 12 s over 3 captions without own time
+        ("a", 1, 1, 2, 3, 3, 0.0, 12.0),
+        ("a", 1, 1, 3, 3, 3, 0.0, 12.0),
+        ("a", 1, 1, 4, 3, 3, 5.0, 12.0),   # its own 5 s (imported)
+        ("a", 2, 2, 5, 3, 3, 0.0, 0.0),    # no time recorded: NaN
+        ("b", 1, 1, 1, 3, 3, 0.0, 2.0),    # b's own time on image 1
+    ])
+    expected = [4.0, 4.0, 4.0, 5.0, math.nan, 2.0]
+    got = seconds_per_caption(data).tolist()
+    for value, want in zip(got, expected, strict=True):
+        assert (math.isnan(value) and math.isnan(want)) or value == want
+
+
+def test_pace_is_the_median_and_rushed_the_share_below_the_threshold():
+    seconds = [1.0, 2.9, 3.0, 10.0, math.nan, 7.0]
+    timed = [s for s in seconds if not math.isnan(s)]
+    rushed = 0
+    for value in timed:
+        if value < 3.0:
+            rushed += 1
+    assert pace(seconds, 3.0) == Pace(5, median(timed), rushed, rushed / 5)
+    assert pace([math.nan], 3.0) == Pace(0, None, 0, None)
+    with pytest.raises(ValueError):
+        pace([1.0], -1)
+
+
+def test_paces_read_stage_one_and_two_only():
+    data = frame([("a", 1, 1, 1, 3, 3, 2.0, 0), ("a", 2, 2, 2, 3, 3, 8.0, 0),
+                  ("a", 3, 3, 3, 3, 3, 0.5, 0)])
+    assert paces(data, 3.0) == {"a": Pace(2, 5.0, 1, 0.5)}
+    assert captions_per_stage(data) == {"a": {1: 1, 2: 1, 3: 1}}
+
+
+def test_drift_is_the_mean_difference_from_the_others_on_the_same_captions():
+    rows = [
+        ("a", 1, 1, 1, 5, 4, 0, 0), ("b", 1, 1, 1, 3, 4, 0, 0), ("c", 2, 1, 1, 4, 1, 0, 0),
+        ("a", 1, 2, 2, 2, 2, 0, 0), ("b", 2, 2, 2, 4, 5, 0, 0),
+        ("a", 1, 3, 3, 1, 1, 0, 0),  # nobody else rated caption 3
+        ("a", 3, 2, 2, 1, 1, 0, 0),  # a resolution: not compared
+    ]
+    data = frame(rows)
+    # by the definition, one caption at a time
+    compared: dict[str, list[tuple[int, float, float]]] = {}
+    for caption in {row[3] for row in rows}:
+        here = [(i, row) for i, row in enumerate(rows) if row[3] == caption and row[1] in (1, 2)]
+        for i, row in here:
+            others = [other for _, other in here if other[0] != row[0]]
+            if others:
+                compared.setdefault(row[0], []).append((
+                    i, row[4] - sum(o[4] for o in others) / len(others),
+                    row[5] - sum(o[5] for o in others) / len(others)))
+    result = drifts(data, recent=1)
+    for name, items in compared.items():
+        items.sort()
+        figure = result[name]
+        assert figure.captions == len(items)
+        assert figure.precision == pytest.approx(sum(p for _, p, _ in items) / len(items))
+        assert figure.recall == pytest.approx(sum(r for _, _, r in items) / len(items))
+        assert figure.recent_captions == 1
+        assert (figure.recent_precision, figure.recent_recall) == pytest.approx(items[-1][1:])
+    assert result["a"].precision == pytest.approx(((5 - 3.5) + (2 - 4)) / 2)
+    assert result["c"] == Drift(1, 0.0, -3.0, 1, 0.0, -3.0)
+    assert set(result) == {"a", "b", "c"}
+
+
+def test_agreement_waits_for_enough_images_then_is_alpha_with_a_ci():
+    rng = np.random.default_rng(5)
+    rows = []
+    for image in range(8):
+        for caption in range(3):
+            p = int(rng.integers(1, 6))
+            rows.append({"image": f"img{image}", "caption_id": image * 3 + caption,
+                         "precision_a": p, "precision_b": min(5, p + int(rng.integers(0, 2))),
+                         "recall_a": 3, "recall_b": 3 + (caption == 0)})
+    pairs = pd.DataFrame(rows)
+    few = agreement_so_far(pairs[pairs["image"].isin(["img0", "img1"])], min_images=5)
+    assert [f.note for f in few] == ["too few: 2 of 5 images"] * 4
+    assert all(f.value is None for f in few)
+    figures = agreement_so_far(pairs, min_images=5, bootstrap=200)
+    for figure in figures:
+        matrix = np.array([pairs[f"{figure.dimension}_a"], pairs[f"{figure.dimension}_b"]],
+                          dtype=float)
+        assert figure.value == pytest.approx(alpha_from_matrix(matrix, figure.level))
+        assert figure.ci_low <= figure.value <= figure.ci_high
+        assert (figure.captions, figure.images) == (24, 8)
+    empty = agreement_so_far(pairs.iloc[:0])
+    assert {f.note for f in empty} == {"too few: 0 of 5 images"}
+
+
+def test_alerts_cross_the_thresholds_and_need_enough_captions():
+    thresholds = Thresholds(rushed=0.2, drift=0.5, agreement=0.4, min_captions=5)
+    paces_ = {"fast": Pace(10, 1.0, 3, 0.3), "few": Pace(2, 1.0, 2, 1.0),
+              "edge": Pace(10, 5.0, 2, 0.2)}
+    drifts_ = {"high": Drift(30, 0.6, -0.1, 20, 0.2, -0.7), "few": Drift(4, 2.0, 2.0, 4, 2.0, 2.0),
+               "same": Drift(6, 0.1, 0.5, 6, 0.1, 0.5)}
+    from metrics.campaign import AgreementFigure
+
+    agreement = [AgreementFigure("precision", "ordinal", 0.3, 0.1, 0.5, 20, 6),
+                 AgreementFigure("precision", "interval", 0.45, 0.1, 0.5, 20, 6),
+                 AgreementFigure("recall", "ordinal", None, None, None, 4, 2, "too few")]
+    found = [(a.subject, a.message) for a in alerts(paces_, drifts_, agreement, thresholds)]
+    assert found == [
+        ("fast", "rushed 30% of 10 captions (alert above 20%)"),
+        ("high", "drift P +0.60 over 30 captions (alert beyond ±0.5)"),
+        ("high", "drift recent R -0.70 over 20 captions (alert beyond ±0.5)"),
+        ("agreement", "α of precision 0.30 ordinal (alert below 0.4)"),
+    ]
+
+
+# ---- PostgreSQL ----
+
+POSTGRES = os.environ.get("THUMB_TEST_POSTGRES")
+
+
+@pytest.fixture
+def postgres_project():
+    """The sample project on PostgreSQL, 6 images double rated, alice rated all (10 s a
+    caption), bob the double images (1 s a caption)."""
+    if not POSTGRES:
+        pytest.skip("THUMB_TEST_POSTGRES is not set")
+    from benchmarks.races import drop_everything
+    from storage import import_captions
+
+    drop_everything(POSTGRES)
+    engine = open_database(POSTGRES)
+    try:
+        import_captions(engine, SAMPLE_CSV, actor="t")
+        assign_double(engine, 0.4, seed=3, actor="lead")
+        rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
+                                          clock=ticking(10)), 1)
+        rate_everything(AnnotationSession(engine, "bob", seed_source=lambda: 2,
+                                          clock=ticking(1)), 2)
+        yield engine
+    finally:
+        engine.dispose()
+        drop_everything(POSTGRES)
+
+
+def test_the_readers_on_postgresql(postgres_project):
+    data = read_monitor(postgres_project)
+    assert data.annotators == ["alice", "bob"]
+    assert captions_per_stage(data.ratings) == {"alice": {1: 60}, "bob": {1: 24}}
+    assert len(data.blind_pairs) == 24 and data.blind_pairs["image"].nunique() == 6
+    assert paces(data.ratings, 3.0)["bob"].rushed_share == 1.0
+    assert [(s.stage, s.done) for s in data.stages] == [
+        ("stage 1", 15), ("second blind rating", 6), ("review", 0), ("resolution", 0),
+        ("fluency round", 0)]
+    assert all(f.value is not None for f in agreement_so_far(data.blind_pairs,
+                                                             bootstrap=50))
+
+
+async def test_the_monitor_on_postgresql_while_a_review_arrives(postgres_project):
+    engine = postgres_project
+    before = database_dump(engine)
+    app = monitor_app(engine)
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        text = screen_text(app)
+        assert row_of(text, "alice")[:6] == ["alice", "60", "0", "0", "10.0", "0%"]
+        assert "bob: rushed 100% of 24 captions" in text and "24 captions, 6 images" in text
+        assert database_dump(engine) == before
+        carol = AnnotationSession(engine, "carol", stage=Stage.SECOND, seed_source=lambda: 3,
+                                  clock=ticking(6))
+        for group in carol.open_image(0):
+            carol.set_values(group, {k: group.reference[k] for k in ("precision", "recall")},
+                             image_index=0, focus=0)
+        text = await refreshed(pilot, screen)
+        assert row_of(text, "carol")[:5] == ["carol", "0", "4", "0", "6.0"]

@@ -1,0 +1,452 @@
+"""`thumb monitor`: the campaign lead's live, read-only dashboard. It reads the project
+every few seconds (and on `r`) in a background thread, in short read transactions, and
+shows the pipeline per stage, each annotator's progress, pace, rushed share and drift,
+agreement so far on the blind double ratings, broken images, and alerts where a figure
+crosses the lead's thresholds. It never writes. Every stored text (annotator names, image
+keys, reasons) is shown literally, as escaped Rich Text, never as markup."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from metrics.campaign import (
+    MIN_AGREEMENT_IMAGES,
+    RECENT,
+    AgreementFigure,
+    Alert,
+    Drift,
+    Pace,
+    Thresholds,
+    agreement_so_far,
+    alerts,
+    captions_per_stage,
+    drifts,
+    paces,
+)
+from rubrics import printable
+from storage.dashboard import StageProgress
+from storage.image_flags import BrokenImage
+from storage.monitor import MonitorBusy, MonitorData, read_monitor
+from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
+
+BUSY = "database busy, retrying"
+SHORT_DIMENSION = {"precision": "P", "recall": "R"}
+NAME_WIDTH = 14  # a longer annotator name ends in "…" in the table (alerts show it whole)
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    every: float = 2.0  # seconds between readings
+    rushed_below: float = 3.0  # a caption rated faster than this is rushed
+    recent: int = RECENT  # drift "recent": each annotator's last N compared captions
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    bootstrap: int = 500  # resamples of the agreement CIs
+
+
+@dataclass(frozen=True)
+class AnnotatorRow:
+    name: str
+    stages: dict[int, int]  # stage -> captions rated completely
+    pace: Pace
+    drift: Drift
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One reading, computed: what the screen shows."""
+
+    stages: list[StageProgress]
+    annotators: list[AnnotatorRow]
+    agreement: list[AgreementFigure]
+    broken_images: list[BrokenImage]
+    alerts: list[Alert]
+    read_at: float
+
+
+class FigureMaker:
+    """The figures of a reading; agreement (a bootstrap) is computed again only when the
+    blind pairs changed."""
+
+    def __init__(self, settings: MonitorSettings, clock: Callable[[], float] = time.time
+                 ) -> None:
+        self.settings, self.clock = settings, clock
+        self._agreement: tuple[object, list[AgreementFigure]] | None = None
+
+    def agreement(self, data: MonitorData) -> list[AgreementFigure]:
+        pairs = data.blind_pairs
+        key = tuple(map(tuple, pairs.itertuples(index=False)))
+        if self._agreement is None or self._agreement[0] != key:
+            self._agreement = (key, agreement_so_far(pairs,
+                                                     bootstrap=self.settings.bootstrap))
+        return self._agreement[1]
+
+    def __call__(self, data: MonitorData) -> Figures:
+        settings = self.settings
+        counts = captions_per_stage(data.ratings)
+        pace_of = paces(data.ratings, settings.rushed_below)
+        drift_of = drifts(data.ratings, settings.recent)
+        agreement = self.agreement(data)
+        rows = [AnnotatorRow(name, counts.get(name, {}), pace_of.get(name, Pace(0, None, 0,
+                                                                                None)),
+                             drift_of.get(name, Drift(0, None, None, 0, None, None)))
+                for name in data.annotators]
+        return Figures(data.stages, rows, agreement, data.broken_images,
+                       alerts(pace_of, drift_of, agreement, settings.thresholds), self.clock())
+
+
+def _first_line(error: object) -> str:
+    lines = str(error).strip().splitlines()
+    return printable(lines[0] if lines else type(error).__name__, newlines=False)[:120]
+
+
+def literal(text: str, style: str = "") -> Text:
+    """A stored text as it is: control characters escaped, never read as markup."""
+    return Text(printable(str(text), newlines=False), style=style)
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+# The per-annotator table: (header, justify, cell). Progress, pace and rushed share come
+# first, drift last.
+AnnotatorColumn = tuple[str, str, Callable[[AnnotatorRow], Text]]
+PROGRESS_COLUMNS: list[AnnotatorColumn] = [
+    ("annotator", "left", lambda row: literal(row.name)),
+    ("s1", "right", lambda row: Text(str(row.stages.get(1, 0)))),
+    ("s2", "right", lambda row: Text(str(row.stages.get(2, 0)))),
+    ("fin", "right", lambda row: Text(str(row.stages.get(3, 0)))),
+    ("s/cap", "right", lambda row: Text(_seconds(row.pace.median_seconds))),
+    ("rush", "right", lambda row: Text(_share(row.pace.rushed_share))),
+]
+# ---- the place for quality columns (gold accuracy, issue #26 item 2): add them to this
+# list; it sits between pace and drift in the table and is empty until then. ----
+QUALITY_COLUMNS: list[AnnotatorColumn] = []
+DRIFT_COLUMNS: list[AnnotatorColumn] = [
+    ("ΔP", "right", lambda row: Text(_signed(row.drift.precision))),
+    ("ΔR", "right", lambda row: Text(_signed(row.drift.recall))),
+    ("ΔP rec", "right", lambda row: Text(_signed(row.drift.recent_precision))),
+    ("ΔR rec", "right", lambda row: Text(_signed(row.drift.recent_recall))),
+]
+
+
+def annotator_table(rows: list[AnnotatorRow], settings: MonitorSettings) -> Group:
+    """The table, and a legend of its columns."""
+    legend = Text(f"captions rated at s1 (stage 1), s2 (review), fin (resolution); s/cap: "
+                  f"median seconds a caption; rush: share under {settings.rushed_below:g} s; "
+                  f"Δ: mean minus others' on the same captions, rec: last {settings.recent}",
+                  style="dim")
+    if not rows:
+        return Group(Text("nobody has rated yet", style="dim"), legend)
+    return Group(_annotator_rows(rows), legend)
+
+
+def _annotator_rows(rows: list[AnnotatorRow]) -> Table:
+    columns = [*PROGRESS_COLUMNS, *QUALITY_COLUMNS, *DRIFT_COLUMNS]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False, padding=(0, 1),
+                  collapse_padding=True, show_edge=False)
+    for header, justify, _ in columns:
+        table.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis",
+                         max_width=NAME_WIDTH if header == "annotator" else None)
+    for row in rows:
+        table.add_row(*(cell(row) for _, _, cell in columns))
+    return table
+
+
+def pipeline_table(stages: list[StageProgress]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
+    for column in ("stage", "of", "waiting", "in progress", "done", "not ready"):
+        table.add_column(column, justify="left" if column in ("stage", "of") else "right",
+                         no_wrap=True)
+    for stage in stages:
+        table.add_row(stage.stage, stage.unit, str(stage.waiting), str(stage.in_progress),
+                      str(stage.done), str(stage.not_ready) if stage.not_ready else "")
+    return table
+
+
+def agreement_view(figures: list[AgreementFigure]) -> Group:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
+    for column, justify in (("", "left"), ("α", "left"), ("value", "right"),
+                            ("90% CI", "left"), ("on", "left")):
+        table.add_column(column, justify=justify, no_wrap=True)
+    warnings: list[str] = []
+    for figure in figures:
+        label = SHORT_DIMENSION.get(figure.dimension, figure.dimension)
+        if figure.value is None:
+            table.add_row(label, figure.level, Text("-"),
+                          Text(figure.note or "undefined", style="yellow"), "")
+            continue
+        ci = ("-" if figure.ci_low is None else f"[{figure.ci_low:.2f}, {figure.ci_high:.2f}]")
+        if figure.ci_warning and figure.ci_warning not in warnings:
+            warnings.append(figure.ci_warning)
+        table.add_row(label, figure.level, f"{figure.value:.2f}", Text(ci),
+                      f"{figure.captions} captions, {figure.images} images")
+    parts: list[object] = [table]
+    parts += [Text(f"note: {warning}", style="dim") for warning in warnings]
+    return Group(*parts)
+
+
+def alerts_text(found: list[Alert]) -> Text:
+    if not found:
+        return Text("none", style="green")
+    text = Text()
+    for number, alert in enumerate(found):
+        if number:
+            text.append("\n")
+        text.append("! ", style="bold red")
+        text.append(literal(alert.subject, "bold"))
+        text.append(f": {alert.message}")
+    return text
+
+
+def broken_text(items: list[BrokenImage]) -> Text:
+    if not items:
+        return Text("none", style="dim")
+    text = Text()
+    for number, item in enumerate(items):
+        if number:
+            text.append("\n")
+        text.append(literal(item.key, "bold"))
+        text.append(": ")
+        text.append(literal(item.reason))
+        text.append(" (flagged by ")
+        text.append(literal(item.annotator))
+        text.append(")")
+    return text
+
+
+def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
+    """How each figure is defined, with the lead's settings, and the keys."""
+    limits = settings.thresholds
+    lines = [
+        "# thumb monitor",
+        "",
+        f"Read only. The project is read every {settings.every:g} s (`r`: now; `p`: pause).",
+        "",
+        "## Alerts",
+        "",
+        f"- **rushed share** above {limits.rushed:.0%} (from {limits.min_captions} timed "
+        "captions on)",
+        f"- **drift** of P or R beyond ±{limits.drift:g}, overall or recent (from "
+        f"{limits.min_captions} compared captions on)",
+        f"- **agreement**: α of P or R below {limits.agreement:g} (once it has a value)",
+        "",
+        "## Annotators",
+        "",
+        "- **s1, s2, fin**: captions rated completely at stage 1, in review (stage 2) and "
+        "in resolution",
+        "- **s/cap**: median seconds per caption over stage-1 and stage-2 ratings. The app "
+        "records the time spent on each image; it is shared evenly among the captions "
+        "rated there (an imported rating's own seconds count as they are). Untimed "
+        "ratings are left out.",
+        f"- **rush**: share of those timed captions rated in under "
+        f"{settings.rushed_below:g} s",
+        "- **ΔP, ΔR**: on every caption the annotator rated (stage 1 or 2) that someone "
+        "else rated too, their value minus the others' mean, averaged; **rec**: the same "
+        f"over their last {settings.recent} such captions. Reviewers see the stage-1 "
+        "scores, so their drift is smaller by design.",
+        "",
+        "## Agreement so far",
+        "",
+        "Krippendorff's α (ordinal and interval) of P and R over the blind pairs: the two "
+        "independent stage-1 ratings of each caption of an image chosen for double rating "
+        "(`thumb assign`), as `thumb agreement` reads them; 90% BCa bootstrap CI "
+        f"resampling images. Below {MIN_AGREEMENT_IMAGES} images rated twice it says "
+        "*too few* instead of a number.",
+        "",
+        "## Keys",
+        "",
+        *[f"- `{b.key_display or b.key}` {b.description}" for b in keys if b.show],
+    ]
+    return "\n".join(lines)
+
+
+class MonitorScreen(KeyBarScreen):
+    """The live dashboard; reads never write, and a busy database is retried."""
+
+    CSS_PATH = "monitor.tcss"
+    BINDINGS = [
+        Binding("r", "refresh_now", "refresh", id="monitor-refresh"),
+        Binding("p", "pause", "pause/resume", id="monitor-pause"),
+        Binding("down,j", "scroll(1)", "scroll", key_display="↑↓", id="monitor-down"),
+        Binding("up,k", "scroll(-1)", "scroll up", show=False, id="monitor-up"),
+        Binding("pagedown,space", "page(1)", "page", key_display="PgUp PgDn",
+                id="monitor-page-down"),
+        Binding("pageup", "page(-1)", "page up", show=False, id="monitor-page-up"),
+        Binding("home", "top", "top", show=False, id="monitor-top"),
+        Binding("question_mark", "help", "help", key_display="?", id="monitor-help"),
+        Binding("q", "quit_app", "quit", id="monitor-quit"),
+    ]
+
+    def __init__(self, engine: Engine, settings: MonitorSettings | None = None, *,
+                 source: str = "", clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.clock = clock
+        self.engine, self.settings = engine, settings or MonitorSettings()
+        self.source = source  # the database as the lead named it (shown escaped)
+        self.make_figures = FigureMaker(self.settings, clock)
+        self.figures: Figures | None = None
+        self.last_data: MonitorData | None = None  # the last reading (its thread's own)
+        self.paused = False
+        self.reading = False
+        self.readings = 0  # completed readings (a test waits on this)
+        self.message = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="monitor-title")
+        yield Static(id="monitor-message")
+        with VerticalScroll(id="monitor-body", can_focus=False):
+            yield Static(id="monitor-alerts", classes="panel")
+            yield Static(id="monitor-annotators", classes="panel")
+            yield Static(id="monitor-agreement", classes="panel")
+            yield Static(id="monitor-pipeline", classes="panel")
+            yield Static(id="monitor-broken", classes="panel")
+        yield KeyBar(self.shown_bindings)
+
+    def on_mount(self) -> None:  # KeyBarScreen's on_mount runs too (Textual calls both)
+        for panel, title in (("alerts", "ALERTS"), ("annotators", "annotators"),
+                             ("agreement", "agreement so far (blind double ratings)"),
+                             ("pipeline", "pipeline"), ("broken", "broken images")):
+            self.query_one(f"#monitor-{panel}").border_title = title
+        self.say("reading the project…")
+        self.redraw()
+        self.timer = self.set_interval(self.settings.every, self.tick)
+        self.action_refresh_now()
+
+    def tick(self) -> None:
+        """The timer: read again unless paused."""
+        if not self.paused:
+            self.action_refresh_now()
+
+    def say(self, message: str) -> None:
+        self.message = message
+        line = self.query_one("#monitor-message", Static)
+        line.update(Text(message))
+        line.display = bool(message)  # the line takes room only while it says something
+
+    # ---- reading, in a thread so that the keys stay live ----
+
+    def action_refresh_now(self) -> None:
+        """Read the project now (one reading at a time)."""
+        if self.reading:
+            return
+        self.reading = True
+        self.run_worker(self._read, thread=True, group="monitor-read", exit_on_error=False)
+
+    def _read(self) -> None:
+        try:
+            data = read_monitor(self.engine, self.last_data)
+            self.last_data = data
+            figures = self.make_figures(data)
+        except MonitorBusy:
+            self._back(self._failed, BUSY)
+        except DBAPIError as exc:
+            self._back(self._failed, "cannot read the database "
+                                     f"({_first_line(exc.orig or exc)}); retrying")
+        except Exception as exc:  # a live view says why and tries again
+            self._back(self._failed, f"reading failed ({type(exc).__name__}: "
+                                     f"{_first_line(exc)}); retrying")
+        else:
+            self._back(self._shown, figures)
+
+    def _back(self, callback: Callable[..., None], *arguments: object) -> None:
+        """Hand the result to the screen (nothing to do once the app has closed)."""
+        with suppress(RuntimeError):  # the app stopped while the reading ran
+            self.app.call_from_thread(callback, *arguments)
+
+    def _failed(self, message: str) -> None:
+        self.reading = False
+        self.readings += 1
+        self.say(message)
+
+    def _shown(self, figures: Figures) -> None:
+        self.reading = False
+        self.readings += 1
+        self.figures = figures
+        self.say("paused: p resumes" if self.paused else "")
+        self.redraw()
+
+    # ---- drawing ----
+
+    def redraw(self) -> None:
+        figures = self.figures
+        self.query_one("#monitor-title", Static).update(self.title_text())
+        if figures is None:
+            return
+        alerts_panel = self.query_one("#monitor-alerts", Static)
+        alerts_panel.border_title = f"ALERTS ({len(figures.alerts)})"
+        alerts_panel.set_class(bool(figures.alerts), "-alerting")
+        alerts_panel.update(alerts_text(figures.alerts))
+        self.query_one("#monitor-annotators", Static).update(
+            annotator_table(figures.annotators, self.settings))
+        self.query_one("#monitor-agreement", Static).update(
+            agreement_view(figures.agreement))
+        self.query_one("#monitor-pipeline", Static).update(pipeline_table(figures.stages))
+        self.query_one("#monitor-broken", Static).update(broken_text(figures.broken_images))
+
+    def title_text(self) -> Text:
+        text = Text("thumb monitor", style="bold")
+        if self.source:
+            text.append(" ")
+            text.append(literal(self.source, "dim"))
+        figures = self.figures
+        if figures is not None:
+            text.append(f"  {time.strftime('%H:%M:%S', time.localtime(figures.read_at))}",
+                        style="dim")
+            text.append(f" every {self.settings.every:g} s" if not self.paused
+                        else " paused", style="dim")
+            count = len(figures.alerts)
+            text.append("  ")
+            text.append(f"{count} alert{'' if count == 1 else 's'}",
+                        style="bold reverse red" if count else "green")
+        return text
+
+    # ---- keys ----
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.say("paused: p resumes" if self.paused else "resumed")
+        self.redraw()
+        if not self.paused:
+            self.action_refresh_now()
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#monitor-body", VerticalScroll).scroll_relative(y=lines,
+                                                                        animate=False)
+
+    def action_page(self, pages: int) -> None:
+        body = self.query_one("#monitor-body", VerticalScroll)
+        body.scroll_relative(y=pages * max(1, body.size.height - 1), animate=False)
+
+    def action_top(self) -> None:
+        self.query_one("#monitor-body", VerticalScroll).scroll_home(animate=False)
+
+    def action_help(self) -> None:
+        from thumb_tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(help_markdown(self.settings, self.shown_bindings)))
+
+    def action_quit_app(self) -> None:
+        self.app.exit()
