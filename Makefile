@@ -29,11 +29,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-## Load the sample project into $(DEMO_DB) (once; ratings are kept across runs), show its
-## status and open the rating app on it; then write the report of the sample project with
-## its example ratings (stage 1 and 2 by two annotators) into $(DEMO_REPORT).
+## Load the sample project into $(DEMO_DB) (once; ratings are kept across runs), add the
+## annotator $(DEMO_ANNOTATOR) (if new), show its status and open the rating app on it;
+## then write the report of the sample project with its example ratings (stage 1 and 2 by
+## two annotators) into $(DEMO_REPORT).
 demo: install
 	@if [ ! -f $(DEMO_DB) ]; then $(BIN)/thumb --db $(DEMO_DB) import sample_data/captions.csv; fi
+	@# the annotator first: rating commands refuse a name the project does not know
+	@$(BIN)/thumb --db $(DEMO_DB) annotator $(DEMO_ANNOTATOR) >/dev/null
 	$(BIN)/thumb --db $(DEMO_DB) status
 	$(BIN)/thumb --db $(DEMO_DB) annotate --annotator $(DEMO_ANNOTATOR)
 	@$(MAKE) --no-print-directory demo-report

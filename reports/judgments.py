@@ -4,7 +4,8 @@ among its judges (metrics). Records carry the signature of every metric."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -54,7 +55,48 @@ def judgment_metric_values(engine: Engine, info: JudgmentSetInfo
     return metric_columns(scores)
 
 
-def _chosen(signatures: dict[str, str], wanted: Sequence[str] | None) -> list[str]:
+def _skipped(scores: pd.DataFrame, skipped: list[str], caption_ids: list[int],
+             info: JudgmentSetInfo) -> dict[str, str]:
+    """label -> why the metric is left out of the tables: not stored for every caption, or
+    stored and undefined (for every caption: said why when the set has no references)."""
+    if not skipped:
+        return {}
+    stored = scores.pivot(index="caption_id", columns="label", values="metric").reindex(
+        index=caption_ids).notna()
+    defined = scores.pivot(index="caption_id", columns="label", values="value").reindex(
+        index=caption_ids).notna()
+    reasons = {}
+    for label in skipped:
+        if not stored[label].all():
+            reasons[label] = "not computed for every caption"
+        elif defined[label].any():
+            reasons[label] = (f"undefined for {int((~defined[label]).sum())} of "
+                              f"{len(caption_ids)} captions")
+        else:
+            reasons[label] = "undefined for every caption" + (
+                " (no references: import the set again with --references FILE)"
+                if info.references_source is None else "")
+    return reasons
+
+
+def metrics_hint(report: JudgmentReport, escape: Callable[[str], str]) -> str | None:
+    """Why a judgment set's report has no metric table, and what to run; None when it has
+    one. The set's name goes through `escape` for the medium it is shown in."""
+    if len(report.records):
+        return None
+    skipped = report.header.get("metrics_skipped") or {}
+    if skipped and all(str(r).startswith("undefined for every caption") for r in
+                       skipped.values()):
+        return ("no metric has a defined score for this set's captions (see metrics "
+                "skipped)" + ("; it has no references: import it again with --references "
+                              "FILE under another --name"
+                              if report.info.references_source is None else ""))
+    return ("no metric scores of this set yet: run thumb metrics compute --judgments "
+            + escape(shlex.quote(report.info.name)))
+
+
+def _chosen(signatures: dict[str, str], wanted: Sequence[str] | None, name: str = "NAME"
+            ) -> list[str]:
     """The labels asked for by `--metric` (a label, or a metric name for all its
     signatures); every stored one by default."""
     if not wanted:
@@ -64,7 +106,8 @@ def _chosen(signatures: dict[str, str], wanted: Sequence[str] | None) -> list[st
         matches = [label for label, signature in signatures.items()
                    if name in (label, signature.split("|", 1)[0])]
         if not matches:
-            known = ", ".join(signatures) or "none (thumb metrics compute --judgments NAME)"
+            known = ", ".join(signatures) or (
+                f"none (thumb metrics compute --judgments {shlex.quote(name)})")
             raise ValueError(f"no stored scores of {name!r} for this judgment set; stored: "
                              f"{known}")
         chosen += [label for label in matches if label not in chosen]
@@ -78,8 +121,9 @@ def build_judgment_report(engine: Engine, name: str, *, aggregate: str = "flat",
     if aggregate not in AGGREGATES:
         raise ValueError(f"--aggregate must be flat or mean, not {aggregate!r}")
     info = judgment_set(engine, name)
-    values, signatures = judgment_metric_values(engine, info)
-    chosen = _chosen(signatures, metrics)
+    scores = judgment_metric_scores(engine, info.id)
+    values, signatures = metric_columns(scores) if len(scores) else (pd.DataFrame(), {})
+    chosen = _chosen(signatures, metrics, info.name)
     judged = judgment_scores(engine, info.id) if info.kind == "score" else judgment_pairs(
         engine, info.id)
     caption_ids = (set(judged["caption_id"]) if info.kind == "score"
@@ -93,8 +137,8 @@ def build_judgment_report(engine: Engine, name: str, *, aggregate: str = "flat",
         "captions": len(caption_ids), "images": int(judged["image"].nunique()),
         "judges": int(judged["judge"].nunique()), "judgments_count": len(judged),
         "bootstrap": bootstrap, "ci": ci, "ci_method": CI_METHOD, "seed": seed,
-        "metrics_skipped": {m: "not computed for every caption" for m in chosen
-                            if m not in complete},
+        "metrics_skipped": _skipped(scores, [m for m in chosen if m not in complete],
+                                    sorted(caption_ids), info),
     }
     report = JudgmentReport(info, header, {m: signatures[m] for m in complete},
                             pd.DataFrame(columns=RECORD_COLUMNS))

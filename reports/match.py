@@ -5,6 +5,7 @@ positive sets, the paper's Table 2 and model-bias analyses, and the eccv-caption
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,32 +244,68 @@ def clip_scores(engine: Engine, clip_model: str, device: str, batch_size: int) -
 
 # -- batches --------------------------------------------------------------------------------
 
+DEFAULT_NEGATIVES_BEYOND = 25  # gold negatives: pairs no model ranks in its top 25
+
+
 def make_batches(engine: Engine, *, size: int, redundancy: int, seed: int,
-                 negatives_beyond: int, actor: str) -> BatchPlan:
+                 negatives_beyond: int | None, actor: str,
+                 notice: Callable[[str], None] | None = None) -> BatchPlan:
+    """Pack the candidates into batches, each with a known positive and a known negative (a
+    pair no model ranks in its top `negatives_beyond`). `negatives_beyond` None: the
+    default (25), or the largest value below it that the models' ranked lists allow and
+    that leaves enough known negatives (`notice` is told which). A value given that cannot
+    work is refused with the one to use."""
     check_batch_size(size)
-    rng = np.random.default_rng(seed)
+    settings: dict[str, object] = {"size": size}  # logged with the value the planner used
+    notes: list[str] = []
 
     def planner(inputs: BatchInputs) -> BatchPlan:
-        shallow = [(name, depth) for name, depth, _ in inputs.models
-                   if depth < negatives_beyond]
-        if shallow:
-            raise MatchError(f"model {shallow[0][0]!r} kept its ranked lists to depth "
-                             f"{shallow[0][1]}; --negatives-beyond must not exceed it")
         items = inputs.collection
-        excluded = np.union1d(near_pair_codes([lists for _, _, lists in inputs.models],
-                                              negatives_beyond, PAIR_CODE),
-                              inputs.used_codes)
-        try:
+
+        def attempt(beyond: int) -> BatchPlan:
+            excluded = np.union1d(near_pair_codes([lists for _, _, lists in inputs.models],
+                                                  beyond, PAIR_CODE), inputs.used_codes)
             return plan_batches(inputs.candidates, image_ids=items.image_ids,
                                 caption_ids=items.caption_ids,
                                 caption_image=items.caption_image, excluded_codes=excluded,
-                                gold_captions=inputs.gold_captions, size=size, rng=rng,
-                                code=PAIR_CODE)
-        except ValueError as exc:
-            raise MatchError(f"{exc}; lower --negatives-beyond") from None
+                                gold_captions=inputs.gold_captions, size=size,
+                                rng=np.random.default_rng(seed), code=PAIR_CODE)
 
-    return create_batches(engine, planner, redundancy=redundancy, seed=seed, actor=actor,
-                          settings={"size": size, "negatives_beyond": negatives_beyond})
+        def largest_working(top: int) -> tuple[int, BatchPlan] | None:
+            for beyond in range(top, 0, -1):
+                try:
+                    return beyond, attempt(beyond)
+                except ValueError:
+                    continue
+            return None
+
+        depth, name = min((depth, name) for name, depth, _ in inputs.models)
+        wanted = DEFAULT_NEGATIVES_BEYOND if negatives_beyond is None else negatives_beyond
+        try:
+            if wanted > depth:
+                raise ValueError(f"model {name!r} kept its ranked lists to depth {depth}")
+            plan, beyond = attempt(wanted), wanted
+        except ValueError as exc:
+            found = largest_working(min(wanted - 1, depth))
+            if found is None:
+                raise MatchError(f"{exc}; no --negatives-beyond leaves enough known "
+                                 "negatives (propose with more models' lists or a larger "
+                                 "--depth, or add images)") from None
+            beyond, plan = found
+            if negatives_beyond is not None:
+                raise MatchError(f"{exc}; use --negatives-beyond {beyond} or less") from None
+            notes[:] = [f"--negatives-beyond {beyond} (not the default "
+                        f"{DEFAULT_NEGATIVES_BEYOND}): {exc}" + (
+                            "" if beyond == depth else
+                            f"; at {depth}, too few known negatives are left")]
+        settings["negatives_beyond"] = beyond
+        return plan
+
+    plan = create_batches(engine, planner, redundancy=redundancy, seed=seed, actor=actor,
+                          settings=settings)
+    for note in notes if notice is not None else ():
+        notice(note)
+    return plan
 
 
 # -- quality control ------------------------------------------------------------------------

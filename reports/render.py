@@ -17,7 +17,7 @@ import pandas as pd
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.figures import draw_figures
-from reports.judgments import JudgmentReport
+from reports.judgments import JudgmentReport, metrics_hint
 from reports.retrieval_text import retrieval_sections
 from reports.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
@@ -37,6 +37,10 @@ def to_json(report: Report) -> str:
         "bison": {name: records(table) for name, table in report.bison.items()},
         "judgments": [judgment_json(judgments) for judgments in report.judgments],
         "retrieval": records(report.retrieval),
+        "progress": records(report.progress), "missing": report.missing,
+        "broken_images": [{"image": item.key, "flagged_by": item.annotator,
+                           "reason": item.reason} for item in report.broken],
+        "gold": records(report.gold),
     }, indent=1)
 
 
@@ -158,8 +162,66 @@ def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     return sections
 
 
+def _progress_sections(report: Report) -> list[tuple[str, str]]:
+    """Where each stage of the pipeline stands (none for a project without images)."""
+    if report.progress.empty or not report.header.get("images", 1):
+        return []
+    progress = report.progress
+    table = pd.DataFrame({"stage": progress["stage"] + " (" + progress["unit"] + ")",
+                          "waiting": progress["waiting"],
+                          "started": progress["in_progress"], "done": progress["done"],
+                          "not ready": progress["not_ready"]})  # 80 columns wide at most
+    return [("Progress per stage (as `thumb status` shows it; started: begun, not finished)",
+             markdown_table(table, index=False))]
+
+
+def missing_lines(report: Report) -> list[str]:
+    """One line per group of tables not computed yet: what is missing, what to run."""
+    return [f"{note['tables']}: {note['missing']}; run {note['command']}"
+            for note in report.missing]
+
+
+def _missing_sections(report: Report) -> list[tuple[str, str]]:
+    if not report.missing:
+        return []
+    return [("Not computed yet", "\n".join(f"- {for_markdown(line)}"
+                                            for line in missing_lines(report)))]
+
+
 def _markdown_tables(report: Report) -> list[tuple[str, str]]:
-    """(title, markdown table) sections shared by the Markdown and HTML reports."""
+    """(title, markdown table) sections shared by the Markdown and HTML reports: the
+    progress first, the tables not computed yet last."""
+    return (_progress_sections(report) + _computed_tables(report)
+            + _gold_sections(report) + _broken_sections(report) + _missing_sections(report))
+
+
+def _gold_sections(report: Report) -> list[tuple[str, str]]:
+    """Each annotator's gold accuracy, where the project has gold items (they are in no
+    other table)."""
+    if report.gold.empty and "gold" not in report.header:
+        return []
+    gold = report.header.get("gold", {})
+    title = (f"Gold items ({gold.get('captions')} gold captions, seeded at a rate of "
+             f"{gold.get('rate', 0):g}; in no other table)")
+    if report.gold.empty:
+        return [(title, "No gold answers yet.")]
+    table = report.gold.assign(accuracy=report.gold["accuracy"].map("{:.0%}".format))
+    return [(title, markdown_table(table, index=False))]
+
+
+def _broken_sections(report: Report) -> list[tuple[str, str]]:
+    """The images flagged as broken, which every table above leaves out: who flagged each
+    and why (`thumb image unflag IMAGE` puts one back)."""
+    if not report.broken:
+        return []
+    table = pd.DataFrame([(item.key, item.annotator, item.reason) for item in report.broken],
+                         columns=["image", "flagged by", "reason"])
+    return [("Images flagged as broken (left out of the tables above)",
+             markdown_table(table, index=False))]
+
+
+def _computed_tables(report: Report) -> list[tuple[str, str]]:
+    missing = {note["key"] for note in report.missing}
     others = [*_bison_sections(report.bison),
               *[section for judgments in report.judgments
                 for section in judgment_sections(judgments)],
@@ -176,12 +238,13 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
                                  index=False)]
     human, means = _systems_tables(report.systems, list(report.signatures), report.rubric)
     first, second = (d.short for d in report.rubric.dimensions)
-    sections = [
+    human_sections = [
         ("Systems: human scores (THUMB Table 2; Total CI over images)", human),
-        ("Systems: metric means", means),
         (f"Strictly best / worst in both {for_markdown(first)} and {for_markdown(second)} "
          "(THUMB Table 3)",
          markdown_table(report.strict, index=False)),
+    ]
+    correlation_sections = [
         ("Instance-level Pearson r (THUMB Table 4)",
          markdown_table(report.table4, index=False, floatfmt=".3f")),
         ("All correlations with BCa bootstrap CIs (no CI for Kendall's tau)",
@@ -190,6 +253,13 @@ def _markdown_tables(report: Report) -> list[tuple[str, str]]:
         ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
          markdown_table(noted(report.pairwise, pairwise_notes), index=False, floatfmt=".3f")
          + pairwise_notes.markdown()),
+    ]
+    # a table that cannot be computed yet is named under "Not computed yet" instead
+    sections = [
+        *([] if "human" in missing else human_sections[:1]),
+        *([] if "metrics" in missing else [("Systems: metric means", means)]),
+        *([] if "human" in missing else human_sections[1:]),
+        *([] if "correlations" in missing else correlation_sections),
         *others,
     ]
     if not report.williams.empty:
@@ -359,9 +429,8 @@ def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
     report`."""
     sections = [(f"Judgment set {for_markdown(report.info.name)}",
                  "\n".join(_header_lines(report)))]
-    if not len(report.records):
-        sections.append(("Metrics", "no metric scores of this set yet: run `thumb metrics "
-                                    "compute --judgments NAME`"))
+    if (hint := metrics_hint(report, for_markdown)) is not None:
+        sections.append(("Metrics", hint))
     for title, frame, notes in judgment_frames(
             report, lambda text: for_markdown(str(text), table_cell=True)):
         # stored text is escaped already (`|` included): no second escaping of cells

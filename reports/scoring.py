@@ -3,7 +3,9 @@ metrics run in `metrics`, and every chunk of scores is stored as soon as it is c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import Engine, Row
@@ -27,27 +29,54 @@ def load_items(engine: Engine, keep_self_references: bool = False
 def _compute(engine: Engine, rows: tuple[list[Row], dict[int, list[str]]],
              scores: type[SQLModel], names: Sequence[str], options: MetricOptions | None,
              progress: Progress | None, *, clean: str,
-             reference_ids: dict[int, list[str | None]] | None = None) -> list[MetricRun]:
+             reference_ids: dict[int, list[str | None]] | None = None
+             ) -> list[ScoringRun]:
     options = options or MetricOptions()
     metrics = [build_metric(name, options) for name in names]
     items, references = caption_items(*rows, options.keep_self_references,
                                       clean=options.clean or clean,
                                       reference_ids=reference_ids)
 
+    undefined: dict[str, Counter[str]] = {}
+
     def sink(metric: str, signature: str, chunk: Sequence[CaptionItem],
              values: np.ndarray, reasons: list[str | None]) -> None:
         store_metric_scores(engine, metric, signature, [item.caption_id for item in chunk],
                             values, scores, reasons)
+        undefined.setdefault(signature, Counter()).update(r for r in reasons if r)
 
-    return [run_metric(metric, items, references,
+    runs = [run_metric(metric, items, references,
                        lambda s: stored_caption_ids(engine, s, scores), sink, progress)
             for metric in metrics]
+    return [ScoringRun(**vars(run), undefined=dict(undefined.get(run.signature, {})))
+            for run in runs]
+
+
+@dataclass(frozen=True)
+class ScoringRun(MetricRun):
+    """A metric's run, with how many of the captions it computed are undefined, by
+    reason (`no references`)."""
+
+    undefined: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """`bleu: computed 6, reused 0 (0.1 s)`, with the undefined among the computed; `bleu:
+        6 captions, all undefined (no references)` when none has a score."""
+        reasons = "; ".join(sorted(self.undefined))
+        count = sum(self.undefined.values())
+        if self.computed and count == self.computed:
+            return (f"{self.metric}: {self.computed} caption{'' if count == 1 else 's'}, all "
+                    f"undefined ({reasons})")
+        undefined = f" ({count} undefined: {reasons})" if count else ""
+        return (f"{self.metric}: computed {self.computed}{undefined}, reused {self.reused} "
+                f"({self.seconds:.1f} s)")
 
 
 def compute_metrics(
     engine: Engine, names: Sequence[str], options: MetricOptions | None = None,
     progress: Progress | None = None,
-) -> list[MetricRun]:
+) -> list[ScoringRun]:
     """Compute (or reuse) each named metric for every caption; commits chunk by chunk.
     The texts get THUMB's clean-up unless `options.clean` says `none`."""
     return _compute(engine, caption_rows(engine), MetricScore, names, options, progress,
@@ -57,7 +86,7 @@ def compute_metrics(
 def compute_judgment_metrics(
     engine: Engine, name: str, names: Sequence[str], options: MetricOptions | None = None,
     progress: Progress | None = None,
-) -> list[MetricRun]:
+) -> list[ScoringRun]:
     """The same for the captions of the judgment set `name`, against its own references
     (a corpus-level metric's corpus is the set). The texts are scored as released unless
     `options.clean` asks for THUMB's clean-up; a reference with the caption's own id (when

@@ -20,6 +20,7 @@ from metrics.correlation import (
 from metrics.signature import signature_labels, tool_version
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
+from storage.image_flags import broken_images
 from storage.metric_scores import caption_rows, metric_scores
 from storage.rating_frames import contributing_annotators, final_scores, fluency_checkers
 from storage.retrieval import has_results
@@ -69,6 +70,15 @@ class Report:
     bison: dict[str, pd.DataFrame] = field(default_factory=dict)
     judgments: list = field(default_factory=list)  # a JudgmentReport per judgment set
     retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # images flagged as broken (storage.image_flags.BrokenImage): out of every table above,
+    # listed apart with who flagged them and why
+    broken: list = field(default_factory=list)
+    progress: pd.DataFrame = field(default_factory=pd.DataFrame)  # PROGRESS_COLUMNS
+    # the tables that cannot be computed yet: key, tables, missing, command
+    missing: list[dict[str, str]] = field(default_factory=list)
+    # gold items (storage.gold), where there are any: per annotator answered, correct,
+    # accuracy; never part of the tables above
+    gold: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -91,19 +101,68 @@ def _undefined_counts(scores: pd.DataFrame, captions: pd.Series) -> dict[str, st
             for label, rows in undefined.groupby("label")}
 
 
+PROGRESS_COLUMNS = ["stage", "unit", "waiting", "in_progress", "done", "not_ready"]
+RATE_COMMAND = ("thumb annotate --annotator ANNOTATOR (then thumb review), or thumb import "
+                "RATINGS.csv")
+
+
+def _progress(engine: Engine) -> tuple[pd.DataFrame, int, int]:
+    """Each stage of the pipeline (as `thumb status` shows it), and the project's images
+    and captions."""
+    from dataclasses import asdict
+
+    from storage.dashboard import dashboard
+
+    board = dashboard(engine)
+    stages = pd.DataFrame([asdict(stage) for stage in board.stages], columns=PROGRESS_COLUMNS)
+    return stages, board.images, board.captions
+
+
+def missing_tables(images: int, has_human: bool, has_metrics: bool) -> list[dict[str, str]]:
+    """For each group of tables that cannot be computed yet: what is missing and the
+    command that produces it (none when every table can be)."""
+    if images == 0:
+        return [{"key": "captions", "tables": "every table", "missing": "no captions yet",
+                 "command": "thumb import CAPTIONS.csv"}]
+    notes = []
+    if not has_human:
+        notes.append({"key": "human", "tables": "human scores per system, strictly best / "
+                                                "worst in both scores",
+                      "missing": "no caption has a complete human rating yet",
+                      "command": RATE_COMMAND})
+    if not has_metrics:
+        notes.append({"key": "metrics", "tables": "metric means per system",
+                      "missing": "no metric has scored every caption yet",
+                      "command": "thumb metrics compute"})
+    if not (has_human and has_metrics):
+        needs = [what for what, there in (("complete human ratings", has_human),
+                                          ("metric scores", has_metrics)) if not there]
+        notes.append({"key": "correlations",
+                      "tables": "metric-human correlations (Pearson r, all methods with "
+                                "CIs, Williams tests) and pairwise choices",
+                      "missing": f"they need {' and '.join(needs)}",
+                      "command": "the commands above" if len(needs) == 2
+                      else notes[0]["command"]})
+    return notes
+
+
 def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
     from reports.judgments import judgment_reports
 
     check_ci(ci)
-    human = final_scores(engine)
+    human = final_scores(engine, flagged=False)  # a flagged image is out of the report
+    broken = broken_images(engine)
     scores = metric_scores(engine)
     wide, signatures = metric_columns(scores)
     has_human = not human.empty
     if not has_human:
         if not signatures:
-            return _report_without_captions(engine, bootstrap=bootstrap, ci=ci, seed=seed)
+            report = _report_without_captions(engine, bootstrap=bootstrap, ci=ci, seed=seed)
+            report.broken = broken
+            return report
         human = _captions_without_scores(engine)
+        human = human[~human["image_id"].isin({item.key for item in broken})]
     data = human.merge(wide, left_on="caption_id", right_index=True, how="left")
     stored = scores.pivot(index="caption_id", columns="label", values="metric")
     complete = stored.reindex(data["caption_id"]).notna().all()
@@ -139,8 +198,10 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     compared = metrics if has_human else []  # nothing human to correlate with
     correlations = correlation_records(data, compared, subsets, bootstrap=bootstrap, ci=ci,
                                        seed=seed)
+    progress, images, _ = _progress(engine)
     return Report(
-        header=header,
+        progress=progress, missing=missing_tables(images, has_human, bool(metrics)),
+        header=header, broken=broken,
         signatures={m: signatures[m] for m in metrics},
         systems=system_table(data, metrics, scores=[*rubric.score_keys, *rubric.penalty_keys],
                              bootstrap=bootstrap, ci=ci, seed=seed),
@@ -155,32 +216,47 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         data=data,
         bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
         judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
-        retrieval=_retrieval_table(engine),
+        retrieval=_retrieval_table(engine), gold=gold_table(engine, header),
     )
 
 
 def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed: int
                              ) -> Report:
-    """A project whose captions have neither human nor metric scores yet can still hold
-    retrieval results, judgment sets or BISON items: report those (THUMB tables empty)."""
+    """A project whose captions have neither human nor metric scores yet: where each stage
+    stands, what is missing for the THUMB tables, and whatever else the project holds
+    (retrieval results, judgment sets, BISON items)."""
     from reports.judgments import judgment_reports
 
     options = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
-    retrieval = _retrieval_table(engine)
-    judgments = judgment_reports(engine, **options)
-    bison = _bison_tables(engine, **options)
-    if retrieval.empty and not judgments and not bison:
-        raise ValueError("nothing to report yet: rate, review or import ratings, compute "
-                         "metric scores (`thumb metrics compute`), evaluate a retrieval "
-                         "model (`thumb retrieval evaluate`) or import judgments (`thumb "
-                         "judgments import`)")
-    header = {"tool": f"thumb-tui {tool_version()}",
+    progress, images, captions = _progress(engine)
+    header = {"tool": f"thumb-tui {tool_version()}", "captions": captions, "images": images,
               "final_scores": "none yet: no caption has a human or metric score",
               **options, "ci_method": CI_METHOD}
     return Report(header=header, signatures={}, systems=pd.DataFrame(),
                   strict=pd.DataFrame(), correlations=pd.DataFrame(), williams=pd.DataFrame(),
                   pairwise=pd.DataFrame(), table4=pd.DataFrame(), rubric=THUMB_1_0,
-                  data=pd.DataFrame(), bison=bison, judgments=judgments, retrieval=retrieval)
+                  data=pd.DataFrame(), bison=_bison_tables(engine, **options),
+                  judgments=judgment_reports(engine, **options),
+                  retrieval=_retrieval_table(engine), progress=progress,
+                  missing=missing_tables(images, False, False),
+                  gold=gold_table(engine, header))
+
+
+def gold_table(engine: Engine, header: dict[str, object]) -> pd.DataFrame:
+    """Each annotator's gold accuracy (answered, correct, accuracy), with the gold
+    settings in the header; an empty frame (and no header entry) without gold items."""
+    from storage.gold import gold_accuracy, gold_count, gold_settings
+
+    with engine.connect() as connection:
+        captions = gold_count(connection)
+    if not captions:
+        return pd.DataFrame()
+    settings = gold_settings(engine)
+    header["gold"] = {"captions": captions, "rate": settings.rate,
+                      "feedback": settings.feedback}
+    return pd.DataFrame([(row.annotator, row.answered, row.correct, row.accuracy)
+                         for row in gold_accuracy(engine)],
+                        columns=["annotator", "answered", "correct", "accuracy"])
 
 
 def _captions_without_scores(engine: Engine) -> pd.DataFrame:

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 from tabulate import tabulate
 
-from reports.judgments import JudgmentReport
+from reports.judgments import JudgmentReport, metrics_hint
 from reports.render import (
     Notes,
     ci_bounds,
@@ -223,9 +223,8 @@ def judgment_text(report: JudgmentReport) -> str:
              for key, value in report.header.items() if key != "tie_rule"]
     if "tie_rule" in report.header:
         lines.append(f"tie rule: {report.header['tie_rule']}")
-    if not len(report.records):
-        lines += ["", "no metric scores of this set yet: run `thumb metrics compute "
-                      "--judgments NAME`"]
+    if (hint := metrics_hint(report, terminal_text)) is not None:
+        lines += ["", hint]
     for title, frame, notes in judgment_frames(report, terminal_text):
         stacked = frame.map(lambda cell: str(cell).replace(" [", "\n["))
         lines += ["", title, *_fitted(stacked), *notes]

@@ -63,3 +63,11 @@ def is_native_speaker(engine: Engine, name: str) -> bool:
     with engine.connect() as connection:
         return may_check_fluency(connection.execute(
             select(table.c.native_english).where(table.c.name == name)).scalar())
+
+
+def annotator_names(engine: Engine) -> list[str]:
+    """Every annotator of the project (made by `thumb annotator NAME`, an import or their
+    earlier work), sorted."""
+    table = Annotator.__table__
+    with engine.connect() as connection:
+        return sorted(connection.execute(select(table.c.name)).scalars())

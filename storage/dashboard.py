@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, func, select
 
-from storage.image_flags import BrokenImage, broken_images, flagged_by
+from storage.gold import gold_accuracy, gold_count, gold_waiting
+from storage.image_flags import BrokenImage, broken_images, flagged_by, flagged_image_ids
 from storage.models import (
     Annotator,
     BisonAnswer,
@@ -27,6 +28,7 @@ from storage.protocol import (
     read_states,
     started_clause,
 )
+from storage.rubric_registry import project_rubric
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class AnnotatorProgress:
     fluency_verdicts: int
     bison_answers: int
     waiting: list[Work] = field(default_factory=list)
+    gold_answered: int = 0  # gold captions answered (complete), never in the counts above
+    gold_correct: int = 0  # of those, answered within the acceptable ranges
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class Dashboard:
     annotators: list[AnnotatorProgress]
     broken_images: list[BrokenImage]
     bison_items: int
+    gold_captions: int = 0  # gold items (storage.gold): apart from images and captions
 
 
 def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
@@ -133,13 +138,15 @@ def _image_stages(connection: Connection, finished: dict, started: dict
 
     everything = list(double)
     doubles = [i for i, twice in double.items() if twice]
-    reviewable = [i for i in everything if i in ready]
+    out = flagged_image_ids(connection)  # flagged as broken: out of review
+    reviewed = [i for i in everything if i not in out]
+    reviewable = [i for i in reviewed if i in ready]
     return [
         StageProgress("stage 1", "images", *split(everything, first_done, first_started, 1)),
         StageProgress("second blind rating", "images",
                       *split(doubles, first_done, first_started, 2)),
         StageProgress("review", "images", *split(reviewable, second_done, second_started, 1),
-                      not_ready=len(everything) - len(reviewable)),
+                      not_ready=len(reviewed) - len(reviewable)),
     ]
 
 
@@ -152,11 +159,13 @@ def _caption_stages(engine: Engine, connection: Connection) -> list[StageProgres
     going = len(open_ & begun)
     checked = connection.execute(
         select(func.count()).select_from(FluencyCheck.__table__)).scalar_one()
-    return [
-        StageProgress("resolution", "captions", len(open_) - going, going,
-                      len(every) - len(open_)),
-        StageProgress("fluency round", "captions", len(fluency_queue(engine)), 0, checked),
-    ]
+    stages = [StageProgress("resolution", "captions", len(open_) - going, going,
+                            len(every) - len(open_))]
+    rubric = project_rubric(connection)
+    if rubric.has_penalty("fluency"):  # the native speakers' round, named as the rubric does
+        stages.append(StageProgress(f"{rubric.penalty('fluency').label.lower()} round",
+                                    "captions", len(fluency_queue(engine)), 0, checked))
+    return stages
 
 
 def work_for(engine: Engine, name: str) -> list[Work]:
@@ -166,14 +175,14 @@ def work_for(engine: Engine, name: str) -> list[Work]:
         row = connection.execute(select(annotator.c.id, annotator.c.native_english)
                                  .where(annotator.c.name == name)).one_or_none()
         finished, _ = _finished_and_started(connection)
+        listed = open_images(connection, name, Stage.FIRST)  # what their session lists
         if row is None:  # a newcomer may take any image not full
-            rateable = open_images(connection, name, Stage.FIRST)
+            rateable = listed
             reviewable: set[int] = set()
             checks_fluency = False
         else:
             skip = flagged_by(connection, row.id)
-            rateable = (open_images(connection, name, Stage.FIRST) - skip
-                        - finished.get((int(Stage.FIRST), row.id), set()))
+            rateable = (listed - skip - finished.get((int(Stage.FIRST), row.id), set()))
             reviewable = (open_images(connection, name, Stage.SECOND) - skip
                           - finished.get((int(Stage.SECOND), row.id), set()))
             checks_fluency = may_check_fluency(row.native_english)
@@ -183,8 +192,10 @@ def work_for(engine: Engine, name: str) -> list[Work]:
             select(func.count()).select_from(BisonAnswer.__table__).where(
                 BisonAnswer.__table__.c.annotator_id == row.id,
                 BisonAnswer.__table__.c.answer.is_not(None))).scalar_one()
+        # the gold images their stage-1 session seeds in look like any to rate
+        gold = gold_waiting(connection, name, None if row is None else row.id, len(listed))
     work = [
-        Work("annotate", len(rateable), "image", "to rate (stage 1)"),
+        Work("annotate", len(rateable) + gold, "image", "to rate (stage 1)"),
         Work("review", len(reviewable), "image", "to review (stage 2)"),
         Work("resolve", len(disagreements(engine, resolver=name)) if row is not None else 0,
              "disagreement", "to resolve"),
@@ -220,6 +231,8 @@ def dashboard(engine: Engine) -> Dashboard:
                                     .order_by(annotator.c.name)).all()
         counts = [connection.execute(select(func.count()).select_from(table)).scalar_one()
                   for table in (image, caption, BisonItem.__table__)]
+        gold = {row.annotator: row for row in gold_accuracy(connection)}
+        gold_captions = gold_count(connection)
 
     def progress(annotator_id: int, stage: Stage) -> tuple[int, int]:
         done = finished.get((int(stage), annotator_id), set())
@@ -229,8 +242,10 @@ def dashboard(engine: Engine) -> Dashboard:
         AnnotatorProgress(name, native, *progress(annotator_id, Stage.FIRST),
                           *progress(annotator_id, Stage.SECOND),
                           resolved.get(annotator_id, 0), verdicts.get(annotator_id, 0),
-                          bison.get(annotator_id, 0), work_for(engine, name))
+                          bison.get(annotator_id, 0), work_for(engine, name),
+                          *((gold[name].answered, gold[name].correct) if name in gold
+                            else (0, 0)))
         for annotator_id, name, native in people
     ]
     return Dashboard(counts[0], counts[1], systems, stages, annotators,
-                     broken_images(engine), counts[2])
+                     broken_images(engine), counts[2], gold_captions)

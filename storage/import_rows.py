@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -351,12 +351,41 @@ def unknown_columns(columns: set[str]) -> list[str]:
                   and not c.startswith(METRIC_COLUMN_PREFIX))
 
 
-def missing_columns(columns: set[str]) -> list[str]:
-    """Problems with the columns a file has in all: required ones it never gives."""
-    problems = [f"missing column {required!r}" for required in ("system", "caption")
-                if required not in columns]
-    if "image" not in columns and "image_id" not in columns:
-        problems.append("missing column 'image' (or 'image_id')")
+# Names people give the required columns, suggested when the column is missing.
+LIKELY_NAMES = {
+    "image": ("img", "image_path", "image_file", "file", "filename", "file_name", "path"),
+    "system": ("model", "method", "source", "system_name"),
+    "caption": ("text", "sentence", "description", "candidate", "prediction", "output"),
+}
+
+
+def _close_column(required: str, unknown: list[str]) -> str | None:
+    """The unknown column that is most likely `required` misnamed, if any (taken from
+    `unknown`, so that each is suggested once)."""
+    import difflib
+
+    guess = next((c for c in unknown if c in LIKELY_NAMES.get(required, ())), None)
+    if guess is None:
+        close = difflib.get_close_matches(required, unknown, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    if guess is not None:
+        unknown.remove(guess)
+    return guess
+
+
+def missing_columns(columns: set[str], unknown: Sequence[str] = ()) -> list[str]:
+    """Problems with the columns a file has in all: required ones it never gives, each with
+    the unknown column that is likely it misnamed (`img` for `image`, `text` for
+    `caption`)."""
+    left = list(unknown)
+    problems = []
+    for required, label in (("system", "'system'"), ("caption", "'caption'"),
+                            ("image", "'image' (or 'image_id')")):
+        if required in columns or (required == "image" and "image_id" in columns):
+            continue
+        guess = _close_column(required, left)
+        problems.append(f"missing column {label}" + (
+            "" if guess is None else f": rename {guess!r} to {required!r}?"))
     return problems
 
 

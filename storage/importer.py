@@ -512,14 +512,15 @@ def import_captions(
         except RowError as exc:
             row_problems.add(line, str(exc))
             rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
+    # (when records were left out for their own problems, their columns are unknown here)
+    records_left_out = bool(problems.items)
     unknown = unknown_columns(set(first_seen))
     if unknown and path.suffix.lower() == ".csv":
         problems.add(1, f"unknown column(s): {', '.join(unknown)}")
     else:  # JSON lines and Parquet: at the first record that has the key
         for key in unknown:
             problems.add(first_seen[key], f"unknown column(s): {key}")
-    # (when records were left out for their own problems, their columns are unknown here)
-    missing = [] if problems.items else missing_columns(set(first_seen))
+    missing = [] if records_left_out else missing_columns(set(first_seen), unknown)
     for message in missing:
         problems.add(1, message)
     if unknown or missing:  # every row would repeat it

@@ -17,7 +17,7 @@ from rubrics.escape import printable, text_refusal
 from storage.db import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.import_files import Record, read_records
+from storage.import_files import Record, iter_records, read_records
 from storage.import_rows import (
     METRIC_COLUMN_PREFIX,
     RowError,
@@ -164,9 +164,11 @@ def _score(record: Record, scale: Scale) -> float:
 
 
 def _choice(record: Record) -> str:
-    value = _required(record, "choice").lower()
-    if value not in JUDGMENT_CHOICES:
-        raise RowError(f"choice must be a, b or tie, not {record['choice']!r}")
+    value = _required(record, "choice")
+    if value not in JUDGMENT_CHOICES:  # case-exact: `A` is not silently taken as `a`
+        hint = (f" (lower case: {value.lower()!r})" if value.lower() in JUDGMENT_CHOICES
+                else "")
+        raise RowError(f"choice must be a, b or tie, not {record['choice']!r}{hint}")
     return value
 
 
@@ -177,10 +179,12 @@ def score_row(line: int, record: Record, base_dir: Path, scale: Scale,
     caption = problems.check(_required, record, "caption")
     judge = problems.check(_required, record, "judge")
     score = problems.check(_score, record, scale)
-    problems.raise_if_any()
-    return JudgmentRow(line, image[0], image[1], (caption,), judge, score=score,
-                       caption_id=_text(record, "caption_id"),
-                       system=_text(record, "system"), note=_text(record, "note") or "")
+    row = None if None in (image, caption, judge) else JudgmentRow(
+        line, image[0], image[1], (caption,), judge, score=score,
+        caption_id=_text(record, "caption_id"), system=_text(record, "system"),
+        note=_text(record, "note") or "")
+    _raise_if_any(problems, row)
+    return row
 
 
 def pairwise_row(line: int, record: Record, base_dir: Path, scale: Scale | None,
@@ -193,22 +197,96 @@ def pairwise_row(line: int, record: Record, base_dir: Path, scale: Scale | None,
     choice = problems.check(_choice, record)
     if caption_a is not None and caption_a == caption_b:
         problems.append("caption_a and caption_b are the same caption")
-    problems.raise_if_any()
-    return JudgmentRow(line, image[0], image[1], (caption_a, caption_b), judge,
-                       choice=choice, category=_text(record, "category"))
+    row = None if None in (image, caption_a, caption_b, judge) else JudgmentRow(
+        line, image[0], image[1], (caption_a, caption_b), judge, choice=choice,
+        category=_text(record, "category"))
+    _raise_if_any(problems, row)
+    return row
+
+
+class PartialRow(RowError):
+    """A judgment with a bad field (a score off the scale, a choice not a, b or tie): its
+    `row` still names image, captions and judge, so that a second judgment of the same
+    judge is reported in the same pass."""
+
+    def __init__(self, message: str, row: JudgmentRow | None) -> None:
+        super().__init__(message)
+        self.row = row
+
+
+def _raise_if_any(problems: _Collected, row: JudgmentRow | None) -> None:
+    if problems:
+        raise PartialRow("; ".join(problems), row)
 
 
 ROW_PARSERS: dict[str, Callable[..., JudgmentRow]] = {"score": score_row,
                                                       "pairwise": pairwise_row}
+# The columns that tell the kinds apart, and how to import a file of each kind.
+KIND_COLUMNS = {"score": ("caption", "score"), "pairwise": ("caption_a", "caption_b", "choice")}
+KIND_OPTIONS = {"score": "--kind score with --scale MIN-MAX (e.g. 1-5)",
+                "pairwise": "--kind pairwise (and leave out --scale)"}
+
+
+def columns_text(kind: str) -> str:
+    """The columns of a `kind` set, for a message: required ones, then optional ones."""
+    return (f"image_id, {', '.join(REQUIRED_COLUMNS[kind])} (optional: "
+            f"{', '.join(c for c in OPTIONAL_COLUMNS[kind] if c != 'image_id')})")
+
+
+def kind_of_columns(columns: set[str]) -> str | None:
+    """The kind of set whose distinguishing columns a file has all of (and none of the
+    other kind's); None when its columns say neither."""
+    for kind, own in KIND_COLUMNS.items():
+        others = {c for other, cs in KIND_COLUMNS.items() if other != kind for c in cs}
+        if set(own) <= columns and not others & columns:
+            return kind
+    return None
+
+
+def other_kind(kind: str, columns: set[str]) -> str | None:
+    """One line naming the option to use when a file's columns are another kind's."""
+    found = kind_of_columns(columns)
+    if found is None or found == kind:
+        return None
+    return (f"the columns {', '.join(KIND_COLUMNS[found])} are those of a {found} set, not "
+            f"a {kind} set: use {KIND_OPTIONS[found]}")
+
+
+def kind_mismatch(path: Path, kind: str) -> str | None:
+    """`file: the columns … use --kind …` when the file's columns are another kind's than
+    `kind` (read before anything else is checked); None otherwise."""
+    found = file_kind(path)
+    if found is None or found == kind:
+        return None
+    return f"{path}: {other_kind(kind, set(KIND_COLUMNS[found]))}"
+
+
+def file_kind(path: Path) -> str | None:
+    """The kind of set that a file's columns say (its CSV header, or its first JSON
+    record); None when they say neither or the file cannot be read (the import then says
+    why)."""
+    try:
+        records = iter_records(path, schema=JUDGMENT_SCHEMA, problems=Problems(path))
+        try:
+            first = next(records, None)
+        finally:
+            records.close()
+    except (InputError, OSError, ValueError):
+        return None
+    return None if first is None else kind_of_columns(set(first[1]))
 
 
 def _check_columns(records: list[tuple[int, Record]], kind: str, path: Path,
                    problems: Problems) -> None:
-    """Unknown columns at the first record that has them; required ones never given."""
+    """Unknown columns at the first record that has them; required ones never given; one
+    line only when the columns are another kind's."""
     first_seen: dict[str, int] = {}
     for line, record in records:
         for key in record:
             first_seen.setdefault(key, line)
+    if (hint := other_kind(kind, set(first_seen))) is not None:
+        problems.add(1, hint)
+        return
     known = {*REQUIRED_COLUMNS[kind], *OPTIONAL_COLUMNS[kind]}
     for key in sorted(set(first_seen) - known):
         if key.startswith(METRIC_COLUMN_PREFIX):
@@ -317,14 +395,15 @@ def _plan(rows: list[JudgmentRow], problems: Problems) -> _Plan:
             elif seen.system != row.system:
                 add(row.line, f"the system of this caption differs from line {seen.line} "
                               "(give caption_id to tell two captions apart)")
-        identity = (*sorted(keys), row.judge) if row.choice else (*keys, row.judge)
+        pairwise = len(keys) == 2
+        identity = (*sorted(keys), row.judge) if pairwise else (*keys, row.judge)
         if identity in judgment_line:
             add(row.line, f"judge {row.judge!r} already judged this "
-                          f"{'pair' if row.choice else 'caption'} at line "
+                          f"{'pair' if pairwise else 'caption'} at line "
                           f"{judgment_line[identity]}")
             continue
         judgment_line[identity] = row.line
-        if row.choice:
+        if pairwise:
             pair = frozenset(keys)
             first_category = category_line.setdefault(pair, (row.line, row.category))
             if first_category[1] != row.category:
@@ -345,7 +424,8 @@ def import_judgments(
     if kind not in JUDGMENT_KINDS:
         raise ValueError(f"the kind of a judgment set is score or pairwise, not {kind!r}")
     if kind == "score" and scale is None:
-        raise ValueError("a score set needs its scale (--scale MIN-MAX, e.g. 1-5)")
+        raise ValueError(kind_mismatch(path, kind)
+                         or "a score set needs its scale (--scale MIN-MAX, e.g. 1-5)")
     if kind == "pairwise" and scale is not None:
         raise ValueError("a pairwise set has no scale; leave out --scale")
     if not name.strip():
@@ -354,6 +434,11 @@ def import_judgments(
         raise ValueError(f"the judgment set name {printable(name[:60])!r}: {problem}")
     problems = Problems(path)
     records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)
+    if not records and any(p.message.startswith("empty file") for p in problems.items):
+        # one line naming the columns, not one per missing column
+        problems.items = [Problem(path, 1, f"empty file: expected a header with the columns "
+                                           f"{columns_text(kind)}")]
+        problems.raise_if_any()
     _check_columns(records, kind, path, problems)
     problems.raise_if_any()
     rows = []
@@ -361,6 +446,10 @@ def import_judgments(
         try:
             rows.append(ROW_PARSERS[kind](line, record, path.parent, scale,
                                           allow_outside_images))
+        except PartialRow as exc:  # checked with the others for duplicate judgments
+            problems.add(line, str(exc))
+            if exc.row is not None:
+                rows.append(exc.row)
         except RowError as exc:
             problems.add(line, str(exc))
     plan = _plan(rows, problems)

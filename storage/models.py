@@ -813,3 +813,103 @@ class SchemaVersion(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     version: int
     applied_at: datetime = _timestamp()
+
+
+# --- gold items: known answers seeded into stage 1 ------------------------------------
+# Apart from image/caption/rating by construction: no analysis, report, export, status
+# count or protocol rule reads these tables, so a gold item can never reach one.
+
+
+class GoldSetting(SQLModel, table=True):
+    """The project's one row of gold settings: the share of an annotator's stage-1 queue
+    that is gold, and whether a failed gold item shows its reason after the image."""
+
+    __tablename__ = "gold_setting"
+    __table_args__ = (
+        CheckConstraint("id = 1", name="gold_setting_one_row"),
+        CheckConstraint("rate >= 0 AND rate <= 0.5", name="gold_setting_rate_range"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    rate: float = 0.1
+    feedback: bool = False
+    updated_at: datetime = _timestamp()
+
+
+class GoldImage(SQLModel, table=True):
+    """An image of the gold file: its own key (never a project image's) and file."""
+
+    __tablename__ = "gold_image"
+    __table_args__ = (CheckConstraint("length(key) > 0", name="gold_image_key_not_empty"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(unique=True)
+    path: str | None = None
+    created_at: datetime = _timestamp()
+
+
+class GoldCaption(SQLModel, table=True):
+    """A gold caption with the answers that count as right: P and R within their ranges
+    (levels of the rubric's scales; triggers of 0012 check them against `rubric_range`),
+    each penalty at most its acceptable amount; and why, for the annotator who missed it."""
+
+    __tablename__ = "gold_caption"
+    __table_args__ = (
+        UniqueConstraint("gold_image_id", "text", name="gold_caption_unique"),
+        CheckConstraint("length(text) > 0", name="gold_caption_text_not_empty"),
+        CheckConstraint("length(reason) > 0", name="gold_caption_reason_not_empty"),
+        CheckConstraint("precision_min <= precision_max", name="gold_caption_precision_ordered"),
+        CheckConstraint("recall_min <= recall_max", name="gold_caption_recall_ordered"),
+        CheckConstraint("fluency_max >= 0 AND conciseness_max >= 0 AND inclusive_max >= 0",
+                        name="gold_caption_penalties_non_negative"),
+        ForeignKeyConstraint(["rubric"], ["rubric.signature"], name="gold_caption_rubric_fkey",
+                             ondelete="RESTRICT"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    gold_image_id: int = Field(foreign_key="gold_image.id", index=True, ondelete="RESTRICT")
+    text: str
+    precision_min: int
+    precision_max: int
+    recall_min: int
+    recall_max: int
+    fluency_max: float = 0.0
+    conciseness_max: float = 0.0
+    inclusive_max: float = 0.0
+    reason: str
+    rubric: str = Field(description="the rubric whose scales the ranges are on")
+    created_at: datetime = _timestamp()
+
+
+class GoldAnswer(SQLModel, table=True):
+    """An annotator's answer to a gold caption, with the values a rating would hold
+    (triggers of 0012 check them against the answer's rubric like a rating's)."""
+
+    __tablename__ = "gold_answer"
+    __table_args__ = (
+        UniqueConstraint("gold_caption_id", "annotator_id", name="gold_answer_unique"),
+        CheckConstraint("seconds >= 0", name="gold_answer_seconds_non_negative"),
+        ForeignKeyConstraint(["rubric"], ["rubric.signature"], name="gold_answer_rubric_fkey",
+                             ondelete="RESTRICT"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    gold_caption_id: int = Field(foreign_key="gold_caption.id", index=True,
+                                 ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
+    precision: int | None = None
+    recall: int | None = None
+    fluency: float = 0.0
+    fluency_type: str | None = None
+    conciseness: float = 0.0
+    conciseness_type: str | None = None
+    inclusive: float = 0.0
+    inclusive_type: str | None = None
+    note: str = ""
+    seconds: float = 0.0
+    rubric: str = Field(description="rubric id and version, e.g. thumb-1.0")
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+GOLD_TABLES = (GoldSetting, GoldImage, GoldCaption, GoldAnswer)

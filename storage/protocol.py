@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 
 from rubrics import SCORE_KEYS
+from storage.image_flags import flagged_image_ids
 from storage.models import Annotator, Assignment, Caption, Image, Rating, Stage
 
 if TYPE_CHECKING:  # pandas loads where a frame is built: the sessions need none
@@ -282,11 +283,13 @@ def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_i
 
 def open_images(connection: Connection, annotator: str, stage: Stage) -> set[int]:
     """Images the annotator may work on at stage 1 or 2: those where `check_may_rate`
-    would let them rate now."""
+    would let them rate now; at review, none that someone flagged as broken (the review
+    queue leaves them out until the lead unflags them)."""
     if stage not in (Stage.FIRST, Stage.SECOND):
         raise ValueError("open images are defined for stages 1 and 2")
+    out = flagged_image_ids(connection) if stage == Stage.SECOND else set()
     return {image_id for image_id, state in read_states(connection).items()
-            if not refusals(state, [(annotator, stage)])}
+            if image_id not in out and not refusals(state, [(annotator, stage)])}
 
 
 def group_identical(rows: Iterable[R], image_id: Callable[[R], int],

@@ -32,7 +32,7 @@ from rubrics.model import error_codes
 from storage.annotators import register, registration
 from storage.db import run_write
 from storage.events import log_change
-from storage.image_flags import flag_image, flagged_by
+from storage.image_flags import flag_image, flagged_by, take_back
 from storage.models import (
     RATING_VALUE_FIELDS,
     Assignment,
@@ -88,6 +88,17 @@ class CaptionGroup:
 
 
 @dataclass(frozen=True)
+class Undone:
+    """What an undo took back: the `fields` of one change to a caption group (`caption_id`
+    one caption it touched), or, with `flag`, the annotator's broken-image flag."""
+
+    image_id: int
+    fields: list[str]
+    caption_id: int | None = None
+    flag: bool = False
+
+
+@dataclass(frozen=True)
 class Progress:
     images_done: int
     images_total: int
@@ -138,6 +149,14 @@ class Worklist:
             self._captions_done += len(self._done[image_id]) - before
             self._images_done += self.is_complete(image_id) - was
 
+    def including(self, images: list[ImageItem], captions_of: dict[int, list[int]],
+                  complete: dict[int, Collection[int]]) -> Worklist:
+        """A worklist of `images` (this one's, in any order, and others, whose captions and
+        completion `captions_of` and `complete` give): gold images seeded in
+        (`storage.gold`)."""
+        return Worklist(images, {**self._captions_of, **captions_of},
+                        {**self._done, **complete})
+
     def drop(self, image_id: int) -> None:
         """Take an image out of the list (no longer open to the annotator)."""
         self.images = [image for image in self.images if image.id != image_id]
@@ -181,6 +200,9 @@ class RatingDesk:
         self._seed_source = seed_source or (lambda: secrets.randbits(31))
         self._clock = clock
         self._opened: tuple[int, float] | None = None
+        # the changes this desk made, oldest first ("rating" or "flag", change id): undo
+        # takes back the last of them, never a change of an earlier session
+        self._changes: list[tuple[str, str]] = []
         with engine.connect() as connection:
             row = registration(connection, annotator, native_english)  # refusals now
             self._annotator_id: int | None = None if row is None else row.id
@@ -352,9 +374,11 @@ class RatingDesk:
 
     def flag_broken(self, index: int, reason: str) -> None:
         image = self.images[index]
-        self.write(lambda connection, me: flag_image(connection, image.id, me,
-                                                     self.annotator, reason))
+        change_id = self.write(lambda connection, me: flag_image(connection, image.id, me,
+                                                                 self.annotator, reason))
         self.flagged.add(image.id)
+        if change_id is not None:
+            self._changes.append(("flag", change_id))
 
     def index_of(self, image_id: int) -> int:
         return self.worklist.index_of(image_id)
@@ -483,10 +507,10 @@ class RatingDesk:
             return group
         image_id = self.images[image_index].id
         elapsed = self._elapsed(image_id)
+        change_id = uuid.uuid4().hex
 
         def write(connection: Connection, me: int) -> dict[int, set[int]]:
             check_may_rate(connection, self.annotator, self.stage, image_id)
-            change_id = uuid.uuid4().hex
             for caption_id in group.caption_ids:
                 self._write(connection, me, caption_id, changed, change_id, action="update")
             self.save_time_and_focus(connection, me, image_id, focus, elapsed)
@@ -494,6 +518,7 @@ class RatingDesk:
                                      .where(Caption.__table__.c.id.in_(group.caption_ids)))
 
         self.worklist.settle(self.write(write))
+        self._changes.append(("rating", change_id))
         return replace(group, values={**group.values, **changed})
 
     def _write(self, connection: Connection, annotator_id: int, caption_id: int,
@@ -525,28 +550,42 @@ class RatingDesk:
         log_change(connection, actor=self.annotator, action=action, table="rating",
                    row_id=rating_id, old=old, new=values, change_id=change_id, reverts=reverts)
 
-    def undo(self) -> tuple[list[str], int] | None:
+    def undo(self) -> Undone | None:
+        """Take back the last change this desk made that is not undone yet (a rating change
+        or a broken-image flag; never one of an earlier session), logged as an undo."""
+        event = Event.__table__
+        while self._changes:
+            kind, change_id = self._changes[-1]
+            with self.engine.connect() as connection:
+                reverted = connection.execute(select(event.c.id).where(
+                    event.c.reverts == change_id).limit(1)).first() is not None
+            done = None if reverted else (
+                self._undo_flag(change_id) if kind == "flag" else self._undo_rating(change_id))
+            self._changes.pop()  # (a refusal above raised first: the change stays)
+            if done is not None:
+                return done
+        return None
+
+    def _undo_flag(self, change_id: str) -> Undone | None:
+        image_id = self.write(lambda connection, _: take_back(connection, change_id,
+                                                              self.annotator))
+        if image_id is None:
+            return None
+        self.flagged.discard(image_id)
+        return Undone(image_id, [], flag=True)
+
+    def _undo_rating(self, change_id: str) -> Undone | None:
         event, rating = Event.__table__, Rating.__table__
-        undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
 
         def undo(connection: Connection, me: int
                  ) -> tuple[list, dict[int, int], dict[int, set[int]]] | None:
-            change_id = connection.execute(
-                select(event.c.change_id)
-                .join(rating, rating.c.id == event.c.row_id)
-                .where(event.c.actor == self.annotator, event.c.action == "update",
-                       event.c.table_name == "rating", rating.c.stage == int(self.stage),
-                       event.c.change_id.not_in(undone))
-                .order_by(event.c.id.desc())
-                .limit(1)
-            ).scalar()
-            if change_id is None:
-                return None
             events = connection.execute(
                 select(event.c.row_id, event.c.field_name, event.c.old_value)
                 .where(event.c.change_id == change_id)
                 .order_by(event.c.id.desc())
             ).all()
+            if not events:
+                return None
             restore: dict[int, dict[str, object]] = {}
             for row in events:
                 restore.setdefault(row.row_id, {})[row.field_name] = json.loads(row.old_value)
@@ -570,7 +609,10 @@ class RatingDesk:
         events, caption_of, complete = done
         self.worklist.settle(complete)
         fields = list(dict.fromkeys(row.field_name for row in reversed(events)))
-        return fields, next(iter(caption_of.values()))
+        caption_id = next(iter(caption_of.values()))
+        with self.engine.connect() as connection:
+            image_id = images_of(connection, [caption_id]).pop()
+        return Undone(image_id, fields, caption_id)
 
 
 def images_of(connection: Connection, caption_ids: Iterable[int]) -> set[int]:
@@ -628,7 +670,8 @@ class DeskFront:
         return self.desk.next_unrated(after)
 
     def flag_broken(self, index: int, reason: str) -> None:
-        """Record that the image cannot be rated (and why); "next image" skips it now."""
+        """Record that the image cannot be rated (and why); "next image" skips it now, and
+        review and the report leave it out. `undo` takes the flag back."""
         self.desk.flag_broken(index, reason)
 
     def resume_position(self) -> tuple[int, int]:
@@ -659,11 +702,12 @@ class DeskFront:
         locked; nothing is written then."""
         return self.desk.set_values(group, values, image_index=image_index, focus=focus)
 
-    def undo(self) -> tuple[list[str], int] | None:
-        """Revert this annotator's latest change not yet undone. Returns the fields reverted
-        and one caption it touched (so the screen can show it), or None if nothing is left.
-        Raises ProtocolError where the protocol no longer allows the change (e.g. stage 1
-        of an image opened for review)."""
+    def undo(self) -> Undone | None:
+        """Revert the latest change of this session not yet undone: a rating change (the
+        fields reverted and one caption it touched, so the screen can show it) or a
+        broken-image flag. None when this session has nothing left to undo (changes of an
+        earlier session are not undone). Raises ProtocolError where the protocol no longer
+        allows the change (e.g. stage 1 of an image opened for review)."""
         return self.desk.undo()
 
     def group_for_caption(self, caption_id: int) -> CaptionGroup:

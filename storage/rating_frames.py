@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, func, select
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
+from storage.image_flags import not_flagged
 from storage.models import (
     RATING_VALUE_FIELDS,
     Annotator,
@@ -51,8 +52,9 @@ def with_totals(frame: pd.DataFrame, engine: Engine) -> pd.DataFrame:
     return frame
 
 
-def ratings_frame(engine: Engine) -> pd.DataFrame:
-    """Every rating, one row each, with caption, image and annotator; ordered by caption."""
+def ratings_frame(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
+    """Every rating, one row each, with caption, image and annotator; ordered by caption.
+    Without `flagged`, none of an image flagged as broken (`storage.image_flags`)."""
     import pandas as pd
 
     rating, caption, image, annotator = (
@@ -70,20 +72,23 @@ def ratings_frame(engine: Engine) -> pd.DataFrame:
         .join(annotator, rating.c.annotator_id == annotator.c.id)
         .order_by(caption.c.id, rating.c.stage, rating.c.id)
     )
+    if not flagged:
+        query = query.where(not_flagged(image.c.id))
     with engine.connect() as connection:
         frame = pd.read_sql(query, connection)
     return with_totals(frame, engine)
 
 
-def final_scores(engine: Engine) -> pd.DataFrame:
+def final_scores(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
     """One row per caption with its final complete rating: a resolution (final stage) over
     stage 2 over stage 1; within a stage, the first rating made. A native speaker's fluency
-    check, where there is one, sets the fluency penalty. `final_source` says which."""
+    check, where there is one, sets the fluency penalty. `final_source` says which.
+    Without `flagged`, none of an image flagged as broken (the report leaves them out)."""
     import pandas as pd
 
     from storage.project_queues import disagreements
 
-    frame = ratings_frame(engine)
+    frame = ratings_frame(engine, flagged=flagged)
     complete = complete_rows(frame)
     check, resolution, annotator = (FluencyCheck.__table__, Resolution.__table__,
                                     Annotator.__table__)

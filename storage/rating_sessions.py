@@ -1,7 +1,8 @@
 """The sessions behind the rating screens: what one annotator sees and changes.
 
 Every change is committed as it is made, in one transaction with its event-log rows, so a
-killed process loses nothing; undo reverts the annotator's last change and is logged too.
+killed process loses nothing; undo reverts the last change of this session (a rating or a
+broken-image flag; never an earlier session's) and is logged too.
 Each write checks the THUMB protocol in its own transaction, under the image's lock, and
 is retried while the database is busy (`storage.db.run_write`).
 
@@ -22,6 +23,7 @@ from sqlalchemy import Connection, Engine, Row, select, update
 
 from rubrics import Rubric
 from storage.annotators import is_native_speaker, register_annotator
+from storage.gold import GoldFront, is_gold, seeds_for
 from storage.models import Assignment, Caption, Rating, Stage, utcnow
 from storage.project_queues import (
     Disagreement,
@@ -112,7 +114,7 @@ class Claims:
                 .values(released_at=utcnow()))
 
 
-class AnnotationSession(DeskFront):
+class AnnotationSession(GoldFront, DeskFront):
     """One annotator's session at one stage over the whole project: at stages 1 and 2 the
     images open to them, each claimed as it is opened; at the final stage every image."""
 
@@ -134,6 +136,7 @@ class AnnotationSession(DeskFront):
             listed=(lambda connection: open_images(connection, annotator, stage))
             if claiming else (lambda _: None))
         self.claims = Claims(self.desk) if claiming else None
+        self.gold = seeds_for(self.desk)  # gold images seeded at stage 1 (storage.gold)
 
     def open_image(self, index: int) -> list[CaptionGroup]:
         """The image's captions as the annotator sees them: identical texts merged, then
@@ -145,8 +148,11 @@ class AnnotationSession(DeskFront):
         desk, claims = self.desk, self.claims
         if claims is None:
             return desk.open_image(index)
+        if (gold := self.open_gold(index, claims.release_if_untouched)) is not None:
+            return gold
         image = desk.images[index]
-        left = desk.opened if desk.opened != image.id else None
+        left = desk.opened if desk.opened != image.id and not is_gold(
+            desk.opened or 0) else None
         reviewing = desk.stage == Stage.SECOND
 
         def open_it(connection: Connection, me: int) -> tuple[int, list, dict]:
@@ -171,7 +177,7 @@ class AnnotationSession(DeskFront):
         """Leave the session: the claim on the open image goes if it was left untouched,
         so quitting on an image one never rated does not keep it from others."""
         image_id, claims = self.desk.opened, self.claims
-        if image_id is not None and claims is not None:
+        if image_id is not None and claims is not None and not is_gold(image_id):
             self.desk.write(lambda connection, me: claims.release_if_untouched(
                 connection, me, image_id))
 

@@ -26,9 +26,15 @@ from sqlalchemy import CheckConstraint, Connection, MetaData, inspect, text
 # The triggers the revisions create, as (table, trigger) per dialect: SQLite's event log
 # refuses UPDATE and DELETE with one trigger each (0001), PostgreSQL's with one function
 # (0001) and stamps each row with the session's role (0009); rating values are checked
-# against their rubric (0006: an INSERT and an UPDATE trigger per column on SQLite).
+# against their rubric (0006: an INSERT and an UPDATE trigger per column on SQLite), and
+# so are gold captions' ranges and gold answers (0012).
 _RUBRIC_CHECKED = {"rating": ("precision", "recall", "fluency", "conciseness", "inclusive"),
-                   "fluency_check": ("fluency",)}
+                   "fluency_check": ("fluency",),
+                   # 0012: gold captions' ranges and gold answers' values
+                   "gold_caption": ("precision_min", "precision_max", "recall_min",
+                                    "recall_max"),
+                   "gold_answer": ("precision", "recall", "fluency", "conciseness",
+                                   "inclusive")}
 TRIGGERS: dict[str, frozenset[tuple[str, str]]] = {
     "sqlite": frozenset({
         ("event_log", "event_log_no_update"), ("event_log", "event_log_no_delete"),

@@ -217,6 +217,22 @@ def own_bison_jsonl(t: tuple[str, ...]) -> bytes:
                          "image_b": "img/b.png", "true_image": "img/a.png"}])
 
 
+GOLD_TEXTS = ("g1", "img/a.png", "A dog on grass.", "Nothing in it is wrong.", "Two cats.")
+
+
+def gold_csv(t: tuple[str, ...]) -> bytes:
+    return _csv([["image", "path", "caption", "precision", "recall", "fluency", "reason"],
+                 [t[0], t[1], t[2], "4-5", "3", "0.1", t[3]],
+                 ["g2", "", t[4], "2", "1-2", "", "No cats."]])
+
+
+def gold_jsonl(t: tuple[str, ...]) -> bytes:
+    return _json_lines([
+        {"image": t[0], "path": t[1], "caption": t[2], "precision": "4-5", "recall": 3,
+         "fluency": 0.1, "reason": t[3]},
+        {"image": "g2", "caption": t[4], "precision": 2, "recall": "1-2", "reason": "No."}])
+
+
 JUDGMENT_TEXTS = ("i1", "c1", "a dog on the grass", "crowd", "two bikes")
 
 
@@ -409,6 +425,12 @@ def build_readers() -> list[Reader]:
         Reader("BISON JSONL", ("storage.bison:read_own_bison",), "own_bison.jsonl",
                own_bison_jsonl, OWN_BISON_TEXTS, "lines",
                command=("bison", "import", "{dir}/own_bison.jsonl"), setup=_png),
+        Reader("gold CSV", ("storage.gold:read_gold", "storage.gold:import_gold", *images),
+               "gold.csv", gold_csv, GOLD_TEXTS, "text",
+               command=("gold", "import", "{dir}/gold.csv"), setup=_png),
+        Reader("gold JSONL", ("storage.gold:read_gold", "storage.gold:import_gold"),
+               "gold.jsonl", gold_jsonl, GOLD_TEXTS, "lines",
+               command=("gold", "import", "{dir}/gold.jsonl"), setup=_png),
         Reader("judgment set CSV", ("storage.judgment_import:import_judgments",),
                "j.csv", judgment_scores, JUDGMENT_TEXTS, "text",
                command=("judgments", "import", "{dir}/j.csv", "--name", "crowd", "--scale",

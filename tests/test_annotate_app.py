@@ -219,7 +219,7 @@ async def test_undo_highlights_the_field_it_reverted(engine):
         assert screen.image_index == 0 and screen.focus_index == 0
         assert screen.dimension == "recall"
         message = str(screen.query_one("#message", Static).content)
-        assert message == "undid R on image 1"
+        assert message == "undid R on caption 1/4 of img01"  # issue 26: which change
 
 
 async def test_empty_project_does_not_crash(tmp_path):

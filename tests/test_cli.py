@@ -41,6 +41,7 @@ def test_empty_queues_say_why_and_open_no_screen(tmp_path):
         ("resolve",): "Nothing for you to resolve",
         ("bison", "annotate"): "No BISON items",
     }
+    assert runner.invoke(app, ["--db", db, "annotator", "zoe"]).exit_code == 0  # known first
     for command, message in expected.items():
         result = runner.invoke(app, ["--db", db, *command, "--annotator", "zoe"])
         assert result.exit_code == 0 and message in result.output, (command, result.output)
@@ -106,6 +107,7 @@ def test_annotator_records_native_speaker(tmp_path):
     assert result.exit_code == 0 and "dave: a native English speaker" in result.output
     result = runner.invoke(app, ["--db", db, "annotator", "dave"])
     assert "dave: a native English speaker" in result.output
+    assert runner.invoke(app, ["--db", db, "annotator", "erin"]).exit_code == 0
     result = runner.invoke(app, ["--db", db, "fluency-round", "--annotator", "erin"])
     assert result.exit_code == 2 and "not recorded as a native English speaker" in result.output
 
@@ -147,6 +149,7 @@ def test_the_collector_is_paused_for_a_command_and_restored_as_it_was():
 def test_native_on_the_rating_command_is_recorded_even_with_nothing_to_rate(tmp_path):
     db = str(tmp_path / "n.db")
     runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    assert runner.invoke(app, ["--db", db, "annotator", "fay"]).exit_code == 0
     result = runner.invoke(app, ["--db", db, "review", "--annotator", "fay", "--native"])
     assert result.exit_code == 0 and "Nothing to review" in result.output
     result = runner.invoke(app, ["--db", db, "annotator", "fay"])

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from storage import Rating
+from storage.annotators import register_annotator
 from storage.models import Assignment
 from storage.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
@@ -100,6 +101,7 @@ def test_sigkill_loses_nothing_and_restart_resumes_in_place(tmp_path):
                 select(assignment.c.last_viewed_at).order_by(assignment.c.last_viewed_at.desc())
             ).first()
 
+    register_annotator(engine, "carol", None)  # `thumb annotate` refuses unknown names
     first = TerminalApp(db, "carol")
     try:
         wait_for(last_view, "the app to open its first image")

@@ -155,7 +155,9 @@ def test_a_pairwise_set_and_its_refusals(engine, tmp_path):
     message = str(caught.value)
     assert f"{bad}:1: choice must be a, b or tie, not 'left'" in message
     assert f"{bad}:2: caption_a and caption_b are the same caption" in message
-    assert f"{bad}:4: category 'hm' differs from line 3 for the same pair" in message
+    # issue #26: line 1's bad choice does not hide that j judged the pair again at line 3
+    assert f"{bad}:3: judge 'j' already judged this pair at line 1" in message
+    assert f"{bad}:4: category 'hm' differs from line 1 for the same pair" in message
     assert f"{bad}:5: caption_a is missing" in message
     assert database_dump(engine) == before
 

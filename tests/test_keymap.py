@@ -72,6 +72,7 @@ def test_a_bad_keymap_is_refused_with_the_file_and_the_problem(text, problem):
 def test_the_cli_ends_a_bad_keymap_in_one_line(tmp_path):
     db = str(tmp_path / "k.db")
     assert CliRunner().invoke(cli, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["--db", db, "annotator", "a"]).exit_code == 0
     path = write_keymap('[keymap]\nflunecy = "v"\n')
     result = CliRunner().invoke(cli, ["--db", db, "annotate", "--annotator", "a",
                                       "--image-mode", "none"])

@@ -291,6 +291,7 @@ def test_every_problem_of_a_keymap_is_reported_at_once(tmp_path):
 def test_the_cli_ends_a_hostile_keymap_in_one_line(tmp_path):
     db = str(tmp_path / "k.db")
     assert runner.invoke(cli, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    assert runner.invoke(cli, ["--db", db, "annotator", "a"]).exit_code == 0
     path = write_keymap(f"[keymap]\nfluency = {toml_text(OSC52)}\n")
     result = runner.invoke(cli, ["--db", db, "annotate", "--annotator", "a",
                                  "--image-mode", "none"])

@@ -82,7 +82,7 @@ async def test_x_flags_the_image_moves_on_and_status_lists_it(engine, tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.screen.image_index == 0
-        await pilot.press("x")
+        await pilot.press("x", "y")  # y confirms the flag (issue 26)
         await pilot.pause()
         assert app.screen.image_index == 1
         assert "as broken (not an image" in message(app)
@@ -100,7 +100,7 @@ async def test_x_flags_the_image_moves_on_and_status_lists_it(engine, tmp_path):
 async def test_x_on_a_sound_image_records_the_annotators_word(engine):
     app = make_app(engine, image_mode="none")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("x")
+        await pilot.press("x", "y")  # y confirms the flag (issue 26)
         await pilot.pause()
     assert [row.reason for row in flags(engine)] == ["the annotator sees no usable image"]
 

@@ -9,7 +9,10 @@ import typer
 from thumb_tui.cli import (
     analysis,
     bison,
+    campaign,
     database,
+    gold,
+    images,
     judgments,
     match,
     project,
@@ -39,12 +42,14 @@ def main(
     state.db = db
 
 
-for group in (project, rating, analysis):
+for group in (project, rating, analysis, campaign):
     app.add_typer(group.app)
 app.add_typer(bison.app, name="bison")
 app.add_typer(judgments.app, name="judgments")
 app.add_typer(database.app, name="db")
 app.add_typer(retrieval.app, name="retrieval")
 app.add_typer(match.app, name="match")
+app.add_typer(gold.app, name="gold")
+app.add_typer(images.app, name="image")
 
 __all__ = ["app"]

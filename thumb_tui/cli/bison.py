@@ -19,9 +19,9 @@ from thumb_tui.cli.common import (
     ImageModeOption,
     OutsideImagesOption,
     SeedOption,
-    annotator_name,
     database_for_import,
     image_mode,
+    known_annotator,
     model_hub,
     run_app,
     state,
@@ -64,7 +64,7 @@ def bison_annotate_command(
     from thumb_tui.screens.bison import BisonScreen
 
     mode = image_mode(image_mode_name)
-    session = BisonSession(state.existing_engine, annotator_name(annotator))
+    session = BisonSession(state.existing_engine, known_annotator(annotator))
     stop_if_empty(session.item_ids, "No BISON items: import some with `thumb bison import "
                                     "FILE`.")
     run_app(ThumbApp(screen=BisonScreen(session, mode)))

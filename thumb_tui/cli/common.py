@@ -352,6 +352,35 @@ def annotator_name(annotator: str) -> str:
     return annotator.strip()
 
 
+KNOWN_LISTED = 20  # names an unknown-annotator refusal lists at most
+
+
+def known_annotator(annotator: str) -> str:
+    """The --annotator name, which must be an annotator of the project (made by `thumb
+    annotator NAME`, an import or earlier work): a typo would otherwise start a second
+    annotator whose ratings are split from the real one's. Ends the command with the
+    closest known name and how to create a new one."""
+    import difflib
+    import shlex
+
+    from storage.annotators import annotator_names
+
+    name = annotator_name(annotator)
+    known = annotator_names(state.existing_engine)
+    if name in known:
+        return name
+    shown = printable(name, newlines=False)
+    database = "" if state.db == "thumb.db" else f" --db {shlex.quote(state.db)}"
+    close = difflib.get_close_matches(name, known, n=1)
+    listed = ", ".join(printable(other, newlines=False) for other in known[:KNOWN_LISTED])
+    if len(known) > KNOWN_LISTED:
+        listed += f", … ({len(known)} in all)"
+    fail(f"no annotator '{shown}' in this project"
+         + (f"; did you mean '{printable(close[0], newlines=False)}'?" if close else ".")
+         + (f" Known: {listed}." if known else " It has no annotators yet.")
+         + f" Create a new one with `thumb{database} annotator {shlex.quote(shown)}`.")
+
+
 def write_or_echo(text: str, out: Path | None, what: str, *, force: bool = False) -> None:
     """Print the text, or write it to --out (atomically; an existing file only with
     `force`, never through a symbolic link) and say what was written."""

@@ -67,7 +67,7 @@ def import_command(
     allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
-    from storage.judgment_import import CONTINUOUS, Scale, import_judgments
+    from storage.judgment_import import CONTINUOUS, Scale, import_judgments, kind_mismatch
 
     if halves and continuous:
         fail("--halves and --continuous exclude each other")
@@ -80,8 +80,10 @@ def import_command(
     if kind not in ("score", "pairwise"):
         fail(f"--kind must be score or pairwise, not {kind!r}")
     if (kind == "score") != (parsed is not None):
-        fail("a score set needs --scale MIN-MAX (e.g. 1-5)" if kind == "score"
-             else "a pairwise set has no scale; leave out --scale")
+        # a pairwise file imported without --kind is told so, not to give a scale
+        fail(kind_mismatch(file, kind) or (
+            "a score set needs --scale MIN-MAX (e.g. 1-5)" if kind == "score"
+            else "a pairwise set has no scale; leave out --scale"))
     with value_errors(), database_for_import() as engine:
         summary = import_judgments(engine, file, name=name, kind=kind, scale=parsed,
                                    references=references, actor=by or os_login(),

@@ -15,6 +15,7 @@ from rubrics import printable
 from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
+    AllowDownloadOption,
     AnnotatorOption,
     BootstrapOption,
     CiOption,
@@ -23,9 +24,10 @@ from thumb_tui.cli.common import (
     Outputs,
     RawOption,
     SeedOption,
-    annotator_name,
     fail,
     image_mode,
+    known_annotator,
+    model_hub,
     output_file,
     output_folder,
     protocol_refusals,
@@ -101,6 +103,7 @@ def propose_command(
         "--queries-sample", help="Propose for a seeded sample of N queries per direction.")]
     = None,
     seed: SeedOption = 0,
+    allow_download: AllowDownloadOption = False,
     by: ActorOption = "",
 ) -> None:
     """Store a model's top-k candidates per query, merged with other models' (known
@@ -111,6 +114,7 @@ def propose_command(
         fail(f"--direction must be i2t, t2i or both, not {direction!r}")
     if (scores is None) == (scorer is None):
         fail("give either --scores FILE or --scorer clip")
+    model_hub(allow_download)  # local files only: no network fails at once, not in minutes
     engine = state.existing_engine
     with match_errors():
         flow.check_can_propose(engine, model, queries_sample, seed)
@@ -160,9 +164,11 @@ def batches_command(
     size: Annotated[int, typer.Option("--size", help="Pairs per batch, gold included.")] = 20,
     redundancy: Annotated[int, typer.Option(
         "--redundancy", help="Annotators who verify each pair.")] = 1,
-    negatives_beyond: Annotated[int, typer.Option(
-        "--negatives-beyond", help="Known negatives: pairs no model ranks in its top N.")]
-    = 25,
+    negatives_beyond: Annotated[int | None, typer.Option(
+        "--negatives-beyond",
+        help="Known negatives: pairs no model ranks in its top N. Default: 25, or the depth "
+             "the models kept their ranked lists to when that is less (said so).")]
+    = None,
     seed: SeedOption = 0,
     by: ActorOption = "",
 ) -> None:
@@ -173,7 +179,7 @@ def batches_command(
     with match_errors():
         plan = make_batches(state.existing_engine, size=size, redundancy=redundancy,
                             seed=seed, negatives_beyond=negatives_beyond,
-                            actor=by or os_login())
+                            actor=by or os_login(), notice=typer.echo)
     pairs = sum(len(batch) for batch in plan)
     typer.echo(f"{len(plan)} batches, {pairs} pairs ({2 * len(plan)} of them gold), "
                f"each verified by {redundancy}")
@@ -198,7 +204,7 @@ def annotate_command(
 
     mode = image_mode(image_mode_name)
     with match_errors():
-        session = MatchSession(state.existing_engine, annotator_name(annotator),
+        session = MatchSession(state.existing_engine, known_annotator(annotator),
                                take_over=take_over)
     try:
         if not session.items:
@@ -257,7 +263,7 @@ def reassign_command(
         else:
             if annotator is None:
                 raise ValueError("--batch needs --annotator NAME")
-            claims = [(batch, annotator)]
+            claims = [(batch, known_annotator(annotator))]
         changed = reject_claims(engine, claims, actor=by or os_login())
     typer.echo(f"{changed} batch claim{'' if changed == 1 else 's'} rejected; those batches "
                "are open to another verifier")

@@ -13,7 +13,7 @@ from rich.table import Table
 import storage
 from rubrics import for_markup, printable
 from storage import EXPORT_FORMATS, import_captions
-from storage.dashboard import Dashboard, dashboard, work_for
+from storage.dashboard import AnnotatorProgress, Dashboard, dashboard, work_for
 from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
@@ -28,6 +28,7 @@ from thumb_tui.cli.common import (
     console,
     database_for_import,
     fail,
+    known_annotator,
     output_file,
     protocol_refusals,
     state,
@@ -176,6 +177,9 @@ def _overview_table(board: Dashboard) -> Table:
     table.add_row("annotators", str(len(board.annotators)))
     if board.bison_items:
         table.add_row("BISON items", str(board.bison_items))
+    if board.gold_captions:
+        table.add_row("gold captions (thumb gold; not in the counts above)",
+                      str(board.gold_captions))
     _judgment_rows(table)
     table.add_row("images flagged as broken", str(len({b.key for b in board.broken_images})))
     return table
@@ -205,7 +209,8 @@ def _pipeline_table(board: Dashboard) -> Table:
 def _annotator_table(board: Dashboard) -> Table:
     table = Table(title="Annotators (images done +open; captions resolved and checked)",
                   caption="waiting: what each can do now (thumb next --annotator NAME)")
-    for column in ("annotator", "stage 1", "review", "resolved", "fluency", "BISON",
+    gold = ("gold",) if board.gold_captions else ()  # right/answered, accuracy
+    for column in ("annotator", "stage 1", "review", "resolved", "fluency", "BISON", *gold,
                    "waiting"):
         table.add_column(column, justify="left" if column in ("annotator", "waiting")
                          else "right")
@@ -216,8 +221,17 @@ def _annotator_table(board: Dashboard) -> Table:
         table.add_row(name, _done_open(person.rated_images, person.rating_images),
                       _done_open(person.reviewed_images, person.reviewing_images),
                       str(person.resolved_captions), str(person.fluency_verdicts),
-                      str(person.bison_answers), waiting)
+                      str(person.bison_answers), *(_gold_cell(person) for _ in gold),
+                      waiting)
     return table
+
+
+def _gold_cell(person: AnnotatorProgress) -> str:
+    """Gold captions answered right of those answered, with the share: `3/4 75%`."""
+    if not person.gold_answered:
+        return "-"
+    return (f"{person.gold_correct}/{person.gold_answered} "
+            f"{person.gold_correct / person.gold_answered:.0%}")
 
 
 def _done_open(done: int, going: int) -> str:
@@ -229,7 +243,7 @@ def next_command(annotator: AnnotatorOption) -> None:
     """What this annotator can do now, as the commands to run."""
     import shlex
 
-    name = annotator_name(annotator)
+    name = known_annotator(annotator)
     work = work_for(state.existing_engine, name)
     if not work:
         typer.echo(f"Nothing waits for {printable(name, newlines=False)} now.")

@@ -10,8 +10,8 @@ from thumb_tui.cli.common import (
     AnnotatorOption,
     ImageModeOption,
     NativeOption,
-    annotator_name,
     image_mode,
+    known_annotator,
     protocol_refusals,
     run_app,
     state,
@@ -33,7 +33,7 @@ def _rating_session(annotator: str, stage: Stage, native: bool | None) -> Annota
     from storage.rating_sessions import AnnotationSession
     from thumb_tui.screens.annotate import EMPTY_QUEUE
 
-    name = annotator_name(annotator)
+    name = known_annotator(annotator)
     with protocol_refusals():
         if native is not None:  # said on the command line: recorded even with nothing to rate
             register_annotator(state.existing_engine, name, native)
@@ -85,7 +85,7 @@ def resolve_command(
     from thumb_tui.screens.resolve import ResolveScreen
 
     mode = image_mode(image_mode_name)
-    session = ResolutionSession(state.existing_engine, annotator_name(annotator))
+    session = ResolutionSession(state.existing_engine, known_annotator(annotator))
     queue = session.queue()
     resolved = session.resolved_count()
     stop_if_empty(queue, f"All done: the {resolved} disagreements open to you are resolved."
@@ -105,7 +105,7 @@ def fluency_round_command(
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
 
     with protocol_refusals():
-        session = FluencyRoundSession(state.existing_engine, annotator_name(annotator))
+        session = FluencyRoundSession(state.existing_engine, known_annotator(annotator))
     queue = session.queue()
     stop_if_empty(queue, "No captions are waiting for the fluency round.")
     run_app(ThumbApp(screen=FluencyRoundScreen(session, queue)))

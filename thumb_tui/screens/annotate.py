@@ -20,8 +20,9 @@ from storage.db import DatabaseBusy
 from storage.images import broken_reason
 from storage.models import Stage
 from storage.protocol import ProtocolError, is_started
-from storage.rating_sessions import AnnotationSession
+from storage.rating_sessions import AnnotationSession, ImageItem
 from thumb_tui.screens.busy import busy
+from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
 from thumb_tui.screens.rating import (
     CAPTION_BINDINGS,
     HELP,
@@ -140,7 +141,9 @@ class AnnotateScreen(RatingScreen):
             self.say(f"{refused}; nothing else is open to you" if refused else "")
             return
         self.cursor.opened(index, self.groups, focus)
-        self.say(f"{refused}; moving to the next" if refused else "")
+        # a gold image left answered wrongly says why, where the lead turned that on
+        self.say(f"{refused}; moving to the next" if refused else self.session.feedback()
+                 or "")
         image = self.session.images[index]
         self.query_one(ImageView).show(image.path, image.key)
         container = self.query_one("#captions", VerticalScroll)
@@ -274,12 +277,23 @@ class AnnotateScreen(RatingScreen):
             self.load_image(index)
 
     def action_flag_broken(self) -> None:
-        """Flag the image as broken (the reason Pillow gives, else the annotator's word)
-        and move on to the next image that is neither complete nor flagged."""
+        """Ask, then flag the image as broken (the reason Pillow gives, else the
+        annotator's word) and move on to the next image that is neither complete nor
+        flagged; `u` takes the flag back."""
         if not self.session.images:
             return
         image = self.session.images[self.image_index]
         reason = broken_reason(image.path)
+
+        def answered(flag: bool | None) -> None:
+            if flag:  # (the dialog is modal: the same image is still open)
+                self.flag_broken(image, reason)
+            else:
+                self.say(f"{printable(image.key, newlines=False)} is not flagged")
+
+        self.app.push_screen(ConfirmFlagScreen(image.key, reason), answered)
+
+    def flag_broken(self, image: ImageItem, reason: str) -> None:
         try:
             self.session.flag_broken(self.image_index, reason)
         except DatabaseBusy:

@@ -418,19 +418,30 @@ class RatingScreen(KeyBarScreen):
             self.say(busy("undo"))
             return
         if result is None:
-            self.say("nothing to undo")
+            self.say("nothing to undo in this session")
             return
-        fields, caption_id = result
+        listed = [image.id for image in self.session.images]
+        if result.flag:  # the image is open to rate again: go back to it
+            key = next((image.key for image in self.session.images
+                        if image.id == result.image_id), None)
+            if key is not None:
+                self.load_image(listed.index(result.image_id))
+            self.say(f"undid the broken-image flag on "
+                     f"{printable(key or 'the image', newlines=False)}")
+            return
+        caption_id = result.caption_id
         index = self.session.image_index_of_caption(caption_id)
-        moved = index != self.image_index
         self.load_image(index, self.focus_index)
-        self.cursor.undone(next((position for position, group in enumerate(self.groups)
-                                 if caption_id in group.caption_ids), None), fields)
+        position = next((position for position, group in enumerate(self.groups)
+                         if caption_id in group.caption_ids), None)
+        self.cursor.undone(position, result.fields)
         self.update_focus()
         known = field_labels(self.session.rubric)
-        labels = ", ".join(dict.fromkeys(known.get(f, f) for f in fields))
-        where = f" on image {index + 1}" if moved else ""
-        self.say(f"undid {labels}{where}")
+        labels = ", ".join(dict.fromkeys(known.get(f, f) for f in result.fields))
+        key = printable(self.session.images[index].key, newlines=False)
+        where = (f"caption {position + 1}/{len(self.groups)} of " if position is not None
+                 else "")
+        self.say(f"undid {labels} on {where}{key}")
 
     def action_open_image(self) -> None:
         if not self.session.images:

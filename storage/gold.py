@@ -1,0 +1,733 @@
+"""Gold items in THUMB rating: captions whose acceptable answers are known, seeded into
+annotators' stage-1 queues to measure how well each rates.
+
+Gold items live in their own tables (`gold_image`, `gold_caption`, `gold_answer`,
+`gold_setting`), never in image/caption/rating: no analysis, report, agreement, export,
+`thumb status` pipeline count or protocol rule reads those, so a gold item cannot reach
+one (exclusion by construction). What reads them is here:
+
+- `read_gold` / `import_gold`: the gold file (CSV or JSONL), checked like every user's
+  file (each problem names file:line; all or nothing, in one transaction).
+- `gold_settings` / `set_gold_settings`: the rate (share of a stage-1 queue that is gold)
+  and whether a failed item's reason is shown after the image.
+- `GoldSeeds`: the gold images of one annotator's stage-1 session, interleaved among the
+  real ones (deterministically per annotator) with the same shapes (`ImageItem`,
+  `CaptionGroup`; negative ids, which no real row has), and their answers.
+- `gold_accuracy`: per annotator, how many gold captions they answered and got right.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, and_, func, select, update
+
+from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
+from storage.db import write_transaction
+from storage.errors import InputError, Problem, Problems
+from storage.events import log_change
+from storage.images import ImagePathError, image_problem, resolve_image
+from storage.import_files import read_records
+from storage.models import (
+    Annotator,
+    Event,
+    GoldAnswer,
+    GoldCaption,
+    GoldImage,
+    GoldSetting,
+    Image,
+    Stage,
+    utcnow,
+)
+from storage.protocol import complete_clause, group_identical, is_complete
+from storage.rating_desk import RATING_FIELDS, CaptionGroup, ImageItem, RatingDesk, filled
+from storage.rubric_registry import project_rubric
+from storage.untrusted import KEY, NUMBER, TEXT
+
+DEFAULT_RATE = 0.1
+MAX_RATE = 0.5  # the database's CHECK too: more gold than real work is no campaign
+EPSILON = 1e-9
+
+REQUIRED = ("image", "caption", *SCORE_KEYS, "reason")
+OPTIONAL = ("path", *PENALTY_KEYS)
+GOLD_SCHEMA = {"image": KEY, "path": TEXT, "caption": TEXT,
+               **dict.fromkeys(SCORE_KEYS, KEY), **dict.fromkeys(PENALTY_KEYS, NUMBER),
+               "reason": TEXT}
+_RANGE = re.compile(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?")
+
+
+# --- the gold file ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GoldRow:
+    """One gold caption of the file, checked."""
+
+    line: int
+    image: str
+    path: str | None
+    caption: str
+    ranges: dict[str, tuple[int, int]]  # score key -> (min, max)
+    penalties: dict[str, float]  # penalty key -> the most an answer may hold
+    reason: str
+
+
+def _score_range(text: str, key: str, rubric: Rubric) -> tuple[int, int] | str:
+    """(min, max) from "4" or "4-5", each a level of the dimension's scale; else why not."""
+    dimension = rubric.dimension(key)
+    scale = f"{dimension.min}-{dimension.max}"
+    match = _RANGE.fullmatch(text)
+    if match is None:
+        return (f"{key} must be a level of the rubric's scale {scale} or a range like "
+                f"{dimension.max - 1}-{dimension.max}, not {text!r}")
+    low = int(match.group(1))
+    high = int(match.group(2)) if match.group(2) is not None else low
+    if low not in dimension.scale or high not in dimension.scale:
+        return f"{key} {text.strip()} is outside the rubric's scale {scale}"
+    if low > high:
+        return f"{key} range {text.strip()} runs backwards (write {high}-{low})"
+    return low, high
+
+
+def _penalty_max(text: str, key: str, rubric: Rubric) -> float | str:
+    """The most an answer's penalty may hold: 0 (none expected) up to the rubric's cap."""
+    if not rubric.has_penalty(key):
+        return f"rubric {rubric.signature} has no {key} penalty"
+    category = rubric.penalty(key)
+    try:
+        amount = float(text)
+    except ValueError:
+        amount = float("nan")
+    if not (0 <= amount <= category.max_total + EPSILON):
+        return (f"{key} must be the most an answer may hold, between 0 and "
+                f"{category.max_total:g} (the rubric's {category.label.lower()} amounts: "
+                f"{category.allowed_text()}), not {text!r}")
+    return amount
+
+
+def _image_file(folder: Path, name: str, allow_outside: bool) -> tuple[str | None, str]:
+    """(the checked image file `name` names next to the gold file, or None; the problem,
+    or "") — the file must exist, lie in the folder (unless `allow_outside`) and open."""
+    try:
+        path = resolve_image(folder, name, allow_outside=allow_outside)
+    except ImagePathError as exc:
+        return None, str(exc)
+    problem = image_problem(path)
+    if problem is not None:
+        return None, f"image {name!r}: {problem}"
+    return str(path), ""
+
+
+def read_gold(path: Path, rubric: Rubric, problems: Problems, *,
+              allow_outside_images: bool = False) -> list[GoldRow]:
+    """The gold captions of a CSV or JSONL file: image (a key of the gold image, never a
+    project image's), path (optional: the image file, relative to the gold file), caption,
+    precision and recall (a level, or a range like 4-5, of the rubric's scale), each
+    penalty (optional: the most an answer may hold, 0 when left out: none expected) and
+    reason. Problems go to `problems`, each naming its line."""
+    records = read_records(path, schema=GOLD_SCHEMA, problems=problems)
+    known = set(REQUIRED) | set(OPTIONAL)
+    columns = set().union(*(record.keys() for _, record in records))
+    missing = sorted(set(REQUIRED) - columns)
+    if missing and records:
+        raise InputError([Problem(path, 1, f"missing column(s): {', '.join(missing)} "
+                                           f"(a gold file has {', '.join(REQUIRED)}; "
+                                           f"optional {', '.join(OPTIONAL)})")])
+    rows: list[GoldRow] = []
+    seen: dict[tuple[str, str], int] = {}
+    paths: dict[str, tuple[str | None, int]] = {}
+    for line, record in records:
+        unknown = sorted(set(record) - known)
+        if unknown:
+            problems.add(line, f"unknown column(s): {', '.join(unknown)}")
+            continue
+        values = {c: ("" if record.get(c) is None else str(record[c]).strip())
+                  for c in known}
+        empty = [c for c in REQUIRED if not values[c]]
+        if empty:
+            problems.add(line, f"empty {', '.join(empty)}")
+            continue
+        found: list[str] = []
+        ranges: dict[str, tuple[int, int]] = {}
+        for key in SCORE_KEYS:
+            got = _score_range(values[key], key, rubric)
+            if isinstance(got, str):
+                found.append(got)
+            else:
+                ranges[key] = got
+        penalties: dict[str, float] = {}
+        for key in PENALTY_KEYS:
+            if values[key]:
+                got_max = _penalty_max(values[key], key, rubric)
+                if isinstance(got_max, str):
+                    found.append(got_max)
+                else:
+                    penalties[key] = got_max
+        image_path: str | None = None
+        if values["path"]:
+            image_path, problem = _image_file(path.parent, values["path"],
+                                              allow_outside_images)
+            if problem:
+                found.append(problem)
+        key = (values["image"], values["caption"])
+        if key in seen:
+            found.append(f"duplicate gold caption of image {values['image']!r} "
+                         f"(first on line {seen[key]})")
+        before = paths.get(values["image"])
+        if before is not None and before[0] != image_path and not found:
+            found.append(f"image {values['image']!r} has another path on line {before[1]}")
+        for message in found:
+            problems.add(line, message)
+        if found:
+            continue
+        seen[key] = line
+        paths.setdefault(values["image"], (image_path, line))
+        rows.append(GoldRow(line, values["image"], image_path, values["caption"], ranges,
+                            penalties, values["reason"]))
+    return rows
+
+
+def import_gold(engine: Engine, path: str | Path, *, actor: str, rate: float | None = None,
+                feedback: bool | None = None, allow_outside_images: bool = False) -> int:
+    """Import a gold file (all or nothing, in one transaction; every problem names its
+    file:line) with the project's rubric; returns the number of gold captions added. A
+    gold image's key may not be a project image's (the annotator would see it twice), and
+    a caption already gold for its image is refused."""
+    path = Path(path)
+    problems = Problems(path)
+    if rate is not None:
+        check_rate(rate)
+    rubric = project_rubric(engine)
+    rows = read_gold(path, rubric, problems, allow_outside_images=allow_outside_images)
+    if not rows and not problems.items:
+        raise InputError([Problem(path, 1, "no gold captions found")])
+    gold_image, gold_caption = GoldImage.__table__, GoldCaption.__table__
+    with write_transaction(engine) as connection:
+        keys = sorted({row.image for row in rows})
+        project = set(connection.execute(select(Image.__table__.c.key)
+                                         .where(Image.__table__.c.key.in_(keys))).scalars())
+        existing = {row.key: row for row in connection.execute(
+            select(gold_image).where(gold_image.c.key.in_(keys)))}
+        known = set(connection.execute(
+            select(gold_image.c.key, gold_caption.c.text)
+            .join(gold_caption, gold_caption.c.gold_image_id == gold_image.c.id)
+            .where(gold_image.c.key.in_(keys))).all())
+        for row in rows:
+            if row.image in project:
+                problems.add(row.line, f"image {row.image!r} is a project image; a gold "
+                                       "image needs a key of its own")
+            elif (row.image, row.caption) in known:
+                problems.add(row.line, f"duplicate gold caption of image {row.image!r} "
+                                       "(already imported)")
+            elif row.image in existing and row.path not in (None, existing[row.image].path):
+                problems.add(row.line, f"gold image {row.image!r} was imported with "
+                                       "another path")
+        problems.raise_if_any()
+        change_id = uuid.uuid4().hex
+        image_ids = {key: existing[key].id for key in existing}
+        for row in rows:
+            if row.image not in image_ids:
+                values = {"key": row.image, "path": row.path}
+                image_ids[row.image] = connection.execute(gold_image.insert().values(
+                    **values, created_at=utcnow())).inserted_primary_key[0]
+                log_change(connection, actor=actor, action="import", table="gold_image",
+                           row_id=image_ids[row.image], new=values, change_id=change_id)
+            values = {"gold_image_id": image_ids[row.image], "text": row.caption,
+                      **{f"{key}_{end}": row.ranges[key][index] for key in SCORE_KEYS
+                         for index, end in enumerate(("min", "max"))},
+                      **{f"{key}_max": row.penalties.get(key, 0.0) for key in PENALTY_KEYS},
+                      "reason": row.reason, "rubric": rubric.signature}
+            caption_id = connection.execute(gold_caption.insert().values(
+                **values, created_at=utcnow())).inserted_primary_key[0]
+            log_change(connection, actor=actor, action="import", table="gold_caption",
+                       row_id=caption_id, new=values, change_id=change_id)
+        if rate is not None or feedback is not None:
+            _store_settings(connection, actor, rate, feedback)
+    return len(rows)
+
+
+# --- settings --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GoldSettings:
+    rate: float = DEFAULT_RATE
+    feedback: bool = False
+
+
+def check_rate(rate: float) -> None:
+    if not (0 <= rate <= MAX_RATE):
+        raise ValueError(f"the gold rate is the share of a stage-1 queue that is gold: "
+                         f"between 0 and {MAX_RATE:g}, not {rate:g}")
+
+
+def _read_settings(connection: Connection) -> GoldSettings:
+    table = GoldSetting.__table__
+    row = connection.execute(select(table.c.rate, table.c.feedback)).first()
+    return GoldSettings() if row is None else GoldSettings(float(row.rate), bool(row.feedback))
+
+
+def gold_settings(engine: Engine) -> GoldSettings:
+    """The project's gold rate and feedback setting (the defaults until one is set)."""
+    with engine.connect() as connection:
+        return _read_settings(connection)
+
+
+def _store_settings(connection: Connection, actor: str, rate: float | None,
+                    feedback: bool | None) -> GoldSettings:
+    table = GoldSetting.__table__
+    old = _read_settings(connection)
+    new = GoldSettings(old.rate if rate is None else float(rate),
+                       old.feedback if feedback is None else bool(feedback))
+    values = {"rate": new.rate, "feedback": new.feedback}
+    if connection.execute(select(table.c.id)).first() is None:
+        connection.execute(table.insert().values(id=1, updated_at=utcnow(), **values))
+    else:
+        connection.execute(update(table).where(table.c.id == 1)
+                           .values(updated_at=utcnow(), **values))
+    log_change(connection, actor=actor, action="update", table="gold_setting", row_id=1,
+               old={"rate": old.rate, "feedback": old.feedback}, new=values)
+    return new
+
+
+def set_gold_settings(engine: Engine, *, actor: str, rate: float | None = None,
+                      feedback: bool | None = None) -> GoldSettings:
+    """Change the gold rate and/or feedback (logged); returns the settings now."""
+    if rate is not None:
+        check_rate(rate)
+    with write_transaction(engine) as connection:
+        return _store_settings(connection, actor, rate, feedback)
+
+
+# --- accuracy --------------------------------------------------------------------------
+
+def answer_is_right(answer: dict[str, object], caption: dict[str, object]) -> bool:
+    """A complete answer is right when every score lies within its range and every
+    penalty is at most its acceptable amount."""
+    return is_complete(answer) and all(
+        caption[f"{key}_min"] <= answer[key] <= caption[f"{key}_max"]  # type: ignore[operator]
+        for key in SCORE_KEYS) and all(
+        float(answer[key] or 0.0) <= float(caption[f"{key}_max"]) + EPSILON  # type: ignore[arg-type]
+        for key in PENALTY_KEYS)
+
+
+@dataclass(frozen=True)
+class GoldAccuracy:
+    """One annotator's gold record: complete answers, how many were right, the share."""
+
+    annotator: str
+    answered: int
+    correct: int
+    accuracy: float  # correct / answered (a row exists only with answered > 0)
+
+
+def _limits() -> list:
+    caption = GoldCaption.__table__
+    return [caption.c[f"{key}_{end}"] for key in SCORE_KEYS for end in ("min", "max")] + [
+        caption.c[f"{key}_max"] for key in PENALTY_KEYS]
+
+
+def gold_accuracy(database: Engine | Connection) -> list[GoldAccuracy]:
+    """Per annotator with any complete gold answer (by name): answered, correct."""
+    answer, caption, annotator = (GoldAnswer.__table__, GoldCaption.__table__,
+                                  Annotator.__table__)
+    query = (select(annotator.c.name, *[answer.c[k] for k in (*SCORE_KEYS, *PENALTY_KEYS)],
+                    *_limits())
+             .select_from(answer)
+             .join(caption, caption.c.id == answer.c.gold_caption_id)
+             .join(annotator, annotator.c.id == answer.c.annotator_id)
+             .where(complete_clause(answer)))
+    if isinstance(database, Engine):
+        with database.connect() as connection:
+            rows = connection.execute(query).all()
+    else:
+        rows = database.execute(query).all()
+    tally: dict[str, list[int]] = {}
+    for row in rows:
+        values = dict(row._mapping)
+        counts = tally.setdefault(values["name"], [0, 0])
+        counts[0] += 1
+        counts[1] += answer_is_right(values, values)
+    return [GoldAccuracy(name, answered, correct, correct / answered)
+            for name, (answered, correct) in sorted(tally.items())]
+
+
+def gold_count(connection: Connection) -> int:
+    return connection.execute(select(func.count()).select_from(GoldCaption.__table__)
+                              ).scalar_one()
+
+
+# --- seeding into a stage-1 session ------------------------------------------------------
+
+def is_gold(item_id: int) -> bool:
+    """Gold images and captions carry negative ids in a session (no real row has one)."""
+    return item_id < 0
+
+
+def seeded_gold(connection: Connection, annotator: str, annotator_id: int | None,
+                real_images: int, rate: float, rubric: str
+                ) -> tuple[list[ImageItem], dict[int, list[int]], dict[int, set[int]],
+                           random.Random]:
+    """The gold images an annotator's stage-1 list of `real_images` holds: those they have
+    answered (each stays, once), then more in an order seeded by their name until the
+    gold share is `rate` (of the list); only gold captions on the session's `rubric`
+    (signature). Returns them, their captions, the captions the
+    annotator has complete (ids negative), and the generator that places them."""
+    gold_image, gold_caption = GoldImage.__table__, GoldCaption.__table__
+    answer = GoldAnswer.__table__
+    images = connection.execute(select(gold_image.c.id, gold_image.c.key, gold_image.c.path)
+                                .order_by(gold_image.c.id)).all()
+    captions_of: dict[int, list[int]] = {}
+    for caption_id, image_id in connection.execute(
+            select(gold_caption.c.id, gold_caption.c.gold_image_id)
+            .where(gold_caption.c.rubric == rubric).order_by(gold_caption.c.id)):
+        captions_of.setdefault(-image_id, []).append(-caption_id)
+    answered: dict[int, set[int]] = {}
+    if annotator_id is not None:
+        for caption_id, image_id, complete in connection.execute(
+                select(gold_caption.c.id, gold_caption.c.gold_image_id,
+                       complete_clause(answer))
+                .join(answer, answer.c.gold_caption_id == gold_caption.c.id)
+                .where(answer.c.annotator_id == annotator_id)):
+            done = answered.setdefault(-image_id, set())
+            if complete:
+                done.add(-caption_id)
+    rng = random.Random(f"thumb-gold:{annotator}")
+    order = [ImageItem(-row.id, row.key, row.path) for row in images
+             if -row.id in captions_of]
+    rng.shuffle(order)
+    target = round(rate * real_images / (1 - rate)) if real_images and rate < 1 else 0
+    chosen = [item for item in order if item.id in answered]
+    chosen += [item for item in order if item.id not in answered][
+        :max(0, target - len(chosen))]
+    return chosen, captions_of, answered, rng
+
+
+def gold_waiting(connection: Connection, annotator: str, annotator_id: int | None,
+                 real_images: int) -> int:
+    """How many gold images the annotator's stage-1 list holds unfinished (`thumb next`
+    counts them with the images to rate, as the session does)."""
+    if not gold_count(connection):
+        return 0
+    chosen, captions_of, answered, _ = seeded_gold(
+        connection, annotator, annotator_id, real_images, _read_settings(connection).rate,
+        project_rubric(connection).signature)
+    return sum(len(answered.get(item.id, ())) < len(captions_of[item.id]) for item in chosen)
+
+
+class GoldSeeds:
+    """The gold images seeded into one annotator's stage-1 session (their desk's
+    worklist) and their answers. Which gold images, and where, follow from the
+    annotator's name (a seeded shuffle): the ones they have answered stay, and more are
+    taken until the gold share of the list is the rate; each at a random place."""
+
+    def __init__(self, desk: RatingDesk) -> None:
+        self.desk = desk
+        real = list(desk.images)
+        with desk.engine.connect() as connection:
+            self.settings = _read_settings(connection)
+            chosen, captions_of, answered, rng = seeded_gold(
+                connection, desk.annotator, desk.annotator_id, len(real), self.settings.rate,
+                desk.rubric.signature)
+        merged = list(real)
+        for item in chosen:
+            merged.insert(rng.randrange(len(merged) + 1), item)
+        self.image_ids = {item.id for item in chosen}
+        # this session's gold answer changes, oldest first, each with how many changes
+        # the desk had made before it: undo takes back whichever of the two came last
+        self.changes: list[tuple[int, str]] = []
+        desk.worklist = desk.worklist.including(
+            merged, {item.id: captions_of[item.id] for item in chosen},
+            {item.id: answered.get(item.id, set()) for item in chosen})
+
+    def holds(self, image_id: int | None) -> bool:
+        return image_id is not None and image_id in self.image_ids
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _rows(self, connection: Connection, annotator_id: int | None, where) -> list:
+        """Gold captions matching `where` with this annotator's answer values, shaped as
+        the desk's caption rows (id, text, the rating fields; ids negative)."""
+        caption, answer = GoldCaption.__table__, GoldAnswer.__table__
+        return connection.execute(
+            select((-caption.c.id).label("id"), caption.c.text,
+                   caption.c.gold_image_id, *[answer.c[f] for f in RATING_FIELDS])
+            .select_from(caption)
+            .outerjoin(answer, and_(answer.c.gold_caption_id == caption.c.id,
+                                    answer.c.annotator_id == annotator_id))
+            .where(where).order_by(caption.c.id)).all()
+
+    def _seed(self, image_id: int) -> int:
+        return zlib.crc32(f"{self.desk.annotator}:{image_id}".encode())
+
+    def open_image(self, index: int) -> list[CaptionGroup]:
+        """The gold image's captions as any image's (identical texts merged, shuffled);
+        its time starts. Nothing is claimed: the protocol does not apply to gold."""
+        image = self.desk.images[index]
+        with self.desk.engine.connect() as connection:
+            rows = self._rows(connection, self.desk.annotator_id,
+                              GoldCaption.__table__.c.gold_image_id == -image.id)
+        return self.desk.show(image.id, rows, self._seed(image.id))
+
+    def index_of_caption(self, caption_id: int) -> int:
+        with self.desk.engine.connect() as connection:
+            image_id = connection.execute(
+                select(GoldCaption.__table__.c.gold_image_id)
+                .where(GoldCaption.__table__.c.id == -caption_id)).scalar_one()
+        return self.desk.index_of(-image_id)
+
+    def group_for_caption(self, caption_id: int) -> CaptionGroup:
+        caption = GoldCaption.__table__
+        with self.desk.engine.connect() as connection:
+            image_id = connection.execute(select(caption.c.gold_image_id)
+                                          .where(caption.c.id == -caption_id)).scalar_one()
+            rows = self._rows(connection, self.desk.annotator_id,
+                              caption.c.gold_image_id == image_id)
+        (_, text), same = next(
+            (key, group) for key, group in group_identical(rows, lambda _: image_id,
+                                                           lambda r: r.text).items()
+            if any(row.id == caption_id for row in group))
+        mine = next(row for row in same if row.id == caption_id)
+        return CaptionGroup((caption_id, *[r.id for r in same if r.id != caption_id]),
+                            text, filled(mine))
+
+    def _complete(self, connection: Connection, me: int, image_id: int) -> dict[int, set[int]]:
+        caption, answer = GoldCaption.__table__, GoldAnswer.__table__
+        done = set(connection.execute(
+            select(-caption.c.id).join(answer, and_(
+                answer.c.gold_caption_id == caption.c.id, answer.c.annotator_id == me,
+                complete_clause(answer)))
+            .where(caption.c.gold_image_id == -image_id)).scalars())
+        return {image_id: done}
+
+    # -- changing ---------------------------------------------------------------------
+
+    def set_values(self, group: CaptionGroup, values: dict[str, object], *,
+                   image_index: int, elapsed: float) -> CaptionGroup:
+        """Answer the gold captions of the group: `gold_answer` rows (with event-log rows,
+        like a rating's), never a rating."""
+        desk = self.desk
+        desk.validate(values, group.values)
+        changed = {f: v for f, v in values.items() if group.values.get(f) != v}
+        if not changed:
+            return group
+        image_id = desk.images[image_index].id
+
+        change_id = uuid.uuid4().hex
+
+        def write(connection: Connection, me: int) -> dict[int, set[int]]:
+            for position, caption_id in enumerate(group.caption_ids):
+                self._write(connection, me, caption_id, changed, change_id, action="update",
+                            seconds=elapsed if position == 0 else 0.0)
+            return self._complete(connection, me, image_id)
+
+        desk.worklist.settle(desk.write(write))
+        self.changes.append((_desk_changes(desk), change_id))
+        return replace(group, values={**group.values, **changed})
+
+    def _write(self, connection: Connection, me: int, caption_id: int,
+               values: dict[str, object], change_id: str, *, action: str,
+               reverts: str | None = None, seconds: float = 0.0) -> None:
+        answer = GoldAnswer.__table__
+        now = utcnow()
+        row = connection.execute(select(answer).where(
+            answer.c.gold_caption_id == -caption_id, answer.c.annotator_id == me)
+        ).one_or_none()
+        if row is None:
+            from storage.rating_desk import EMPTY_RATING
+
+            old = dict(EMPTY_RATING)
+            answer_id = connection.execute(answer.insert().values(
+                gold_caption_id=-caption_id, annotator_id=me,
+                rubric=self.desk.rubric.signature, seconds=seconds, created_at=now,
+                updated_at=now, **{**EMPTY_RATING, **values})).inserted_primary_key[0]
+        else:
+            old = {f: getattr(row, f) for f in RATING_FIELDS}
+            answer_id = row.id
+            connection.execute(update(answer).where(answer.c.id == answer_id).values(
+                updated_at=now, seconds=answer.c.seconds + seconds, **values))
+        log_change(connection, actor=self.desk.annotator, action=action,
+                   table="gold_answer", row_id=answer_id, old=old, new=values,
+                   change_id=change_id, reverts=reverts)
+
+    def undo(self, change_id: str) -> tuple[int, list[str], int] | None:
+        """Take back one gold answer change of this session (logged as an undo): the gold
+        image's id, the fields and one caption it touched; None if already taken back."""
+        event, answer = Event.__table__, GoldAnswer.__table__
+
+        def undo(connection: Connection, me: int) -> tuple | None:
+            if connection.execute(select(event.c.id).where(event.c.reverts == change_id)
+                                  .limit(1)).first() is not None:
+                return None
+            events = connection.execute(
+                select(event.c.row_id, event.c.field_name, event.c.old_value)
+                .where(event.c.change_id == change_id).order_by(event.c.id.desc())).all()
+            if not events:
+                return None
+            restore: dict[int, dict[str, object]] = {}
+            for row in events:
+                restore.setdefault(row.row_id, {})[row.field_name] = json.loads(row.old_value)
+            caption_of = {answer_id: -caption_id for answer_id, caption_id in connection.execute(
+                select(answer.c.id, answer.c.gold_caption_id).where(answer.c.id.in_(restore)))}
+            undo_id = uuid.uuid4().hex
+            for answer_id, values in restore.items():
+                self._write(connection, me, caption_of[answer_id], values, undo_id,
+                            action="undo", reverts=change_id)
+            image_id = -connection.execute(
+                select(GoldCaption.__table__.c.gold_image_id).where(
+                    GoldCaption.__table__.c.id == -next(iter(caption_of.values())))
+            ).scalar_one()
+            return events, caption_of, image_id, self._complete(connection, me, image_id)
+
+        done = self.desk.write(undo)
+        if done is None:
+            return None
+        events, caption_of, image_id, complete = done
+        self.desk.worklist.settle(complete)
+        fields = list(dict.fromkeys(row.field_name for row in reversed(events)))
+        return image_id, fields, next(iter(caption_of.values()))
+
+    # -- feedback ---------------------------------------------------------------------
+
+    def feedback_for(self, image_id: int | None) -> str | None:
+        """With feedback on: the reasons of the gold captions of this image that the
+        annotator answered (completely) and got wrong; None otherwise."""
+        if not self.settings.feedback or not self.holds(image_id) or (
+                self.desk.annotator_id is None):
+            return None
+        caption, answer = GoldCaption.__table__, GoldAnswer.__table__
+        with self.desk.engine.connect() as connection:
+            rows = connection.execute(
+                select(caption.c.reason, caption.c.text,
+                       *[answer.c[k] for k in (*SCORE_KEYS, *PENALTY_KEYS)], *_limits())
+                .join(answer, and_(answer.c.gold_caption_id == caption.c.id,
+                                   answer.c.annotator_id == self.desk.annotator_id))
+                .where(caption.c.gold_image_id == -image_id,  # type: ignore[operator]
+                       complete_clause(answer))
+                .order_by(caption.c.id)).all()
+        reasons = [row.reason for row in rows
+                   if not answer_is_right(dict(row._mapping), dict(row._mapping))]
+        if not reasons:
+            return None
+        return "About the previous image: " + " · ".join(dict.fromkeys(reasons))
+
+
+def _desk_changes(desk: RatingDesk) -> int:
+    """How many changes the desk made in this session (its undo list's length)."""
+    return len(getattr(desk, "_changes", ()))
+
+
+class GoldFront:
+    """What a stage-1 session (`AnnotationSession`) does differently for a gold image, as
+    a mixin before `DeskFront`: every member passes a real image or caption on to the
+    desk and handles a gold one (negative id) itself; `gold` is None where there is none
+    seeded. The screens call the same members either way."""
+
+    desk: RatingDesk
+    gold: GoldSeeds | None = None
+    _feedback: str | None = None
+
+    def _gold_image(self, index: int) -> bool:
+        return self.gold is not None and self.gold.holds(self.desk.images[index].id)
+
+    def open_gold(self, index: int, release: Callable[[Connection, int, int], None]
+                  ) -> list[CaptionGroup] | None:
+        """Called first by `open_image`: notes the feedback on the image being left, and
+        opens a gold image (giving up the claim on a real one left untouched, through
+        `release`); None for a real image, which the session opens itself."""
+        if self.gold is None:
+            return None
+        left, image_id = self.desk.opened, self.desk.images[index].id
+        if left != image_id:
+            self._feedback = self.gold.feedback_for(left)
+        if not self.gold.holds(image_id):
+            return None
+        if left is not None and not is_gold(left):
+            self.desk.write(lambda connection, me: release(connection, me, left))
+        return self.gold.open_image(index)
+
+    def feedback(self) -> str | None:
+        """With gold feedback on, once after leaving a gold image answered wrongly: why
+        (the gold caption's reason); None otherwise."""
+        text, self._feedback = self._feedback, None
+        return text
+
+    def look_at(self, index: int) -> None:
+        if self._gold_image(index):
+            self.desk.register()
+            return
+        super().look_at(index)  # type: ignore[misc]
+
+    def remember_position(self, index: int, focus: int) -> None:
+        if self._gold_image(index):
+            return  # a gold answer keeps its own time (set_values)
+        super().remember_position(index, focus)  # type: ignore[misc]
+
+    def set_values(self, group: CaptionGroup, values: dict[str, object], *,
+                   image_index: int, focus: int) -> CaptionGroup:
+        if self.gold is not None and is_gold(group.caption_ids[0]):
+            image_id = self.desk.images[image_index].id
+            return self.gold.set_values(group, values, image_index=image_index,
+                                        elapsed=self.desk._elapsed(image_id))
+        return super().set_values(group, values,  # type: ignore[misc]
+                                  image_index=image_index, focus=focus)
+
+    def undo(self):  # the desk's undo result (a gold one in the same shape)
+        gold = self.gold
+        if gold is not None and gold.changes and gold.changes[-1][0] >= _desk_changes(
+                self.desk):
+            while gold.changes and gold.changes[-1][0] >= _desk_changes(self.desk):
+                _, change_id = gold.changes[-1]
+                done = gold.undo(change_id)
+                gold.changes.pop()
+                if done is not None:
+                    image_id, fields, caption_id = done
+                    return _undone(image_id, fields, caption_id)
+        return super().undo()  # type: ignore[misc]
+
+    def flag_broken(self, index: int, *args: object, **kwargs: object) -> None:
+        if self._gold_image(index):  # nothing to record: the gold image just goes
+            self.desk.flagged.add(self.desk.images[index].id)
+            return None
+        return super().flag_broken(index, *args, **kwargs)  # type: ignore[misc]
+
+    def group_for_caption(self, caption_id: int) -> CaptionGroup:
+        if self.gold is not None and is_gold(caption_id):
+            return self.gold.group_for_caption(caption_id)
+        return super().group_for_caption(caption_id)  # type: ignore[misc]
+
+    def image_index_of_caption(self, caption_id: int) -> int:
+        if self.gold is not None and is_gold(caption_id):
+            return self.gold.index_of_caption(caption_id)
+        return super().image_index_of_caption(caption_id)  # type: ignore[misc]
+
+
+def _undone(image_id: int, fields: list[str], caption_id: int) -> object:
+    """An undo's result in the shape the desk gives (`Undone`, or the older tuple)."""
+    from storage import rating_desk
+
+    undone = getattr(rating_desk, "Undone", None)
+    if undone is None:
+        return fields, caption_id
+    return undone(image_id, fields, caption_id)
+
+
+def seeds_for(desk: RatingDesk) -> GoldSeeds | None:
+    """The gold seeded into a stage-1 desk, or None where there is none to seed."""
+    if desk.stage != Stage.FIRST:
+        return None
+    with desk.engine.connect() as connection:
+        if not gold_count(connection):
+            return None
+    seeds = GoldSeeds(desk)
+    return seeds if seeds.image_ids else None
+
+
+__all__ = ["GoldAccuracy", "GoldFront", "GoldRow", "GoldSeeds", "GoldSettings", "answer_is_right",
+           "check_rate", "gold_accuracy", "gold_settings", "import_gold", "is_gold",
+           "read_gold", "seeds_for", "set_gold_settings"]

@@ -1,0 +1,158 @@
+"""Issue #26 item 4: `thumb report` on a project in any state exits 0 with what exists: the
+progress of every stage, the tables that can be computed, and for each one that cannot, a
+line saying what is missing and the command that makes it. Every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import markdown_it
+import pytest
+from typer.testing import CliRunner
+
+from storage import open_database
+from storage.rating_sessions import AnnotationSession
+from tests.conftest import SAMPLE_CSV
+from tests.test_untrusted_output import injected
+from thumb_tui.cli import app
+
+runner = CliRunner()
+SAMPLE_RATINGS = SAMPLE_CSV.parent / "example_ratings.csv"
+FORMATS = ["md", "html", "json"]
+
+
+def thumb(db: Path, *args: str) -> str:
+    result = runner.invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 0, (args, result.output, result.exception)
+    return result.output
+
+
+def report(db: Path, folder: Path, fmt: str) -> tuple[str, str]:
+    """(the command's output, the report's text)."""
+    out = thumb(db, "report", "--format", fmt, "--out", str(folder), "--bootstrap", "20")
+    return out, (folder / f"report.{fmt}").read_text(encoding="utf-8")
+
+
+def imported(folder: Path) -> Path:
+    db = folder / "early.db"
+    thumb(db, "import", str(SAMPLE_CSV))
+    return db
+
+
+def rate_one_image(db: Path) -> None:
+    """alice rates every caption of the first image in stage 1."""
+    engine = open_database(db)
+    session = AnnotationSession(engine, "alice")
+    for focus, group in enumerate(session.open_image(0)):
+        session.set_values(group, {"precision": 4, "recall": 3}, image_index=0, focus=focus)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_project_with_captions_only_reports_its_progress_and_what_is_missing(tmp_path, fmt):
+    db = imported(tmp_path)
+    out, text = report(db, tmp_path / "r", fmt)
+    assert f"report written to {tmp_path / 'r' / f'report.{fmt}'}" in out
+    # the terminal says what is not computed yet, and how to get it
+    assert "not computed yet" in out and "thumb annotate" in out
+    assert "thumb metrics compute" in out
+    if fmt == "json":
+        data = json.loads(text)
+        stages = {row["stage"]: row for row in data["progress"]}
+        assert stages["stage 1"]["waiting"] == 15 and stages["stage 1"]["done"] == 0
+        assert data["systems"] == [] and data["correlations"] == []
+        commands = " ".join(row["command"] for row in data["missing"])
+        assert "thumb annotate" in commands and "thumb metrics compute" in commands
+        assert all(row["tables"] and row["missing"] for row in data["missing"])
+        assert data["header"]["images"] == 15 and data["header"]["captions"] == 60
+    else:
+        assert "Progress" in text and "stage 1" in text and "review" in text
+        assert "Not computed yet" in text
+        assert "thumb annotate" in text and "thumb metrics compute" in text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_project_with_one_p_set_reports_the_rating_in_progress(tmp_path, fmt):
+    db = imported(tmp_path)
+    engine = open_database(db)
+    session = AnnotationSession(engine, "alice")
+    session.set_values(session.open_image(0)[0], {"precision": 4}, image_index=0, focus=0)
+    engine.dispose()
+    _, text = report(db, tmp_path / "r", fmt)
+    if fmt == "json":
+        stage = next(r for r in json.loads(text)["progress"] if r["stage"] == "stage 1")
+        assert (stage["waiting"], stage["in_progress"], stage["done"]) == (14, 1, 0)
+    else:
+        assert "Not computed yet" in text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_few_stage_1_ratings_give_the_human_tables_and_say_metrics_are_missing(tmp_path,
+                                                                                 fmt):
+    db = imported(tmp_path)
+    rate_one_image(db)
+    _, text = report(db, tmp_path / "r", fmt)
+    if fmt == "json":
+        data = json.loads(text)
+        assert len(data["systems"]) == 4  # the human means of the four captions rated
+        stage = next(r for r in data["progress"] if r["stage"] == "stage 1")
+        assert (stage["waiting"], stage["done"]) == (14, 1)
+        missing = data["missing"]
+        assert all("thumb annotate" not in row["command"] for row in missing)
+        assert any("thumb metrics compute" in row["command"] for row in missing)
+    else:
+        assert "THUMB Table 2" in text  # the human scores so far
+        assert "Not computed yet" in text and "thumb metrics compute" in text
+        assert "no metrics computed" not in text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_metric_scores_without_ratings_say_the_human_scores_are_missing(tmp_path, fmt):
+    db = imported(tmp_path)
+    thumb(db, "metrics", "compute", "--metric", "bleu")
+    _, text = report(db, tmp_path / "r", fmt)
+    if fmt == "json":
+        data = json.loads(text)
+        assert data["systems"][0]["bleu"] > 0
+        commands = " ".join(row["command"] for row in data["missing"])
+        assert "thumb annotate" in commands and "thumb metrics compute" not in commands
+    else:
+        assert "metric mean" in text and "thumb annotate" in text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_complete_project_has_nothing_missing(tmp_path, fmt):
+    db = imported(tmp_path)
+    thumb(db, "import", str(SAMPLE_RATINGS))
+    thumb(db, "metrics", "compute", "--metric", "bleu", "--metric", "rouge-l")
+    out, text = report(db, tmp_path / "r", fmt)
+    assert "not computed yet" not in out
+    if fmt == "json":
+        assert json.loads(text)["missing"] == []
+    else:
+        assert "Not computed yet" not in text and "Progress" in text
+
+
+def test_an_early_report_in_html_keeps_its_policy_and_escapes_stored_names(tmp_path):
+    captions = tmp_path / "captions.csv"
+    captions.write_text("image,system,caption\n"
+                        f"{SAMPLE_CSV.parent / 'images' / '01_red_balls.png'},"
+                        "<script>alert(1)</script>,A *dog*.\n", encoding="utf-8")
+    db = tmp_path / "hostile.db"
+    thumb(db, "import", str(captions), "--allow-outside-images")
+    _, html = report(db, tmp_path / "r", "html")
+    assert injected(html) == []
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    _, text = report(db, tmp_path / "m", "md")
+    rendered = markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    assert injected(rendered) == []
+
+
+def test_an_empty_database_says_to_import_captions(tmp_path):
+    from storage import open_database as create
+
+    db = tmp_path / "empty.db"
+    create(db).dispose()
+    out, text = report(db, tmp_path / "r", "md")
+    assert "thumb import" in out and "thumb import" in text

@@ -1,0 +1,460 @@
+"""Gold items in THUMB rating (issue 26, item 2): the gold file's import (every problem
+named file:line, the database unchanged on any), the database's own checks, seeding into
+stage-1 sessions (deterministic per annotator, indistinguishable on screen), answers and
+their undo, per-annotator accuracy, exclusion from every analysis, and feedback."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pandas as pd
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
+from textual.widgets import Static
+from typer.testing import CliRunner
+
+from storage import Event
+from storage.dashboard import dashboard, work_for
+from storage.errors import InputError
+from storage.gold import (
+    gold_accuracy,
+    gold_settings,
+    import_gold,
+    is_gold,
+    set_gold_settings,
+)
+from storage.models import GoldAnswer, GoldCaption, GoldImage, Rating, Stage
+from storage.rating_sessions import AnnotationSession
+from tests.app_helpers import sample_engine, screen_text
+from tests.conftest import database_dump
+from thumb_tui.app import ThumbApp
+from thumb_tui.screens.annotate import AnnotateScreen
+
+GOLD_CSV = (
+    "image,path,caption,precision,recall,fluency,reason\n"
+    "g1,images/01_red_balls.png,Three red balls on grass.,4-5,3-5,,Everything said is true.\n"
+    "g1,images/01_red_balls.png,A cat asleep on a sofa.,1,1-2,0,There is no cat or sofa.\n"
+    "g2,,Two people walking a dog.,3-4,3,0.5,Roughly right; the dog is hidden.\n"
+    "g3,,Snow on a mountain.,5,4-5,,Nothing is wrong or missing here.\n"
+)
+
+
+def gold_file(tmp_path, text: str = GOLD_CSV, name: str = "gold.csv"):
+    from tests.readers import SAMPLE_CSV
+
+    images = tmp_path / "images"
+    if not images.exists():
+        images.mkdir()
+        (images / "01_red_balls.png").write_bytes(
+            (SAMPLE_CSV.parent / "images" / "01_red_balls.png").read_bytes())
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def engine(tmp_path):
+    return sample_engine(tmp_path)
+
+
+def gold_rows(engine) -> tuple[list, list]:
+    with engine.connect() as connection:
+        return (connection.execute(select(GoldImage.__table__)).all(),
+                connection.execute(select(GoldCaption.__table__)).all())
+
+
+def answers(engine) -> list:
+    with engine.connect() as connection:
+        return connection.execute(select(GoldAnswer.__table__)).all()
+
+
+# --- import ----------------------------------------------------------------------------
+
+def test_import_csv_and_jsonl(engine, tmp_path):
+    assert import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.2,
+                       feedback=True) == 4
+    images, captions = gold_rows(engine)
+    assert sorted(image.key for image in images) == ["g1", "g2", "g3"]
+    assert next(i for i in images if i.key == "g1").path.endswith("01_red_balls.png")
+    cat = next(c for c in captions if c.text.startswith("A cat"))
+    assert (cat.precision_min, cat.precision_max, cat.recall_min, cat.recall_max) == (1, 1, 1, 2)
+    dog = next(c for c in captions if c.text.startswith("Two people"))
+    assert (dog.fluency_max, dog.conciseness_max, dog.inclusive_max) == (0.5, 0.0, 0.0)
+    assert dog.rubric == "thumb-1.0" and dog.reason.startswith("Roughly")
+    assert gold_settings(engine).rate == 0.2 and gold_settings(engine).feedback
+    lines = [json.dumps({"image": "g4", "caption": "A boat.", "precision": 4,
+                         "recall": "2-3", "inclusive": 0.5, "reason": "fine"})]
+    assert import_gold(engine, gold_file(tmp_path, "\n".join(lines) + "\n", "g.jsonl"),
+                       actor="lead") == 1
+    with engine.connect() as connection:
+        logged = connection.execute(select(Event.__table__.c.table_name).where(
+            Event.__table__.c.action == "import",
+            Event.__table__.c.table_name.like("gold%"))).scalars().all()
+    assert {"gold_image", "gold_caption"} == set(logged)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("image,caption,precision,recall,reason\ng1,A dog.,7,3,r\n",
+     "bad.csv:2: precision 7 is outside the rubric's scale 1-5"),
+    ("image,caption,precision,recall,reason\ng1,A dog.,4,5-3,r\n",
+     "bad.csv:2: recall range 5-3 runs backwards"),
+    ("image,caption,precision,recall,reason\ng1,A dog.,four,3,r\n",
+     "bad.csv:2: precision must be a level of the rubric's scale 1-5"),
+    ("image,caption,precision,recall,fluency,reason\ng1,A dog.,4,3,9,r\n",
+     "bad.csv:2: fluency must be the most an answer may hold, between 0 and"),
+    ("image,caption,precision,recall,reason\ng1,A dog.,4,3,r\ng1,A dog.,5,5,s\n",
+     "bad.csv:3: duplicate gold caption of image 'g1' (first on line 2)"),
+    ("image,caption,precision,recall,reason\ng1,A \u202edog.,4,3,r\n",
+     "bad.csv:2: caption: bidirectional formatting character U+202E"),
+    ("image,caption,precision,recall,reason\ng1,A dog.,4,3,\n", "bad.csv:2: empty reason"),
+    ("image,caption,precision,reason\ng1,A dog.,4,r\n", "bad.csv:1: missing column(s): recall"),
+    ("image,caption,precision,recall,reason,extra\ng1,A dog.,4,3,r,x\n",
+     "bad.csv:2: unknown column(s): extra"),
+    ("image,caption,precision,recall,reason\nimg01,A dog.,4,3,r\n",
+     "bad.csv:2: image 'img01' is a project image"),
+    ("image,path,caption,precision,recall,reason\ng1,../x.png,A dog.,4,3,r\n",
+     "bad.csv:2: image path '../x.png'"),
+])
+def test_import_refusals_name_the_line_and_change_nothing(engine, tmp_path, text, expected):
+    import_gold(engine, gold_file(tmp_path), actor="lead")
+    before = database_dump(engine)
+    with pytest.raises(InputError) as refused:
+        import_gold(engine, gold_file(tmp_path, text, "bad.csv"), actor="lead", rate=0.3)
+    assert expected in str(refused.value).replace(str(tmp_path) + "/", "")
+    assert database_dump(engine) == before
+
+
+def test_importing_the_same_gold_twice_is_refused(engine, tmp_path):
+    path = gold_file(tmp_path)
+    import_gold(engine, path, actor="lead")
+    before = database_dump(engine)
+    with pytest.raises(InputError, match=r"gold.csv:2: duplicate gold caption of image 'g1' "
+                                         r"\(already imported\)"):
+        import_gold(engine, path, actor="lead")
+    assert database_dump(engine) == before
+
+
+def test_cli_import_rate_feedback_and_status(engine, tmp_path):
+    from thumb_tui.cli import app
+
+    db = str(tmp_path / "app.db")
+    runner = CliRunner()
+    result = runner.invoke(app, ["--db", db, "gold", "import", str(gold_file(tmp_path)),
+                                 "--rate", "0.25", "--no-feedback"])
+    assert result.exit_code == 0, result.output
+    assert "4 gold captions imported; gold rate 0.25" in result.output
+    result = runner.invoke(app, ["--db", db, "gold", "rate", "0.9"])
+    assert result.exit_code == 2 and "between 0 and 0.5, not 0.9" in result.output
+    assert runner.invoke(app, ["--db", db, "gold", "feedback", "on"]).exit_code == 0
+    assert gold_settings(engine).feedback and gold_settings(engine).rate == 0.25
+    bad = gold_file(tmp_path, "image,caption,precision,recall,reason\ng9,x,0,3,r\n", "b.csv")
+    result = runner.invoke(app, ["--db", db, "gold", "import", str(bad)])
+    assert result.exit_code == 2
+    assert "b.csv:2: precision 0 is outside the rubric's scale 1-5" in result.output
+    assert "database is unchanged" in result.output
+
+
+def test_the_database_checks_gold_values(engine, tmp_path):
+    import_gold(engine, gold_file(tmp_path), actor="lead")
+    caption = GoldCaption.__table__
+    with pytest.raises(DBAPIError), engine.begin() as connection:  # off the rubric's scale
+        connection.execute(caption.insert().values(
+            gold_image_id=1, text="x", precision_min=0, precision_max=3, recall_min=1,
+            recall_max=1, reason="r", rubric="thumb-1.0"))
+    with pytest.raises(DBAPIError), engine.begin() as connection:  # a range backwards
+        connection.execute(caption.insert().values(
+            gold_image_id=1, text="y", precision_min=4, precision_max=3, recall_min=1,
+            recall_max=1, reason="r", rubric="thumb-1.0"))
+    session = AnnotationSession(engine, "alice")
+    session.desk.register()
+    with pytest.raises(DBAPIError), engine.begin() as connection:  # not a THUMB amount
+        connection.execute(GoldAnswer.__table__.insert().values(
+            gold_caption_id=1, annotator_id=session.annotator_id, precision=4, recall=3,
+            conciseness=0.3, rubric="thumb-1.0"))
+    with pytest.raises(DBAPIError), engine.begin() as connection:
+        set_gold_settings(engine, actor="lead")  # (fine)
+        connection.exec_driver_sql("UPDATE gold_setting SET rate = 0.9")
+
+
+# --- a campaign ------------------------------------------------------------------------
+
+def value_for(caption_id: int, annotator: str) -> dict[str, int]:
+    """Deterministic P/R of a caption by an annotator (the same with or without gold)."""
+    rng = random.Random(f"{annotator}:{caption_id}")
+    return {"precision": rng.randint(1, 5), "recall": rng.randint(1, 5)}
+
+
+def rate_all(session: AnnotationSession) -> None:
+    for index in range(len(session.images)):
+        for group in session.open_image(index):
+            session.set_values(group, value_for(group.caption_ids[0], session.annotator),
+                               image_index=index, focus=0)
+        session.remember_position(index, 0)
+    session.close()
+
+
+def campaign(engine) -> None:
+    """Alice rates at stage 1 (gold seeded where there is gold), Bob reviews."""
+    rate_all(AnnotationSession(engine, "alice", seed_source=lambda: 1, clock=lambda: 0.0))
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND, seed_source=lambda: 2,
+                            clock=lambda: 0.0)
+    assert not any(is_gold(image.id) for image in bob.images)  # gold is stage 1's
+    for index in range(len(bob.images)):
+        for number, group in enumerate(bob.open_image(index)):
+            values = {k: group.reference[k] for k in ("precision", "recall")}
+            if number == 0 and index % 3 == 0:
+                values["precision"] = 1 if values["precision"] > 2 else 5
+            bob.set_values(group, values, image_index=index, focus=0)
+
+
+def expected_accuracy(engine) -> dict[str, tuple[int, int]]:
+    """Computed here from the rows, independently of storage.gold."""
+    with engine.connect() as connection:
+        limits = {row.id: row for row in connection.execute(select(GoldCaption.__table__))}
+        names = dict(connection.exec_driver_sql("SELECT id, name FROM annotator").all())
+    tally: dict[str, list[int]] = {}
+    for answer in answers(engine):
+        if answer.precision is None or answer.recall is None:
+            continue
+        gold = limits[answer.gold_caption_id]
+        right = (gold.precision_min <= answer.precision <= gold.precision_max
+                 and gold.recall_min <= answer.recall <= gold.recall_max
+                 and answer.fluency <= gold.fluency_max
+                 and answer.conciseness <= gold.conciseness_max
+                 and answer.inclusive <= gold.inclusive_max)
+        counts = tally.setdefault(names[answer.annotator_id], [0, 0])
+        counts[0] += 1
+        counts[1] += right
+    return {name: (a, c) for name, (a, c) in tally.items()}
+
+
+def test_two_annotators_rate_with_gold_seeded(engine, tmp_path):
+    import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.2)
+    alice = AnnotationSession(engine, "alice")
+    gold_a = [image for image in alice.images if is_gold(image.id)]
+    # 15 real images at a rate of 0.2: 4 gold wanted, the 3 there are taken, each once
+    assert len(gold_a) == 3 and len({image.id for image in gold_a}) == 3
+    assert len(alice.images) == 18 and alice.progress().images_total == 18
+    (work,) = work_for(engine, "alice")  # `thumb next` counts what the session lists
+    assert (work.command, work.count) == ("annotate", 18)
+    assert [i.key for i in AnnotationSession(engine, "alice").images] == [
+        i.key for i in alice.images]  # deterministic per annotator
+    assert [i.key for i in AnnotationSession(engine, "carol").images] != [
+        i.key for i in alice.images]
+    for index in range(10):  # alice rates the first 10 of her list, then stops
+        for group in alice.open_image(index):
+            alice.set_values(group, value_for(group.caption_ids[0], "alice"),
+                             image_index=index, focus=0)
+    alice.close()
+    done = sum(not is_gold(image.id) for image in alice.images[:10])
+    assert alice.progress().images_done == 10  # gold counts in the annotator's progress
+    left = [w.count for w in work_for(engine, "alice") if w.command == "annotate"]
+    assert left == [8]
+    set_gold_settings(engine, actor="lead", rate=0.5)
+    carol = AnnotationSession(engine, "carol")
+    real = [image for image in carol.images if not is_gold(image.id)]
+    assert len(real) == 15 - done
+    assert len(carol.images) - len(real) == min(3, len(real))  # rate 0.5: as many as real
+    rate_all(carol)
+    stored = answers(engine)
+    assert {row.annotator_id for row in stored} == {alice.annotator_id, carol.annotator_id}
+    assert all(row.rubric == "thumb-1.0" for row in stored)
+    expected = expected_accuracy(engine)
+    assert {row.annotator: (row.answered, row.correct) for row in gold_accuracy(engine)} == (
+        expected)
+    assert set(expected) == {"alice", "carol"}
+    assert expected["carol"][0] == sum(
+        len(carol.open_image(i)) for i, image in enumerate(carol.images) if is_gold(image.id))
+    with engine.connect() as connection:  # a gold answer is logged like a rating
+        logged = connection.execute(select(Event.__table__).where(
+            Event.__table__.c.table_name == "gold_answer")).all()
+    assert {e.actor for e in logged} == {"alice", "carol"}
+    board = dashboard(engine)
+    assert board.gold_captions == 4
+    for person in board.annotators:
+        assert (person.gold_answered, person.gold_correct) == expected[person.name]
+    assert sum(p.rated_images for p in board.annotators) == 15  # only real images count
+
+
+def test_undo_takes_back_a_gold_answer_in_turn(engine, tmp_path):
+    import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5)
+    session = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    gold_index = next(i for i, image in enumerate(session.images) if is_gold(image.id))
+    real_index = next(i for i, image in enumerate(session.images) if not is_gold(image.id))
+    real = session.open_image(real_index)[0]
+    session.set_values(real, {"precision": 3}, image_index=real_index, focus=0)
+    gold = session.open_image(gold_index)[0]
+    session.set_values(gold, {"precision": 2, "recall": 2}, image_index=gold_index, focus=0)
+    assert session.is_complete(session.images[gold_index]) or len(
+        session.open_image(gold_index)) > 1
+    undone = session.undo()  # the gold answer came last
+    fields = undone.fields if hasattr(undone, "fields") else undone[0]
+    caption_id = undone.caption_id if hasattr(undone, "caption_id") else undone[1]
+    assert fields == ["precision", "recall"] and caption_id in gold.caption_ids
+    assert session.image_index_of_caption(caption_id) == gold_index
+    assert session.group_for_caption(caption_id).values["precision"] is None
+    (row,) = answers(engine)
+    assert (row.precision, row.recall) == (None, None)
+    undone = session.undo()  # then the rating
+    caption_id = undone.caption_id if hasattr(undone, "caption_id") else undone[1]
+    assert caption_id in real.caption_ids
+    with engine.connect() as connection:
+        assert connection.execute(select(Rating.__table__.c.precision)).scalar() is None
+
+
+# --- excluded from every analysis --------------------------------------------------------
+
+def analyses(engine, tmp_path) -> dict[str, object]:
+    from reports.agreement import agreement_report
+    from reports.tables import build_report
+    from storage.exporter import export_frame
+
+    def timeless(frame: pd.DataFrame) -> pd.DataFrame:  # when each row was written aside
+        return frame[[c for c in frame.columns if not str(c).endswith("_at")
+                      and c != "image"]].reset_index(drop=True)
+
+    board = dashboard(engine)
+    exported = timeless(export_frame(engine, tmp_path / "out.csv"))
+    report = build_report(engine, bootstrap=20)
+    return {
+        "stages": board.stages, "images": board.images, "captions": board.captions,
+        "rated": [(p.name, p.rated_images, p.reviewed_images) for p in board.annotators],
+        "export": exported,
+        "agreement": agreement_report(engine, bootstrap=20).reset_index(drop=True),
+        "report": timeless(report.data),
+    }
+
+
+def test_gold_changes_no_analysis(tmp_path):
+    without, with_gold = tmp_path / "a", tmp_path / "b"
+    without.mkdir()
+    with_gold.mkdir()
+    plain = sample_engine(without)
+    seeded = sample_engine(with_gold)
+    import_gold(seeded, gold_file(with_gold), actor="lead", rate=0.5, feedback=True)
+    campaign(plain)
+    campaign(seeded)
+    assert answers(seeded) and not answers(plain)
+    a, b = analyses(plain, without), analyses(seeded, with_gold)
+    for name in a:
+        if isinstance(a[name], pd.DataFrame):
+            pd.testing.assert_frame_equal(a[name], b[name], check_like=True, obj=name)
+        else:
+            assert a[name] == b[name], name
+
+
+def test_the_report_has_a_gold_table_only_with_gold(tmp_path):
+    from reports.render import _markdown_tables, to_json
+    from reports.tables import build_report
+
+    (tmp_path / "plain").mkdir()
+    engine = sample_engine(tmp_path / "plain")
+    campaign(engine)
+    plain = build_report(engine, bootstrap=0)
+    assert plain.gold.empty and "gold" not in plain.header
+    assert not any("Gold" in title for title, _ in _markdown_tables(plain))
+    engine = sample_engine(tmp_path)
+    import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5)
+    campaign(engine)
+    report = build_report(engine, bootstrap=0)
+    rows = json.loads(to_json(report))["gold"]
+    expected = expected_accuracy(engine)
+    assert {r["annotator"]: (r["answered"], r["correct"]) for r in rows} == expected
+    assert report.header["gold"] == {"captions": 4, "rate": 0.5, "feedback": False}
+    (title, table), = [(t, x) for t, x in _markdown_tables(report) if t.startswith("Gold")]
+    assert "4 gold captions" in title and "alice" in table
+
+
+# --- on screen ---------------------------------------------------------------------------
+
+def structure(screen: AnnotateScreen) -> list[tuple[str, str | None, tuple[str, ...]]]:
+    """The screen's widgets (type, id, classes) in order: its structure, texts aside."""
+    return [(type(widget).__name__, widget.id, tuple(sorted(widget.classes)))
+            for widget in screen.query("*")]
+
+
+async def test_a_gold_image_looks_like_any_image_and_is_answered(engine, tmp_path):
+    four = "image,caption,precision,recall,reason\n" + "".join(
+        f"gq,Caption number {n} of q.,4-5,3-5,Why {n}.\n" for n in range(4))
+    import_gold(engine, gold_file(tmp_path, four), actor="lead", rate=0.5, feedback=True)
+    session = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    app = ThumbApp(session, "none")
+    gold_index = next(i for i, image in enumerate(session.images) if is_gold(image.id))
+    real_index = 0 if gold_index else 1
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, AnnotateScreen)
+        screen.load_image(real_index)
+        await pilot.pause()
+        real_text, real_structure = screen_text(app), structure(screen)
+        screen.load_image(gold_index)
+        await pilot.pause()
+        gold_text = screen_text(app)
+        assert "gold" not in gold_text.lower() and "gq" in gold_text
+        assert len(screen.cards) == 4
+        assert structure(screen) == real_structure
+        assert len(gold_text.splitlines()) == len(real_text.splitlines())
+        assert f"Image {gold_index + 1}/{len(session.images)}" in gold_text
+        for _ in screen.groups:  # P5 R1 on every caption: recall out of range
+            await pilot.press("5", "1")
+        await pilot.pause()
+        assert session.is_complete(session.images[gold_index])
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        message = str(screen.query_one("#message", Static).content)
+        assert "Why 0." in message and "gold" not in message.lower()
+    stored = answers(engine)
+    assert len(stored) == 4 and {(r.precision, r.recall) for r in stored} == {(5, 1)}
+    assert gold_accuracy(engine)[0].correct == 0
+
+
+async def test_no_feedback_when_off(engine, tmp_path):
+    four = "image,caption,precision,recall,reason\n" + "".join(
+        f"gq,Caption number {n} of q.,4-5,3-5,Why {n}.\n" for n in range(4))
+    import_gold(engine, gold_file(tmp_path, four), actor="lead", rate=0.5, feedback=False)
+    session = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    app = ThumbApp(session, "none")
+    gold_index = next(i for i, image in enumerate(session.images) if is_gold(image.id))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        screen.load_image(gold_index)
+        await pilot.pause()
+        for _ in screen.groups:
+            await pilot.press("5", "1")
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert "Why" not in str(screen.query_one("#message", Static).content)
+    assert len(answers(engine)) == 4
+
+
+@pytest.mark.skipif(not os.environ.get("THUMB_TEST_POSTGRES"),
+                    reason="THUMB_TEST_POSTGRES is not set")
+def test_gold_on_postgresql(tmp_path):
+    from benchmarks.races import drop_everything
+    from storage import import_captions, open_database
+    from tests.conftest import SAMPLE_CSV
+
+    url = os.environ["THUMB_TEST_POSTGRES"]
+    drop_everything(url)
+    engine = open_database(url)
+    try:
+        import_captions(engine, SAMPLE_CSV, actor="t")
+        import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5, feedback=True)
+        session = AnnotationSession(engine, "alice")
+        index = next(i for i, image in enumerate(session.images) if image.key == "g1")
+        for group in session.open_image(index):
+            session.set_values(group, {"precision": 5, "recall": 5}, image_index=index,
+                               focus=0)
+        assert session.undo() is not None
+        assert {r.annotator: r.answered for r in gold_accuracy(engine)} == {
+            "alice": 1}  # two captions answered, one taken back
+        with pytest.raises(DBAPIError), engine.begin() as connection:
+            connection.execute(GoldAnswer.__table__.insert().values(
+                gold_caption_id=1, annotator_id=session.annotator_id, precision=9, recall=3,
+                rubric="thumb-1.0"))
+    finally:
+        engine.dispose()
+        drop_everything(url)

@@ -1,0 +1,109 @@
+"""`thumb gold`: gold items in THUMB rating — captions with known acceptable answers,
+seeded into annotators' stage-1 queues and scored per annotator (storage/gold.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rubrics import printable
+from storage.events import os_login
+from thumb_tui.cli.common import (
+    ActorOption,
+    OutsideImagesOption,
+    database_for_import,
+    fail,
+    state,
+)
+
+app = typer.Typer(help="Gold items: captions with known answers seeded into stage 1.",
+                  no_args_is_help=True)
+
+RateOption = Annotated[float | None, typer.Option(
+    "--rate", help="Share of each annotator's stage-1 queue that is gold (0-0.5; "
+                   "default 0.1).")]
+FeedbackOption = Annotated[bool | None, typer.Option(
+    "--feedback/--no-feedback",
+    help="After leaving a gold image answered wrongly, show the annotator its reason.")]
+
+
+def _settings_line() -> str:
+    from storage.gold import gold_settings
+
+    settings = gold_settings(state.existing_engine)
+    return (f"gold rate {settings.rate:g} of each stage-1 queue; feedback "
+            f"{'on' if settings.feedback else 'off'}")
+
+
+@app.command("import")
+def gold_import_command(
+    file: Annotated[Path, typer.Argument(
+        help="CSV or JSONL: image, path (optional), caption, precision and recall (a "
+             "level or a range like 4-5), each penalty's most acceptable amount "
+             "(optional, 0 when left out), reason.")],
+    rate: RateOption = None,
+    feedback: FeedbackOption = None,
+    allow_outside_images: OutsideImagesOption = False,
+    by: ActorOption = "",
+) -> None:
+    """Import gold captions (all or nothing; every problem names file:line)."""
+    from storage.gold import check_rate, import_gold
+
+    try:
+        if rate is not None:
+            check_rate(rate)  # before the database is opened (or made)
+        with database_for_import() as engine:
+            added = import_gold(engine, file, actor=by or os_login(), rate=rate,
+                                feedback=feedback,
+                                allow_outside_images=allow_outside_images)
+    except ValueError as exc:
+        fail(str(exc))
+    typer.echo(f"{printable(str(file), newlines=False)}: {added} gold caption"
+               f"{'' if added == 1 else 's'} imported; {_settings_line()}")
+
+
+@app.command("rate")
+def gold_rate_command(
+    rate: Annotated[float, typer.Argument(help="Share of a stage-1 queue that is gold, "
+                                               "0-0.5 (0: no gold shown).")],
+    by: ActorOption = "",
+) -> None:
+    """Set the share of each annotator's stage-1 queue that is gold."""
+    from storage.gold import set_gold_settings
+
+    try:
+        set_gold_settings(state.existing_engine, actor=by or os_login(), rate=rate)
+    except ValueError as exc:
+        fail(str(exc))
+    typer.echo(_settings_line())
+
+
+@app.command("feedback")
+def gold_feedback_command(
+    setting: Annotated[str, typer.Argument(help="on or off.")],
+    by: ActorOption = "",
+) -> None:
+    """Whether an annotator who answered a gold image wrongly sees its reason afterwards."""
+    from storage.gold import set_gold_settings
+
+    if setting not in ("on", "off"):
+        fail("gold feedback is on or off")
+    set_gold_settings(state.existing_engine, actor=by or os_login(),
+                      feedback=setting == "on")
+    typer.echo(_settings_line())
+
+
+@app.command("accuracy")
+def gold_accuracy_command() -> None:
+    """Per annotator: gold captions answered, answered right, accuracy."""
+    from storage.gold import gold_accuracy
+
+    rows = gold_accuracy(state.existing_engine)
+    typer.echo(_settings_line())
+    if not rows:
+        typer.echo("No gold answers yet.")
+    for row in rows:
+        typer.echo(f"{printable(row.annotator, newlines=False)}: {row.correct}/{row.answered}"
+                   f" right ({row.accuracy:.0%})")
