@@ -211,10 +211,11 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
     """One row per caption and compared pair of ratings: kind (`blind`: the two blind
     stage-1 ratings of a double-rated image; `stage1-vs-stage2`: the reviewed stage-1
     rating and its review), pair, image, and for each dimension the two values
-    (`<dimension>_a`, `<dimension>_b`)."""
+    (`<dimension>_a`, `<dimension>_b`). Images flagged as broken are left out, as in the
+    report."""
     import pandas as pd
 
-    ratings = complete_rows(ratings_frame(engine))
+    ratings = complete_rows(ratings_frame(engine, flagged=False))
     ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
     caption, image = Caption.__table__, Image.__table__
     with engine.connect() as connection:

@@ -327,3 +327,25 @@ def test_the_report_leaves_a_flagged_image_out_and_lists_it_apart(tmp_path):
     assert json.loads(to_json(report))["broken_images"] == [
         {"image": "img02", "flagged_by": "bob", "reason": "a | pipe and <b>tag</b>"}]
     assert "Images flagged as broken" not in to_markdown(before, {})
+
+
+def test_agreement_leaves_a_flagged_image_out_as_the_report_does(tmp_path):
+    from storage.rating_frames import rating_pairs
+    from tests.test_workflow import review_with_changes
+
+    engine = sample_engine(tmp_path)
+    review_with_changes(engine)
+    before = rating_pairs(engine, ["precision", "recall"])
+    flagged = before["image"].iloc[0]
+    assert (before["image"] == flagged).any()
+    register_annotator(engine, "bob", None)
+    image, annotator = Image.__table__, Annotator.__table__
+    with engine.begin() as connection:
+        bob_id = connection.execute(select(annotator.c.id).where(annotator.c.name == "bob")
+                                    ).scalar_one()
+        image_id = connection.execute(select(image.c.id).where(image.c.key == flagged)
+                                      ).scalar_one()
+        flag_image(connection, image_id, bob_id, "bob", "cannot be seen")
+    after = rating_pairs(engine, ["precision", "recall"])
+    assert not (after["image"] == flagged).any()
+    assert len(after) == len(before) - (before["image"] == flagged).sum() > 0
