@@ -171,6 +171,8 @@ def test_a_team_with_one_role_per_annotator_as_the_readme_sets_it_up(engine):
         own = create_engine(url)
         alice = AnnotationSession(own, "alice")
         alice.set_values(alice.open_image(0)[0], {"precision": 4}, image_index=0, focus=0)
+        alice.flag_broken(1, "cannot be seen")  # a slip the role may take back
+        assert alice.undo() is not None
         with own.connect() as connection:
             roles = set(connection.execute(text(
                 "SELECT db_role FROM event_log WHERE actor = 'alice'")).scalars())
