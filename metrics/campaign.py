@@ -1,7 +1,8 @@
 """The campaign lead's figures while ratings arrive (`thumb monitor`): each annotator's
 progress, pace, rushed share and drift, agreement so far on the blind double ratings, and
-the alerts where a figure crosses a threshold the lead set. Pure functions over plain
-frames (storage/monitor.py reads them); no database here.
+the alerts where a figure crosses a threshold the lead set (gold accuracy among them: its
+counts come from storage/gold.py). Pure functions over plain frames and counts
+(storage/monitor.py reads them); no database here.
 
 `ratings` is one row per complete rating (P and R set) with the columns annotator, stage
 (1, 2 or 3), image_id, caption_id, precision, recall, seconds (time stored on the rating
@@ -71,13 +72,16 @@ class AgreementFigure:
 @dataclass(frozen=True)
 class Thresholds:
     """Where a figure raises an alert: rushed share above `rushed`, |drift| of P or R
-    above `drift`, alpha below `agreement`. Rushed share and drift alert only from
-    `min_captions` timed (compared) captions on, so that one caption cannot raise one."""
+    above `drift`, alpha below `agreement`, gold accuracy below `gold`. Rushed share and
+    drift alert only from `min_captions` timed (compared) captions on, gold accuracy
+    only from `min_gold` gold answers on, so that one caption cannot raise one."""
 
     rushed: float = 0.2
     drift: float = 0.5
     agreement: float = 0.4
     min_captions: int = 5
+    gold: float = 0.7
+    min_gold: int = 3
 
 
 @dataclass(frozen=True)
@@ -191,11 +195,13 @@ def agreement_so_far(pairs: pd.DataFrame, *, min_images: int = MIN_AGREEMENT_IMA
 
 
 def alerts(paces_: Mapping[str, Pace], drifts_: Mapping[str, Drift],
-           agreement: Sequence[AgreementFigure], thresholds: Thresholds) -> list[Alert]:
+           agreement: Sequence[AgreementFigure], thresholds: Thresholds,
+           gold: Mapping[str, tuple[int, int]] | None = None) -> list[Alert]:
     """Every figure beyond its threshold: an annotator's rushed share, their drift in P or
     R (overall, and recent where it covers fewer captions; from `min_captions` compared
-    captions on), and alpha of P or R below its threshold at any level (one alert per
-    dimension, naming the levels; only where alpha has a value)."""
+    captions on), their gold accuracy (`gold`: annotator -> (gold answers, right ones);
+    from `min_gold` answers on), and alpha of P or R below its threshold at any level (one
+    alert per dimension, naming the levels; only where alpha has a value)."""
     found = []
     for name, figure in sorted(paces_.items()):
         if figure.rushed_share is not None and figure.timed >= thresholds.min_captions \
@@ -212,6 +218,12 @@ def alerts(paces_: Mapping[str, Pace], drifts_: Mapping[str, Drift],
                     and abs(value) > thresholds.drift:
                 found.append(Alert(name, f"drift {label} {value:+.2f} over {count} captions "
                                          f"(alert beyond ±{thresholds.drift:g})"))
+    for name, (answered, correct) in sorted((gold or {}).items()):
+        if answered and answered >= thresholds.min_gold \
+                and correct / answered < thresholds.gold:
+            found.append(Alert(name, f"gold {correct}/{answered} right "
+                                     f"({correct / answered:.0%}; alert below "
+                                     f"{thresholds.gold:.0%})"))
     for dimension in dict.fromkeys(figure.dimension for figure in agreement):
         low = [f"{figure.value:.2f} {figure.level}" for figure in agreement
                if figure.dimension == dimension and figure.value is not None

@@ -1,12 +1,12 @@
 """What `thumb monitor` reads, as plain frames and dataclasses: every complete rating with
 the time recorded on it, the blind pairs agreement compares, the pipeline per stage (the
-same as `thumb status`) and the broken images. Read only, each part in one short
-transaction (SELECTs only, portable SQL: SQLite and PostgreSQL alike); the statistics are
-`metrics/campaign.py`."""
+same as `thumb status`), the broken images and each annotator's gold accuracy. Read only,
+each part in one short transaction (SELECTs only, portable SQL: SQLite and PostgreSQL
+alike); the statistics are `metrics/campaign.py`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, and_, select
@@ -16,6 +16,7 @@ from rubrics import SCORE_KEYS
 from storage import dashboard as status
 from storage.dashboard import StageProgress
 from storage.db import DatabaseBusy, _failure
+from storage.gold import GoldAccuracy, gold_accuracy, gold_count
 from storage.image_flags import BrokenImage, broken_images
 from storage.models import Annotator, Assignment, Caption, Image, Rating
 from storage.protocol import complete_clause
@@ -41,13 +42,17 @@ class MonitorData:
     """One reading of the project. `ratings`: one row per complete rating (columns
     RATING_COLUMNS; see metrics/campaign.py); `blind_pairs`: one row per caption of a
     double-rated image with two complete stage-1 ratings (image, caption_id,
-    precision_a/_b, recall_a/_b)."""
+    precision_a/_b, recall_a/_b); `gold_captions`: how many gold captions the project
+    has (0: no gold); `gold`: each annotator's gold accuracy (`storage.gold`), those with
+    a complete gold answer only."""
 
     annotators: list[str]
     ratings: pd.DataFrame
     blind_pairs: pd.DataFrame
     stages: list[StageProgress]
     broken_images: list[BrokenImage]
+    gold_captions: int = 0
+    gold: list[GoldAccuracy] = field(default_factory=list)
 
 
 def complete_ratings(engine: Engine) -> pd.DataFrame:
@@ -117,6 +122,14 @@ def pipeline(engine: Engine) -> list[StageProgress]:
         return images + status._caption_stages(engine, connection)
 
 
+def gold_reading(engine: Engine) -> tuple[int, list[GoldAccuracy]]:
+    """How many gold captions the project has, and each annotator's gold accuracy (as
+    `thumb status` and the report count it), in one short transaction."""
+    with engine.connect() as connection:
+        count = gold_count(connection)
+        return count, (gold_accuracy(connection) if count else [])
+
+
 def blind_fingerprint(ratings: pd.DataFrame) -> tuple:
     """What the blind pairs depend on: the complete stage-1 ratings of double-rated
     images (an unchanged fingerprint means unchanged pairs)."""
@@ -140,8 +153,9 @@ def read_monitor(engine: Engine, previous: MonitorData | None = None) -> Monitor
             pairs = _no_pairs()
         else:
             pairs = blind_pairs(engine)
+        gold_captions, gold = gold_reading(engine)
         return MonitorData(annotator_names(engine), ratings, pairs, pipeline(engine),
-                           broken_images(engine))
+                           broken_images(engine), gold_captions, gold)
     except DBAPIError as exc:
         if _failure(exc) == "busy":
             raise MonitorBusy("the database is busy (locked by another process)") from exc

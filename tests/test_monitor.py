@@ -4,6 +4,7 @@ the pure figures of metrics/campaign.py checked against their definitions."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import os
@@ -290,10 +291,33 @@ async def test_help_defines_each_figure_with_the_lead_settings(engine):
         markdown = app.screen.markdown
         assert "**rushed share** above 25%" in markdown and "under 4 s" in markdown
         assert "Below 5 images rated twice it says *too few*" in markdown
-        assert "- `r` refresh" in markdown and "- `q` quit" in markdown
+        assert "- `r`: refresh (id `monitor-refresh`)" in markdown
+        assert "- `q`: quit (id `monitor-quit`)" in markdown
+        assert "**gold accuracy** below 70% (from 3 gold answers on)" in markdown
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
+
+
+async def test_a_keymap_remaps_the_monitor_keys(engine):
+    from thumb_tui.keymap import KeymapError, keymap_path, load_keymap
+
+    path = keymap_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[keymap]\nmonitor-refresh = "f5"\n', encoding="utf-8")
+    keymap = load_keymap()
+    assert keymap == {"monitor-refresh": "f5"}
+    app = ThumbApp(screen=MonitorScreen(engine, MonitorSettings(every=3600.0)), keymap=keymap)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await reading(pilot, screen, 0)
+        assert " f5  refresh" in screen_text(app)
+        before = screen.readings
+        await pilot.press("f5")
+        await reading(pilot, screen, before)
+    path.write_text('[keymap]\nmonitor-refresh = "p"\n', encoding="utf-8")
+    with pytest.raises(KeymapError, match="on the monitor screen the key 'p' would do both"):
+        load_keymap()
 
 
 async def test_a_locked_sqlite_database_says_busy_and_recovers(tmp_path, monkeypatch):
@@ -437,6 +461,50 @@ def test_the_snapshot_at_80x24(snap_compare, tmp_path, monkeypatch):
         time.tzset()
 
 
+def test_the_gold_column_only_with_gold_and_narrower_gaps_where_it_must():
+    """Without gold captions the table is as before; with them a gold column (right/answered
+    and the share) that still fits 80 columns (75 inside the panel) with one space between
+    columns, while a wider terminal keeps two."""
+    from rich.console import Console
+
+    from storage.gold import GoldAccuracy
+    from thumb_tui.screens.monitor import AnnotatorRow, AnnotatorRows
+
+    rows = [AnnotatorRow("a-very-long-annotator", {1: 240, 2: 120, 3: 12},
+                         Pace(10, 12.3, 1, 0.1), Drift(10, -0.44, 0.55, 10, -1.25, 1.5),
+                         GoldAccuracy("a-very-long-annotator", 15, 12, 0.8)),
+            AnnotatorRow("b", {1: 3}, Pace(0, None, 0, None),
+                         Drift(0, None, None, 0, None, None))]
+
+    def lines(gold: bool, width: int) -> list[str]:
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(AnnotatorRows(rows, gold))
+        return console.export_text().splitlines()
+
+    plain = lines(False, 75)
+    assert "gold" not in plain[0] and "  s1   s2  fin" in plain[0]
+    assert lines(False, 75) == lines(False, 200)  # fits: the layout of before
+    narrow = lines(True, 75)
+    assert max(map(len, narrow)) <= 75 and " s1  s2 fin" in narrow[0]
+    assert narrow[2].split()[6:8] == ["12/15", "80%"] and "…" not in narrow[2][15:]
+    assert narrow[3].split()[:7] == ["b", "3", "0", "0", "-", "-", "-"]
+    wide = lines(True, 200)
+    assert "  s1   s2  fin" in wide[0] and "10%  12/15 80%  -0.44" in wide[2]
+
+
+def test_the_reading_counts_gold(engine, tmp_path):
+    from storage.gold import gold_accuracy, import_gold
+    from tests.test_gold import gold_file
+
+    assert (read_monitor(engine).gold_captions, read_monitor(engine).gold) == (0, [])
+    import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5)
+    rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)
+    data = read_monitor(engine)
+    assert data.gold_captions == 4 and data.gold == gold_accuracy(engine)
+    assert [g.annotator for g in data.gold] == ["alice"] and data.gold[0].answered == 4
+    assert captions_per_stage(data.ratings) == {"alice": {1: 60}}  # gold is not rated work
+
+
 # ---- the command ----
 
 runner = CliRunner()
@@ -448,15 +516,18 @@ def test_the_command_passes_the_lead_settings(tmp_path, monkeypatch):
     monkeypatch.setattr("thumb_tui.cli.campaign.run_app", started.append)
     result = runner.invoke(cli, ["--db", str(tmp_path / "app.db"), "monitor", "--every", "5",
                                  "--rushed-below", "2.5", "--recent", "7", "--alert-rushed",
-                                 "0.3", "--alert-drift", "0.25", "--alert-agreement", "0.6"])
+                                 "0.3", "--alert-drift", "0.25", "--alert-agreement", "0.6",
+                                 "--alert-gold", "0.8"])
     assert result.exit_code == 0, result.output
     screen = started[0].first_screen
     assert isinstance(screen, MonitorScreen)
     assert screen.settings == MonitorSettings(every=5.0, rushed_below=2.5, recent=7,
-                                              thresholds=Thresholds(0.3, 0.25, 0.6))
+                                              thresholds=Thresholds(0.3, 0.25, 0.6,
+                                                                    gold=0.8))
 
 
-@pytest.mark.parametrize("args", [["--alert-rushed", "1.5"], ["--every", "0"],
+@pytest.mark.parametrize("args", [["--alert-rushed", "1.5"], ["--alert-gold", "-0.1"],
+                                  ["--every", "0"],
                                   ["--rushed-below", "-1"], ["--recent", "0"]])
 def test_the_command_refuses_bad_settings(tmp_path, args):
     sample_engine(tmp_path).dispose()
@@ -591,6 +662,15 @@ def test_alerts_cross_the_thresholds_and_need_enough_captions():
         ("high", "drift recent R -0.70 over 20 captions (alert beyond ±0.5)"),
         ("agreement", "α of precision 0.30 ordinal (alert below 0.4)"),
     ]
+    # gold: (answered, right); below 0.7 from 3 answers on (7/10 is not below 0.7)
+    gold = {"low": (4, 2), "few": (2, 0), "edge": (10, 7), "good": (3, 3), "none": (0, 0)}
+    found = [(a.subject, a.message) for a in alerts({}, {}, [], thresholds, gold)]
+    assert found == [("low", "gold 2/4 right (50%; alert below 70%)")]
+    found = alerts({}, {}, [], Thresholds(gold=0.9, min_gold=2), gold)
+    assert [(a.subject, a.message) for a in found] == [
+        ("edge", "gold 7/10 right (70%; alert below 90%)"),
+        ("few", "gold 0/2 right (0%; alert below 90%)"),
+        ("low", "gold 2/4 right (50%; alert below 90%)")]
 
 
 # ---- PostgreSQL ----

@@ -50,6 +50,7 @@ def screen_bindings() -> dict[str, list[Binding]]:
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
     from thumb_tui.screens.help import HelpScreen
     from thumb_tui.screens.match import MatchScreen
+    from thumb_tui.screens.monitor import MonitorScreen
     from thumb_tui.screens.note import NoteScreen
     from thumb_tui.screens.resolve import ReasonScreen, ResolveScreen
 
@@ -57,7 +58,7 @@ def screen_bindings() -> dict[str, list[Binding]]:
                "reasons": ReasonScreen, "fluency round": FluencyRoundScreen,
                "BISON": BisonScreen, "fluency": FluencyScreen, "note": NoteScreen,
                "help": HelpScreen, "match": MatchScreen, "entry": EntryScreen,
-               "flag": ConfirmFlagScreen}
+               "flag": ConfirmFlagScreen, "monitor": MonitorScreen}
     return {name: list(screen.BINDINGS) for name, screen in screens.items()}
 
 

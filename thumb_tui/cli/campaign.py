@@ -33,14 +33,19 @@ def monitor_command(
         "--alert-agreement", min=-1.0, max=1.0,
         help="Alert when Krippendorff's alpha of P or R on the blind double ratings is "
              "below this.")] = 0.4,
+    alert_gold: Annotated[float, typer.Option(
+        "--alert-gold", min=0.0, max=1.0,
+        help="Alert when an annotator's share of gold captions rated right is below this "
+             "(0-1; from 3 gold answers on).")] = 0.7,
 ) -> None:
     """Watch the campaign live (read only): the pipeline, each annotator's progress, pace,
-    rushed share and drift, agreement so far, broken images, and alerts.
+    rushed share, gold accuracy (with gold captions) and drift, agreement so far, broken
+    images, and alerts.
 
     Reads the project every --every seconds; keys: r refresh, p pause, arrows and PgUp/PgDn
     scroll, q quit. Pace and rushed share read stage-1 and stage-2 ratings; an alert on
-    rushed share or drift needs 5 timed (compared) captions; agreement waits for 5
-    double-rated images rated twice."""
+    rushed share or drift needs 5 timed (compared) captions, one on gold accuracy 3 gold
+    answers; agreement waits for 5 double-rated images rated twice."""
     from metrics.campaign import Thresholds
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.monitor import MonitorScreen, MonitorSettings
@@ -48,5 +53,6 @@ def monitor_command(
     shown = state.require_existing()
     settings = MonitorSettings(every=every, rushed_below=rushed_below, recent=recent,
                                thresholds=Thresholds(rushed=alert_rushed, drift=alert_drift,
-                                                     agreement=alert_agreement))
+                                                     agreement=alert_agreement,
+                                                     gold=alert_gold))
     run_app(ThumbApp(screen=MonitorScreen(state.existing_engine, settings, source=shown)))

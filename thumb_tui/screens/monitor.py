@@ -1,9 +1,10 @@
 """`thumb monitor`: the campaign lead's live, read-only dashboard. It reads the project
 every few seconds (and on `r`) in a background thread, in short read transactions, and
-shows the pipeline per stage, each annotator's progress, pace, rushed share and drift,
-agreement so far on the blind double ratings, broken images, and alerts where a figure
-crosses the lead's thresholds. It never writes. Every stored text (annotator names, image
-keys, reasons) is shown literally, as escaped Rich Text, never as markup."""
+shows the pipeline per stage, each annotator's progress, pace, rushed share, gold accuracy
+(where the project has gold captions) and drift, agreement so far on the blind double
+ratings, broken images, and alerts where a figure crosses the lead's thresholds. It never
+writes. Every stored text (annotator names, image keys, reasons) is shown literally, as
+escaped Rich Text, never as markup."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from sqlalchemy import Engine
@@ -39,8 +41,10 @@ from metrics.campaign import (
 )
 from rubrics import printable
 from storage.dashboard import StageProgress
+from storage.gold import GoldAccuracy
 from storage.image_flags import BrokenImage
 from storage.monitor import MonitorBusy, MonitorData, read_monitor
+from thumb_tui.screens.help import keys_markdown
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 BUSY = "database busy, retrying"
@@ -63,6 +67,7 @@ class AnnotatorRow:
     stages: dict[int, int]  # stage -> captions rated completely
     pace: Pace
     drift: Drift
+    gold: GoldAccuracy | None = None  # None: no complete gold answer yet
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ class Figures:
     broken_images: list[BrokenImage]
     alerts: list[Alert]
     read_at: float
+    gold_captions: int = 0  # the project's gold captions (0: no gold column)
 
 
 class FigureMaker:
@@ -100,12 +106,17 @@ class FigureMaker:
         pace_of = paces(data.ratings, settings.rushed_below)
         drift_of = drifts(data.ratings, settings.recent)
         agreement = self.agreement(data)
+        gold_of = {record.annotator: record for record in data.gold}
         rows = [AnnotatorRow(name, counts.get(name, {}), pace_of.get(name, Pace(0, None, 0,
                                                                                 None)),
-                             drift_of.get(name, Drift(0, None, None, 0, None, None)))
+                             drift_of.get(name, Drift(0, None, None, 0, None, None)),
+                             gold_of.get(name))
                 for name in data.annotators]
-        return Figures(data.stages, rows, agreement, data.broken_images,
-                       alerts(pace_of, drift_of, agreement, settings.thresholds), self.clock())
+        found = alerts(pace_of, drift_of, agreement, settings.thresholds,
+                       {name: (record.answered, record.correct)
+                        for name, record in gold_of.items()})
+        return Figures(data.stages, rows, agreement, data.broken_images, found, self.clock(),
+                       data.gold_captions)
 
 
 def _first_line(error: object) -> str:
@@ -130,6 +141,13 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _gold(record: GoldAccuracy | None) -> str:
+    """Right of answered gold captions and the share: "3/4 75%"; "-" before any answer."""
+    if record is None or not record.answered:
+        return "-"
+    return f"{record.correct}/{record.answered} {record.accuracy:.0%}"
+
+
 # The per-annotator table: (header, justify, cell). Progress, pace and rushed share come
 # first, drift last.
 AnnotatorColumn = tuple[str, str, Callable[[AnnotatorRow], Text]]
@@ -141,9 +159,12 @@ PROGRESS_COLUMNS: list[AnnotatorColumn] = [
     ("s/cap", "right", lambda row: Text(_seconds(row.pace.median_seconds))),
     ("rush", "right", lambda row: Text(_share(row.pace.rushed_share))),
 ]
-# ---- the place for quality columns (gold accuracy, issue #26 item 2): add them to this
-# list; it sits between pace and drift in the table and is empty until then. ----
-QUALITY_COLUMNS: list[AnnotatorColumn] = []
+# Quality columns sit between pace and drift; the gold column only where the project has
+# gold captions (GOLD_ONLY), so that a project without gold keeps its table.
+QUALITY_COLUMNS: list[AnnotatorColumn] = [
+    ("gold", "right", lambda row: Text(_gold(row.gold))),
+]
+GOLD_ONLY = {"gold"}
 DRIFT_COLUMNS: list[AnnotatorColumn] = [
     ("ΔP", "right", lambda row: Text(_signed(row.drift.precision))),
     ("ΔR", "right", lambda row: Text(_signed(row.drift.recall))),
@@ -152,20 +173,40 @@ DRIFT_COLUMNS: list[AnnotatorColumn] = [
 ]
 
 
-def annotator_table(rows: list[AnnotatorRow], settings: MonitorSettings) -> Group:
-    """The table, and a legend of its columns."""
+def annotator_table(rows: list[AnnotatorRow], settings: MonitorSettings,
+                    gold: bool = False) -> Group:
+    """The table, and a legend of its columns; the gold column only with `gold` (the
+    project has gold captions)."""
     legend = Text(f"captions rated at s1 (stage 1), s2 (review), fin (resolution); s/cap: "
                   f"median seconds a caption; rush: share under {settings.rushed_below:g} s; "
-                  f"Δ: mean minus others' on the same captions, rec: last {settings.recent}",
-                  style="dim")
+                  + ("gold: gold captions right/answered; " if gold else "")
+                  + f"Δ: mean minus others' on the same captions, rec: last "
+                  f"{settings.recent}", style="dim")
     if not rows:
         return Group(Text("nobody has rated yet", style="dim"), legend)
-    return Group(_annotator_rows(rows), legend)
+    return Group(AnnotatorRows(rows, gold), legend)
 
 
-def _annotator_rows(rows: list[AnnotatorRow]) -> Table:
-    columns = [*PROGRESS_COLUMNS, *QUALITY_COLUMNS, *DRIFT_COLUMNS]
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False, padding=(0, 1),
+class AnnotatorRows:
+    """The per-annotator table, with two spaces between columns where it fits and one
+    where it would not (the gold column at 80 columns); cut with "…" only below that."""
+
+    def __init__(self, rows: list[AnnotatorRow], gold: bool = False) -> None:
+        self.rows, self.gold = rows, gold
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = _annotator_rows(self.rows, self.gold)
+        unbounded = options.update(width=10 * options.max_width)  # (get clamps to it)
+        if Measurement.get(console, unbounded, table).maximum > options.max_width:
+            table = _annotator_rows(self.rows, self.gold, padding=(0, 0))
+        yield table
+
+
+def _annotator_rows(rows: list[AnnotatorRow], gold: bool = False,
+                    padding: tuple[int, ...] = (0, 1)) -> Table:
+    quality = [column for column in QUALITY_COLUMNS if gold or column[0] not in GOLD_ONLY]
+    columns = [*PROGRESS_COLUMNS, *quality, *DRIFT_COLUMNS]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False, padding=padding,
                   collapse_padding=True, show_edge=False)
     for header, justify, _ in columns:
         table.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis",
@@ -238,7 +279,9 @@ def broken_text(items: list[BrokenImage]) -> Text:
 
 
 def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
-    """How each figure is defined, with the lead's settings, and the keys."""
+    """How each figure is defined, with the lead's settings, and the keys (with their ids,
+    for a keymap)."""
+
     limits = settings.thresholds
     lines = [
         "# thumb monitor",
@@ -251,6 +294,8 @@ def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
         "captions on)",
         f"- **drift** of P or R beyond ±{limits.drift:g}, overall or recent (from "
         f"{limits.min_captions} compared captions on)",
+        f"- **gold accuracy** below {limits.gold:.0%} (from {limits.min_gold} gold "
+        "answers on)",
         f"- **agreement**: α of P or R below {limits.agreement:g} (once it has a value)",
         "",
         "## Annotators",
@@ -263,6 +308,11 @@ def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
         "ratings are left out.",
         f"- **rush**: share of those timed captions rated in under "
         f"{settings.rushed_below:g} s",
+        "- **gold** (only where the project has gold captions, `thumb gold import`): of "
+        "the gold captions seeded into the annotator's stage-1 images that they rated "
+        "completely, how many were right (P and R within the gold ranges, every penalty "
+        "at most the gold amount) and the share, as `thumb status` and the report count "
+        "it; *-* before their first gold answer. Gold answers count in no other figure.",
         "- **ΔP, ΔR**: on every caption the annotator rated (stage 1 or 2) that someone "
         "else rated too, their value minus the others' mean, averaged; **rec**: the same "
         f"over their last {settings.recent} such captions. Reviewers see the stage-1 "
@@ -275,12 +325,8 @@ def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
         "(`thumb assign`), as `thumb agreement` reads them; 90% BCa bootstrap CI "
         f"resampling images. Below {MIN_AGREEMENT_IMAGES} images rated twice it says "
         "*too few* instead of a number.",
-        "",
-        "## Keys",
-        "",
-        *[f"- `{b.key_display or b.key}` {b.description}" for b in keys if b.show],
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + keys_markdown(keys)
 
 
 class MonitorScreen(KeyBarScreen):
@@ -400,7 +446,7 @@ class MonitorScreen(KeyBarScreen):
         alerts_panel.set_class(bool(figures.alerts), "-alerting")
         alerts_panel.update(alerts_text(figures.alerts))
         self.query_one("#monitor-annotators", Static).update(
-            annotator_table(figures.annotators, self.settings))
+            annotator_table(figures.annotators, self.settings, figures.gold_captions > 0))
         self.query_one("#monitor-agreement", Static).update(
             agreement_view(figures.agreement))
         self.query_one("#monitor-pipeline", Static).update(pipeline_table(figures.stages))
