@@ -9,6 +9,7 @@ import time
 import pytest
 from sqlalchemy import select
 
+from storage.annotators import register_annotator
 from storage.match import MatchSession, verification_frame
 from storage.models import MatchClaim, MatchVerification
 from tests.match_helpers import match_project
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX p
 
 def test_sigkill_between_answers_loses_nothing_and_resumes_on_the_same_pair(tmp_path):
     db, engine = match_project(tmp_path, size=10)
+    register_annotator(engine, "ann", None)  # `thumb match annotate` refuses unknown names
 
     def answers() -> list[int]:
         return verification_frame(engine)["answer"].tolist()
