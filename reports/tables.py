@@ -253,7 +253,7 @@ def gold_table(engine: Engine, header: dict[str, object]) -> pd.DataFrame:
         return pd.DataFrame()
     settings = gold_settings(engine)
     header["gold"] = {"captions": captions, "rate": settings.rate,
-                      "feedback": settings.feedback}
+                      "feedback": "on" if settings.feedback else "off"}
     return pd.DataFrame([(row.annotator, row.answered, row.correct, row.accuracy)
                          for row in gold_accuracy(engine)],
                         columns=["annotator", "answered", "correct", "accuracy"])

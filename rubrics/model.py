@@ -393,7 +393,13 @@ def load_rubric(name_or_path: str | Path = "thumb-1.0") -> Rubric:
             raise ValueError(printable(f"rubric {name_or_path!r} is shipped by several "
                                        f"packages: {'; '.join(where)}", newlines=False))
         if not shipped:
-            raise ValueError(f"no rubric named {name_or_path!r} and no such file")
+            bundled = sorted(p.name.removesuffix(".toml") for p in resources.files(
+                "rubrics").iterdir() if p.name.endswith(".toml"))
+            packaged = sorted({p.name for p in entry_points(group="thumb_tui.rubrics")})
+            raise ValueError(printable(
+                f"no rubric named {name_or_path!r} and no such file (rubrics by name: "
+                f"{', '.join([*bundled, *packaged])}; or give a path to a .toml file)",
+                newlines=False))
         point, name = shipped[0], printable(f"rubric plugin {where[0]}", newlines=False)
         try:
             stem = point.attr or point.name

@@ -25,7 +25,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from sqlalchemy import Connection, Engine, and_, func, select, update
 
@@ -136,16 +136,24 @@ def read_gold(path: Path, rubric: Rubric, problems: Problems, *,
     columns = set().union(*(record.keys() for _, record in records))
     missing = sorted(set(REQUIRED) - columns)
     if missing and records:
+        strange = sorted(columns - known)
         raise InputError([Problem(path, 1, f"missing column(s): {', '.join(missing)} "
                                            f"(a gold file has {', '.join(REQUIRED)}; "
-                                           f"optional {', '.join(OPTIONAL)})")])
+                                           f"optional {', '.join(OPTIONAL)})"
+                                  + (f"; unknown: {', '.join(strange)}" if strange else ""))])
     rows: list[GoldRow] = []
     seen: dict[tuple[str, str], int] = {}
     paths: dict[str, tuple[str | None, int]] = {}
+    unknown_at: dict[str, int] = {}
     for line, record in records:
-        unknown = sorted(set(record) - known)
-        if unknown:
-            problems.add(line, f"unknown column(s): {', '.join(unknown)}")
+        for column in sorted(set(record) - known):
+            unknown_at.setdefault(column, line)
+    for column, line in sorted(unknown_at.items(), key=lambda item: item[1]):
+        problems.add(1 if path.suffix.lower() == ".csv" else line,
+                     f"unknown column {column!r} (a gold file has {', '.join(REQUIRED)}; "
+                     f"optional {', '.join(OPTIONAL)})")
+    for line, record in records:
+        if set(record) - known:
             continue
         values = {c: ("" if record.get(c) is None else str(record[c]).strip())
                   for c in known}
@@ -369,6 +377,12 @@ def is_gold(item_id: int) -> bool:
     return item_id < 0
 
 
+def _shown_key(key: str, path: str | None) -> str:
+    """What a session calls a gold image: its file's name without the extension, as the
+    screens show a project image's (the lead's gold key is never shown to an annotator)."""
+    return PurePath(path).stem if path else key
+
+
 def seeded_gold(connection: Connection, annotator: str, annotator_id: int | None,
                 real_images: int, rate: float, rubric: str
                 ) -> tuple[list[ImageItem], dict[int, list[int]], dict[int, set[int]],
@@ -398,7 +412,7 @@ def seeded_gold(connection: Connection, annotator: str, annotator_id: int | None
             if complete:
                 done.add(-caption_id)
     rng = random.Random(f"thumb-gold:{annotator}")
-    order = [ImageItem(-row.id, row.key, row.path) for row in images
+    order = [ImageItem(-row.id, _shown_key(row.key, row.path), row.path) for row in images
              if -row.id in captions_of]
     rng.shuffle(order)
     target = round(rate * real_images / (1 - rate)) if real_images and rate < 1 else 0

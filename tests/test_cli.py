@@ -154,3 +154,12 @@ def test_native_on_the_rating_command_is_recorded_even_with_nothing_to_rate(tmp_
     assert result.exit_code == 0 and "Nothing to review" in result.output
     result = runner.invoke(app, ["--db", db, "annotator", "fay"])
     assert "fay: a native English speaker" in result.output
+
+
+def test_an_annotator_without_a_recorded_language_is_said_so_plainly(tmp_path):
+    db = str(tmp_path / "n.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    result = runner.invoke(app, ["--db", db, "annotator", "gil"])
+    assert result.exit_code == 0
+    assert "gil: native language not recorded (--native or --non-native records it)" in (
+        result.output)

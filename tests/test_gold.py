@@ -111,8 +111,11 @@ def test_import_csv_and_jsonl(engine, tmp_path):
      "bad.csv:2: caption: bidirectional formatting character U+202E"),
     ("image,caption,precision,recall,reason\ng1,A dog.,4,3,\n", "bad.csv:2: empty reason"),
     ("image,caption,precision,reason\ng1,A dog.,4,r\n", "bad.csv:1: missing column(s): recall"),
-    ("image,caption,precision,recall,reason,extra\ng1,A dog.,4,3,r,x\n",
-     "bad.csv:2: unknown column(s): extra"),
+    ("image,caption,precision,recall,reason,extra\ng1,A dog.,4,3,r,x\ng2,A cat.,4,3,r,y\n",
+     "bad.csv:1: unknown column 'extra' (a gold file has"),
+    ("image,caption,precision,recall,reasons\ng1,A dog.,4,3,r\n",
+     "bad.csv:1: missing column(s): reason (a gold file has image, caption, precision, "
+     "recall, reason; optional path, fluency, conciseness, inclusive); unknown: reasons"),
     ("image,caption,precision,recall,reason\nimg01,A dog.,4,3,r\n",
      "bad.csv:2: image 'img01' is a project image"),
     ("image,path,caption,precision,recall,reason\ng1,../x.png,A dog.,4,3,r\n",
@@ -363,7 +366,7 @@ def test_the_report_has_a_gold_table_only_with_gold(tmp_path):
     rows = json.loads(to_json(report))["gold"]
     expected = expected_accuracy(engine)
     assert {r["annotator"]: (r["answered"], r["correct"]) for r in rows} == expected
-    assert report.header["gold"] == {"captions": 4, "rate": 0.5, "feedback": False}
+    assert report.header["gold"] == {"captions": 4, "rate": 0.5, "feedback": "off"}
     (title, table), = [(t, x) for t, x in _markdown_tables(report) if t.startswith("Gold")]
     assert "4 gold captions" in title and "alice" in table
 
@@ -458,3 +461,28 @@ def test_gold_on_postgresql(tmp_path):
     finally:
         engine.dispose()
         drop_everything(url)
+
+
+async def test_the_lead_s_gold_key_never_reaches_the_screen(engine, tmp_path):
+    """A gold image is shown by its file's name, as a project image is; the key the lead
+    gave it in the gold file (here one that says what it is) appears nowhere, not even in
+    the broken-image dialog."""
+    four = "image,path,caption,precision,recall,reason\n" + "".join(
+        f"GOLD-check-7,images/01_red_balls.png,Caption {n} of it.,4-5,3-5,Why {n}.\n"
+        for n in range(4))
+    import_gold(engine, gold_file(tmp_path, four), actor="lead", rate=0.5)
+    session = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    gold_index = next(i for i, image in enumerate(session.images) if is_gold(image.id))
+    assert session.images[gold_index].key == "01_red_balls"
+    app = ThumbApp(session, "none")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.screen.load_image(gold_index)
+        await pilot.pause()
+        shown = screen_text(app)
+        await pilot.press("x")
+        await pilot.pause()
+        shown += screen_text(app)
+        await pilot.press("n")
+        await pilot.pause()
+        shown += screen_text(app)
+    assert "01_red_balls" in shown and "gold" not in shown.lower()

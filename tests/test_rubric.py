@@ -68,7 +68,8 @@ def test_penalty_catalogue_values():
 
 
 def test_unknown_rubric_name_is_an_error():
-    with pytest.raises(ValueError, match="no rubric named 'thumb-9'"):
+    with pytest.raises(ValueError, match=r"no rubric named 'thumb-9' and no such file "
+                                         r"\(rubrics by name: thumb-1.0; or give a path"):
         load_rubric("thumb-9")
 
 

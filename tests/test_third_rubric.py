@@ -107,6 +107,8 @@ async def test_rating_by_digit_keys_under_a_one_to_seven_rubric(tmp_path):
         await pilot.press("2", "enter")
         assert isinstance(app.screen, EntryScreen)
         assert "takes 0.5–1.5, not 2" in entry_error(app)
+        await pilot.pause()  # the refusal wraps in the dialog: its end is on screen at 80x24
+        assert "not 2" in screen_text(app).replace("\n", " ")
         await pilot.press("backspace", *"abc", "enter")
         assert "is not a number" in entry_error(app)
         await pilot.press(*["backspace"] * 3, *"1.2", "enter")

@@ -265,8 +265,9 @@ def annotator_command(
     with protocol_refusals():
         native_english = register_annotator(state.existing_engine, annotator_name(name),
                                             native)
-    word = {True: "a native", False: "not a native", None: "unknown as a"}[native_english]
-    typer.echo(f"{name}: {word} English speaker")
+    said = {True: "a native English speaker", False: "not a native English speaker",
+            None: "native language not recorded (--native or --non-native records it)"}
+    typer.echo(printable(f"{name}: {said[native_english]}", newlines=False))
 
 
 @app.command("assign")
