@@ -624,11 +624,17 @@ class GoldSeeds:
                 .where(caption.c.gold_image_id == -image_id,  # type: ignore[operator]
                        complete_clause(answer))
                 .order_by(caption.c.id)).all()
-        reasons = [row.reason for row in rows
-                   if not answer_is_right(dict(row._mapping), dict(row._mapping))]
-        if not reasons:
+        wrong = [f"“{_shortened(row.text)}”: {row.reason}" for row in rows
+                 if not answer_is_right(dict(row._mapping), dict(row._mapping))]
+        if not wrong:
             return None
-        return "About the previous image: " + " · ".join(dict.fromkeys(reasons))
+        return "About the previous image: " + "; ".join(dict.fromkeys(wrong))
+
+
+def _shortened(text: str, limit: int = 40) -> str:
+    """A caption named in a message: whole when short, else its start and an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _desk_changes(desk: RatingDesk) -> int:

@@ -409,6 +409,10 @@ async def test_a_gold_image_looks_like_any_image_and_is_answered(engine, tmp_pat
         await pilot.pause()
         message = str(screen.query_one("#message", Static).content)
         assert "Why 0." in message and "gold" not in message.lower()
+        await pilot.pause()  # the message names each caption with its reason, wrapped
+        notice = " ".join(screen_text(app).split())
+        for n in range(4):
+            assert f"Caption number {n} of q.”: Why {n}." in notice
     stored = answers(engine)
     assert len(stored) == 4 and {(r.precision, r.recall) for r in stored} == {(5, 1)}
     assert gold_accuracy(engine)[0].correct == 0
