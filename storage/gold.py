@@ -46,8 +46,14 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.protocol import complete_clause, group_identical, is_complete
-from storage.rating_desk import RATING_FIELDS, CaptionGroup, ImageItem, RatingDesk, filled
+from storage.protocol import complete_clause, is_complete
+from storage.rating_desk import (
+    RATING_FIELDS,
+    CaptionGroup,
+    ImageItem,
+    RatingDesk,
+    group_of,
+)
 from storage.rubric_registry import project_rubric
 from storage.untrusted import KEY, NUMBER, TEXT
 
@@ -502,13 +508,7 @@ class GoldSeeds:
                                           .where(caption.c.id == -caption_id)).scalar_one()
             rows = self._rows(connection, self.desk.annotator_id,
                               caption.c.gold_image_id == image_id)
-        (_, text), same = next(
-            (key, group) for key, group in group_identical(rows, lambda _: image_id,
-                                                           lambda r: r.text).items()
-            if any(row.id == caption_id for row in group))
-        mine = next(row for row in same if row.id == caption_id)
-        return CaptionGroup((caption_id, *[r.id for r in same if r.id != caption_id]),
-                            text, filled(mine))
+        return group_of(rows, image_id, caption_id)
 
     def _complete(self, connection: Connection, me: int, image_id: int) -> dict[int, set[int]]:
         caption, answer = GoldCaption.__table__, GoldAnswer.__table__

@@ -105,7 +105,30 @@ class Annotator(SQLModel, table=True):
     created_at: datetime = _timestamp()
 
 
-class Rating(SQLModel, table=True):
+class RatingValues(SQLModel):
+    """The values a rating holds (scores, penalties with their error types, note, time, the
+    rubric they are on): one definition for a rating and a gold answer, whose triggers
+    check them against the rubric alike."""
+
+    precision: int | None = None
+    recall: int | None = None
+    fluency: float = 0.0
+    fluency_type: str | None = None
+    conciseness: float = 0.0
+    conciseness_type: str | None = None
+    inclusive: float = 0.0
+    inclusive_type: str | None = None
+    note: str = ""
+    seconds: float = 0.0
+    rubric: str = Field(description="rubric id and version, e.g. thumb-1.0")
+    # a Column object belongs to one table: these are made anew for each subclass
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True),
+                                 nullable=False)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True),
+                                 nullable=False)
+
+
+class Rating(RatingValues, table=True):
     """One annotator's scores of one caption at one stage. Scores stay NULL until set.
     Triggers (migration 0006) refuse values that the rating's rubric does not allow."""
 
@@ -121,19 +144,6 @@ class Rating(SQLModel, table=True):
     caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
     stage: int
-    precision: int | None = None
-    recall: int | None = None
-    fluency: float = 0.0
-    fluency_type: str | None = None
-    conciseness: float = 0.0
-    conciseness_type: str | None = None
-    inclusive: float = 0.0
-    inclusive_type: str | None = None
-    note: str = ""
-    seconds: float = 0.0
-    rubric: str = Field(description="rubric id and version, e.g. thumb-1.0")
-    created_at: datetime = _timestamp()
-    updated_at: datetime = _timestamp()
 
 
 class ImageFlag(SQLModel, table=True):
@@ -881,7 +891,7 @@ class GoldCaption(SQLModel, table=True):
     created_at: datetime = _timestamp()
 
 
-class GoldAnswer(SQLModel, table=True):
+class GoldAnswer(RatingValues, table=True):
     """An annotator's answer to a gold caption, with the values a rating would hold
     (triggers of 0012 check them against the answer's rubric like a rating's)."""
 
@@ -897,19 +907,6 @@ class GoldAnswer(SQLModel, table=True):
     gold_caption_id: int = Field(foreign_key="gold_caption.id", index=True,
                                  ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
-    precision: int | None = None
-    recall: int | None = None
-    fluency: float = 0.0
-    fluency_type: str | None = None
-    conciseness: float = 0.0
-    conciseness_type: str | None = None
-    inclusive: float = 0.0
-    inclusive_type: str | None = None
-    note: str = ""
-    seconds: float = 0.0
-    rubric: str = Field(description="rubric id and version, e.g. thumb-1.0")
-    created_at: datetime = _timestamp()
-    updated_at: datetime = _timestamp()
 
 
 GOLD_TABLES = (GoldSetting, GoldImage, GoldCaption, GoldAnswer)

@@ -21,7 +21,7 @@ import random
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -115,6 +115,18 @@ def filled(row: object) -> dict[str, object]:
 
 def shown_captions(captions_of: dict[int, list[int]]) -> set[int]:
     return {caption for captions in captions_of.values() for caption in captions}
+
+
+def group_of(rows: Sequence[Row], image_id: int, caption_id: int) -> CaptionGroup:
+    """The caption `caption_id` with the identical captions among `rows` (its image's,
+    with one annotator's values), as the screens show and rate them together."""
+    (_, text), same = next(
+        (key, group) for key, group in group_identical(rows, lambda _: image_id,
+                                                       lambda r: r.text).items()
+        if any(row.id == caption_id for row in group))
+    mine = next(row for row in same if row.id == caption_id)
+    return CaptionGroup((caption_id, *[r.id for r in same if r.id != caption_id]),
+                        text, filled(mine))
 
 
 class Worklist:
@@ -441,13 +453,7 @@ class RatingDesk:
             image_id = images_of(connection, [caption_id]).pop()
             rows = self.caption_rows(connection, self._annotator_id,
                                      caption.c.image_id == image_id)
-        (_, text), same = next(
-            (key, group) for key, group in group_identical(rows, lambda _: image_id,
-                                                           lambda r: r.text).items()
-            if any(row.id == caption_id for row in group))
-        mine = next(row for row in same if row.id == caption_id)
-        return CaptionGroup((caption_id, *[r.id for r in same if r.id != caption_id]),
-                            text, filled(mine))
+        return group_of(rows, image_id, caption_id)
 
     def _complete_in(self, connection: Connection, annotator_id: int | None,
                      image_ids: Collection[int] | Select | None) -> dict[int, set[int]]:
