@@ -433,7 +433,13 @@ def import_judgments(
     if (problem := text_refusal(name)) is not None:  # stored and shown: imported text
         raise ValueError(f"the judgment set name {printable(name[:60])!r}: {problem}")
     problems = Problems(path)
-    records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)
+    try:
+        records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)
+    except InputError as refused:  # an empty JSONL file: say what it should hold
+        if [p.message for p in refused.problems] != ["no records found"]:
+            raise
+        raise InputError([Problem(path, 1, f"empty file: expected one JSON object per line "
+                                           f"with the keys {columns_text(kind)}")]) from None
     if not records and any(p.message.startswith("empty file") for p in problems.items):
         # one line naming the columns, not one per missing column
         problems.items = [Problem(path, 1, f"empty file: expected a header with the columns "

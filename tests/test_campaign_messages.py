@@ -140,6 +140,17 @@ def test_an_empty_judgment_file_is_one_line_naming_the_columns(tmp_path):
     assert "missing column" not in result.output
 
 
+def test_an_empty_jsonl_judgment_file_says_what_each_line_should_hold(tmp_path):
+    empty = write(tmp_path / "empty.jsonl", "")
+    result = thumb(tmp_path / "j.db", "judgments", "import", empty, "--name", "e",
+                   "--scale", "1-5")
+    assert result.exit_code == 2
+    problems = [line for line in lines(result) if line.startswith(str(empty))]
+    assert len(problems) == 1, result.output
+    assert "empty file: expected one JSON object per line with the keys" in problems[0]
+    assert "image_id" in problems[0] and "no records found" not in result.output
+
+
 def test_a_pairwise_file_without_kind_is_told_to_use_kind_pairwise(tmp_path):
     result = thumb(tmp_path / "j.db", "judgments", "import", PAIRS, "--name", "p")
     assert result.exit_code == 2

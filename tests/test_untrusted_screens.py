@@ -119,7 +119,10 @@ async def test_bison_screen_shows_a_broken_image_and_flags_it(engine, tmp_path):
         await pilot.pause()
         left = str(app.screen.query_one("#bison-left-image .image-missing").render())
         assert "cannot be decoded" in left
-        await pilot.press("x")
+        await pilot.press("x", "n")  # the dialog asks first: n leaves the images unflagged
+        await pilot.pause()
+        assert app.screen.index == 0 and flags(engine) == []
+        await pilot.press("x", "y")
         await pilot.pause()
         assert app.screen.index == 1
     assert [(row.image_id, row.reason[:17]) for row in flags(engine)] == [

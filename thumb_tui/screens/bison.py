@@ -16,6 +16,7 @@ from storage.bison import BisonSession, BisonView
 from storage.db import DatabaseBusy
 from storage.images import image_problem
 from thumb_tui.screens.busy import busy
+from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
 from thumb_tui.screens.help import HelpScreen, keys_markdown
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView, open_in_viewer
@@ -79,7 +80,9 @@ class BisonScreen(KeyBarScreen):
         self.show()
 
     def say(self, message: str) -> None:
-        self.query_one("#bison-message", Static).update(message)
+        """Show a message as literal text (it may quote stored image keys and paths)."""
+        self.query_one("#bison-message", Static).update(Text(printable(message,
+                                                                       newlines=False)))
 
     def show(self) -> None:
         try:
@@ -124,18 +127,34 @@ class BisonScreen(KeyBarScreen):
         self.show()
 
     def action_flag_broken(self) -> None:
-        """Flag the item's broken image(s) — those the check finds broken, else both, as
-        the annotator says — and move on to the next item."""
+        """Ask, then flag the item's broken image(s) — those the check finds broken, else
+        both, as the annotator says — and move on to the next item."""
         if self.view is None:
             return
-        sides = (self.view.left, self.view.right)
+        view = self.view
+        sides = (view.left, view.right)
         found = {image_id: image_problem(path) if path else "no image file"
                  for image_id, _, path in sides}
         reasons = {image_id: reason for image_id, reason in found.items() if reason}
         if not reasons:
             reasons = {image_id: "the annotator sees no usable image" for image_id in found}
+        keys = " and ".join(key for image_id, key, _ in sides if image_id in reasons)
+
+        def answered(flag: bool | None) -> None:
+            if flag:
+                self.flag_broken(view, reasons)
+            else:
+                self.say(f"{keys} is not flagged")
+
+        self.app.push_screen(ConfirmFlagScreen(
+            keys, "; ".join(dict.fromkeys(reasons.values())),
+            "It is recorded with the reason; the lead's `thumb image unflag` takes it back."),
+            answered)
+
+    def flag_broken(self, view: BisonView, reasons: dict[int, str]) -> None:
+        sides = (view.left, view.right)
         try:
-            self.session.flag_broken(self.view, reasons)
+            self.session.flag_broken(view, reasons)
         except DatabaseBusy:
             self.say(busy("flag"))
             return

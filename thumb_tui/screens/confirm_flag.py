@@ -22,10 +22,13 @@ class ConfirmFlagScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "cancel", key_display="n/Esc", id="flag-no"),
     ]
 
-    def __init__(self, name: str, reason: str) -> None:
+    def __init__(self, name: str, reason: str,
+                 note: str = "It leaves your queue, review and the report; u undoes it."
+                 ) -> None:
         super().__init__()
         self.image = name
         self.reason = reason
+        self.note = note
 
     def compose(self) -> ComposeResult:
         with Vertical(id="flag-dialog"):
@@ -33,8 +36,7 @@ class ConfirmFlagScreen(ModalScreen[bool]):
                         id="flag-question", markup=False)
             yield Label(f"Reason: {printable(self.reason, newlines=False)}",
                         id="flag-reason", markup=False)
-            yield Label("It leaves your queue, review and the report; u undoes it.",
-                        id="flag-note")
+            yield Label(self.note, id="flag-note")
         yield KeyBar(self.BINDINGS)
 
     def action_answer(self, flag: bool) -> None:
