@@ -167,17 +167,22 @@ def drifts(ratings: pd.DataFrame, recent: int = RECENT) -> dict[str, Drift]:
 
 def agreement_so_far(pairs: pd.DataFrame, *, min_images: int = MIN_AGREEMENT_IMAGES,
                      levels: Sequence[str] = ("ordinal", "interval"), bootstrap: int = 500,
-                     ci: float = 0.90, seed: int = 0) -> list[AgreementFigure]:
+                     ci: float = 0.90, seed: int = 0,
+                     marked: int | None = None) -> list[AgreementFigure]:
     """Krippendorff's alpha of P and R over the blind pairs (`pairs`: one row per caption
     with image, caption_id, `<dimension>_a` and `<dimension>_b`), with BCa bootstrap CIs
     resampling images (`metrics.agreement.alpha_table`); with fewer than `min_images`
-    images, no value and the note "too few"."""
+    images, no value and the note "too few" — which says so when fewer than that many
+    images are `marked` for double rating at all (it can never fill then)."""
     images = int(pairs["image"].nunique()) if len(pairs) else 0
+    few = f"too few: {images} of {min_images} images"
+    if marked is not None and marked < min_images:
+        few += f" (only {marked} marked: thumb assign --double)"
     figures = []
     for dimension in DIMENSIONS:
         if images < min_images:
             figures += [AgreementFigure(dimension, level, None, None, None, len(pairs), images,
-                                        f"too few: {images} of {min_images} images")
+                                        few)
                         for level in levels]
             continue
         long = pd.concat([

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, and_, select
+from sqlalchemy import Engine, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
 from rubrics import SCORE_KEYS
@@ -53,6 +53,15 @@ class MonitorData:
     broken_images: list[BrokenImage]
     gold_captions: int = 0
     gold: list[GoldAccuracy] = field(default_factory=list)
+    double_images: int | None = None  # images marked for blind double rating
+
+
+def double_marked(engine: Engine) -> int:
+    """How many images are marked for blind double rating (`thumb assign --double`)."""
+    image = Image.__table__
+    with engine.connect() as connection:
+        return connection.execute(select(func.count()).select_from(image).where(
+            image.c.double_rating.is_(True))).scalar_one()
 
 
 def complete_ratings(engine: Engine) -> pd.DataFrame:
@@ -155,7 +164,8 @@ def read_monitor(engine: Engine, previous: MonitorData | None = None) -> Monitor
             pairs = blind_pairs(engine)
         gold_captions, gold = gold_reading(engine)
         return MonitorData(annotator_names(engine), ratings, pairs, pipeline(engine),
-                           broken_images(engine), gold_captions, gold)
+                           broken_images(engine), gold_captions, gold,
+                           double_marked(engine))
     except DBAPIError as exc:
         if _failure(exc) == "busy":
             raise MonitorBusy("the database is busy (locked by another process)") from exc

@@ -642,6 +642,11 @@ def test_agreement_waits_for_enough_images_then_is_alpha_with_a_ci():
         assert (figure.captions, figure.images) == (24, 8)
     empty = agreement_so_far(pairs.iloc[:0])
     assert {f.note for f in empty} == {"too few: 0 of 5 images"}
+    never = agreement_so_far(pairs.iloc[:0], marked=3)  # 3 marked: it can never fill
+    assert {f.note for f in never} == {"too few: 0 of 5 images (only 3 marked: thumb assign "
+                                       "--double)"}
+    assert {f.note for f in agreement_so_far(pairs.iloc[:0], marked=6)} == {
+        "too few: 0 of 5 images"}
 
 
 def test_alerts_cross_the_thresholds_and_need_enough_captions():

@@ -94,9 +94,9 @@ class FigureMaker:
 
     def agreement(self, data: MonitorData) -> list[AgreementFigure]:
         pairs = data.blind_pairs
-        key = tuple(map(tuple, pairs.itertuples(index=False)))
+        key = (data.double_images, tuple(map(tuple, pairs.itertuples(index=False))))
         if self._agreement is None or self._agreement[0] != key:
-            self._agreement = (key, agreement_so_far(pairs,
+            self._agreement = (key, agreement_so_far(pairs, marked=data.double_images,
                                                      bootstrap=self.settings.bootstrap))
         return self._agreement[1]
 
