@@ -208,11 +208,13 @@ def read_gold(path: Path, rubric: Rubric, problems: Problems, *,
 
 
 def import_gold(engine: Engine, path: str | Path, *, actor: str, rate: float | None = None,
-                feedback: bool | None = None, allow_outside_images: bool = False) -> int:
+                feedback: bool | None = None, allow_outside_images: bool = False,
+                replace: bool = False) -> int:
     """Import a gold file (all or nothing, in one transaction; every problem names its
-    file:line) with the project's rubric; returns the number of gold captions added. A
-    gold image's key may not be a project image's (the annotator would see it twice), and
-    a caption already gold for its image is refused."""
+    file:line) with the project's rubric; returns the number of gold captions added or
+    corrected. A gold image's key may not be a project image's (the annotator would see it
+    twice); a caption already gold for its image is refused, or with `replace` takes the
+    file's ranges, penalties and reason (answers stay, judged by the new ones; logged)."""
     path = Path(path)
     problems = Problems(path)
     if rate is not None:
@@ -228,17 +230,17 @@ def import_gold(engine: Engine, path: str | Path, *, actor: str, rate: float | N
                                          .where(Image.__table__.c.key.in_(keys))).scalars())
         existing = {row.key: row for row in connection.execute(
             select(gold_image).where(gold_image.c.key.in_(keys)))}
-        known = set(connection.execute(
-            select(gold_image.c.key, gold_caption.c.text)
+        known = {(row.key, row.text): row for row in connection.execute(
+            select(gold_image.c.key, gold_caption)
             .join(gold_caption, gold_caption.c.gold_image_id == gold_image.c.id)
-            .where(gold_image.c.key.in_(keys))).all())
+            .where(gold_image.c.key.in_(keys)))}
         for row in rows:
             if row.image in project:
                 problems.add(row.line, f"image {row.image!r} is a project image; a gold "
                                        "image needs a key of its own")
-            elif (row.image, row.caption) in known:
+            elif (row.image, row.caption) in known and not replace:
                 problems.add(row.line, f"duplicate gold caption of image {row.image!r} "
-                                       "(already imported)")
+                                       "(already imported; --replace corrects it)")
             elif row.image in existing and row.path not in (None, existing[row.image].path):
                 problems.add(row.line, f"gold image {row.image!r} was imported with "
                                        "another path")
@@ -257,6 +259,17 @@ def import_gold(engine: Engine, path: str | Path, *, actor: str, rate: float | N
                          for index, end in enumerate(("min", "max"))},
                       **{f"{key}_max": row.penalties.get(key, 0.0) for key in PENALTY_KEYS},
                       "reason": row.reason, "rubric": rubric.signature}
+            old = known.get((row.image, row.caption))
+            if old is not None:  # --replace: the file's answer key and reason, logged
+                changed = {k: v for k, v in values.items() if old._mapping[k] != v}
+                if changed:
+                    connection.execute(gold_caption.update().where(
+                        gold_caption.c.id == old.id).values(**changed))
+                    log_change(connection, actor=actor, action="update",
+                               table="gold_caption", row_id=old.id,
+                               old={k: old._mapping[k] for k in changed}, new=changed,
+                               change_id=change_id)
+                continue
             caption_id = connection.execute(gold_caption.insert().values(
                 **values, created_at=utcnow())).inserted_primary_key[0]
             log_change(connection, actor=actor, action="import", table="gold_caption",

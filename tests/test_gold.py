@@ -135,9 +135,31 @@ def test_importing_the_same_gold_twice_is_refused(engine, tmp_path):
     import_gold(engine, path, actor="lead")
     before = database_dump(engine)
     with pytest.raises(InputError, match=r"gold.csv:2: duplicate gold caption of image 'g1' "
-                                         r"\(already imported\)"):
+                                         r"\(already imported; --replace corrects it\)"):
         import_gold(engine, path, actor="lead")
     assert database_dump(engine) == before
+
+
+def test_replace_corrects_a_gold_caption_and_logs_it(engine, tmp_path):
+    """A lead who wrote a range wrong corrects it: the caption keeps its id (and so its
+    answers), takes the new range and reason, and the change is in the event log."""
+    import_gold(engine, gold_file(tmp_path), actor="lead")
+    (_, captions_before) = gold_rows(engine)
+    fixed = GOLD_CSV.replace("4-5,3-5,,Everything said is true.",
+                             "3-5,3-5,,Mostly true; one ball is half hidden.")
+    assert import_gold(engine, gold_file(tmp_path, fixed, "fixed.csv"), actor="lead",
+                       replace=True) == 4
+    (_, captions) = gold_rows(engine)
+    assert [c.id for c in captions] == [c.id for c in captions_before]
+    balls = next(c for c in captions if c.text == "Three red balls on grass.")
+    assert (balls.precision_min, balls.precision_max, balls.reason) == (
+        3, 5, "Mostly true; one ball is half hidden.")
+    with engine.connect() as connection:
+        logged = connection.execute(select(Event.__table__).where(
+            Event.__table__.c.table_name == "gold_caption",
+            Event.__table__.c.action == "update")).all()
+    assert {(row.field_name, json.loads(row.old_value)) for row in logged} == {
+        ("precision_min", 4), ("reason", "Everything said is true.")}
 
 
 def test_cli_import_rate_feedback_and_status(engine, tmp_path):

@@ -46,6 +46,10 @@ def gold_import_command(
     rate: RateOption = None,
     feedback: FeedbackOption = None,
     allow_outside_images: OutsideImagesOption = False,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="A caption already gold for its image takes this file's ranges, "
+                          "penalties and reason (its answers are judged by them from now "
+                          "on; logged).")] = False,
     by: ActorOption = "",
 ) -> None:
     """Import gold captions (all or nothing; every problem names file:line)."""
@@ -57,11 +61,13 @@ def gold_import_command(
         with database_for_import() as engine:
             added = import_gold(engine, file, actor=by or os_login(), rate=rate,
                                 feedback=feedback,
-                                allow_outside_images=allow_outside_images)
+                                allow_outside_images=allow_outside_images,
+                                replace=replace)
     except ValueError as exc:
         fail(str(exc))
     typer.echo(f"{printable(str(file), newlines=False)}: {added} gold caption"
-               f"{'' if added == 1 else 's'} imported; {_settings_line()}")
+               f"{'' if added == 1 else 's'} {'imported or corrected' if replace else 'imported'}"
+               f"; {_settings_line()}")
 
 
 @app.command("rate")
