@@ -473,7 +473,8 @@ def test_gold_on_postgresql(tmp_path):
         import_captions(engine, SAMPLE_CSV, actor="t")
         import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5, feedback=True)
         session = AnnotationSession(engine, "alice")
-        index = next(i for i, image in enumerate(session.images) if image.key == "g1")
+        index = next(i for i, image in enumerate(session.images)
+                     if is_gold(image.id) and image.key == "01_red_balls")  # g1, by its file
         for group in session.open_image(index):
             session.set_values(group, {"precision": 5, "recall": 5}, image_index=index,
                                focus=0)
