@@ -111,11 +111,11 @@ def _progress(engine: Engine) -> tuple[pd.DataFrame, int, int]:
     and captions."""
     from dataclasses import asdict
 
-    from storage.dashboard import dashboard
+    from storage.dashboard import pipeline_stages, project_size
 
-    board = dashboard(engine)
-    stages = pd.DataFrame([asdict(stage) for stage in board.stages], columns=PROGRESS_COLUMNS)
-    return stages, board.images, board.captions
+    stages = pd.DataFrame([asdict(stage) for stage in pipeline_stages(engine)],
+                          columns=PROGRESS_COLUMNS)
+    return stages, *project_size(engine)
 
 
 def missing_tables(images: int, has_human: bool, has_metrics: bool) -> list[dict[str, str]]:

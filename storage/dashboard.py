@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, Table, func, select
 
 from storage.gold import gold_accuracy, gold_count, gold_waiting
 from storage.image_flags import BrokenImage, broken_images, flagged_by, flagged_image_ids
@@ -206,13 +206,37 @@ def work_for(engine: Engine, name: str) -> list[Work]:
     return [item for item in work if item.count]
 
 
+def _stages(engine: Engine, connection: Connection
+            ) -> tuple[list[StageProgress], dict, dict]:
+    """The pipeline per stage, with the finished and started units it was counted from."""
+    finished, started = _finished_and_started(connection)
+    stages = _image_stages(connection, finished, started) + _caption_stages(engine, connection)
+    return stages, finished, started
+
+
+def _count(connection: Connection, table: Table) -> int:
+    return connection.execute(select(func.count()).select_from(table)).scalar_one()
+
+
+def project_size(engine: Engine) -> tuple[int, int]:
+    """The project's images and captions."""
+    with engine.connect() as connection:
+        return _count(connection, Image.__table__), _count(connection, Caption.__table__)
+
+
+def pipeline_stages(engine: Engine) -> list[StageProgress]:
+    """The pipeline per stage as `thumb status` counts it, without the per-annotator work
+    lists that status adds (each of those reads the queues again): what the monitor and the
+    report show."""
+    with engine.connect() as connection:
+        return _stages(engine, connection)[0]
+
+
 def dashboard(engine: Engine) -> Dashboard:
     """Everything `thumb status` shows, read in a handful of grouped queries."""
     image, caption, annotator = Image.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
-        finished, started = _finished_and_started(connection)
-        stages = _image_stages(connection, finished, started) + _caption_stages(engine,
-                                                                                connection)
+        stages, finished, started = _stages(engine, connection)
         systems = dict(connection.execute(
             select(caption.c.system, func.count()).group_by(caption.c.system)
             .order_by(caption.c.system)).all())
@@ -229,8 +253,7 @@ def dashboard(engine: Engine) -> Dashboard:
         people = connection.execute(select(annotator.c.id, annotator.c.name,
                                            annotator.c.native_english)
                                     .order_by(annotator.c.name)).all()
-        counts = [connection.execute(select(func.count()).select_from(table)).scalar_one()
-                  for table in (image, caption, BisonItem.__table__)]
+        counts = [_count(connection, table) for table in (image, caption, BisonItem.__table__)]
         gold = {row.annotator: row for row in gold_accuracy(connection)}
         gold_captions = gold_count(connection)
 

@@ -13,8 +13,7 @@ from sqlalchemy import Engine, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
 from rubrics import SCORE_KEYS
-from storage import dashboard as status
-from storage.dashboard import StageProgress
+from storage.dashboard import StageProgress, pipeline_stages
 from storage.db import DatabaseBusy, _failure
 from storage.gold import GoldAccuracy, gold_accuracy, gold_count
 from storage.image_flags import BrokenImage, broken_images
@@ -121,16 +120,6 @@ def _no_pairs() -> pd.DataFrame:
     return pd.DataFrame(columns=PAIR_COLUMNS)
 
 
-def pipeline(engine: Engine) -> list[StageProgress]:
-    """The pipeline per stage, counted by `storage.dashboard`'s own functions exactly as
-    `thumb status` shows it, without the per-annotator work lists that status adds (each
-    of those reads the queues again)."""
-    with engine.connect() as connection:
-        finished, started = status._finished_and_started(connection)
-        images = status._image_stages(connection, finished, started)
-        return images + status._caption_stages(engine, connection)
-
-
 def gold_reading(engine: Engine) -> tuple[int, list[GoldAccuracy]]:
     """How many gold captions the project has, and each annotator's gold accuracy (as
     `thumb status` and the report count it), in one short transaction."""
@@ -163,7 +152,7 @@ def read_monitor(engine: Engine, previous: MonitorData | None = None) -> Monitor
         else:
             pairs = blind_pairs(engine)
         gold_captions, gold = gold_reading(engine)
-        return MonitorData(annotator_names(engine), ratings, pairs, pipeline(engine),
+        return MonitorData(annotator_names(engine), ratings, pairs, pipeline_stages(engine),
                            broken_images(engine), gold_captions, gold,
                            double_marked(engine))
     except DBAPIError as exc:
