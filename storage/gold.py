@@ -52,6 +52,7 @@ from storage.rating_desk import (
     CaptionGroup,
     ImageItem,
     RatingDesk,
+    Undone,
     group_of,
 )
 from storage.rubric_registry import project_rubric
@@ -471,9 +472,7 @@ class GoldSeeds:
         for item in chosen:
             merged.insert(rng.randrange(len(merged) + 1), item)
         self.image_ids = {item.id for item in chosen}
-        # this session's gold answer changes, oldest first, each with how many changes
-        # the desk had made before it: undo takes back whichever of the two came last
-        self.changes: list[tuple[int, str]] = []
+        desk.add_undoer("gold", self.undo)  # gold answer changes join the desk's undo
         desk.worklist = desk.worklist.including(
             merged, {item.id: captions_of[item.id] for item in chosen},
             {item.id: answered.get(item.id, set()) for item in chosen})
@@ -554,7 +553,7 @@ class GoldSeeds:
             return self._complete(connection, me, image_id)
 
         desk.worklist.settle(desk.write(write))
-        self.changes.append((_desk_changes(desk), change_id))
+        desk.remember("gold", change_id)
         return replace(group, values={**group.values, **changed})
 
     def _write(self, connection: Connection, me: int, caption_id: int,
@@ -582,9 +581,9 @@ class GoldSeeds:
                    table="gold_answer", row_id=answer_id, old=old, new=values,
                    change_id=change_id, reverts=reverts)
 
-    def undo(self, change_id: str) -> tuple[int, list[str], int] | None:
+    def undo(self, change_id: str) -> Undone | None:
         """Take back one gold answer change of this session (logged as an undo): the gold
-        image's id, the fields and one caption it touched; None if already taken back."""
+        image, the fields and one caption it touched; None if already taken back."""
         event, answer = Event.__table__, GoldAnswer.__table__
 
         def undo(connection: Connection, me: int) -> tuple | None:
@@ -617,7 +616,7 @@ class GoldSeeds:
         events, caption_of, image_id, complete = done
         self.desk.worklist.settle(complete)
         fields = list(dict.fromkeys(row.field_name for row in reversed(events)))
-        return image_id, fields, next(iter(caption_of.values()))
+        return Undone(image_id, fields, next(iter(caption_of.values())))
 
     # -- feedback ---------------------------------------------------------------------
 
@@ -648,11 +647,6 @@ def _shortened(text: str, limit: int = 40) -> str:
     """A caption named in a message: whole when short, else its start and an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
-def _desk_changes(desk: RatingDesk) -> int:
-    """How many changes the desk made in this session (its undo list's length)."""
-    return len(getattr(desk, "_changes", ()))
 
 
 class GoldFront:
@@ -710,19 +704,6 @@ class GoldFront:
         return super().set_values(group, values,  # type: ignore[misc]
                                   image_index=image_index, focus=focus)
 
-    def undo(self):  # the desk's undo result (a gold one in the same shape)
-        gold = self.gold
-        if gold is not None and gold.changes and gold.changes[-1][0] >= _desk_changes(
-                self.desk):
-            while gold.changes and gold.changes[-1][0] >= _desk_changes(self.desk):
-                _, change_id = gold.changes[-1]
-                done = gold.undo(change_id)
-                gold.changes.pop()
-                if done is not None:
-                    image_id, fields, caption_id = done
-                    return _undone(image_id, fields, caption_id)
-        return super().undo()  # type: ignore[misc]
-
     def flag_broken(self, index: int, *args: object, **kwargs: object) -> None:
         if self._gold_image(index):  # nothing to record: the gold image just goes
             self.desk.flagged.add(self.desk.images[index].id)
@@ -738,16 +719,6 @@ class GoldFront:
         if self.gold is not None and is_gold(caption_id):
             return self.gold.index_of_caption(caption_id)
         return super().image_index_of_caption(caption_id)  # type: ignore[misc]
-
-
-def _undone(image_id: int, fields: list[str], caption_id: int) -> object:
-    """An undo's result in the shape the desk gives (`Undone`, or the older tuple)."""
-    from storage import rating_desk
-
-    undone = getattr(rating_desk, "Undone", None)
-    if undone is None:
-        return fields, caption_id
-    return undone(image_id, fields, caption_id)
 
 
 def seeds_for(desk: RatingDesk) -> GoldSeeds | None:

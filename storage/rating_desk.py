@@ -212,9 +212,12 @@ class RatingDesk:
         self._seed_source = seed_source or (lambda: secrets.randbits(31))
         self._clock = clock
         self._opened: tuple[int, float] | None = None
-        # the changes this desk made, oldest first ("rating" or "flag", change id): undo
-        # takes back the last of them, never a change of an earlier session
+        # the changes this desk made, oldest first (kind, change id): undo takes back the
+        # last of them, never a change of an earlier session, by the kind's undoer (a
+        # session that writes elsewhere, like gold answers, adds its own kind)
         self._changes: list[tuple[str, str]] = []
+        self._undoers: dict[str, Callable[[str], Undone | None]] = {
+            "rating": self._undo_rating, "flag": self._undo_flag}
         with engine.connect() as connection:
             row = registration(connection, annotator, native_english)  # refusals now
             self._annotator_id: int | None = None if row is None else row.id
@@ -390,7 +393,7 @@ class RatingDesk:
                                                                  self.annotator, reason))
         self.flagged.add(image.id)
         if change_id is not None:
-            self._changes.append(("flag", change_id))
+            self.remember("flag", change_id)
 
     def index_of(self, image_id: int) -> int:
         return self.worklist.index_of(image_id)
@@ -524,7 +527,7 @@ class RatingDesk:
                                      .where(Caption.__table__.c.id.in_(group.caption_ids)))
 
         self.worklist.settle(self.write(write))
-        self._changes.append(("rating", change_id))
+        self.remember("rating", change_id)
         return replace(group, values={**group.values, **changed})
 
     def _write(self, connection: Connection, annotator_id: int, caption_id: int,
@@ -556,6 +559,15 @@ class RatingDesk:
         log_change(connection, actor=self.annotator, action=action, table="rating",
                    row_id=rating_id, old=old, new=values, change_id=change_id, reverts=reverts)
 
+    def remember(self, kind: str, change_id: str) -> None:
+        """Record a change of this session for undo (`kind`: one with an undoer)."""
+        self._changes.append((kind, change_id))
+
+    def add_undoer(self, kind: str, undoer: Callable[[str], Undone | None]) -> None:
+        """Let undo take back changes of `kind` (the undoer gets their change id and
+        returns what it took back, or None when it was taken back already)."""
+        self._undoers[kind] = undoer
+
     def undo(self) -> Undone | None:
         """Take back the last change this desk made that is not undone yet (a rating change
         or a broken-image flag; never one of an earlier session), logged as an undo."""
@@ -565,8 +577,7 @@ class RatingDesk:
             with self.engine.connect() as connection:
                 reverted = connection.execute(select(event.c.id).where(
                     event.c.reverts == change_id).limit(1)).first() is not None
-            done = None if reverted else (
-                self._undo_flag(change_id) if kind == "flag" else self._undo_rating(change_id))
+            done = None if reverted else self._undoers[kind](change_id)
             self._changes.pop()  # (a refusal above raised first: the change stays)
             if done is not None:
                 return done
