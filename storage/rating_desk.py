@@ -495,11 +495,10 @@ class RatingDesk:
             if field not in RATING_FIELDS:
                 raise ValueError(f"unknown rating field {field!r}")
         after = {**(current or {}), **values}
-        for field in SCORE_KEYS:
-            value = values.get(field)
-            if value is not None and value not in self.rubric.dimension(field).scale:
-                dimension = self.rubric.dimension(field)
-                raise ValueError(f"{field} must be {dimension.min}-{dimension.max}")
+        for dimension in self.rubric.dimensions:
+            value = values.get(dimension.key)
+            if value is not None and value not in dimension.scale:
+                raise ValueError(f"{dimension.key} must be {dimension.min}-{dimension.max}")
         for field in PENALTY_KEYS:
             if field in values or f"{field}_type" in values:
                 problem = self.rubric.penalty_problem(
