@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 
+import krippendorff
 import numpy as np
 
-from metrics.agreement import alpha_from_matrix
 from storage.gold import import_gold, is_gold
 from storage.project_queues import assign_double
 from storage.rating_sessions import AnnotationSession
@@ -120,8 +120,9 @@ def expected_alpha(engine) -> dict[tuple[str, str], float]:
     rows."""
     blind = blind_values(engine)
     shared = sorted(set(blind["alice"]) & set(blind["bob"]))
-    return {(dimension, level): alpha_from_matrix(np.array(
-        [[blind[name][c][position] for c in shared] for name in ("alice", "bob")]), level)
+    return {(dimension, level): krippendorff.alpha(reliability_data=np.array(
+        [[blind[name][c][position] for c in shared] for name in ("alice", "bob")],
+        dtype=float), level_of_measurement=level)
         for dimension, position in (("P", 0), ("R", 1)) for level in ("ordinal", "interval")}
 
 

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from statistics import median
 
+import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,7 +23,6 @@ from typer.testing import CliRunner
 
 import storage.db
 import storage.monitor
-from metrics.agreement import alpha_from_matrix
 from metrics.campaign import (
     Drift,
     Pace,
@@ -165,7 +165,8 @@ async def test_the_monitor_follows_ratings_written_while_it_runs(engine):
             matrix = np.array([[blind[name][c][position] for c in shared]
                                for name in ("alice", "bob")])
             for level in ("ordinal", "interval"):
-                expected = alpha_from_matrix(matrix, level)
+                expected = krippendorff.alpha(reliability_data=matrix.astype(float),
+                                              level_of_measurement=level)
                 line = next(line for line in text.splitlines()
                             if line.strip("│ ").split()[:2] == [dimension, level])
                 assert f"{expected:.2f}" in line and "24 captions, 6 images" in line
@@ -637,7 +638,8 @@ def test_agreement_waits_for_enough_images_then_is_alpha_with_a_ci():
     for figure in figures:
         matrix = np.array([pairs[f"{figure.dimension}_a"], pairs[f"{figure.dimension}_b"]],
                           dtype=float)
-        assert figure.value == pytest.approx(alpha_from_matrix(matrix, figure.level))
+        assert figure.value == pytest.approx(krippendorff.alpha(
+            reliability_data=matrix, level_of_measurement=figure.level))
         assert figure.ci_low <= figure.value <= figure.ci_high
         assert (figure.captions, figure.images) == (24, 8)
     empty = agreement_so_far(pairs.iloc[:0])
