@@ -166,6 +166,18 @@ def fresh_match_project(target: str, folder: Path, batches: int) -> None:
 # -- what the workers do ---------------------------------------------------------------------
 
 
+class _Crashes:
+    """One process's unhandled exceptions (such as "database is locked"): counted, as the
+    issue measured them, with the first one's text as a sample."""
+
+    def __init__(self) -> None:
+        self.count, self.sample = 0, ""
+
+    def add(self, exc: Exception) -> None:
+        self.count += 1
+        self.sample = self.sample or f"{type(exc).__name__}: {exc}"[:200]
+
+
 def _index(session, image_id: int) -> int | None:
     return next((i for i, image in enumerate(session.images) if image.id == image_id), None)
 
@@ -186,6 +198,39 @@ def _rate_image(session, image_id: int, values: Callable[[object], dict]) -> boo
     return True
 
 
+@dataclass(frozen=True)
+class TeamLogins:
+    """Race as a PostgreSQL team's annotators (`storage.team`): each annotator of the race
+    logs in as their own role, `<name>_<suffix>`, which is also their annotator name;
+    `run_race` makes the team once the project exists (the caller drops the roles)."""
+
+    prefix: str
+    suffix: str
+    password: str
+
+    def name(self, base: str) -> str:
+        return f"{base}_{self.suffix}"
+
+    def url(self, target: str, base: str) -> str:
+        from sqlalchemy.engine import make_url
+
+        return make_url(target).set(username=self.name(base), password=self.password
+                                    ).render_as_string(hide_password=False)
+
+    def make(self, target: str, names: list[str]) -> None:
+        from storage import make_engine
+        from storage.team import TeamRoles, add_member, init_team
+
+        engine = make_engine(target)
+        init_team(engine, TeamRoles.named(self.prefix))
+        for base in names:
+            add_member(engine, self.name(base), lead=False, password=self.password)
+        engine.dispose()
+
+
+RACE_ANNOTATORS = ("alice", "bob", *(f"ann{k}" for k in range(WALKERS)))
+
+
 def _session(target: str, name: str, stage: int):
     from storage import make_engine
     from storage.models import Stage
@@ -194,14 +239,14 @@ def _session(target: str, name: str, stage: int):
     return AnnotationSession(make_engine(target), name, stage=Stage(stage))
 
 
-def _worker(race: str, role: int, target: str, image_ids: list[int], barrier, results
-            ) -> None:
+def _worker(role: int, race: str, target: str, image_ids: list[int],
+            logins: TeamLogins | None, barrier, results, _done) -> None:
     """One process of a race: wait at the barrier before each trial, then act."""
     stage = {"two reviewers": 2, "edit vs review": 2 - role}.get(race, 1)
-    name = {"edit vs review": ("bob", "alice")}.get(race, tuple(f"ann{k}" for k in
-                                                             range(WALKERS)))[role]
-    session = _session(target, name, stage)
-    errors, sample, seen = 0, "", {}
+    name = {"edit vs review": ("bob", "alice")}.get(race, RACE_ANNOTATORS[2:])[role]
+    session = (_session(target, name, stage) if logins is None else
+               _session(logins.url(target, name), logins.name(name), stage))
+    crashes, seen = _Crashes(), {}
     for image_id in image_ids if race != "queue walk" else [None]:
         barrier.wait()
         try:
@@ -219,10 +264,9 @@ def _worker(race: str, role: int, target: str, image_ids: list[int], barrier, re
                 _rate_image(session, image_id, lambda g: dict(g.reference))
             else:
                 _rate_image(session, image_id, lambda _: {"precision": 3})
-        except Exception as exc:  # counted: the crashes the issue measured
-            errors += 1
-            sample = sample or f"{type(exc).__name__}: {exc}"[:200]
-    results.put((role, errors, sample, seen))
+        except Exception as exc:
+            crashes.add(exc)
+    results.put((role, crashes.count, crashes.sample, seen))
 
 
 def _match_session(engine, *, take_over: bool = False):
@@ -242,7 +286,7 @@ def _close(session) -> None:
         session.close()
 
 
-def _match_worker(race: str, role: int, target: str, trials: list[int], barrier, results,
+def _match_worker(role: int, race: str, target: str, trials: list[int], barrier, results,
                   done) -> None:
     """One of the two processes verifying as alice, for each trial.
 
@@ -259,14 +303,10 @@ def _match_worker(race: str, role: int, target: str, trials: list[int], barrier,
     from storage.protocol import ProtocolError
 
     engine = make_engine(target)
-    errors, sample = 0, ""
+    crashes = _Crashes()
     held: list[tuple[int, int, int | None]] = []  # (trial, role, claim held)
     saved: list[tuple[int, int, int, int]] = []  # (trial, claim, item, answer) in order
     twice, take_over = race == MATCH_RACES[0], race == MATCH_RACES[1]
-
-    def failed(exc: Exception) -> None:  # counted: crashes
-        nonlocal errors, sample
-        errors, sample = errors + 1, sample or f"{type(exc).__name__}: {exc}"[:200]
 
     for trial in trials:
         session = None
@@ -277,7 +317,7 @@ def _match_worker(race: str, role: int, target: str, trials: list[int], barrier,
                 done.clear()
                 session = _match_session(engine)
         except Exception as exc:
-            failed(exc)
+            crashes.add(exc)
         barrier.wait()  # released together
         if twice or role == 1:
             try:
@@ -285,7 +325,7 @@ def _match_worker(race: str, role: int, target: str, trials: list[int], barrier,
             except ProtocolError:
                 session = None  # told: alice verifies in the other process
             except Exception as exc:
-                failed(exc)
+                crashes.add(exc)
         if twice:
             barrier.wait()  # both have started or been refused; nobody has answered yet
         claim = None if session is None else session.claim_id
@@ -305,49 +345,48 @@ def _match_worker(race: str, role: int, target: str, trials: list[int], barrier,
         except ProtocolError:
             pass  # told: this process no longer holds alice's batch
         except Exception as exc:
-            failed(exc)
+            crashes.add(exc)
         finally:
             if take_over and role == 1:
                 done.set()
         try:
             _close(session)
         except Exception as exc:
-            failed(exc)
+            crashes.add(exc)
         barrier.wait()  # the trial is over: both sessions closed
     engine.dispose()
-    results.put((role, errors, sample, {"held": held, "saved": saved}))
+    results.put((role, crashes.count, crashes.sample, {"held": held, "saved": saved}))
 
 
-def _run_workers(target: str, race: str, processes: int, image_ids: list[int]
-                 ) -> tuple[int, str, dict]:
+def _run_processes(worker: Callable[..., None], processes: int, *args: object,
+                   timeout: float = 1800) -> list[tuple]:
+    """`processes` fresh processes of `worker(role, *args, barrier, results, done)`, sharing
+    one barrier (that releases them together), one results queue and one event: what each
+    put in the queue."""
     context = get_context("spawn")
-    barrier, results = context.Barrier(processes), context.Queue()
-    if race in MATCH_RACES:
-        done = context.Event()
-        workers = [context.Process(target=_match_worker, args=(
-            race, role, target, image_ids, barrier, results, done)) for role in range(2)]
-        for worker in workers:
-            worker.start()
-        outcomes = [results.get(timeout=1800) for _ in workers]
-        for worker in workers:
-            worker.join()
-        errors = sum(outcome[1] for outcome in outcomes)
-        sample = next((outcome[2] for outcome in outcomes if outcome[2]), "")
-        merged = {"held": [h for o in outcomes for h in o[3]["held"]],
-                  "saved": [s for o in sorted(outcomes) for s in o[3]["saved"]]}
-        return errors, sample, merged
-    workers = [context.Process(target=_worker,
-                               args=(race, role, target, image_ids, barrier, results))
+    barrier, results, done = context.Barrier(processes), context.Queue(), context.Event()
+    workers = [context.Process(target=worker, args=(role, *args, barrier, results, done))
                for role in range(processes)]
-    for worker in workers:
-        worker.start()
-    outcomes = [results.get(timeout=1800) for _ in workers]
-    for worker in workers:
-        worker.join()
+    for worker_process in workers:
+        worker_process.start()
+    outcomes = [results.get(timeout=timeout) for _ in workers]
+    for worker_process in workers:
+        worker_process.join()
+    return outcomes
+
+
+def _run_workers(target: str, race: str, processes: int, image_ids: list[int],
+                 logins: TeamLogins | None = None) -> tuple[int, str, dict]:
+    """The race's processes: their errors, the first error's text, and what they saw."""
+    match = race in MATCH_RACES
+    outcomes = (_run_processes(_match_worker, 2, race, target, image_ids) if match else
+                _run_processes(_worker, processes, race, target, image_ids, logins))
     errors = sum(outcome[1] for outcome in outcomes)
     sample = next((outcome[2] for outcome in outcomes if outcome[2]), "")
-    seen = {k: v for outcome in outcomes for k, v in outcome[3].items()}
-    return errors, sample, seen
+    if match:
+        return errors, sample, {"held": [h for o in outcomes for h in o[3]["held"]],
+                                "saved": [s for o in sorted(outcomes) for s in o[3]["saved"]]}
+    return errors, sample, {k: v for outcome in outcomes for k, v in outcome[3].items()}
 
 
 # -- what counts as a violation --------------------------------------------------------------
@@ -449,11 +488,16 @@ def match_api_present() -> bool:
                                                           ).is_file()
 
 
-def run_race(race: str, target: str, trials: int, folder: Path) -> RaceResult:
+def run_race(race: str, target: str, trials: int, folder: Path,
+             logins: TeamLogins | None = None) -> RaceResult:
     """One race over `trials` images (the queue walk: `trials` images walked by 8; a match
-    race: `trials` rounds of two processes verifying as one annotator)."""
+    race: `trials` rounds of two processes verifying as one annotator). With `logins`
+    (not for the match races, whose tables a team's annotators do not reach), each
+    annotator races as their own role of a team."""
     if race not in RACES:
         raise ValueError(f"unknown race {race!r}; one of {', '.join(RACES)}")
+    if logins is not None and race in MATCH_RACES:
+        raise ValueError("the match races run without team logins")
     if race in MATCH_RACES:
         fresh_match_project(target, folder, 2 * trials + 2)
         start = time.perf_counter()
@@ -462,12 +506,15 @@ def run_race(race: str, target: str, trials: int, folder: Path) -> RaceResult:
         return RaceResult(race, trials, _match_violations(race, target, seen), errors,
                           round(seconds, 2), sample)
     reviewed = race in ("two reviewers", "edit vs review")
-    fresh_project(target, folder, trials, rated_by="alice" if reviewed else None,
+    alice = "alice" if logins is None else logins.name("alice")
+    fresh_project(target, folder, trials, rated_by=alice if reviewed else None,
                   double_every=10 if race == "queue walk" else 0)
+    if logins is not None:
+        logins.make(target, list(RACE_ANNOTATORS))
     images = _image_ids(target)
     start = time.perf_counter()
     processes = WALKERS if race == "queue walk" else 2
-    errors, sample, seen = _run_workers(target, race, processes, sorted(images))
+    errors, sample, seen = _run_workers(target, race, processes, sorted(images), logins)
     seconds = time.perf_counter() - start
     if race == "edit vs review":
         final = _stage_one_precision(target)
@@ -483,7 +530,8 @@ def run_race(race: str, target: str, trials: int, folder: Path) -> RaceResult:
 # -- throughput --------------------------------------------------------------------------------
 
 
-def _throughput_worker(role: int, target: str, ratings: int, barrier, results) -> None:
+def _throughput_worker(role: int, target: str, ratings: int, barrier, results, _done
+                       ) -> None:
     """Walk the queue, claiming images, and rate P then R of every caption until
     `ratings` commits: each commit's latency and what it saved."""
     from storage.project_queues import ProtocolError
@@ -491,7 +539,7 @@ def _throughput_worker(role: int, target: str, ratings: int, barrier, results) -
     session = _session(target, f"writer{role}", 1)
     latencies: list[float] = []
     saved: list[tuple[int, str, int]] = []
-    errors, sample = 0, ""
+    crashes = _Crashes()
     barrier.wait()
     for image_id in [image.id for image in list(session.images)]:
         if len(latencies) >= ratings:
@@ -501,8 +549,8 @@ def _throughput_worker(role: int, target: str, ratings: int, barrier, results) -
             groups = [] if index is None else session.open_image(index)
         except ProtocolError:
             continue
-        except Exception as exc:  # counted: the crashes the issue measured
-            errors, sample = errors + 1, sample or f"{type(exc).__name__}: {exc}"[:200]
+        except Exception as exc:
+            crashes.add(exc)
             continue
         for group in groups:
             for field in ("precision", "recall"):
@@ -516,12 +564,12 @@ def _throughput_worker(role: int, target: str, ratings: int, barrier, results) -
                                                focus=0)
                 except ProtocolError:
                     break
-                except Exception as exc:  # counted: the crashes the issue measured
-                    errors, sample = errors + 1, sample or f"{type(exc).__name__}: {exc}"[:200]
+                except Exception as exc:
+                    crashes.add(exc)
                     continue
                 latencies.append(time.perf_counter() - start)
                 saved.extend((caption, field, value) for caption in group.caption_ids)
-    results.put((f"writer{role}", latencies, saved, errors, sample))
+    results.put((f"writer{role}", latencies, saved, crashes.count, crashes.sample))
 
 
 def run_throughput(target: str, folder: Path, processes: int = WALKERS,
@@ -535,17 +583,8 @@ def run_throughput(target: str, folder: Path, processes: int = WALKERS,
 
     images = processes * ratings // (2 * CAPTIONS_PER_IMAGE) * 5 // 4 + 10
     fresh_project(target, folder, images)
-    context = get_context("spawn")
-    barrier, results = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=_throughput_worker,
-                               args=(role, target, ratings, barrier, results))
-               for role in range(processes)]
     start = time.perf_counter()
-    for worker in workers:
-        worker.start()
-    outcomes = [results.get(timeout=3600) for _ in workers]
-    for worker in workers:
-        worker.join()
+    outcomes = _run_processes(_throughput_worker, processes, target, ratings, timeout=3600)
     seconds = time.perf_counter() - start
     latencies = sorted(x for outcome in outcomes for x in outcome[1])
     rating, annotator, event = Rating.__table__, Annotator.__table__, Event.__table__

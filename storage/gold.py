@@ -27,7 +27,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
-from sqlalchemy import Connection, Engine, and_, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Select,
+    and_,
+    func,
+    literal,
+    literal_column,
+    select,
+    update,
+)
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from storage.db import write_transaction
@@ -46,7 +57,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.protocol import complete_clause, is_complete
+from storage.protocol import complete_clause, is_complete, served_by_team
 from storage.rating_desk import (
     RATING_FIELDS,
     CaptionGroup,
@@ -626,21 +637,36 @@ class GoldSeeds:
         if not self.settings.feedback or not self.holds(image_id) or (
                 self.desk.annotator_id is None):
             return None
-        caption, answer = GoldCaption.__table__, GoldAnswer.__table__
         with self.desk.engine.connect() as connection:
-            rows = connection.execute(
-                select(caption.c.reason, caption.c.text,
-                       *[answer.c[k] for k in (*SCORE_KEYS, *PENALTY_KEYS)], *_limits())
-                .join(answer, and_(answer.c.gold_caption_id == caption.c.id,
-                                   answer.c.annotator_id == self.desk.annotator_id))
-                .where(caption.c.gold_image_id == -image_id,  # type: ignore[operator]
-                       complete_clause(answer))
-                .order_by(caption.c.id)).all()
+            if served_by_team(connection, FEEDBACK_FUNCTION):
+                served = getattr(func, FEEDBACK_FUNCTION)(-image_id)  # type: ignore[operator]
+                rows = connection.execute(select(literal_column("*")).select_from(served)).all()
+            else:
+                rows = connection.execute(feedback_query(
+                    literal(-image_id), literal(self.desk.annotator_id))).all()  # type: ignore[operator]
         wrong = [f"“{_shortened(row.text)}”: {row.reason}" for row in rows
                  if not answer_is_right(dict(row._mapping), dict(row._mapping))]
         if not wrong:
             return None
         return "About the previous image: " + "; ".join(dict.fromkeys(wrong))
+
+
+# On a PostgreSQL team database (`storage.team`) an annotator's role may not read a gold
+# caption's key, so the feedback comes from this function, which the team's owner role
+# runs: `feedback_query` for one gold image and the session's own annotator.
+FEEDBACK_FUNCTION = "thumb_gold_feedback"
+
+
+def feedback_query(gold_image: ColumnElement[int], annotator: ColumnElement[int]) -> Select:
+    """The annotator's complete answers to the gold captions of the gold image, each with
+    the caption's text, reason and key (what `answer_is_right` reads)."""
+    caption, answer = GoldCaption.__table__, GoldAnswer.__table__
+    return (select(caption.c.reason, caption.c.text,
+                   *[answer.c[k] for k in (*SCORE_KEYS, *PENALTY_KEYS)], *_limits())
+            .join(answer, and_(answer.c.gold_caption_id == caption.c.id,
+                               answer.c.annotator_id == annotator))
+            .where(caption.c.gold_image_id == gold_image, complete_clause(answer))
+            .order_by(caption.c.id))
 
 
 def _shortened(text: str, limit: int = 40) -> str:

@@ -224,7 +224,10 @@ def _upsert_logged(connection: Connection, table: Table, caption_id: int, actor:
             caption_id=caption_id, created_at=utcnow(), **values)).inserted_primary_key[0]
     else:
         row_id = old.id
-        connection.execute(update(table).where(table.c.id == old.id).values(**values))
+        changed = connection.execute(update(table).where(table.c.id == old.id).values(**values))
+        if changed.rowcount != 1:  # on a team database: another person's row
+            raise ProtocolError("someone else has just recorded this for the caption: the "
+                                "database refuses to change their row")
     log_change(connection, actor=actor, action="update", table=table.name, row_id=row_id,
                old={logged: None if old is None else old._mapping[logged]},
                new={logged: values[logged]})

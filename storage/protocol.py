@@ -17,21 +17,31 @@ from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
+    Integer,
     Result,
     Select,
+    String,
     Table,
     and_,
     bindparam,
+    case,
+    column,
     func,
     or_,
     select,
+    text,
+    type_coerce,
+    union,
+    union_all,
 )
+from sqlalchemy.dialects import postgresql
 
 from rubrics import SCORE_KEYS
 from storage.image_flags import flagged_image_ids
-from storage.models import Annotator, Assignment, Caption, Image, Rating, Stage
+from storage.models import Annotator, Assignment, Caption, Image, ImageFlag, Rating, Stage
 
 if TYPE_CHECKING:  # pandas loads where a frame is built: the sessions need none
     import pandas as pd
@@ -194,38 +204,130 @@ def resolution_refusal(caption_stages: Collection[int]) -> str | None:
     return None
 
 
+# On a PostgreSQL team database (`storage.team`) row-level security shows an annotator
+# only some ratings, so who holds an image comes from this function, which the team's
+# owner role runs over every rating and which returns `rating_progress()`'s rows (names
+# and counts, never a score) for the images in its array argument (NULL: all).
+PROGRESS_FUNCTION = "thumb_rating_progress"
+
+
+def rating_progress(images: ColumnElement[bool] | None = None) -> Select:
+    """Per image, annotator and stage: how many of their ratings are complete (the
+    protocol's view of the ratings), for the images where `images` holds."""
+    caption, rating, annotator = Caption.__table__, Rating.__table__, Annotator.__table__
+    complete = func.count(rating.c.id).filter(complete_clause(rating))
+    query = (select(caption.c.image_id, annotator.c.name, rating.c.stage,
+                    type_coerce(complete, BigInteger).label("complete"))
+             .join(caption, rating.c.caption_id == caption.c.id)
+             .join(annotator, rating.c.annotator_id == annotator.c.id)
+             .group_by(caption.c.image_id, annotator.c.name, rating.c.stage))
+    return query if images is None else query.where(images)
+
+
+def served_by_team(connection: Connection, function: str) -> bool:
+    """Whether this database has the team's function of that name (a PostgreSQL team
+    database, `storage.team`), asked once per database connection."""
+    if connection.dialect.name != "postgresql":
+        return False
+    info = connection.connection.info
+    if function not in info:
+        info[function] = connection.execute(
+            text("SELECT to_regproc(:function) IS NOT NULL"), {"function": function}
+        ).scalar_one()
+    return info[function]
+
+
 @cache
-def _queries(some: bool) -> dict[str, Select]:
+def _queries(some: bool, served: bool) -> dict[str, Select]:
     """The statements that read image states (of all images, or of the ids bound to
-    `ids`), built once: building them costs more than running them on one image."""
-    image, caption, rating = Image.__table__, Caption.__table__, Rating.__table__
+    `ids`), built once: building them costs more than running them on one image. With
+    `served`, the ratings are read through `PROGRESS_FUNCTION`."""
+    image, caption = Image.__table__, Caption.__table__
     assignment, annotator = Assignment.__table__, Annotator.__table__
+    ids = bindparam("ids", expanding=True)
+    if served:
+        progress = getattr(func, PROGRESS_FUNCTION)(
+            bindparam("id_array", type_=postgresql.ARRAY(Integer)) if some else None
+        ).table_valued(column("image_id", Integer), column("name", String),
+                       column("stage", Integer), column("complete", Integer))
+        ratings = select(progress.c.image_id, progress.c.name, progress.c.stage,
+                         progress.c.complete)
+    else:
+        ratings = rating_progress(caption.c.image_id.in_(ids) if some else None)
     queries = {
         "lock": select(image.c.id).order_by(image.c.id).with_for_update(),
         "images": select(image.c.id, image.c.key, image.c.double_rating).order_by(image.c.id),
-        "captions": select(caption.c.image_id, func.count()).group_by(caption.c.image_id),
-        "ratings": (select(caption.c.image_id, annotator.c.name, rating.c.stage,
-                           func.count(rating.c.id).filter(complete_clause(rating)))
-                    .join(caption, rating.c.caption_id == caption.c.id)
-                    .join(annotator, rating.c.annotator_id == annotator.c.id)
-                    .group_by(caption.c.image_id, annotator.c.name, rating.c.stage)),
+        "captions": select(caption.c.image_id, func.count().label("captions"))
+        .group_by(caption.c.image_id),
         "claims": (select(assignment.c.image_id, annotator.c.name, assignment.c.stage,
                           assignment.c.released_at)
                    .join(annotator, assignment.c.annotator_id == annotator.c.id)),
     }
     if some:
-        ids = bindparam("ids", expanding=True)
         image_of = {"lock": image.c.id, "images": image.c.id, "captions": caption.c.image_id,
-                    "ratings": caption.c.image_id, "claims": assignment.c.image_id}
+                    "claims": assignment.c.image_id}
         queries = {name: query.where(image_of[name].in_(ids))
                    for name, query in queries.items()}
-    return queries
+    return {**queries, "ratings": ratings}
+
+
+# On a team database row-level security shows an annotator's role only the images that
+# this function returns for it (`holdable_images`), and the captions, claims and flags of
+# those images; the team's owner role runs it over every row.
+HOLDABLE_FUNCTION = "thumb_holdable_images"
+
+
+def holdable_images(name: ColumnElement[str]) -> Select:
+    """The ids of the images the annotator `name` may hold now or has held: those they
+    rated, claim or claimed, or flagged; those still open at stage 1 (not closed, fewer
+    holders than it takes); those waiting for a reviewer (stage 1 over, no reviewer);
+    those reviewed (open to resolution and the fluency round). It reads the image states
+    from the queries `read_states` reads, and it is the server's coarse bound of
+    `open_images`: what `refusals` lets an annotator open at stage 1 or 2 is among them
+    (their own capacity breaches and reviews they hold are theirs already)."""
+    image, flag = Image.__table__, ImageFlag.__table__
+    queries = _queries(False, False)
+    # each read once (a CTE that the parts share), not once per part
+    ratings, claims = queries["ratings"].cte("ratings"), queries["claims"].cte("claims")
+    captions = queries["captions"].subquery()
+    holders = union(  # each (image, name, stage) once
+        select(ratings.c.image_id, ratings.c.name, ratings.c.stage),
+        select(claims.c.image_id, claims.c.name, claims.c.stage)
+        .where(claims.c.released_at.is_(None), claims.c.stage <= int(Stage.SECOND))
+    ).subquery()
+    counts = (select(holders.c.image_id,
+                     func.count().filter(holders.c.stage == int(Stage.FIRST)).label("first"),
+                     func.count().filter(holders.c.stage == int(Stage.SECOND)).label("second"))
+              .group_by(holders.c.image_id).subquery())
+    complete = (select(ratings.c.image_id, func.count().label("complete"))
+                .join(captions, captions.c.image_id == ratings.c.image_id)
+                .where(ratings.c.stage == int(Stage.FIRST),
+                       ratings.c.complete == captions.c.captions)
+                .group_by(ratings.c.image_id).subquery())
+    closed = union_all(select(ratings.c.image_id).where(ratings.c.stage >= int(Stage.SECOND)),
+                       select(claims.c.image_id).where(claims.c.stage >= int(Stage.SECOND)))
+    theirs = union_all(select(holders.c.image_id).where(holders.c.name == name),
+                       select(claims.c.image_id).where(claims.c.name == name),
+                       select(flag.c.image_id).join(Annotator.__table__)
+                       .where(Annotator.__table__.c.name == name))
+    takes = case((image.c.double_rating, 2), else_=1)
+    first, second = func.coalesce(counts.c.first, 0), func.coalesce(counts.c.second, 0)
+    return (select(image.c.id.label("image_id"))
+            .outerjoin(counts, counts.c.image_id == image.c.id)
+            .outerjoin(complete, complete.c.image_id == image.c.id)
+            .where(or_(image.c.id.in_(theirs),
+                       and_(image.c.id.not_in(closed), first < takes),
+                       and_(func.coalesce(complete.c.complete, 0) >= takes, second == 0),
+                       image.c.id.in_(select(ratings.c.image_id)
+                                      .where(ratings.c.stage == int(Stage.SECOND))))))
 
 
 def _run(connection: Connection, name: str, image_ids: Collection[int] | None) -> Result:
+    queries = _queries(image_ids is not None, served_by_team(connection, PROGRESS_FUNCTION))
     if image_ids is None:
-        return connection.execute(_queries(False)[name])
-    return connection.execute(_queries(True)[name], {"ids": sorted(image_ids)})
+        return connection.execute(queries[name])
+    ids = sorted(image_ids)
+    return connection.execute(queries[name], {"ids": ids, "id_array": ids})
 
 
 def lock_images(connection: Connection, image_ids: Collection[int] | None = None) -> None:
@@ -275,7 +377,9 @@ def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_i
     annotator may rate this image at `stage` now. It locks the image first: call it in the
     write transaction of the write it guards, before that write (without `lock` it only
     reads: a refusal is final, a pass must be checked again under the lock)."""
-    state = read_states(connection, [image_id], lock=lock)[image_id]
+    state = read_states(connection, [image_id], lock=lock).get(image_id)
+    if state is None:  # on a team database: an image the annotator's role may not hold
+        raise ImageTaken("another annotator took this image")
     found = refusals(state, [(annotator, stage)])
     if found:
         raise found[0].error()

@@ -49,6 +49,10 @@ COMMANDS = {
     "judgments list": ["judgments", "list"],
     "next": ["next", "--annotator", "ann"],
     "image unflag": ["image", "unflag", "img01"],
+    "team init": ["team", "init"],
+    "team add": ["team", "add", "ann", "--cert"],
+    "team remove": ["team", "remove", "ann"],
+    "team status": ["team", "status"],
     "monitor": ["monitor"],
     "match propose": ["match", "propose", "--model", "m", "--scores", str(SAMPLE_CSV)],
     "match batches": ["match", "batches"],
@@ -129,6 +133,7 @@ def test_out_into_a_missing_folder(rated_db, tmp_path, name):
     assert "missing" in line
 
 
+@pytest.mark.slow
 def test_a_hub_model_fails_fast_without_hf_hub_offline(rated_db, tmp_path):
     """Issue #15 item 6: without HF_HUB_OFFLINE, loading a hub model spent minutes in
     retries. Models now load from local files only unless --allow-download."""

@@ -4,9 +4,14 @@ SQLAlchemy URL of an empty, disposable database (.ci/run sets one up where it ca
 from __future__ import annotations
 
 import os
+import re
+import secrets
+import shlex
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from benchmarks.races import drop_everything
@@ -15,9 +20,11 @@ from storage.models import Stage
 from storage.project_queues import ProtocolError, disagreements
 from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
+from thumb_tui.cli import app
 
 URL = os.environ.get("THUMB_TEST_POSTGRES")
-pytestmark = pytest.mark.skipif(not URL, reason="THUMB_TEST_POSTGRES is not set")
+pytestmark = [pytest.mark.skipif(not URL, reason="THUMB_TEST_POSTGRES is not set"),
+              pytest.mark.postgres]
 
 
 @pytest.fixture
@@ -64,6 +71,7 @@ def test_postgresql_enforces_values_and_append_only_log(engine):
         connection.execute(text("DELETE FROM event_log"))
 
 
+@pytest.mark.slow
 def test_a_sqlite_project_moves_to_postgresql(engine, tmp_path):
     """Export from SQLite, import into PostgreSQL: the same final scores and workflow."""
     from storage import export_ratings
@@ -93,6 +101,7 @@ def test_a_sqlite_project_moves_to_postgresql(engine, tmp_path):
     assert len(disagreements(engine)) == len(disagreements(source))
 
 
+@pytest.mark.slow
 def test_judgment_sets_on_postgresql(engine):
     """Both kinds of judgment set import, score and report on PostgreSQL, and its
     constraints refuse a score off the set's scale."""
@@ -142,48 +151,57 @@ def test_postgresql_records_the_database_role_whatever_the_client_sends(engine):
     assert {row.os_login for row in logged if row.actor != "mallory"} == {getpass.getuser()}
 
 
-def test_a_team_with_one_role_per_annotator_as_the_readme_sets_it_up(engine):
-    """The README's grants let an annotator's own role rate (locks, claims, event log),
+README = Path(__file__).resolve().parent.parent / "README.md"
+README_TEAM = "**A team on PostgreSQL, one role per person.**"
+
+
+def readme_team_commands(readme: str) -> list[list[str]]:
+    """The `thumb team …` commands of the README's team set-up, as argument lists."""
+    block = re.search(re.escape(README_TEAM) + r".*?```sh\n(.*?)```", readme, re.S)
+    assert block, "the README's team set-up block is missing"
+    return [shlex.split(line)[1:] for line in block.group(1).splitlines()
+            if line.startswith("thumb team ")]
+
+
+def test_a_team_as_the_readme_sets_it_up():
+    """The README's `thumb team` commands (with a prefix and names of this run: role
+    names are global to the server) make a team on which an annotator's own role rates,
     the event log names that role, and the role cannot rewrite history."""
-    import re
-    import secrets
-    from pathlib import Path
+    from typer.testing import CliRunner
 
-    from sqlalchemy.engine import make_url
+    from storage.team import TeamRoles
+    from tests.team_helpers import PASSWORD, dissolve
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    grants = re.search(r"-- connected to database thumb as thumb_owner.*?\n(.*?)```", readme,
-                       re.S).group(1)
-    import_captions(engine, SAMPLE_CSV, actor="t")
-    role = f"ann_{secrets.token_hex(4)}"
-    with engine.begin() as connection:
-        connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'"))
-        connection.execute(text(f"CREATE ROLE {role}_group NOLOGIN"))
-        connection.execute(text(f"GRANT {role}_group TO {role}"))
-        database = connection.execute(text("SELECT current_database()")).scalar()
-        for statement in grants.split(";"):
-            statement = re.sub(r"--[^\n]*", "", statement).strip()
-            if statement:
-                connection.execute(text(statement.replace("annotators", f"{role}_group")
-                                        .replace("DATABASE thumb", f"DATABASE {database}")))
-    url = make_url(URL).set(username=role, password="pw")
+    commands = readme_team_commands(README.read_text(encoding="utf-8"))
+    assert [command[:2] for command in commands][:2] == [["team", "init"], ["team", "add"]]
+    suffix = secrets.token_hex(4)
+    people = {command[2] for command in commands if command[1] == "add"}
+    name = {person: f"{person}_{suffix}" for person in people}
+    roles = TeamRoles.named(f"t{suffix}")
+    drop_everything(URL)
+    runner = CliRunner()
     try:
-        own = create_engine(url)
-        alice = AnnotationSession(own, "alice")
+        assert runner.invoke(app, ["--db", URL, "import", str(SAMPLE_CSV)]).exit_code == 0
+        for command in commands:
+            command = [name.get(word, word) for word in command]
+            if command[1] == "init":
+                command += ["--prefix", f"t{suffix}"]
+            result = runner.invoke(app, ["--db", URL, *command],
+                                   input=f"{PASSWORD}\n{PASSWORD}\n")
+            assert result.exit_code == 0, (command, result.output)
+        alice_name = name["alice"]
+        own = create_engine(make_url(URL).set(username=alice_name, password=PASSWORD))
+        alice = AnnotationSession(own, alice_name)
         alice.set_values(alice.open_image(0)[0], {"precision": 4}, image_index=0, focus=0)
         alice.flag_broken(1, "cannot be seen")  # a slip the role may take back
         assert alice.undo() is not None
         with own.connect() as connection:
-            roles = set(connection.execute(text(
-                "SELECT db_role FROM event_log WHERE actor = 'alice'")).scalars())
-        assert roles == {role}
+            roles_logged = set(connection.execute(text(
+                "SELECT db_role FROM event_log WHERE actor = :name"), {"name": alice_name}
+            ).scalars())
+        assert roles_logged == {alice_name}
         with pytest.raises(DBAPIError), own.begin() as connection:
             connection.execute(text("DELETE FROM rating"))
         own.dispose()
     finally:
-        with engine.begin() as connection:
-            for on in ("ALL TABLES IN SCHEMA public", "ALL SEQUENCES IN SCHEMA public",
-                       "SCHEMA public", f"DATABASE {database}"):
-                connection.execute(text(f"REVOKE ALL ON {on} FROM {role}_group"))
-            connection.execute(text(f"DROP ROLE {role}"))
-            connection.execute(text(f"DROP ROLE {role}_group"))
+        dissolve(URL, roles, name.values())

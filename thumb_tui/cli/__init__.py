@@ -18,6 +18,7 @@ from thumb_tui.cli import (
     project,
     rating,
     retrieval,
+    team,
 )
 from thumb_tui.cli.common import SafeGroup, state
 
@@ -51,5 +52,6 @@ app.add_typer(retrieval.app, name="retrieval")
 app.add_typer(match.app, name="match")
 app.add_typer(gold.app, name="gold")
 app.add_typer(images.app, name="image")
+app.add_typer(team.app, name="team")
 
 __all__ = ["app"]

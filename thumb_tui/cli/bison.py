@@ -55,7 +55,7 @@ def bison_import_command(
 
 @app.command("annotate")
 def bison_annotate_command(
-    annotator: AnnotatorOption,
+    annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
 ) -> None:
     """Answer BISON items: which of the two images does the caption describe?"""

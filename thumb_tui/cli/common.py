@@ -260,7 +260,9 @@ ImageModeOption = Annotated[
 NativeOption = Annotated[
     bool | None, typer.Option("--native/--non-native", help="Are you a native English speaker?")
 ]
-AnnotatorOption = Annotated[str, typer.Option("--annotator", help="Your annotator name.")]
+AnnotatorOption = Annotated[str | None, typer.Option(
+    "--annotator", help="Your annotator name (required, except on a PostgreSQL team "
+                        "database, where it is your login role).")]
 AllowDownloadOption = Annotated[bool, typer.Option(
     "--allow-download",
     help="Let models be fetched from the Hugging Face hub. By default only local files are "
@@ -355,17 +357,29 @@ def annotator_name(annotator: str) -> str:
 KNOWN_LISTED = 20  # names an unknown-annotator refusal lists at most
 
 
-def known_annotator(annotator: str) -> str:
+def known_annotator(annotator: str | None) -> str:
     """The --annotator name, which must be an annotator of the project (made by `thumb
     annotator NAME`, an import or earlier work): a typo would otherwise start a second
-    annotator whose ratings are split from the real one's. Ends the command with the
-    closest known name and how to create a new one."""
+    annotator whose ratings are split from the real one's; on a PostgreSQL team database
+    an annotator's login role, which is also the name when none is given. Ends the
+    command with the closest known name and how to create a new one."""
     import difflib
     import shlex
 
     from storage.annotators import annotator_names
+    from storage.team import session_annotator
 
+    role = session_annotator(state.existing_engine)
+    if annotator is None:
+        if role is None:
+            fail("--annotator is required: your annotator name (only an annotator's login "
+                 "role on a PostgreSQL team database names them without it)")
+        return role
     name = annotator_name(annotator)
+    if role is not None and name != role:
+        shown_role = printable(role, newlines=False)
+        fail(f"you are logged in to the database as the annotator '{shown_role}': on this "
+             f"team database your annotator name is your role (--annotator {shown_role})")
     known = annotator_names(state.existing_engine)
     if name in known:
         return name

@@ -187,7 +187,7 @@ def batches_command(
 
 @app.command("annotate")
 def annotate_command(
-    annotator: AnnotatorOption,
+    annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
     take_over: Annotated[bool, typer.Option(
         "--take-over",

@@ -239,7 +239,7 @@ def _done_open(done: int, going: int) -> str:
 
 
 @app.command("next")
-def next_command(annotator: AnnotatorOption) -> None:
+def next_command(annotator: AnnotatorOption = None) -> None:
     """What this annotator can do now, as the commands to run."""
     import shlex
 

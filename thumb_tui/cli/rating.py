@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-def _rating_session(annotator: str, stage: Stage, native: bool | None) -> AnnotationSession:
+def _rating_session(annotator: str | None, stage: Stage, native: bool | None) -> AnnotationSession:
     """The annotator's session at stage 1 or 2 (with `--native`/`--non-native` recorded
     first); ends the command with the reason when the protocol refuses or there is nothing
     to rate."""
@@ -45,7 +45,7 @@ def _rating_session(annotator: str, stage: Stage, native: bool | None) -> Annota
 
 @app.command("annotate")
 def annotate_command(
-    annotator: AnnotatorOption,
+    annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
     native: NativeOption = None,
 ) -> None:
@@ -60,7 +60,7 @@ def annotate_command(
 
 @app.command("review")
 def review_command(
-    annotator: AnnotatorOption,
+    annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
     native: NativeOption = None,
 ) -> None:
@@ -76,7 +76,7 @@ def review_command(
 
 @app.command("resolve")
 def resolve_command(
-    annotator: AnnotatorOption,
+    annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
 ) -> None:
     """Settle captions whose stage-1 and stage-2 values differ, worst first."""
@@ -97,7 +97,9 @@ def resolve_command(
 
 @app.command("fluency-round")
 def fluency_round_command(
-    annotator: Annotated[str, typer.Option("--annotator", help="A native English speaker.")],
+    annotator: Annotated[str | None, typer.Option(
+        "--annotator", help="A native English speaker (on a PostgreSQL team database: "
+                            "your login role, the default).")] = None,
 ) -> None:
     """Check the fluency of captions neither of whose raters was a native speaker."""
     from storage.rating_sessions import FluencyRoundSession
