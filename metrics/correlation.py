@@ -322,23 +322,62 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
 def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence[str],
                  bootstrap: int, ci: float, seed: int) -> pd.DataFrame:
     """THUMB Table 2: per system, the mean of each human score and penalty in `scores`
-    (a rubric's) and of Total (BCa bootstrap CIs over images, with `total_ci_warning`),
-    next to each metric's mean."""
+    (a rubric's), of Total and of each metric, each with a BCa bootstrap CI over images
+    (`COLUMN_ci_low`, `COLUMN_ci_high`, `COLUMN_ci_warning`; none for a metric undefined
+    for some of the system's captions)."""
     rows = []
     for system, part in data.groupby("system", sort=False):
         weights = (image_weights(part["image_id"], bootstrap, seed, jackknife=True)
                    if bootstrap else None)
         row: dict[str, object] = {"system": system, "n": len(part)}
-        for column in (*scores, "total"):
-            row[column] = float(part[column].mean())
-        if weights is not None:
-            means = replicate_sums(weights, part["total"].to_numpy()) / weights.sum(axis=1)
-            (row["total_ci_low"], row["total_ci_high"],
-             row["total_ci_warning"]) = bca(means, row["total"], bootstrap, ci)
-        for metric in metrics:
-            row[metric] = float(part[metric].mean())
+        for column in (*scores, "total", *metrics):
+            values = part[column].to_numpy(dtype=float)
+            row[column] = float(values.mean())
+            if weights is not None and not np.isnan(values).any():
+                means = replicate_sums(weights, values) / weights.sum(axis=1)
+                (row[f"{column}_ci_low"], row[f"{column}_ci_high"],
+                 row[f"{column}_ci_warning"]) = bca(means, row[column], bootstrap, ci)
         rows.append(row)
     return pd.DataFrame(rows).sort_values("total", ascending=False).reset_index(drop=True)
+
+
+def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: int
+                       ) -> pd.DataFrame:
+    """Every pair of systems, higher mean Total first: the difference of their mean Totals
+    over the images both captioned, with a paired BCa bootstrap CI (an image drawn brings
+    both systems' captions of it) and `significant`, whether the CI leaves out 0. A tidy
+    frame: system, versus, difference, ci_low, ci_high, ci_warning, images, significant."""
+    order = data.groupby("system", sort=False)["total"].mean().sort_values(ascending=False)
+    rows = []
+    for index, system in enumerate(order.index):
+        for versus in order.index[index + 1:]:
+            pair = data[data["system"].isin([system, versus])]
+            shared = pair.groupby("image_id")["system"].nunique() == 2
+            pair = pair[pair["image_id"].isin(shared[shared].index)]
+            if pair.empty:
+                continue
+            first = (pair["system"] == system).to_numpy(dtype=float)
+            totals = pair["total"].to_numpy(dtype=float)
+            difference = float(totals[first == 1].mean() - totals[first == 0].mean())
+            row = {"system": system, "versus": versus, "difference": difference,
+                   "ci_low": np.nan, "ci_high": np.nan, "ci_warning": None,
+                   "images": int(pair["image_id"].nunique())}
+            if bootstrap:
+                weights = image_weights(pair["image_id"], bootstrap, seed, jackknife=True)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    replicates = (
+                        replicate_sums(weights, totals * first)
+                        / replicate_sums(weights, first)
+                        - replicate_sums(weights, totals * (1 - first))
+                        / replicate_sums(weights, 1 - first))
+                row["ci_low"], row["ci_high"], row["ci_warning"] = bca(
+                    replicates, difference, bootstrap, ci)
+            rows.append(row)
+    columns = ["system", "versus", "difference", "ci_low", "ci_high", "ci_warning",
+               "images"]
+    table = pd.DataFrame(rows, columns=columns)
+    table["significant"] = (table["ci_low"] > 0) | (table["ci_high"] < 0)
+    return table
 
 
 def strict_best_worst(data: pd.DataFrame) -> pd.DataFrame:

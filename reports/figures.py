@@ -1,13 +1,17 @@
-"""`thumb report`'s figures, written as SVG directly: THUMB Figure 2 (P and R histograms,
-human vs machine captions) and a metric-vs-Total scatter plot per metric. They are a few
-bars and dots; importing a plotting library took longer than the whole report's
-statistics (issue #19). Every label is stored text and is escaped for XML."""
+"""`thumb report`'s figures: THUMB Figure 2 (P and R histograms, human vs machine captions)
+and a metric-vs-Total scatter plot per metric, coloured by system. `figure_data` computes
+what each figure shows, once; `draw_figures` writes it as SVG directly (a few bars and dots:
+importing a plotting library took longer than the whole report's statistics, issue #19) and
+`reports.print_figures` draws the same data with matplotlib for print. Every label is
+stored text and is escaped for XML. The palette is Okabe and Ito's, safe for colour-blind
+readers."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +20,123 @@ import pandas as pd
 from reports.tables import Report
 from rubrics import Rubric, for_html
 
-MACHINE, HUMAN = "#1f77b4", "#ff7f0e"
+# Okabe & Ito (2008), "Color Universal Design": told apart by readers with any common
+# colour-vision deficiency. Yellow comes last (it is faint on white); black is kept for ink.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442")
+MACHINE, HUMAN = PALETTE[0], PALETTE[1]
+HUMAN_SYSTEM = "Human"
 PANEL_WIDTH, HEIGHT = 450, 350
 LEFT, RIGHT, TOP, BOTTOM = 60, 15, 30, 45  # margins around a plot area, in pixels
+LEGEND_WIDTH = 120  # right of a scatter plot
+LEGEND_CHARACTERS = 18  # a longer group name is cut (with …) to fit that width
+POINT_OPACITY = 0.7  # overlapping points read darker, each colour still tells its group
+
+
+@dataclass(frozen=True)
+class Bars:
+    """One histogram panel: per score level, each group's share of captions (percent)."""
+
+    title: str
+    levels: tuple[float, ...]
+    shares: dict[str, np.ndarray]  # group -> percent of its captions at each level
+
+
+@dataclass(frozen=True)
+class Points:
+    """One scatter panel: each group's (x, y) points, both values defined."""
+
+    groups: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """What one figure shows, for every renderer: its file name (without extension), title,
+    caption, axis labels (with units), the colour of each group, and either histogram
+    panels side by side or one scatter panel."""
+
+    stem: str
+    title: str
+    caption: str
+    x_label: str
+    y_label: str
+    colours: dict[str, str]
+    bars: tuple[Bars, ...] = ()
+    points: Points | None = None
+
+    @property
+    def has_data(self) -> bool:
+        """Whether there is anything to draw (no human score yet: no bar, no point)."""
+        return any(panel.shares for panel in self.bars) or bool(
+            self.points and self.points.groups)
+
+
+def group_colours(groups: Sequence[str]) -> dict[str, str]:
+    """A colour per group, the Human captions always in HUMAN, the others in palette order
+    (repeating after seven groups)."""
+    others = [colour for colour in PALETTE if colour != HUMAN]
+    machine = iter(others * (len(groups) // len(others) + 1))
+    return {group: HUMAN if group == HUMAN_SYSTEM else next(machine) for group in groups}
+
+
+def histogram_data(data: pd.DataFrame, rubric: Rubric) -> FigureData:
+    """Figure 2: per score level of the first two dimensions, the share of machine and of
+    Human captions at that level (a group without a scored caption is left out)."""
+    human = (data["system"] == HUMAN_SYSTEM).to_numpy()
+    colours = {"machine": MACHINE, HUMAN_SYSTEM: HUMAN}
+    panels = []
+    for dimension in rubric.dimensions[:2]:
+        levels = tuple(float(level) for level in dimension.scale)
+        values = data[dimension.key].to_numpy(float)
+        shares = {}
+        for group, rows in (("machine", ~human), (HUMAN_SYSTEM, human)):
+            kept = values[rows & ~np.isnan(values)]
+            if len(kept):
+                counts = np.array([(kept == level).sum() for level in levels], dtype=float)
+                shares[group] = 100 * counts / len(kept)
+        panels.append(Bars(dimension.label, levels, shares))
+    first, second = rubric.dimensions[:2]
+    scale = (f"{first.min}–{first.max}" if (first.min, first.max) == (second.min, second.max)
+             else f"{first.short} {first.min}–{first.max}, {second.short} "
+                  f"{second.min}–{second.max}")
+    drawn = {group for panel in panels for group in panel.shares}
+    return FigureData(
+        stem="figure2",
+        title=f"{first.label} and {second.label.lower()}: human vs machine captions",
+        caption=(f"Share of captions at each {first.short} and {second.short} score, machine "
+                 f"captions and Human captions apart (THUMB Figure 2; {len(data)} captions)."),
+        x_label=f"score ({scale})", y_label="share of captions (%)",
+        colours={group: colour for group, colour in colours.items() if group in drawn},
+        bars=tuple(panels))
+
+
+def scatter_data(data: pd.DataFrame, metric: str, rubric: Rubric) -> FigureData:
+    """One point per caption where the metric and the human Total are both defined, in its
+    system's colour."""
+    x, y = data[metric].to_numpy(float), data["total"].to_numpy(float)
+    kept = ~np.isnan(x) & ~np.isnan(y)
+    groups = {}
+    for system in dict.fromkeys(data["system"]):
+        rows = kept & (data["system"] == system).to_numpy()
+        if rows.any():
+            groups[system] = (x[rows], y[rows])
+    best = max(d.max for d in rubric.dimensions)
+    return FigureData(
+        stem=f"scatter-{re.sub(r'[^A-Za-z0-9.-]+', '-', metric).strip('-')}",
+        title=f"{metric} vs human Total",
+        caption=(f"{metric} against the human Total, one point per caption ({int(kept.sum())} "
+                 "where both are defined), coloured by system."),
+        x_label=f"{metric} (metric score)", y_label=f"human Total (points, {best} best)",
+        colours=group_colours(list(groups)), points=Points(groups))
+
+
+def figure_data(report: Report) -> list[FigureData]:
+    """Figure 2 and one scatter plot per metric, those with something to draw."""
+    if report.data.empty:
+        return []
+    figures = [histogram_data(report.data, report.rubric),
+               *[scatter_data(report.data, metric, report.rubric)
+                 for metric in report.signatures]]
+    return [figure for figure in figures if figure.has_data]
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -86,6 +204,18 @@ class _Panel:
         return parts
 
 
+def _legend(colours: dict[str, str], left: float, top: float) -> list[str]:
+    """A swatch and name per group, one below the other from (left, top)."""
+    parts = []
+    for row, (group, colour) in enumerate(colours.items()):
+        y = top + 14 + row * 16
+        name = (group if len(group) <= LEGEND_CHARACTERS
+                else group[:LEGEND_CHARACTERS - 1] + "…")
+        parts.append(f'<rect x="{left}" y="{y - 9}" width="10" height="10" fill="{colour}"/>'
+                     f'<text x="{left + 15}" y="{y}">{for_html(name)}</text>')
+    return parts
+
+
 def _svg(width: int, title: str, parts: Sequence[str]) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" '
             f'viewBox="0 0 {width} {HEIGHT}" font-family="sans-serif" font-size="11">'
@@ -93,34 +223,25 @@ def _svg(width: int, title: str, parts: Sequence[str]) -> str:
             f'fill="white"/>{"".join(parts)}</svg>\n')
 
 
-def histogram_figure(data: pd.DataFrame, rubric: Rubric, title: str) -> str:
-    """Figure 2: per score level of the first two dimensions, the share of machine and of
-    Human captions at that level, side by side."""
-    human = (data["system"] == "Human").to_numpy()
+def _bars_svg(figure: FigureData) -> str:
+    """Each panel's groups side by side in 80% of a level's width."""
     parts: list[str] = []
-    for index, dimension in enumerate(rubric.dimensions[:2]):
-        bins = [level - 0.5 for level in dimension.scale] + [dimension.max + 0.5]
-        values = data[dimension.key].to_numpy(float)
-        shares = []
-        for group in (~human, human):
-            kept = values[group & ~np.isnan(values)]
-            shares.append(np.histogram(kept, bins=bins, density=True)[0] if len(kept)
-                          else np.zeros(len(bins) - 1))
-        top = max(float(np.max(shares)), 0.05) * 1.05
-        panel = _Panel(index * PANEL_WIDTH, (bins[0], bins[-1]), (0.0, top),
-                       x_ticks=[float(level) for level in dimension.scale])
-        bar = panel.x(bins[0] + 0.4) - panel.x(bins[0])  # two bars in 80% of a bin
-        for share, colour, offset in zip(shares, (MACHINE, HUMAN), (-1, 0), strict=True):
-            for level, value in zip(dimension.scale, share, strict=True):
-                at, height = panel.x(level) + offset * bar, panel.y(0) - panel.y(value)
-                parts.append(f'<rect x="{at:.1f}" y="{panel.y(value):.1f}" width="{bar:.1f}" '
-                             f'height="{height:.1f}" fill="{colour}"/>')
-        parts += panel.axes("score", "share of captions", dimension.label)
-    for row, (label, colour) in enumerate((("machine", MACHINE), ("Human", HUMAN))):
-        y = TOP + 10 + row * 16
-        parts.append(f'<rect x="{LEFT + 10}" y="{y - 9}" width="10" height="10" '
-                     f'fill="{colour}"/><text x="{LEFT + 25}" y="{y}">{label}</text>')
-    return _svg(2 * PANEL_WIDTH, title, parts)
+    for index, panel_data in enumerate(figure.bars):
+        levels = panel_data.levels
+        top = max([5.0, *(float(np.max(s)) for s in panel_data.shares.values())]) * 1.05
+        panel = _Panel(index * PANEL_WIDTH, (levels[0] - 0.5, levels[-1] + 0.5), (0.0, top),
+                       x_ticks=list(levels))
+        bar = (panel.x(levels[0] + 0.8) - panel.x(levels[0])) / len(panel_data.shares)
+        start = -len(panel_data.shares) / 2
+        for offset, (group, shares) in enumerate(panel_data.shares.items()):
+            for level, share in zip(levels, shares, strict=True):
+                at, height = panel.x(level) + (start + offset) * bar, panel.y(0) - panel.y(share)
+                parts.append(f'<rect x="{at:.1f}" y="{panel.y(share):.1f}" width="{bar:.1f}" '
+                             f'height="{height:.1f}" fill="{figure.colours[group]}"/>')
+        parts += panel.axes(figure.x_label, figure.y_label, panel_data.title)
+        if index == 0:  # the bars are low at the low levels: room in the top left corner
+            parts += _legend(figure.colours, panel.left + 8, panel.top)
+    return _svg(len(figure.bars) * PANEL_WIDTH, figure.title, parts)
 
 
 def _padded_range(values: np.ndarray) -> tuple[float, float]:
@@ -130,33 +251,38 @@ def _padded_range(values: np.ndarray) -> tuple[float, float]:
     return low - pad, high + pad
 
 
-def scatter_figure(x: np.ndarray, y: np.ndarray, x_label: str, y_label: str,
-                   title: str) -> str:
-    """One dot per caption where both values are defined (translucent, so that dense
-    regions read as darker)."""
-    kept = ~np.isnan(x) & ~np.isnan(y)
-    x, y = x[kept], y[kept]
+def _points_svg(figure: FigureData, points: Points) -> str:
+    """One translucent dot per point (dense regions read as darker), a group per colour;
+    the legend right of the plot area, where it hides no point."""
+    x = np.concatenate([xs for xs, _ in points.groups.values()] or [np.empty(0)])
+    y = np.concatenate([ys for _, ys in points.groups.values()] or [np.empty(0)])
     panel = _Panel(0, _padded_range(x), _padded_range(y))
-    dots = [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2"/>'
-            for a, b in zip(panel.x(x), panel.y(y), strict=True)]
-    parts = [f'<g fill="{MACHINE}" fill-opacity="0.4">{"".join(dots)}</g>',
-             *panel.axes(x_label, y_label)]
-    return _svg(PANEL_WIDTH, title, parts)
+    parts = []
+    for group, (xs, ys) in points.groups.items():
+        dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3"/>'
+                       for a, b in zip(panel.x(xs), panel.y(ys), strict=True))
+        parts.append(f'<g fill="{figure.colours[group]}" fill-opacity="{POINT_OPACITY}">'
+                     f'{dots}</g>')
+    parts += panel.axes(figure.x_label, figure.y_label)
+    parts += _legend(figure.colours, PANEL_WIDTH, TOP)
+    return _svg(PANEL_WIDTH + LEGEND_WIDTH, figure.title, parts)
 
 
-def draw_figures(report: Report, folder: Path) -> dict[str, Path]:
-    """Figure 2 and one scatter plot per metric as SVG files in `folder`: title -> path."""
-    data, dimensions = report.data, report.rubric.dimensions
-    figures: dict[str, Path] = {}
-    title = (f"{dimensions[0].label} and {dimensions[1].label.lower()}: human vs machine "
-             "captions")
-    figures[title] = folder / "figure2.svg"
-    figures[title].write_text(histogram_figure(data, report.rubric, title), encoding="utf-8")
-    for metric in report.signatures:
-        title = f"{metric} vs human Total"
-        path = folder / f"scatter-{re.sub(r'[^A-Za-z0-9.-]+', '-', metric).strip('-')}.svg"
-        path.write_text(scatter_figure(data[metric].to_numpy(float),
-                                       data["total"].to_numpy(float), metric, "human Total",
-                                       title), encoding="utf-8")
-        figures[title] = path
-    return figures
+def figure_svg(figure: FigureData) -> str:
+    return _bars_svg(figure) if figure.points is None else _points_svg(figure, figure.points)
+
+
+@dataclass(frozen=True)
+class WrittenFigure:
+    data: FigureData
+    path: Path
+
+
+def draw_figures(report: Report, folder: Path) -> list[WrittenFigure]:
+    """Every figure of `figure_data` as an SVG file in `folder`."""
+    written = []
+    for figure in figure_data(report):
+        path = folder / f"{figure.stem}.svg"
+        path.write_text(figure_svg(figure), encoding="utf-8")
+        written.append(WrittenFigure(figure, path))
+    return written

@@ -2,23 +2,31 @@
 JSON. Every number is shown with the signature of the metric that produced it. Stored text
 (system and annotator names, signatures) is untrusted: Markdown escapes it for Markdown and
 HTML, the HTML page is rendered with raw HTML off and a Content-Security-Policy that runs
-no script and loads nothing but its own inline images and style."""
+no script and loads nothing but its own inline images and style.
+
+Both documents open with the summary (`reports.summary`); the HTML page adds a title with
+the project's name and date, a table of contents, the figures in a grid with captions and
+a print stylesheet: pure HTML and CSS."""
 
 from __future__ import annotations
 
 import base64
 import json
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pandas as pd
 
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
-from reports.figures import draw_figures
+from reports.figures import WrittenFigure, draw_figures
 from reports.judgments import JudgmentReport, metrics_hint
+from reports.numbers import ci_bounds, mean_with_ci
 from reports.retrieval_text import retrieval_sections
+from reports.summary import subset_words, summarize
 from reports.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
 
@@ -31,12 +39,15 @@ def to_json(report: Report) -> str:
 
     return json.dumps({
         "header": report.header, "signatures": report.signatures,
-        "systems": records(report.systems), "strict": records(report.strict),
+        "summary": summarize(report).sentences(),
+        "systems": records(report.systems), "differences": records(report.differences),
+        "strict": records(report.strict),
         "correlations": records(report.correlations), "williams": records(report.williams),
         "pairwise": records(report.pairwise), "table4": records(report.table4),
         "bison": {name: records(table) for name, table in report.bison.items()},
         "judgments": [judgment_json(judgments) for judgments in report.judgments],
         "retrieval": records(report.retrieval),
+        "agreement": records(report.agreement),
         "progress": records(report.progress), "missing": report.missing,
         "broken_images": [{"image": item.key, "flagged_by": item.annotator,
                            "reason": item.reason} for item in report.broken],
@@ -54,15 +65,6 @@ def markdown_table(frame: pd.DataFrame, **options: object) -> str:
     escaped.columns = [cell(str(c)) for c in frame.columns]
     escaped.index = pd.Index([cell(v) for v in frame.index], name=cell(frame.index.name))
     return escaped.to_markdown(**options)
-
-
-def ci_bounds(low: float, high: float, digits: int = 2) -> str:
-    """`[low, high]` rounded outwards (down, up) to `digits`: a value printed with more
-    digits than its interval must not seem to fall outside it (0.698 [0.70, 1.00])."""
-    scale = 10**digits
-    # a bound within 1e-9 of a printed step is that step (0.29 * 100 is 28.999...)
-    return (f"[{math.floor(low * scale + 1e-9) / scale:.{digits}f}, "
-            f"{math.ceil(high * scale - 1e-9) / scale:.{digits}f}]")
 
 
 class Notes:
@@ -101,33 +103,75 @@ def noted(frame: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     return frame
 
 
-def _with_ci(value: float, low: float, high: float, mark: str = "") -> str:
-    return f"{value:.3f}" + ("" if pd.isna(low) else f" {ci_bounds(low, high)}") + mark
+def with_intervals(frame: pd.DataFrame, value: str, notes: Notes) -> pd.DataFrame:
+    """The frame with `value` shown as `value [CI]` (and the mark of its CI warning) in
+    place of the `value`, `ci_low`, `ci_high` and `ci_warning` columns."""
+    shown = frame.copy()
+    shown[value] = _cells(frame, value, notes)
+    return shown.drop(columns=["ci_low", "ci_high", "ci_warning"], errors="ignore").rename(
+        columns={value: f"{value} [CI]"})
 
 
-def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric
-                    ) -> tuple[str, str]:
+def _means(systems: pd.DataFrame, column: str, digits: int, notes: Notes, *,
+           with_ci: bool = True) -> list[str]:
+    """Each system's mean of `column`, with its CI (and the mark of its CI warning) where
+    the systems table has one for that column and `with_ci` asks for it."""
+    interval = [f"{column}_ci_low", f"{column}_ci_high", f"{column}_ci_warning"]
+    rows = systems.reindex(columns=[column, *interval]).astype(
+        {column: float, interval[0]: float, interval[1]: float})
+    if not with_ci:
+        return [mean_with_ci(mean, math.nan, math.nan, digits) for mean in rows[column]]
+    return [mean_with_ci(mean, low, high, digits) + notes.mark(warning)
+            for mean, low, high, warning in rows.itertuples(index=False)]
+
+
+def _has_ci(systems: pd.DataFrame, column: str) -> bool:
+    return f"{column}_ci_low" in systems and systems[f"{column}_ci_low"].notna().any()
+
+
+def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric, *,
+                    every_ci: bool) -> tuple[str, str]:
     """Table 2 as two narrow tables: the human means of the rubric's scores and penalties
-    (Total with its CI) and the metric means, one row per metric and one column per
-    system."""
+    and the metric means, one row per metric and one column per system; each mean with
+    the CI the systems table computed for it (with `every_ci` off, Total's only: so the
+    tables fit an 80-column terminal)."""
     human = systems[["system", "n"]].copy()
+    notes = Notes(for_markdown)
     columns = [(d.key, d.short, 2) for d in rubric.dimensions]
     columns += [(p.key, p.abbreviation, 3) for p in rubric.penalties]
-    for column, label, digits in columns:
-        human[label] = systems[column].map(lambda v, d=digits: "-" if pd.isna(v) else
-                                           f"{v:.{d}f}")
-    notes = Notes(for_markdown)
-    # Total and its CI printed to the same digits: the rounding keeps Total inside
-    human["Total [CI]"] = ["-" if pd.isna(total) else f"{total:.2f}" + ("" if pd.isna(low) else
-                                             f" [{low:.2f}, {high:.2f}]") + notes.mark(warning)
-                           for total, low, high, warning in systems.reindex(  # no CI:
-                               columns=["total", "total_ci_low", "total_ci_high",  # --bootstrap 0
-                                        "total_ci_warning"]).itertuples(index=False)]
-    means = systems.set_index("system")[metrics].T.rename_axis("metric mean")
+    for column, label, digits in [*columns, ("total", "Total", 2)]:
+        with_ci = column == "total" or (every_ci and _has_ci(systems, column))
+        shown = f"{label} [CI]" if with_ci else label
+        human[shown] = _means(systems, column, digits, notes, with_ci=with_ci)
+    means = pd.DataFrame({metric: _means(systems, metric, 3, notes, with_ci=every_ci)
+                          for metric in metrics},
+                         index=systems["system"]).T.rename_axis("metric mean")
     return (markdown_table(human, index=False, disable_numparse=True,
                            colalign=("left", *["right"] * (len(human.columns) - 1)))
             + notes.markdown(),
-            markdown_table(means, floatfmt=".3f") if metrics else "no metrics computed")
+            markdown_table(means, disable_numparse=True,
+                           colalign=("left", *["right"] * len(means.columns)))
+            if metrics else "no metrics computed")
+
+
+def _differences_table(report: Report) -> str:
+    """Every pair of systems: the difference of mean Totals with its paired CI, and whether
+    the CI leaves out 0."""
+    notes = Notes(for_markdown)
+    table = report.differences
+    ci = f"{float(report.header.get('ci', 0.9)):.0%}"
+    shown = pd.DataFrame({
+        "system": table["system"], "versus": table["versus"],
+        f"Δ Total [{ci} CI]": _cells(table, "difference", notes),
+        "images": table["images"].astype(str),
+        "significant": ["—" if pd.isna(low) else "yes" if significant else "no"
+                        for low, significant in zip(table["ci_low"], table["significant"],
+                                                    strict=True)]})
+    return ("Paired bootstrap over the images both systems captioned: a difference is "
+            "significant when its BCa CI leaves out 0.\n\n"
+            + markdown_table(shown, index=False, disable_numparse=True,
+                             colalign=("left", "left", "right", "right", "left"))
+            + notes.markdown())
 
 
 def labelled_bison_tables(bison: dict[str, pd.DataFrame]
@@ -148,14 +192,20 @@ def labelled_bison_tables(bison: dict[str, pd.DataFrame]
 
 
 def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
-    """BISON tables with each model named by a short label; signatures listed below."""
+    """The BISON tables that have rows, each model named by a short label with its
+    signature listed below (an empty table is a line under "Not computed yet")."""
     shown, labels = labelled_bison_tables(bison)
     sections = []
     for name, table in bison.items():
+        if table.empty:
+            continue
         notes = Notes(for_markdown)
-        text = (markdown_table(noted(shown[name], notes), index=False, floatfmt=".3f")
-                + notes.markdown() if len(table) else "none yet")
-        if "signature" in table and len(table):
+        value = "accuracy" if "accuracy" in table else None
+        shown_table = (with_intervals(shown[name], value, notes) if value
+                       else noted(shown[name], notes))
+        text = (markdown_table(shown_table, index=False, floatfmt=".3f")
+                + notes.markdown())
+        if "signature" in table:
             text += "\n\n" + "\n".join(f"- {for_markdown(labels[s])}: {for_markdown(s)}"
                                         for s in dict.fromkeys(table["signature"]))
         sections.append((f"BISON: {name}", text))
@@ -188,11 +238,19 @@ def _missing_sections(report: Report) -> list[tuple[str, str]]:
                                             for line in missing_lines(report)))]
 
 
-def _markdown_tables(report: Report) -> list[tuple[str, str]]:
-    """(title, markdown table) sections shared by the Markdown and HTML reports: the
-    progress first, the tables not computed yet last."""
-    return (_progress_sections(report) + _computed_tables(report)
-            + _gold_sections(report) + _broken_sections(report) + _missing_sections(report))
+def _markdown_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
+                     every_ci: bool = False) -> list[tuple[str, str]]:
+    """(title, body) sections shared by the Markdown and HTML reports, each only where it
+    has something to show: the progress first while no caption has a complete human
+    rating (last once one has), the `figures` section after the systems tables, the
+    tables not computed yet last. `every_ci`: every mean of the systems table with its CI
+    (the HTML page has the width; an 80-column terminal has not)."""
+    progress = _progress_sections(report)
+    rating = any(note["key"] in ("captions", "human") for note in report.missing)
+    early, late = (progress, []) if rating else ([], progress)
+    return [*early, *_computed_tables(report, figures, every_ci=every_ci),
+            *_gold_sections(report),
+            *_broken_sections(report), *late, *_missing_sections(report)]
 
 
 def _gold_sections(report: Report) -> list[tuple[str, str]]:
@@ -220,7 +278,45 @@ def _broken_sections(report: Report) -> list[tuple[str, str]]:
              markdown_table(table, index=False))]
 
 
-def _computed_tables(report: Report) -> list[tuple[str, str]]:
+# the correlation methods in the order of their columns, with their names in a table
+METHOD_NAMES = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall-b": "τ-b",
+                "kendall-c": "τ-c"}
+
+
+def _correlation_sections(report: Report) -> list[tuple[str, str]]:
+    """Every correlation, one section per human score: per subset, the metrics (rows) by
+    method (columns), each value with its BCa CI (Kendall's tau has none); n in the
+    heading, or a column where metrics are defined for different captions."""
+    labels, ci = score_labels(report.rubric), f"{report.header.get('ci', 0.9):.0%}"
+    sections = []
+    for dimension, of_dimension in report.correlations.groupby("dimension", sort=False):
+        parts = []
+        for subset, rows in of_dimension.groupby("subset", sort=False):
+            notes = Notes(for_markdown)
+            methods = [m for m in METHOD_NAMES if m in set(rows["method"])]
+            table = rows.assign(cell=_cells(rows, "r", notes)).pivot(
+                index="metric", columns="method", values="cell").reindex(
+                index=list(dict.fromkeys(rows["metric"])), columns=methods)
+            table.columns = [METHOD_NAMES[m] for m in methods]
+            counts = rows.groupby("metric", sort=False)["n"].max()
+            if counts.nunique() > 1:
+                table["n"] = counts.astype(str)
+            count = f" (n = {counts.iloc[0]})" if counts.nunique() == 1 else ""
+            words = subset_words(str(subset))
+            parts.append(f"**{for_markdown(words[:1].upper() + words[1:])}**{count}"
+                         "\n\n" + markdown_table(table.rename_axis("metric").reset_index(),
+                                                 index=False, disable_numparse=True)
+                         + notes.markdown())
+        label = labels.get(str(dimension), str(dimension))
+        methods = (f"Pearson r and Spearman ρ with {ci} BCa CIs over images; Kendall τ-b "
+                   "and τ-c as point estimates.")
+        sections.append((f"Correlation with {for_markdown(label)}",
+                         "\n\n".join([methods, *parts])))
+    return sections
+
+
+def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
+                     every_ci: bool) -> list[tuple[str, str]]:
     missing = {note["key"] for note in report.missing}
     others = [*_bison_sections(report.bison),
               *[section for judgments in report.judgments
@@ -229,36 +325,31 @@ def _computed_tables(report: Report) -> list[tuple[str, str]]:
     if report.data.empty:  # no caption scored yet: only what else the project holds
         return others
     labels = score_labels(report.rubric)
-    all_methods = report.correlations.copy()
-    all_methods["dim"] = all_methods["dimension"].map(labels)
-    correlation_notes, pairwise_notes = Notes(for_markdown), Notes(for_markdown)
-    all_methods["r [CI]"] = [_with_ci(r, low, high, correlation_notes.mark(warning))
-                             for r, low, high, warning in all_methods.reindex(
-                                 columns=["r", "ci_low", "ci_high", "ci_warning"]).itertuples(
-                                 index=False)]
-    human, means = _systems_tables(report.systems, list(report.signatures), report.rubric)
+    pairwise_notes = Notes(for_markdown)
+    human, means = _systems_tables(report.systems, list(report.signatures), report.rubric,
+                                   every_ci=every_ci)
     first, second = (d.short for d in report.rubric.dimensions)
-    human_sections = [
-        ("Systems: human scores (THUMB Table 2; Total CI over images)", human),
+    strict = ([] if report.strict.empty else [
         (f"Strictly best / worst in both {for_markdown(first)} and {for_markdown(second)} "
-         "(THUMB Table 3)",
-         markdown_table(report.strict, index=False)),
-    ]
+         "(THUMB Table 3)", markdown_table(report.strict, index=False))])
     correlation_sections = [
         ("Instance-level Pearson r (THUMB Table 4)",
          markdown_table(report.table4, index=False, floatfmt=".3f")),
-        ("All correlations with BCa bootstrap CIs (no CI for Kendall's tau)",
-         markdown_table(all_methods[["metric", "dim", "subset", "method", "r [CI]",
-                                     "n"]], index=False) + correlation_notes.markdown()),
-        ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
-         markdown_table(noted(report.pairwise, pairwise_notes), index=False, floatfmt=".3f")
-         + pairwise_notes.markdown()),
+        *_correlation_sections(report),
+        *([] if report.pairwise.empty else [
+            ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
+             markdown_table(with_intervals(report.pairwise, "accuracy", pairwise_notes),
+                            index=False, floatfmt=".3f") + pairwise_notes.markdown())]),
     ]
     # a table that cannot be computed yet is named under "Not computed yet" instead
     sections = [
-        *([] if "human" in missing else human_sections[:1]),
+        *([] if "human" in missing else [
+            ("Systems: human scores (THUMB Table 2; CIs over images)", human)]),
+        *([] if "human" in missing or report.differences.empty else [
+            ("Differences between systems (human Total)", _differences_table(report))]),
         *([] if "metrics" in missing else [("Systems: metric means", means)]),
-        *([] if "human" in missing else human_sections[1:]),
+        *([] if "human" in missing else strict),
+        *figures,
         *([] if "correlations" in missing else correlation_sections),
         *others,
     ]
@@ -269,7 +360,8 @@ def _computed_tables(report: Report) -> list[tuple[str, str]]:
         significant["dim"] = significant["dim"].map(labels)
         sections.append(("Williams test: metric correlates better than versus (p < 0.05)",
                          markdown_table(significant, index=False, floatfmt=".3f")
-                         if len(significant) else "none"))
+                         if len(significant) else "No metric's correlation with a human "
+                         "score is significantly higher than another's."))
     return sections
 
 
@@ -293,45 +385,165 @@ def _header_lines(report: Report | JudgmentReport) -> list[str]:
     return lines
 
 
-def to_markdown(report: Report, figures: dict[str, Path]) -> str:
-    lines = ["# thumb-tui report", "", *_header_lines(report), ""]
-    for title, table in _markdown_tables(report):
+def _summary_markdown(report: Report) -> str:
+    return "\n".join(f"- {for_markdown(sentence)}" for sentence in summarize(report).sentences())
+
+
+def _figures_markdown(figures: Sequence[WrittenFigure]) -> str:
+    """A link to each figure's file beside the report (a link, not an image: the Markdown
+    makes no request of its own when rendered) with its numbered caption."""
+    return "\n".join(f"- *Figure {number}.* {for_markdown(figure.data.caption)} "
+                     f"[{figure.path.name}]({figure.path.name})"  # our file names
+                     for number, figure in enumerate(figures, start=1))
+
+
+def _title(report: Report) -> str:
+    return str(report.header.get("project") or "thumb-tui project")
+
+
+def to_markdown(report: Report, figures: Sequence[WrittenFigure] = (),
+                generated: date | None = None) -> str:
+    generated = generated or datetime.now(UTC).date()
+    lines = [f"# thumb-tui report: {for_markdown(_title(report))}", "",
+             f"Written {generated.isoformat()}.", "", "## Summary", "",
+             _summary_markdown(report), "", "## Settings", "", *_header_lines(report), ""]
+    figures_section = [("Figures", _figures_markdown(figures))] if figures else []
+    for title, table in _markdown_tables(report, figures_section):
         lines += [f"## {title}", "", table, ""]
-    if figures:
-        lines += ["## Figures", ""]
-        lines += [f"- {for_markdown(name)}: [{path.name}]({path.name})"  # our file names
-                  for name, path in figures.items()]
     return "\n".join(lines) + "\n"
 
 
-def to_html(report: Report, figures: dict[str, Path]) -> str:
+def _figures_html(figures: Sequence[WrittenFigure]) -> str:
+    """The figures in a grid, each inlined as a data: image (the only images the policy
+    allows) with its numbered caption; a figure of several panels spans the grid."""
+    items = []
+    for number, figure in enumerate(figures, start=1):
+        encoded = base64.b64encode(figure.path.read_bytes()).decode("ascii")
+        wide = ' class="wide"' if len(figure.data.bars) > 1 else ""
+        items.append(f'<figure{wide}><img alt="{for_html(figure.data.title)}" '
+                     f'src="data:image/svg+xml;base64,{encoded}"><figcaption><b>Figure '
+                     f'{number}.</b> {for_html(figure.data.caption)}</figcaption></figure>')
+    return f'<div class="figures">{"".join(items)}</div>'
+
+
+class _Html(str):
+    """A section body built here as HTML from escaped parts (every other body is Markdown,
+    rendered with raw HTML off)."""
+
+
+def _anchor(index: int, title: str) -> str:
+    """A section's id: its number and the ASCII words of its title."""
+    words = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].rstrip("-")
+    return f"s{index}-{words}" if words else f"s{index}"
+
+
+def _meta_line(report: Report, generated: date) -> str:
+    """Under the title: the date, rubric and size of the project (escaped)."""
+    header = report.header
+    parts = [generated.isoformat(), *[f"rubric {r}" for r in header.get("rubric") or []],
+             f"{header.get('captions', 0)} captions", f"{header.get('images', 0)} images"]
+    for key in ("systems", "annotators"):
+        if named := header.get(key):
+            parts.append(f"{len(named)} {key if len(named) > 1 else key[:-1]}")
+    parts.append(str(header.get("tool", "thumb-tui")))
+    return " · ".join(for_html(str(part)) for part in parts)
+
+
+def to_html(report: Report, figures: Sequence[WrittenFigure] = (),
+            generated: date | None = None) -> str:
     import markdown_it
 
+    generated = generated or datetime.now(UTC).date()
     # raw HTML off: whatever the Markdown holds is shown as text, never parsed as a tag
     renderer = markdown_it.MarkdownIt("commonmark", {"html": False}).enable("table")
-    body = [renderer.render("# thumb-tui report\n\n" + "\n".join(_header_lines(report)))]
-    for title, table in _markdown_tables(report):
-        body.append(renderer.render(f"## {title}\n\n{table}\n"))
-    for name, path in figures.items():
-        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-        body.append(f'<h2>{for_html(name)}</h2><img alt="{for_html(name)}" '
-                    f'src="data:image/svg+xml;base64,{encoded}">')
-    return HTML_PAGE.format(policy=CONTENT_SECURITY_POLICY, style=STYLE, body="".join(body))
+    sections = _markdown_tables(report, [("Figures", _Html(_figures_html(figures)))]
+                                if figures else [], every_ci=True)
+    sections.append(("Settings and metric signatures", "\n".join(_header_lines(report))))
+    contents, body = [], []
+    for index, (title, text) in enumerate(sections, start=1):
+        anchor, heading = _anchor(index, title), renderer.renderInline(title)
+        html = text if isinstance(text, _Html) else renderer.render(text)
+        # a wide table scrolls in its own box: the page never grows wider than the window
+        html = html.replace("<table>", '<div class="table-wrap"><table>').replace(
+            "</table>", "</table></div>")
+        contents.append(f'<li><a href="#{anchor}">{heading}</a></li>')
+        body.append(f'<section id="{anchor}"><h2>{heading}</h2>{html}</section>')
+    summary = "".join(f"<li>{for_html(sentence)}</li>"
+                      for sentence in summarize(report).sentences())
+    page = (f'<header><p class="kicker">thumb-tui report · THUMB caption evaluation</p>'
+            f"<h1>{for_html(_title(report))}</h1>"
+            f'<p class="meta">{_meta_line(report, generated)}</p></header>'
+            f'<section id="summary" class="summary"><h2>Summary</h2><ul>{summary}</ul>'
+            f'</section><nav class="contents" aria-label="Contents"><h2>Contents</h2><ol>'
+            f'{"".join(contents)}</ol></nav>{"".join(body)}')
+    return HTML_PAGE.format(policy=CONTENT_SECURITY_POLICY, style=STYLE,
+                            title=for_html(f"{_title(report)} · thumb-tui report"), body=page)
 
 
 # No script runs, nothing is fetched: only the page's own style and its data: images.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
                            "base-uri 'none'; form-action 'none'")
-STYLE = ("body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:"
-         "collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}")
-HTML_PAGE = ("<!doctype html><html><head><meta charset='utf-8'>"
+STYLE = """
+:root{--ink:#1d2330;--muted:#5b6475;--rule:#d9dee7;--accent:#0072B2;--band:#f3f6fa}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,
+sans-serif;color:var(--ink);max-width:1180px;margin:0 auto;padding:28px 40px 64px}
+header{border-bottom:3px solid var(--accent);padding-bottom:12px;margin-bottom:20px}
+.kicker{text-transform:uppercase;letter-spacing:.08em;font-size:12px;color:var(--accent);
+margin:0}
+h1{font-size:30px;line-height:1.2;margin:4px 0 6px;overflow-wrap:anywhere}
+.meta{color:var(--muted);margin:0}
+h2{font-size:20px;margin:34px 0 10px;padding-bottom:4px;border-bottom:1px solid var(--rule)}
+h2 code,nav code{font-size:inherit}
+.summary{background:var(--band);border-left:4px solid var(--accent);border-radius:4px;
+padding:2px 22px 10px}
+.summary h2{border:0;margin:14px 0 4px}
+.summary ul{margin:0;padding-left:20px}
+.summary li{margin:6px 0}
+nav.contents ol{columns:2;column-gap:48px;margin:0;padding-left:24px}
+nav.contents li{margin:2px 0;break-inside:avoid}
+a{color:var(--accent);text-decoration:none}
+a:hover{text-decoration:underline}
+.table-wrap{overflow-x:auto;margin:8px 0 6px}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:14px}
+th,td{padding:4px 12px;border-bottom:1px solid var(--rule);text-align:right;
+white-space:nowrap}
+th{border-bottom:2px solid var(--ink);font-weight:600;vertical-align:bottom}
+th:first-child,td:first-child{text-align:left}
+tbody tr:nth-child(even){background:#fafbfd}
+section p{margin:8px 0;overflow-wrap:anywhere}
+section ul{overflow-wrap:anywhere}
+section:last-of-type>ul:first-of-type{columns:3;column-gap:32px}
+.figures{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:18px}
+figure{margin:0;border:1px solid var(--rule);border-radius:4px;padding:10px;
+background:#fff}
+figure.wide{grid-column:1/-1}
+figure img{display:block;width:100%;height:auto}
+figure.wide img{max-width:900px;margin:auto}
+figcaption{font-size:13px;color:var(--muted);margin-top:6px}
+@media print{
+@page{margin:16mm 14mm}
+body{font-size:10pt;max-width:none;padding:0}
+h2{break-after:avoid}
+table,figure,.summary{break-inside:avoid}
+.table-wrap{overflow:visible}
+th,td{padding:2px 8px}
+tbody tr:nth-child(even){background:none}
+nav.contents a{color:inherit}
+a{color:inherit}
+}
+"""
+HTML_PAGE = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
              "<meta http-equiv='Content-Security-Policy' content=\"{policy}\">"
-             "<title>thumb-tui report</title><style>{style}</style></head>"
+             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             "<title>{title}</title><style>{style}</style></head>"
              "<body>{body}</body></html>\n")
 
 
-def write_report(report: Report, folder: Path, fmt: str) -> Path:
-    """Write the report (and its figures) into `folder`; return the main file."""
+def write_report(report: Report, folder: Path, fmt: str, *,
+                 print_figures: bool = False) -> Path:
+    """Write the report (and its figures: SVG, and with `print_figures` also PDF and
+    300-dpi PNG) into `folder`; return the main file."""
     if fmt not in FORMATS:
         raise ValueError(f"report format must be one of {', '.join(FORMATS)}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -339,7 +551,11 @@ def write_report(report: Report, folder: Path, fmt: str) -> Path:
         path = folder / "report.json"
         path.write_text(to_json(report), encoding="utf-8")
         return path
-    figures = draw_figures(report, folder) if len(report.data) else {}
+    figures = draw_figures(report, folder)
+    if print_figures:
+        from reports.print_figures import write_print_figures
+
+        write_print_figures([figure.data for figure in figures], folder)
     path = folder / f"report.{fmt}"
     text = to_markdown(report, figures) if fmt == "md" else to_html(report, figures)
     path.write_text(text, encoding="utf-8")

@@ -6,11 +6,12 @@ never sent) and then `rich.text.Text` (no markup) or Markdown escaping."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -18,11 +19,13 @@ from metrics.retrieval import ncs_label_suffix
 from rubrics.escape import for_markdown, printable
 
 COLUMNS = ("i2t", "t2i", "mean")
+TERMINAL_WIDTH = 80  # every terminal table fits this or switches to its long layout
+UNDEFINED = "—"  # a value that cannot be computed (a τ over constant rankings)
 
 
 def _percent(value: object) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
+        return UNDEFINED
     return f"{100 * float(value):.1f}"
 
 
@@ -72,22 +75,50 @@ def _title(ci: float) -> str:
 
 def results_table(records: Sequence[dict[str, object]], *, ci: float,
                   out: Path | None = None) -> None:
-    """One table per model (its name in the title), each value over its CI."""
-    tables = []
+    """One table per model (its name in the title), each value over its CI; a model whose
+    three columns of values would not fit 80 columns gets one row per value instead."""
+    tables: list[object] = []
     for model in dict.fromkeys(r["model"] for r in records):
         title = Text(f"{model}: ")
         title.append(_title(ci))
-        table = Table(title=title, title_justify="left", pad_edge=False, box=None)
-        for header in ("positives", "metric", *COLUMNS):
-            table.add_column(header, justify="right" if header in COLUMNS else "left",
-                             overflow="fold")
-        for row in result_rows([r for r in records if r["model"] == model], "\n"):
-            table.add_row(*(Text(cell) for cell in row[1:]))
-        tables.append(table)
+        of_model = [r for r in records if r["model"] == model]
+        wide = terminal_table(title, ("positives", "metric", *COLUMNS),
+                              [row[1:] for row in result_rows(of_model, "\n")], labels=2)
+        tables.append(fitted(wide, lambda title=title, of_model=of_model: terminal_table(
+            title, ("positives", "metric", "direction", "value [CI]"),
+            _result_pairs(of_model), labels=3)))
     tables += [Text(line) for line in _warnings(records)]
-    from rich.console import Group
-
     _print(Group(*tables), out)
+
+
+def _result_pairs(records: Sequence[dict[str, object]]) -> list[list[str]]:
+    """The long layout of a model's results: one row per value (positives, metric,
+    direction, value [CI])."""
+    return [[printable(str(record["positives"]), newlines=False),
+             printable(_metric_name(record), newlines=False), str(record["direction"]),
+             _cell(record)] for record in records]
+
+
+def terminal_table(title: str | Text, headers: Sequence[str], rows: Sequence[Sequence[str]],
+                   *, labels: int = 1) -> Table:
+    """A borderless table whose first `labels` columns hold text (folded where it must
+    be) and the others numbers, right-aligned and never wrapped (a number cut in two,
+    "1." over "00", reads as two). Cells are shown literally (`rich.text.Text`)."""
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    for index, header in enumerate(headers):
+        text = index < labels
+        table.add_column(Text(header), justify="left" if text else "right",
+                         overflow="fold", no_wrap=not text)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
+def fitted(wide: Table, long: Callable[[], Table]) -> Table:
+    """`wide` where its natural width fits TERMINAL_WIDTH columns, else the table `long`
+    makes: the same values one row per pair, whose only wide cells are labels, folded."""
+    width = Console(width=10 * TERMINAL_WIDTH).measure(wide).maximum
+    return wide if width <= TERMINAL_WIDTH else long()
 
 
 def _print(renderable: object, out: Path | None) -> None:
@@ -95,7 +126,7 @@ def _print(renderable: object, out: Path | None) -> None:
         Console().print(renderable)
         return
     with open(out, "w", encoding="utf-8") as handle:
-        Console(file=handle, width=120, color_system=None).print(renderable)
+        Console(file=handle, width=TERMINAL_WIDTH, color_system=None).print(renderable)
 
 
 def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -128,7 +159,7 @@ def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
 def _agreement_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
     for row in table.to_dict(orient="records"):
-        value = "–" if pd.isna(row["r"]) else f"{row['r']:.3f}"
+        value = UNDEFINED if pd.isna(row["r"]) else f"{row['r']:.3f}"
         interval = "" if pd.isna(row["ci_low"]) else (
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
             + (" (!)" if _has_warning(row) else ""))
@@ -159,18 +190,12 @@ def agreement_markdown(table: pd.DataFrame, ci: float) -> str:
 
 
 def agreement_table(table: pd.DataFrame, ci: float, *, out: Path | None = None) -> None:
-    rich_table = Table(title=_agreement_title(ci), title_justify="left", box=None,
-                       pad_edge=False)
-    for header in AGREEMENT_HEADERS:
-        rich_table.add_column(header, overflow="fold")
-    for row in _agreement_rows(table):
-        rich_table.add_row(*(Text(cell) for cell in row))
-    from rich.console import Group
-
+    rich_table = terminal_table(_agreement_title(ci), AGREEMENT_HEADERS,
+                                _agreement_rows(table), labels=2)
     _print(Group(rich_table, *(Text(line) for line in _agreement_warnings(table))), out)
 
 
-def _rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     models = list(dict.fromkeys(ranks["model"]))
     rows = []
     for number, (metric, part) in enumerate(ranks.groupby("metric", sort=False)):
@@ -181,43 +206,76 @@ def _rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return ["metric", *(printable(str(m), newlines=False) for m in models)], rows
 
 
-def _tau_rows(tau: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def tau_rows(tau: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Rows and columns numbered as in the ranks table (labels would not fit 80 columns)."""
     numbered = [f"({i + 1})" for i in range(len(tau))]
-    rows = [[n, *("–" if pd.isna(v) else f"{v:.2f}" for v in tau.loc[label])]
+    rows = [[n, *(UNDEFINED if pd.isna(v) else f"{v:.2f}" for v in tau.loc[label])]
             for n, label in zip(numbered, tau.index, strict=True)]
     return ["τ-b", *numbered], rows
 
 
+RANKS_TITLE = "Models under every metric (value %, rank)"
+TAU_TITLE = "Kendall τ-b between the metrics' rankings"
+
+
 def comparison_markdown(ranks: pd.DataFrame, tau: pd.DataFrame) -> str:
     parts = []
-    for title, (headers, rows) in (("Models under every metric (value %, rank)",
-                                    _rank_rows(ranks)),
-                                   ("Kendall τ-b between the metrics' rankings",
-                                    _tau_rows(tau))):
+    for title, (headers, rows) in ((RANKS_TITLE, rank_rows(ranks)),
+                                   (TAU_TITLE, tau_rows(tau))):
         parts.append(f"### {title}\n\n{_markdown(headers, rows)}\n")
     return "\n".join(parts)
 
 
+def _rank_pairs(ranks: pd.DataFrame) -> list[list[str]]:
+    """The long layout of the ranks: one row per metric and model."""
+    numbers = {metric: number for number, metric in
+               enumerate(dict.fromkeys(ranks["metric"]), start=1)}
+    return [[f"({numbers[row.metric]}) {printable(str(row.metric), newlines=False)}",
+             printable(str(row.model), newlines=False), _percent(row.value),
+             f"#{row.rank:g}"] for row in ranks.itertuples(index=False)]
+
+
+def _tau_pairs(tau: pd.DataFrame) -> list[list[str]]:
+    """The long layout of the τ matrix: one row per pair of metrics (each pair once)."""
+    labels = [f"({i + 1}) {printable(str(label), newlines=False)}"
+              for i, label in enumerate(tau.index)]
+    values = tau.to_numpy(dtype=float)
+    return [[labels[i], labels[j], UNDEFINED if math.isnan(values[i, j])
+             else f"{values[i, j]:.2f}"]
+            for i in range(len(labels)) for j in range(i + 1, len(labels))]
+
+
+def comparison_tables(ranks: pd.DataFrame, tau: pd.DataFrame) -> list[Table]:
+    """The ranks (metrics by models) and the τ matrix, each as wide as 80 columns allow:
+    a table that would be wider has one row per pair instead."""
+    headers, rows = rank_rows(ranks)
+    ranked = fitted(terminal_table(RANKS_TITLE, headers, rows),
+                    lambda: terminal_table(RANKS_TITLE, ("metric", "model", "value", "rank"),
+                                           _rank_pairs(ranks), labels=2))
+    headers, rows = tau_rows(tau)
+    matrix = fitted(terminal_table(TAU_TITLE, headers, rows),
+                    lambda: terminal_table(TAU_TITLE, ("metric", "versus", "τ-b"),
+                                           _tau_pairs(tau), labels=2))
+    return [ranked, matrix]
+
+
 def comparison_table(ranks: pd.DataFrame, tau: pd.DataFrame, *, out: Path | None = None
                      ) -> None:
-    tables = []
-    for title, (headers, rows) in (("models under every metric (value %, rank)",
-                                    _rank_rows(ranks)),
-                                   ("Kendall τ-b between the metrics' rankings",
-                                    _tau_rows(tau))):
-        table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-        for index, header in enumerate(headers):
-            table.add_column(Text(header), justify="left" if index == 0 else "right",
-                             overflow="fold")
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        tables.append(table)
-    from rich.console import Group
-
-    _print(Group(*tables), out)
+    _print(Group(*comparison_tables(ranks, tau)), out)
 
 
+def tau_warning(ranks: pd.DataFrame) -> str | None:
+    """Why the τ values say little, or None: over two models every defined τ is +1 or -1
+    (the two rankings agree or not)."""
+    models = ranks["model"].nunique()
+    if models >= 3:
+        return None
+    return (f"warning: only {models} models are compared, so every Kendall τ-b is +1 or -1 "
+            "(or undefined where a metric ties them); compare three or more for a τ that "
+            "says how far two metrics agree")
+
+
+UNDEFINED_COLOUR = "lightgrey"  # an undefined τ's cell in the heat map, hatched
 PLOT_LABEL_CHARS = 80  # a longer label is cut (…): the heat map stays readable
 
 
@@ -234,7 +292,9 @@ def draw_tau(tau: pd.DataFrame, path: Path) -> None:
     """A heat map of the τ matrix (needs matplotlib, in the `metrics` extra). Labels come
     from files and the database: each goes through `plot_label`, mathtext is off (`$x$` is
     shown as typed, an unbalanced `$` cannot fail the plot), and what matplotlib warns
-    (a glyph missing from the font) is passed on with its message made printable."""
+    (a glyph missing from the font) is passed on with its message made printable. An
+    undefined τ is a grey hatched cell, apart from every colour of the scale (τ = 0 is
+    white)."""
     import warnings
 
     try:
@@ -242,6 +302,7 @@ def draw_tau(tau: pd.DataFrame, path: Path) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch, Rectangle
     except ImportError as error:
         raise RuntimeError("--plot needs matplotlib: pip install 'thumb-tui[metrics]'"
                            ) from error
@@ -251,7 +312,15 @@ def draw_tau(tau: pd.DataFrame, path: Path) -> None:
         warnings.simplefilter("always")
         figure, axes = plt.subplots(figsize=(size + 1, size))
         try:
-            image = axes.imshow(tau.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu")
+            values = tau.to_numpy(dtype=float)
+            image = axes.imshow(values, vmin=-1, vmax=1, cmap="RdBu")
+            for row, column in np.argwhere(np.isnan(values)):
+                axes.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, hatch="//",
+                                         facecolor=UNDEFINED_COLOUR, edgecolor="grey"))
+            if np.isnan(values).any():
+                axes.legend(handles=[Patch(hatch="//", facecolor=UNDEFINED_COLOUR,
+                                           edgecolor="grey", label="τ undefined")],
+                            loc="upper center", bbox_to_anchor=(0.5, -0.08), frameon=False)
             axes.set_xticks(range(len(tau)), [str(i + 1) for i in range(len(tau))])
             axes.set_yticks(range(len(tau)), [f"({i + 1}) {plot_label(str(label))}"
                                               for i, label in enumerate(tau.index)])

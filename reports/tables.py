@@ -14,6 +14,7 @@ from metrics.correlation import (
     correlation_records,
     pairwise_records,
     strict_best_worst,
+    system_differences,
     system_table,
     williams_records,
 )
@@ -44,6 +45,13 @@ def pearson_table(correlations: pd.DataFrame, rubric: Rubric) -> pd.DataFrame:
     table = table.reindex(columns=list(labels)).reset_index()
     table.columns = ["metric", "subset", *labels.values()]
     return table
+
+
+def reference_systems(systems: list[str]) -> list[str]:
+    """The systems the machines are measured against: human captions (a system named Human,
+    as in THUMB 1.0). The report's second set of correlations leaves them out by default,
+    and a LaTeX table's bold best values are the machines' best."""
+    return ["Human"] if "Human" in systems else []
 
 
 def report_rubric(engine: Engine, signatures: list[str]) -> Rubric:
@@ -79,6 +87,12 @@ class Report:
     # gold items (storage.gold), where there are any: per annotator answered, correct,
     # accuracy; never part of the tables above
     gold: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # agreement between annotators (metrics.agreement's records), point estimates only:
+    # its bootstrap would cost more than the rest of the report; `thumb agreement` has CIs
+    agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # every pair of systems: the difference of mean Totals with a paired bootstrap CI
+    # (metrics.correlation.system_differences)
+    differences: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -86,7 +100,7 @@ def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     and label -> signature. A metric stored under several signatures gets one column per
     signature, labelled by what distinguishes them (`cider-d (pooled)`, `cider-d
     (per-system)`)."""
-    labels = signature_labels(scores["signature"])
+    labels = signature_labels(scores["signature"].unique())  # a few, not one per score
     signatures = {label: signature for signature, label in labels.items()}
     scores["label"] = scores["signature"].map(labels)
     wide = scores.pivot(index="caption_id", columns="label", values="value")
@@ -146,8 +160,17 @@ def missing_tables(images: int, has_human: bool, has_metrics: bool) -> list[dict
     return notes
 
 
+def project_name(engine: Engine) -> str:
+    """The project's name as the report's title shows it: its database file's name without
+    the extension (or the server database's name)."""
+    from pathlib import Path
+
+    return Path(engine.url.database or "").stem or "thumb-tui project"
+
+
 def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
+    from reports.agreement import agreement_report
     from reports.judgments import judgment_reports
 
     check_ci(ci)
@@ -171,7 +194,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     undefined = _undefined_counts(scores, data["caption_id"])
     systems = list(dict.fromkeys(data["system"]))
     if exclude_systems is None:
-        exclude_systems = ["Human"] if "Human" in systems else []
+        exclude_systems = reference_systems(systems)
     unknown = [s for s in exclude_systems if s not in systems]
     if unknown:
         raise ValueError(f"--exclude-system {unknown[0]!r} is not a system here "
@@ -182,7 +205,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     subsets.update({f"without:{s}": data["system"] != s for s in exclude_systems
                     if (data["system"] != s).any()})
     header = {
-        "tool": f"thumb-tui {tool_version()}",
+        "project": project_name(engine), "tool": f"thumb-tui {tool_version()}",
         "captions": len(data), "images": int(data["image_id"].nunique()),
         "systems": systems, "rubric": sorted(r for r in data["rubric"].unique() if r),
         "annotators": contributing_annotators(engine),
@@ -199,9 +222,10 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     correlations = correlation_records(data, compared, subsets, bootstrap=bootstrap, ci=ci,
                                        seed=seed)
     progress, images, _ = _progress(engine)
+    bison = _bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed)
     return Report(
-        progress=progress, missing=missing_tables(images, has_human, bool(metrics)),
-        header=header, broken=broken,
+        progress=progress, header=header, broken=broken,
+        missing=[*missing_tables(images, has_human, bool(metrics)), *bison_missing(bison)],
         signatures={m: signatures[m] for m in metrics},
         systems=system_table(data, metrics, scores=[*rubric.score_keys, *rubric.penalty_keys],
                              bootstrap=bootstrap, ci=ci, seed=seed),
@@ -213,10 +237,12 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         williams=williams_records(data, compared, subsets) if len(compared) > 1
         else pd.DataFrame(),
         pairwise=pairwise_records(data, compared, bootstrap=bootstrap, ci=ci, seed=seed),
-        data=data,
-        bison=_bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed),
+        data=data, bison=bison,
         judgments=judgment_reports(engine, bootstrap=bootstrap, ci=ci, seed=seed),
         retrieval=_retrieval_table(engine), gold=gold_table(engine, header),
+        agreement=agreement_report(engine, bootstrap=0) if has_human else pd.DataFrame(),
+        differences=system_differences(data, bootstrap=bootstrap, ci=ci, seed=seed)
+        if has_human else pd.DataFrame(),
     )
 
 
@@ -229,16 +255,18 @@ def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed:
 
     options = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
     progress, images, captions = _progress(engine)
-    header = {"tool": f"thumb-tui {tool_version()}", "captions": captions, "images": images,
+    bison = _bison_tables(engine, **options)
+    header = {"project": project_name(engine), "tool": f"thumb-tui {tool_version()}",
+              "captions": captions, "images": images,
               "final_scores": "none yet: no caption has a human or metric score",
               **options, "ci_method": CI_METHOD}
     return Report(header=header, signatures={}, systems=pd.DataFrame(),
                   strict=pd.DataFrame(), correlations=pd.DataFrame(), williams=pd.DataFrame(),
                   pairwise=pd.DataFrame(), table4=pd.DataFrame(), rubric=THUMB_1_0,
-                  data=pd.DataFrame(), bison=_bison_tables(engine, **options),
+                  data=pd.DataFrame(), bison=bison,
                   judgments=judgment_reports(engine, **options),
                   retrieval=_retrieval_table(engine), progress=progress,
-                  missing=missing_tables(images, False, False),
+                  missing=[*missing_tables(images, False, False), *bison_missing(bison)],
                   gold=gold_table(engine, header))
 
 
@@ -281,6 +309,25 @@ def _retrieval_table(engine: Engine) -> pd.DataFrame:
     from reports.retrieval import retrieval_table
 
     return retrieval_table(engine)
+
+
+BISON_MISSING = {
+    "human": ("human accuracy", "no annotator has answered an item yet",
+              "thumb bison annotate --annotator ANNOTATOR"),
+    "models": ("model accuracy", "no model or baseline has chosen yet",
+               "thumb bison evaluate --scorer METRIC"),
+    "agreement": ("human-model agreement", "it needs human answers and model choices",
+                  "thumb bison annotate and thumb bison evaluate"),
+}
+
+
+def bison_missing(bison: dict[str, pd.DataFrame]) -> list[dict[str, str]]:
+    """A note per BISON table without rows (the project has items): what it lacks and the
+    command that fills it."""
+    return [{"key": f"bison-{name}", "tables": f"BISON {tables}", "missing": missing,
+             "command": command}
+            for name, (tables, missing, command) in BISON_MISSING.items()
+            if name in bison and bison[name].empty]
 
 
 def _bison_tables(engine: Engine, **options: object) -> dict[str, pd.DataFrame]:

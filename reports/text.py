@@ -1,11 +1,14 @@
-"""Terminal renderings of the agreement and BISON tables: 80 columns wide, with long
-signatures and explanations moved under the tables instead of into every row."""
+"""Terminal renderings of the agreement, BISON and judgment-set tables: 80 columns wide
+(a table that would be wider gets one row per pair of statistic and score, or is split),
+with long signatures and explanations moved under the tables instead of into every row."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
+from rich.cells import cell_len
 from tabulate import tabulate
 
 from reports.judgments import JudgmentReport, metrics_hint
@@ -18,6 +21,7 @@ from reports.render import (
     markdown_table,
     noted,
 )
+from reports.retrieval_text import TERMINAL_WIDTH
 from rubrics import THUMB_1_0, Rubric
 from rubrics.escape import printable
 
@@ -33,11 +37,11 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _pair_label(pair: str) -> str:
+def pair_label(pair: str) -> str:
     return "all pairs" if pair == "all" else pair.replace("|", " & ")
 
 
-def _dimension_labels(rubric: Rubric) -> dict[str, str]:
+def dimension_labels(rubric: Rubric) -> dict[str, str]:
     """Column labels of the compared dimensions: P, R, fluency>0, Total for THUMB (the
     rubric's own labels, control characters shown as escapes)."""
     labels = {d.key: printable(d.short, newlines=False) for d in rubric.dimensions}
@@ -52,7 +56,7 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
     """One block per kind of pair and per pair: statistics by dimension (CI under the
     value in the terminal, beside it in Markdown), footnotes for undefined values, then
     the confusion matrices of the rubric's scores and "fluency penalty > 0"."""
-    labels = _dimension_labels(rubric)
+    labels = dimension_labels(rubric)
     lines = [f"Agreement ({ci:.0%} BCa bootstrap CIs over images, {bootstrap} resamples)"
              if bootstrap else "Agreement (no CIs: --bootstrap 0)", ""]
     confusion = report["statistic"].str.startswith("confusion:")
@@ -63,7 +67,7 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
             if pair == "all" and pairs.ngroups == 2:
                 continue  # one pair of annotators: "all pairs" would repeat it
             first = part.iloc[0]
-            lines += [("### " if markdown else "") + f"{_pair_label(str(pair))}: "
+            lines += [("### " if markdown else "") + f"{pair_label(str(pair))}: "
                       f"{first['n']} caption{'' if first['n'] == 1 else 's'}, "
                       f"{first['images']} image{'' if first['images'] == 1 else 's'}", ""]
             lines += _statistics_table(part, markdown, labels)
@@ -73,9 +77,11 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
     return "\n".join(lines)
 
 
-def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
-                      ) -> list[str]:
-    """Statistics by dimension; undefined values and CI-less ones point to numbered notes."""
+def statistics_rows(part: pd.DataFrame, labels: dict[str, str], separator: str = " "
+                    ) -> tuple[list[list[str]], list[str]]:
+    """A pair's statistics by dimension as rows of cells (each value with its CI after
+    `separator`) and the numbered notes their marks point to: why a value is undefined,
+    a CI's warning, why a value has no CI."""
     notes: list[str] = []
 
     def footnote(note: str) -> str:
@@ -101,32 +107,49 @@ def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
                 warning = record.get("ci_warning")
                 if not _missing(warning):
                     cell += " " + footnote(str(warning))
-                cell += (" " if markdown else "\n") + ci_bounds(record["ci_low"],
-                                                                record["ci_high"])
+                cell += separator + ci_bounds(record["ci_low"], record["ci_high"])
             elif not _missing(record["note"]):
                 cell += " " + footnote(str(record["note"]))
             row.append(cell)
         rows.append(row)
+    return rows, notes
+
+
+def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
+                      ) -> list[str]:
+    """Statistics by dimension (the CI under the value in the terminal); undefined values
+    and CI-less ones point to numbered notes."""
+    rows, notes = statistics_rows(part, labels, " " if markdown else "\n")
     headers = ["statistic", *labels.values()]
-    table = (markdown_table(pd.DataFrame(rows, columns=headers), index=False) if markdown
-             else tabulate(rows, headers=headers, tablefmt="simple", stralign="left"))
+    if markdown:
+        table = markdown_table(pd.DataFrame(rows, columns=headers), index=False)
+    else:
+        table = tabulate(rows, headers=headers, tablefmt="simple", stralign="left")
+        if _width(table) > TERMINAL_WIDTH:  # one row per statistic and dimension
+            table = tabulate([[row[0], label, cell.replace("\n", " ")]
+                              for row in rows for label, cell in zip(labels.values(), row[1:],
+                                                                      strict=True) if cell],
+                             headers=["statistic", "score", "value [CI]"], tablefmt="simple",
+                             stralign="left")
     lines = [table, ""]
     lines += [f"({number}) {note}" for number, note in enumerate(notes, start=1)]
     return lines + ([""] if notes else [])
 
 
-def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str, markdown: bool,
-                     rubric: Rubric, labels: dict[str, str]) -> list[str]:
-    """Counts of (first rating, second rating) as matrices, side by side in the terminal."""
-    if matrices.empty:
-        return []
+def confusion_axes(kind: str, pair: str) -> str:
+    """What the rows and columns of a pair's confusion matrices are."""
     if kind == "stage1-vs-stage2":
-        axes = "rows: stage 1, columns: stage 2"
-    elif pair == "all":
-        axes = "rows: first annotator by name, columns: second"
-    else:
-        first, second = pair.split("|", 1)
-        axes = f"rows: {first}, columns: {second}"
+        return "rows: stage 1, columns: stage 2"
+    if pair == "all":
+        return "rows: first annotator by name, columns: second"
+    first, second = pair.split("|", 1)
+    return f"rows: {first}, columns: {second}"
+
+
+def confusion_matrices(matrices: pd.DataFrame, rubric: Rubric, labels: dict[str, str]
+                       ) -> list[tuple[str, list[str], list[list[object]]]]:
+    """A pair's counts of (first rating, second rating), one matrix per compared dimension
+    but Total: (label, the levels, rows of [level, count…])."""
     blocks = []
     for dimension in [label for label in labels if label != "total"]:
         counts = matrices[matrices["dimension"] == dimension]
@@ -142,13 +165,19 @@ def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str, markdown: boo
                   .reindex(index=values, columns=values, fill_value=0).fillna(0).astype(int))
         names = ["no", "yes"] if dimension == "fluency_error" else [f"{v:g}" for v in values]
         rows = [[names[i], *matrix.iloc[i].tolist()] for i in range(len(values))]
-        label = labels[dimension]
-        if markdown:
-            blocks.append(markdown_table(pd.DataFrame(rows, columns=[label, *names]),
-                                         index=False))
-        else:
-            blocks.append(_matrix_text(label, names, rows))
-    title = f"Confusion matrices ({axes}):"
+        blocks.append((labels[dimension], names, rows))
+    return blocks
+
+
+def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str, markdown: bool,
+                     rubric: Rubric, labels: dict[str, str]) -> list[str]:
+    """Counts of (first rating, second rating) as matrices, side by side in the terminal."""
+    if matrices.empty:
+        return []
+    blocks = [markdown_table(pd.DataFrame(rows, columns=[label, *names]), index=False)
+              if markdown else _matrix_text(label, names, rows)
+              for label, names, rows in confusion_matrices(matrices, rubric, labels)]
+    title = f"Confusion matrices ({confusion_axes(kind, pair)}):"
     if markdown:
         return [title, "", *(line for block in blocks for line in (block, ""))]
     return [title, "", *_side_by_side(blocks), ""]
@@ -163,16 +192,44 @@ def _matrix_text(label: str, names: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
+def _width(text: str) -> int:
+    """The columns the widest line of `text` takes in a terminal."""
+    return max(map(cell_len, text.splitlines()), default=0)
+
+
 def _side_by_side(blocks: list[str], gap: int = 4) -> list[str]:
+    """The blocks side by side, as many to a row as fit TERMINAL_WIDTH columns."""
+    groups: list[list[str]] = []
+    width = 0
+    for block in blocks:
+        if groups and width + gap + _width(block) <= TERMINAL_WIDTH:
+            groups[-1].append(block)
+            width += gap + _width(block)
+        else:
+            groups.append([block])
+            width = _width(block)
+    lines: list[str] = []
+    for group in groups:
+        if lines:
+            lines.append("")
+        lines += _beside(group, gap)
+    return lines
+
+
+def _beside(blocks: list[str], gap: int) -> list[str]:
     split = [block.splitlines() for block in blocks]
-    widths = [max(len(line) for line in lines) for lines in split]
+    widths = [max(cell_len(line) for line in lines) for lines in split]
     height = max(len(lines) for lines in split)
     out = []
     for row in range(height):
-        parts = [(lines[row] if row < len(lines) else "").ljust(width)
+        parts = [_padded(lines[row] if row < len(lines) else "", width)
                  for lines, width in zip(split, widths, strict=True)]
         out.append((" " * gap).join(parts).rstrip())
     return out
+
+
+def _padded(line: str, width: int) -> str:
+    return line + " " * (width - cell_len(line))
 
 
 def bison_text(tables: dict[str, pd.DataFrame]) -> str:
@@ -198,7 +255,7 @@ def terminal_text(value: object) -> str:
     return printable(str(value), newlines=False)
 
 
-def _fitted(frame: pd.DataFrame, width: int = 80) -> list[str]:
+def _fitted(frame: pd.DataFrame, width: int = TERMINAL_WIDTH) -> list[str]:
     """The table, split into several (each repeating the first column) when it is wider
     than the terminal's 80 columns."""
     def text(columns: list[str]) -> str:
@@ -209,7 +266,7 @@ def _fitted(frame: pd.DataFrame, width: int = 80) -> list[str]:
     chunks: list[list[str]] = [[]]
     for column in rest:
         candidate = [first, *chunks[-1], column]
-        if chunks[-1] and max(map(len, text(candidate).splitlines())) > width:
+        if chunks[-1] and _width(text(candidate)) > width:
             chunks.append([column])
         else:
             chunks[-1].append(column)
@@ -227,7 +284,7 @@ def judgment_text(report: JudgmentReport) -> str:
         lines += ["", hint]
     for title, frame, notes in judgment_frames(report, terminal_text):
         stacked = frame.map(lambda cell: str(cell).replace(" [", "\n["))
-        lines += ["", title, *_fitted(stacked), *notes]
+        lines += ["", *textwrap.wrap(title, TERMINAL_WIDTH), *_fitted(stacked), *notes]
     if report.signatures:
         lines += ["", "signatures:"]
         lines += [f"  {terminal_text(label)}: {signature}"

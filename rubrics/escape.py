@@ -1,7 +1,8 @@
 """Imported text is untrusted. This is the one place that says which characters an import
 refuses and how stored text is escaped for each output: a terminal (control bytes), Rich
-markup, Markdown and HTML. Every layer uses it, so a byte that slipped into the database
-by another way (an old import, a hand-edited file) still reaches no terminal or browser raw.
+markup, Markdown, HTML and LaTeX. Every layer uses it, so a byte that slipped into the
+database by another way (an old import, a hand-edited file) still reaches no terminal,
+browser or TeX raw.
 """
 
 from __future__ import annotations
@@ -132,3 +133,54 @@ def from_spreadsheet(text: str) -> str:
     with quotes followed by `=`, `+`, `-`, `@`, a tab or a carriage return; any other cell
     as it is. A CSV import applies it to every cell, so that an export imports back."""
     return text[1:] if text.startswith("'") and _FORMULA_START.match(text, 1) else text
+
+
+# LaTeX: the ten characters that mean something in text mode, and `[`, `]`, `*`, which
+# `\\` (a table row's end) reads as its optional argument or star when a row begins with
+# them; each becomes a command or a braced group that prints the character itself.
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$",
+                  "&": r"\&", "#": r"\#", "^": r"\textasciicircum{}", "_": r"\_",
+                  "%": r"\%", "~": r"\textasciitilde{}", "[": "{[}", "]": "{]}", "*": "{*}"}
+# Greek letters and the mathematical signs a label may hold, typeset in math mode: the T1
+# text fonts have no glyph for them.
+_LATEX_MATH = {"α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta",
+               "ε": r"\epsilon", "ζ": r"\zeta", "η": r"\eta", "θ": r"\theta",
+               "ι": r"\iota", "κ": r"\kappa", "λ": r"\lambda", "μ": r"\mu", "ν": r"\nu",
+               "ξ": r"\xi", "π": r"\pi", "ρ": r"\rho", "σ": r"\sigma", "τ": r"\tau",
+               "υ": r"\upsilon", "φ": r"\phi", "χ": r"\chi", "ψ": r"\psi",
+               "ω": r"\omega", "Γ": r"\Gamma", "Δ": r"\Delta", "Θ": r"\Theta",
+               "Λ": r"\Lambda", "Ξ": r"\Xi", "Π": r"\Pi", "Σ": r"\Sigma",
+               "Υ": r"\Upsilon", "Φ": r"\Phi", "Ψ": r"\Psi", "Ω": r"\Omega",
+               "≤": r"\leq", "≥": r"\geq", "≠": r"\neq", "≈": r"\approx",
+               "→": r"\rightarrow", "←": r"\leftarrow", "∞": r"\infty", "−": "-"}
+# What T1 fonts and the utf8 input encoding typeset (checked with TeX Live 2022): Latin-1,
+# Latin Extended-A but for nine letters (U+0126-0127, U+0138, U+013F-0140, U+0149,
+# U+0166-0167, U+017F), dashes, quotes, the ellipsis, daggers, per mille, bullet, euro
+# and trade mark signs. Any other character is written
+# as its escape (`\u4e2d`), so that no stored text can stop a document from compiling.
+_LATEX_TEXT = ("\x20-\x7e\u00a0-\u0125\u0128-\u0137\u0139-\u013e\u0141-\u0148"
+               "\u014a-\u0165\u0168-\u017e\u2013\u2014\u2018\u2019\u201c-\u201e\u2020"
+               "\u2021\u2022\u2026\u2030\u2039\u203a\u20ac\u2122")
+# A character that starts one of T1's ligatures (`--` en dash, `<<` guillemet, `!``
+# inverted mark, `,,` low quotes) when another follows it: `{}` keeps the two apart.
+_LATEX_CHARACTER = re.compile("[\\\\{}$&#^_%~\\[\\]*]|[-`'<>,!?](?=[-`'<>,])"
+                              f"|[^{_LATEX_TEXT}]")
+
+
+def _latex_character(match: re.Match[str]) -> str:
+    character = match.group()
+    if character in _LATEX_SPECIAL:
+        return _LATEX_SPECIAL[character]
+    if character in _LATEX_MATH:
+        return f"\\ensuremath{{{_LATEX_MATH[character]}}}"
+    if re.fullmatch(f"[{_LATEX_TEXT}]", character):
+        return character + "{}"  # a ligature's first character
+    return rf"\textbackslash{{}}u{ord(character):04x}"
+
+
+def for_latex(text: str) -> str:
+    """`text` as LaTeX text (T1 fonts, utf8 input) that prints exactly this text on one
+    line: printable (control characters and newlines shown as `\\x1b`, `\\n`), the special
+    characters as the commands that print them, no ligature, and a character the fonts
+    lack as its escape. A system name with `\\input` or `$` compiles and shows as typed."""
+    return _LATEX_CHARACTER.sub(_latex_character, printable(text, newlines=False))

@@ -535,7 +535,7 @@ TRUSTED = {
         "np.load over a blob from the database (io.BytesIO), not a file",
     "storage.migrations:_head_in_files":
         "the Alembic revisions installed with thumb-tui",
-    "reports.render:to_html":
+    "reports.render:_figures_html":
         "the report's own SVG figures, written by this command a moment before",
     "thumb_tui.cli.common:_sqlite_file":
         "the first 16 bytes of --db, after is_file(): the database is trusted "

@@ -107,6 +107,7 @@ def test_a_few_stage_1_ratings_give_the_human_tables_and_say_metrics_are_missing
         assert "no metrics computed" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_metric_scores_without_ratings_say_the_human_scores_are_missing(tmp_path, fmt):
     db = imported(tmp_path)
@@ -121,6 +122,7 @@ def test_metric_scores_without_ratings_say_the_human_scores_are_missing(tmp_path
         assert "metric mean" in text and "thumb annotate" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_complete_project_has_nothing_missing(tmp_path, fmt):
     db = imported(tmp_path)

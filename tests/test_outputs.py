@@ -94,6 +94,10 @@ def test_match_export_writes_the_name_asked_for(rated_db, tmp_path):
     line = one_line_error(thumb(rated_db, "export", "--format", "jsonl", "--out",
                                 tmp_path / "x.csv"))
     assert "is a .csv name but --format is jsonl" in line
+    line = one_line_error(thumb(rated_db, "agreement", "--format", "md", "--out",
+                                tmp_path / "agreement.tex"))
+    assert "is a .tex name but --format is md" in line
+    assert not (tmp_path / "agreement.tex").exists()
 
 
 def test_report_never_writes_through_a_symlink(rated_db, tmp_path):
@@ -357,6 +361,7 @@ def _number(text: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_thumb_export_neutralises_formulas_and_imports_back(hostile_db, tmp_path):
     db, folder = hostile_db
     out = folder / "export.csv"

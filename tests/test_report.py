@@ -3,7 +3,9 @@ including the THUMB paper's Tables 2-4 on the released data."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -140,14 +142,63 @@ def test_report_formats(sample_report_db, tmp_path, fmt):
         assert set(data["strict"][0]) == {"system", "best", "worst"}
         assert data["signatures"]["cider-d"].startswith("cider-d|")
         assert data["header"]["final_scores"] == {"stage 2": 60}
+        assert data["summary"][0].startswith("60 captions of 15 images from 4 systems")
+        assert {r["statistic"] for r in data["agreement"]} >= {"alpha_interval", "kappa"}
     else:
         assert "Signatures" in text and "cider-d|impl:thumb-tui-sparse" in text
         assert "THUMB Table 2" in text and "Williams" in text
         if fmt == "html":
             assert text.count("data:image/svg+xml;base64,") == 1 + len(report.signatures)
+            assert "<h1>r</h1>" in text  # the project's name (its database file's)
+            assert '<section id="summary" class="summary">' in text
+            # the contents link every section, and only sections that are there
+            links = re.findall(r'<a href="#([^"]+)">', text)
+            assert links and links == re.findall(r'<section id="(s[^"]+)">', text)
+            assert text.count("<figcaption><b>Figure ") == 1 + len(report.signatures)
+            assert "@media print" in text and "<script" not in text
         else:
             assert "(figure2.svg)" in text and (tmp_path / "out" / "figure2.svg").is_file()
             assert "(scatter-cider-d.svg)" in text
+
+
+def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
+    """Each fact recomputed from the captions: systems ranked by mean Total, each pair of
+    neighbours with the difference of their mean Totals over the images both captioned
+    (significant when its CI leaves out 0), the metric with the highest Pearson r with the
+    Total, and the agreement of the two stages."""
+    from reports.summary import summarize
+
+    report = build_report(sample_report_db, bootstrap=200, seed=0)
+    summary = summarize(report)
+    totals = report.data.groupby("system")["total"].mean().sort_values(ascending=False)
+    assert [s.name for s in summary.ranking] == totals.index.tolist()
+    assert [s.total for s in summary.ranking] == pytest.approx(totals.tolist())
+    by_system = report.data.pivot(index="image_id", columns="system", values="total")
+    assert len(summary.neighbours) == len(totals) - 1
+    for pair, (upper, lower) in zip(summary.neighbours, itertools.pairwise(totals.index),
+                                    strict=True):
+        shared = by_system[[upper, lower]].dropna()
+        assert (pair.upper, pair.lower) == (upper, lower)
+        assert pair.difference == pytest.approx((shared[upper] - shared[lower]).mean())
+        assert pair.significant == (not pair.ci_low <= 0 <= pair.ci_high)
+    best = summary.best_metrics[0]
+    r = {m: np.corrcoef(report.data[m], report.data["total"])[0, 1] for m in report.signatures}
+    ranked = sorted(r, key=r.get, reverse=True)
+    assert (best.subset, best.metric, best.runner_up) == ("all", ranked[0], ranked[1])
+    assert best.r == pytest.approx(r[ranked[0]])
+    sentences = summary.sentences()
+    assert sentences[0].startswith("60 captions of 15 images from 4 systems")
+    ranking = next(s for s in sentences if s.startswith("Systems ranked"))
+    assert ranking.index(totals.index[0]) < ranking.index(totals.index[-1])
+    assert f"{totals.iloc[0]:.2f}" in ranking
+    neighbours = next(s for s in sentences if s.startswith("Neighbours in the ranking"))
+    first = summary.neighbours[0]
+    assert f"{first.upper} − {first.lower} = {first.difference:+.2f}" in neighbours
+    assert any(f"{ranked[0]} agrees best" in s and f"{r[ranked[0]]:.3f}" in s
+               and "Williams' test" in s for s in sentences)
+    # example_ratings.csv: the reviews change a few P and R values and leave every Total
+    agreement = next(s for s in sentences if s.startswith("Agreement between annotators"))
+    assert "stage 1 vs stage 2" in agreement and "Total 1.00" in agreement
 
 
 def test_markdown_report_reads_in_an_80_column_terminal(sample_report_db, tmp_path):
@@ -190,6 +241,7 @@ def thumb_report(tmp_path_factory):
     return build_report(engine, bootstrap=100, seed=0)
 
 
+@pytest.mark.slow
 @needs_anchors
 def test_thumb_tables_2_and_3_best(thumb_report):
     systems = thumb_report.systems.set_index("system")
@@ -212,6 +264,7 @@ def test_thumb_table_3_worst(thumb_report):
         s: worst for s, (_, worst) in TABLE_3.items()}
 
 
+@pytest.mark.slow
 @needs_anchors
 def test_thumb_table_4_from_the_report(thumb_report):
     from tests.test_metrics_text import TABLE_4
@@ -290,13 +343,13 @@ def test_figures_are_well_formed_svg_with_escaped_labels_and_the_data_drawn(
         sample_report_db, tmp_path):
     import xml.etree.ElementTree as ElementTree
 
-    from reports.figures import draw_figures
+    from reports.figures import HUMAN, draw_figures
 
     report = build_report(sample_report_db, bootstrap=0)
     hostile = 'bleu</text><script>alert(1)</script>\x1b[31m&'
     report.data = report.data.rename(columns={"bleu": hostile})
     report.signatures = {hostile if m == "bleu" else m: s for m, s in report.signatures.items()}
-    figures = draw_figures(report, tmp_path)
+    figures = {figure.data.title: figure.path for figure in draw_figures(report, tmp_path)}
     allowed = {"svg", "title", "rect", "line", "text", "g", "circle"}
     for path in figures.values():
         root = ElementTree.parse(path).getroot()  # well-formed XML, escapes included
@@ -305,13 +358,88 @@ def test_figures_are_well_formed_svg_with_escaped_labels_and_the_data_drawn(
     scatter = ElementTree.parse(figures[f"{hostile} vs human Total"])
     namespace = {"svg": "http://www.w3.org/2000/svg"}
     assert len(scatter.findall(".//svg:circle", namespace)) == len(report.data)
-    assert any(hostile.replace("\x1b", "\\x1b") == text.text
-               for text in scatter.findall(".//svg:text", namespace))
+    texts = [text.text for text in scatter.findall(".//svg:text", namespace)]
+    assert hostile.replace("\x1b", "\\x1b") + " (metric score)" in texts
+    assert "human Total (points, 5 best)" in texts  # axis labels say their units
+    # one colour per system, the legend naming each: a system's dots are its captions
+    groups = scatter.findall(".//svg:g", namespace)
+    assert len({group.get("fill") for group in groups}) == report.data["system"].nunique()
+    assert sorted(len(group) for group in groups) == sorted(
+        report.data["system"].value_counts().tolist())
+    assert set(report.data["system"]) <= set(texts)
     # Figure 2: one bar per score level and group, heights proportional to the shares
-    bars = [rect for rect in ElementTree.parse(tmp_path / "figure2.svg").findall(
-        ".//svg:rect", namespace) if rect.get("fill") == "#ff7f0e" and rect.get("height")
-        and float(rect.get("width")) > 10]
+    figure2 = ElementTree.parse(tmp_path / "figure2.svg")
+    assert {"score (1–5)", "share of captions (%)", "machine", "Human"} <= {
+        text.text for text in figure2.findall(".//svg:text", namespace)}
+    bars = [rect for rect in figure2.findall(".//svg:rect", namespace)
+            if rect.get("fill") == HUMAN and rect.get("height") and float(rect.get("width")) > 10]
     human = report.data[report.data["system"] == "Human"]
     shares = human["precision"].value_counts(normalize=True).reindex(range(1, 6), fill_value=0)
     heights = np.array([float(bar.get("height")) for bar in bars[:5]])
     assert heights / heights.max() == pytest.approx(shares / shares.max(), abs=0.01)
+
+
+def test_report_print_figures_option(sample_report_db, tmp_path):
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    db = sample_report_db.url.database
+    runner = CliRunner()
+    result = runner.invoke(app, ["--db", db, "report", "--format", "json", "--out",
+                                 str(tmp_path / "j"), "--print-figures"])
+    assert result.exit_code == 2 and "--print-figures goes with --format md or html" in (
+        result.output)
+    result = runner.invoke(app, ["--db", db, "report", "--format", "html", "--out",
+                                 str(tmp_path / "h"), "--print-figures", "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    written = {path.name for path in (tmp_path / "h").iterdir()}
+    for stem in ("figure2", "scatter-bleu", "scatter-cider-d", "scatter-rouge-l"):
+        assert {f"{stem}.svg", f"{stem}.pdf", f"{stem}.png"} <= written
+
+
+def test_the_palette_is_okabe_and_itos():
+    """Okabe & Ito (2008), "Color Universal Design", the colours as they publish them: a
+    palette colour-blind readers tell apart."""
+    from reports.figures import PALETTE
+
+    published = {"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
+    assert set(PALETTE) == published and len(PALETTE) == len(published)
+
+
+@pytest.mark.slow
+def test_print_figures_draw_the_svg_data_as_vector_pdf_and_300_dpi_png(sample_report_db,
+                                                                       tmp_path):
+    from PIL import Image
+
+    from reports.figures import figure_data
+    from reports.print_figures import PRINT_DPI, _matplotlib, plot, write_print_figures
+
+    report = build_report(sample_report_db, bootstrap=0)
+    hostile = "bleu $x^2$ \x1b[31m $"  # mathtext off: shown as typed; a control byte escaped
+    report.data = report.data.rename(columns={"bleu": hostile})
+    report.signatures = {hostile if m == "bleu" else m: s for m, s in report.signatures.items()}
+    figures = figure_data(report)
+    written = write_print_figures(figures, tmp_path)
+    assert sorted(path.name for path in written) == sorted(
+        f"{figure.stem}{suffix}" for figure in figures for suffix in (".pdf", ".png"))
+    for figure in figures:
+        pdf = (tmp_path / f"{figure.stem}.pdf").read_bytes()
+        assert pdf.startswith(b"%PDF") and b"/Subtype /Image" not in pdf  # vector only
+        with Image.open(tmp_path / f"{figure.stem}.png") as image:
+            assert image.info["dpi"] == pytest.approx((PRINT_DPI, PRINT_DPI), abs=0.01)
+    histogram, scatter = figures[0], next(f for f in figures if f.title.startswith(hostile))
+    with _matplotlib() as plt:
+        drawn = plot(scatter, plt)
+        axes = drawn.axes[0]
+        for collection, (group, (x, y)) in zip(axes.collections, scatter.points.groups.items(),
+                                               strict=True):
+            assert collection.get_label() == group
+            np.testing.assert_array_equal(collection.get_offsets(), np.column_stack([x, y]))
+        assert axes.get_xlabel() == "bleu $x^2$ \\x1b[31m $ (metric score)"
+        plt.close(drawn)
+        drawn = plot(histogram, plt)
+        for axes, panel in zip(drawn.axes, histogram.bars, strict=True):
+            heights = [patch.get_height() for patch in axes.patches]
+            assert heights == pytest.approx(np.concatenate(list(panel.shares.values())))
+        plt.close(drawn)

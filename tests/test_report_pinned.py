@@ -15,6 +15,7 @@ from metrics.correlation import (
     correlation_records,
     pairwise_records,
     strict_best_worst,
+    system_differences,
     system_table,
     williams_records,
 )
@@ -53,6 +54,7 @@ def report_tables(bootstrap: int = 200, seed: int = 3) -> dict[str, list[dict]]:
     tables = {
         "systems": system_table(data, METRICS, scores=THUMB_SCORES, bootstrap=bootstrap,
                                 ci=0.9, seed=seed),
+        "differences": system_differences(data, bootstrap=bootstrap, ci=0.9, seed=seed),
         "strict": strict_best_worst(data),
         "correlations": correlation_records(data, METRICS, subsets, bootstrap=bootstrap,
                                             ci=0.9, seed=seed),

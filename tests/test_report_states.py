@@ -63,6 +63,7 @@ def project(folder: Path, state: str) -> Path:
     return db
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("state", ["human only", "metric only", "one system", "one image",
                                    "human and metrics"])
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])

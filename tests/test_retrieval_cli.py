@@ -79,6 +79,7 @@ def test_evaluate_writes_tidy_records_and_never_computes_twice(project, monkeypa
     assert json.loads(out.read_text()) == records
 
 
+@pytest.mark.slow
 def test_the_same_name_with_other_files_needs_replace(project):
     db, folder = project
     first, second = _lists(db, folder, 1), _lists(db, folder, 2)
@@ -115,6 +116,7 @@ def test_bad_rankings_end_in_one_line_and_change_nothing(project, mutate, messag
     assert database_dump(open_database(db)) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("i2t_bytes", "message"),
     [
@@ -162,6 +164,7 @@ def test_a_matrix_of_the_wrong_shape_is_refused(project):
                                     "(15, 60)")
 
 
+@pytest.mark.slow
 def test_relevance_then_semantic_metrics_then_compare(project):
     db, folder = project
     relevance = folder / "rel.npz"
@@ -185,10 +188,11 @@ def test_relevance_then_semantic_metrics_then_compare(project):
     table = runner.invoke(app, ["--db", db, "retrieval", "compare"])
     assert table.exit_code == 0, table.output
     assert "[red]tricky[/red] | name" in table.output  # printed literally, not as markup
+    assert "only 2 models are compared, so every Kendall τ-b is +1 or -1" in table.stderr
     markdown = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "md"])
     assert "[red]tricky[/red] \\| name" in markdown.output  # the | cannot end the cell
     compared = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "json"])
-    payload = json.loads(compared.output)
+    payload = json.loads(compared.stdout)  # the warning is on stderr
     ranks = {(r["model"], r["metric"]): r["rank"] for r in payload["ranks"]}
     assert ranks[("noise", "cider-d ncs@5")] == 1.0  # the model that follows φ wins
     assert {"metric", "project map@r", "cider-d/no-gt ncs@10"} <= set(
@@ -250,6 +254,7 @@ def test_ncs_averaging_option_stores_and_labels_each_averaging(project):
     assert "--ncs-averaging" in text and "per-query (the paper's Eq. 5" in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not eccv_caption_available(), reason="eccv-caption is not installed")
 def test_shipped_sets_work_on_ids_alone(tmp_path):
     coco = shipped_positive_set("coco-5k")

@@ -75,6 +75,7 @@ def assert_terminal_safe(text: str) -> None:
     assert "\x1b" not in text and "\x9b" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ("status",), ("agreement",), ("agreement", "--format", "md"),
     ("agreement", "--format", "csv"), ("agreement", "--format", "json"),
@@ -160,6 +161,7 @@ CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser")
                  if shutil.which(name)), None)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 def test_html_report_in_a_real_browser_runs_nothing(hostile_db, tmp_path):
     """Chromium loads the report and dumps the DOM it built: no script ran (alert would

@@ -392,6 +392,7 @@ def assert_shown_literally(text: str) -> None:
     assert not re.search("[\x1b\x07\x9b\u202e]", text), repr(text[:300])
 
 
+@pytest.mark.slow
 async def test_a_hostile_stored_rubric_reaches_no_screen_raw(tmp_path):
     """Item 1's reproduction: `?` used to write the label's OSC 52 into the terminal."""
     engine = sample_engine(tmp_path)
@@ -452,11 +453,11 @@ async def test_the_reasons_dialog_shows_a_hostile_label_literally():
 
 
 def test_the_rubric_panel_and_the_reports_labels_escape_a_hostile_rubric():
-    from reports.text import _dimension_labels
+    from reports.text import dimension_labels
 
     rubric = parse_rubric(hostile_definition(), check=False)
     assert_shown_literally(rubric_summary(rubric).plain)
-    assert_shown_literally("".join(_dimension_labels(rubric).values()))
+    assert_shown_literally("".join(dimension_labels(rubric).values()))
 
 
 # ---------------------------------------------------------------------------------------
@@ -556,6 +557,7 @@ def test_the_rewritten_valid_files_pass():
     assert toml_document({"keymap": {"fluency": "v"}}) == '"keymap" = {"fluency" = "v"}\n'
 
 
+@pytest.mark.slow
 @FUZZ
 @given(content=mutated(RUBRIC_DATA))
 def test_a_mutated_rubric_is_usable_or_refused_by_the_gate(tmp_path_factory, content):

@@ -36,7 +36,8 @@ app.add_typer(metrics_app, name="metrics")
 
 @app.command("agreement")
 def agreement_command(
-    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or md.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json, md or latex.")
+                   ] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     bootstrap: BootstrapOption = 1000,
     ci: CiOption = 0.90,
@@ -51,8 +52,8 @@ def agreement_command(
     from reports.text import agreement_text
     from storage.rubric_registry import project_rubric
 
-    if fmt not in ("table", "csv", "json", "md"):
-        fail("--format must be table, csv, json or md")
+    if fmt not in ("table", "csv", "json", "md", "latex"):
+        fail("--format must be table, csv, json, md or latex")
     output_file(out, force=force, fmt=fmt)
     engine = state.existing_engine
     report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
@@ -65,6 +66,11 @@ def agreement_command(
         from storage.exporter import csv_text
 
         text = csv_text(report, raw=raw)
+    elif fmt == "latex":
+        from reports.latex import agreement_document
+
+        text = agreement_document(report, ci=ci, bootstrap=bootstrap,
+                                  rubric=project_rubric(engine))
     else:
         text = agreement_text(report, markdown=fmt == "md", ci=ci, bootstrap=bootstrap,
                               rubric=project_rubric(engine))
@@ -74,7 +80,9 @@ def agreement_command(
 
 @app.command("report")
 def report_command(
-    fmt: Annotated[str, typer.Option("--format", help="md, html or json.")] = "md",
+    fmt: Annotated[str, typer.Option(
+        "--format", help="md, html, json or latex (report.tex, which \\inputs each "
+                         "booktabs table from tables/).")] = "md",
     out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = Path(
         "thumb-report"),
     exclude_system: Annotated[
@@ -86,13 +94,24 @@ def report_command(
     ci: CiOption = 0.90,
     seed: SeedOption = 0,
     force: ForceOption = False,
+    print_figures: Annotated[bool, typer.Option(
+        "--print-figures", help="Also write each figure as PDF (vector) and PNG (300 dpi) "
+                                "for print; needs matplotlib (the metrics extra).")] = False,
 ) -> None:
     """The THUMB paper's analyses for this project: systems table, strictly best/worst,
     metric-human correlations with Williams tests, BISON-style pairwise accuracy.
 
     The folder is made if its parent exists; a report file or figure that is there already
     is replaced only with --force."""
-    output_folder(out, force=force, expect=[f"report.{fmt}"])
+    from reports import latex
+
+    if print_figures and fmt not in ("md", "html"):
+        fail("--print-figures goes with --format md or html (the reports with figures)")
+    output_folder(out, force=force, expect=[latex.REPORT_FILE if fmt == "latex"
+                                            else f"report.{fmt}"])
+    if fmt == "latex" and out.is_dir():
+        output_folder(out / latex.TABLES_FOLDER, force=force,
+                      expect=[f"{name}.tex" for name in latex.REPORT_TABLES])
     with collector_paused(), value_errors():
         from reports.render import write_report
         from reports.tables import build_report
@@ -100,12 +119,29 @@ def report_command(
         report = build_report(state.existing_engine, exclude_systems=exclude_system,
                               bootstrap=bootstrap, ci=ci, seed=seed)
         with Outputs(force) as files:
-            path = out / write_report(report, files.folder(out), fmt).name
+            folder = files.folder(out)
+            main_file = (latex.write_report(report, folder, _tables_folder(files, out, folder))
+                         if fmt == "latex" else write_report(report, folder, fmt,
+                                                              print_figures=print_figures))
+            path = out / main_file.name
     from reports.render import missing_lines
 
     typer.echo(f"report written to {path}")
     for line in missing_lines(report):  # an early project: what is still to do
         typer.echo(f"not computed yet: {line}")
+
+
+def _tables_folder(files: Outputs, out: Path, staging: Path) -> Path:
+    """Where the LaTeX report's tables/ is written: inside the report's temporary folder
+    when --out is new (renamed into place with it), else a temporary folder of its own,
+    whose tables replace those there only with --force."""
+    from reports.latex import TABLES_FOLDER
+
+    if out.is_dir():
+        return files.folder(out / TABLES_FOLDER)
+    tables = staging / TABLES_FOLDER
+    tables.mkdir()
+    return tables
 
 
 def _metric_option_parameters() -> list[inspect.Parameter]:

@@ -31,7 +31,7 @@ app = typer.Typer(help="Human judgments from elsewhere: Likert scores by many ju
                        "pairwise choices, and the metric-correlation tables.",
                   no_args_is_help=True)
 
-REPORT_FORMATS = ("table", "md", "json")
+REPORT_FORMATS = ("table", "md", "json", "latex")
 EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
 
 
@@ -117,7 +117,8 @@ def report_command(
     bootstrap: BootstrapOption = 1000,
     ci: CiOption = 0.90,
     seed: SeedOption = 0,
-    fmt: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, md, json or latex.")
+                   ] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     force: ForceOption = False,
 ) -> None:
@@ -139,6 +140,10 @@ def report_command(
     elif fmt == "md":
         text = "\n\n".join(f"## {title}\n\n{body}" for title, body in
                            judgment_sections(report)) + "\n"
+    elif fmt == "latex":
+        from reports.latex import judgment_document
+
+        text = judgment_document(report)
     else:
         text = judgment_text(report)
     write_or_echo(text, out, f"the report of {len(report.records)} records", force=force)

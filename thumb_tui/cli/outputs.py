@@ -45,6 +45,7 @@ SUFFIX_FORMATS = {
     ".csv": ("csv",), ".parquet": ("parquet",), ".md": ("md",), ".markdown": ("md",),
     ".html": ("html",), ".htm": ("html",), ".json": ("json", "jsonl", "thumb-jsonl"),
     ".jsonl": ("jsonl", "thumb-jsonl"), ".ndjson": ("jsonl", "thumb-jsonl"),
+    ".tex": ("latex",),
 }
 
 

@@ -215,30 +215,43 @@ def compare_command(
         "--positives", help="Only these positive sets (default: all stored).")] = None,
     direction: Annotated[str, typer.Option("--direction", help="i2t, t2i or mean.")]
     = "mean",
-    output: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
+    output: Annotated[str, typer.Option("--format", help="table, md, json or latex.")
+                      ] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Also draw the metric-by-metric τ heat map (.png/.svg).")] = None,
     force: ForceOption = False,
 ) -> None:
-    """Rank the evaluated models under every metric, with Kendall τ-b between metrics."""
+    """Rank the evaluated models under every metric, with Kendall τ-b between metrics (an
+    undefined τ, where a metric ties every model, shows as —)."""
     from reports.retrieval import comparison
-    from reports.retrieval_text import comparison_markdown, comparison_table, draw_tau
+    from reports.retrieval_text import (
+        comparison_markdown,
+        comparison_table,
+        draw_tau,
+        tau_warning,
+    )
 
-    if output not in FORMATS:
-        fail(f"--format must be one of {', '.join(FORMATS)}")
+    if output not in (*FORMATS, "latex"):
+        fail(f"--format must be one of {', '.join(FORMATS)}, latex")
     if direction not in ("i2t", "t2i", "mean"):
         fail("--direction must be i2t, t2i or mean")
     output_file(out, force=force, fmt=output)
     output_file(plot, "--plot", force=force)
     with value_errors():
         ranks, tau = comparison(state.existing_engine, positives, direction)
+    if (warning := tau_warning(ranks)) is not None:
+        typer.echo(warning, err=True)
     if output == "json":
         payload = {"ranks": ranks.to_dict(orient="records"),
                    "kendall_tau_b": tau.reset_index(names="metric").to_dict(orient="records")}
         write_or_echo(json.dumps(payload, indent=1), out, "the comparison", force=force)
     elif output == "md":
         write_or_echo(comparison_markdown(ranks, tau), out, "the comparison", force=force)
+    elif output == "latex":
+        from reports.latex import comparison_document
+
+        write_or_echo(comparison_document(ranks, tau), out, "the comparison", force=force)
     else:
         with written(out, force=force) as path:
             comparison_table(ranks, tau, out=path)

@@ -1,0 +1,415 @@
+"""LaTeX for a paper: `booktabs` tables of the report (THUMB Tables 2, 3 and 4 in the
+paper's layout, the metric means, every correlation with its CI), of the agreement, of a
+judgment set and of a retrieval comparison, and the documents that hold or `\\input` them.
+Every stored text (system, metric, annotator and set names, notes) goes through
+`rubrics.escape.for_latex`; the documents compile with pdflatex (T1 fonts, utf8 input)
+and need only packages of a basic TeX installation."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from reports.judgments import JudgmentReport
+from reports.render import Notes, ci_bounds, header_value, judgment_frames
+from reports.retrieval_text import rank_rows, tau_rows
+from reports.tables import Report, reference_systems, score_labels
+from reports.text import (
+    KIND_LABELS,
+    confusion_axes,
+    confusion_matrices,
+    dimension_labels,
+    pair_label,
+    statistics_rows,
+)
+from rubrics import Rubric
+from rubrics.escape import for_latex
+
+PREAMBLE = "\n".join([
+    r"\documentclass{article}",
+    r"\usepackage[T1]{fontenc}",
+    r"\usepackage[utf8]{inputenc}",
+    r"\usepackage[margin=2cm]{geometry}",
+    r"\usepackage{booktabs}",
+    r"\usepackage{longtable}",
+])
+LONG_ROWS = 30  # a table with more rows is a longtable, which breaks across pages
+TABLES_FOLDER = "tables"
+REPORT_FILE = "report.tex"
+# The report's tables in the order report.tex inputs them (each written when it can be
+# computed): tables/NAME.tex
+REPORT_TABLES = ("table2", "metric-means", "table3", "table4", "correlations")
+
+
+@dataclass(frozen=True)
+class LatexTable:
+    """One booktabs table. Every text is LaTeX already: stored text went through
+    `for_latex`. `groups` is a header row above `header` ((title, columns spanned), each
+    titled one underlined by a \\cmidrule); `notes` are printed under the table."""
+
+    name: str
+    caption: str
+    header: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    groups: Sequence[tuple[str, int]] = ()
+    notes: Sequence[str] = ()
+    align: str = ""  # one letter per column; default: l, then r for each other
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.header):
+                raise ValueError(f"table {self.name}: a row has {len(row)} cells, the header "
+                                 f"{len(self.header)}")
+
+    def latex(self) -> str:
+        align = self.align or "l" + "r" * (len(self.header) - 1)
+        head = [r"\toprule"]
+        if self.groups:
+            head.append(" & ".join(rf"\multicolumn{{{span}}}{{c}}{{{title}}}" if title
+                                   else " & ".join([""] * span)
+                                   for title, span in self.groups) + r" \\")
+            start, rules = 1, []
+            for title, span in self.groups:
+                if title:
+                    rules.append(rf"\cmidrule(lr){{{start}-{start + span - 1}}}")
+                start += span
+            head.append(" ".join(rules))
+        head += [" & ".join(self.header) + r" \\", r"\midrule"]
+        body = [" & ".join(row) + r" \\" for row in self.rows]
+        label = rf"\label{{tab:{self.name}}}"
+        notes = [r"\par\smallskip{\footnotesize " + r"\\ ".join(self.notes) + "}"
+                 ] if self.notes else []
+        if len(self.rows) > LONG_ROWS:
+            return "\n".join([
+                rf"\begin{{longtable}}{{{align}}}", rf"\caption{{{self.caption}}}{label} \\",
+                *head, r"\endhead", r"\bottomrule", r"\endfoot", *body,
+                r"\end{longtable}", *notes, ""])
+        return "\n".join([
+            r"\begin{table}[htbp]", r"\centering", rf"\caption{{{self.caption}}}{label}",
+            rf"\begin{{tabular}}{{{align}}}", *head, *body, r"\bottomrule",
+            r"\end{tabular}", *notes, r"\end{table}", ""])
+
+
+def bold(cell: str) -> str:
+    return rf"\textbf{{{cell}}}"
+
+
+def best_rows(values: Sequence[float], *, among: Sequence[bool], higher: bool = True
+              ) -> set[int]:
+    """The rows whose value is the best (ties included) among the rows `among` marks;
+    none when no such row has a value, or when all of them tie (no penalty at all)."""
+    candidates = [(v, i) for i, (v, counted) in enumerate(zip(values, among, strict=True))
+                  if counted and not _missing(v)]
+    if len({v for v, _ in candidates}) < 2 and len(candidates) > 1:
+        return set()
+    best = (max if higher else min)((v for v, _ in candidates), default=None)
+    return {i for v, i in candidates if v == best}
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+_MINUS = re.compile(r"(?<![\w.])-(?=\d)")  # a hyphen that begins a number
+
+
+def numeric(text: str) -> str:
+    """A cell of numbers (a value, its CI, a note's mark) as LaTeX: a minus sign, not a
+    hyphen, before a negative number."""
+    return _MINUS.sub("$-$", for_latex(text))
+
+
+def _number(value: float, digits: int) -> str:
+    return "--" if _missing(value) else numeric(f"{value:.{digits}f}")
+
+
+def _column(values: Sequence[float], digits: int, among: Sequence[bool], *,
+            higher: bool = True) -> list[str]:
+    """The values printed to `digits`, the best among `among` in bold."""
+    best = best_rows([round(v, digits) if not _missing(v) else v for v in values],
+                     among=among, higher=higher)
+    return [bold(_number(v, digits)) if i in best else _number(v, digits)
+            for i, v in enumerate(values)]
+
+
+def _rows(columns: Sequence[Sequence[str]]) -> list[list[str]]:
+    """A table's rows from its columns."""
+    return [list(row) for row in zip(*columns, strict=True)]
+
+
+def _note_lines(notes: Notes) -> list[str]:
+    """A table's numbered notes (CI warnings), escaped."""
+    return [for_latex(line) for line in notes.lines()]
+
+
+def _machines(systems: Sequence[str]) -> list[bool]:
+    """Which rows compete for bold: every system but the reference (human captions)."""
+    reference = set(reference_systems(list(systems)))
+    return [system not in reference for system in systems]
+
+
+def _bold_rule(systems: Sequence[str]) -> str:
+    reference = reference_systems(list(systems))
+    return (f"bold: the best system other than {', '.join(map(for_latex, reference))}"
+            if reference else "bold: the best system")
+
+
+def _captions_per_system(counts: pd.Series) -> str:
+    low, high = int(counts.min()), int(counts.max())
+    return f"$n = {low}$" if low == high else f"$n = {low}$--${high}$"
+
+
+def table2(report: Report) -> LatexTable:
+    """THUMB Table 2: each system's mean of the rubric's scores and penalties, and Total
+    with its CI, the machines' best in bold (highest score, smallest penalty)."""
+    systems, rubric = report.systems, report.rubric
+    names = list(systems["system"])
+    among = _machines(names)
+    columns = [[for_latex(name) for name in names]]
+    header = ["System"]
+    for dimension in rubric.dimensions:
+        header.append(for_latex(dimension.short))
+        columns.append(_column(list(systems[dimension.key]), 2, among))
+    for penalty in rubric.penalties:
+        header.append(for_latex(penalty.abbreviation))
+        columns.append(_column(list(systems[penalty.key]), 3, among, higher=False))
+    notes = Notes()
+    totals = _column(list(systems["total"]), 2, among)
+    intervals = systems.reindex(columns=["total_ci_low", "total_ci_high", "total_ci_warning"])
+    # Total and its CI printed to the same digits: the rounding keeps Total inside
+    columns.append([total if _missing(low) else
+                    total + numeric(f" [{low:.2f}, {high:.2f}]{notes.mark(warning)}")
+                    for total, (low, high, warning) in zip(
+                        totals, intervals.itertuples(index=False), strict=True)])
+    ci = report.header.get("ci")
+    header.append("Total" + (for_latex(f" [{ci:.0%} CI]") if isinstance(ci, float)
+                             and "total_ci_low" in systems else ""))
+    caption = (f"Human evaluation: each system's mean scores and penalties "
+               f"({_captions_per_system(systems['n'])} captions per system; the CI of "
+               f"Total is BCa bootstrap over images; {_bold_rule(names)}).")
+    return LatexTable("table2", caption, header, _rows(columns),
+                      notes=_note_lines(notes))
+
+
+def metric_means(report: Report) -> LatexTable:
+    """Each system's mean score under every metric (columns), the machines' best in
+    bold: what the automatic metrics say next to Table 2."""
+    systems = report.systems
+    names = list(systems["system"])
+    among = _machines(names)
+    metrics = list(report.signatures)
+    columns = [[for_latex(name) for name in names],
+               *(_column(list(systems[metric]), 3, among) for metric in metrics)]
+    return LatexTable("metric-means", "Automatic metrics: each system's mean score "
+                      f"({_bold_rule(names)}; signatures in the report).",
+                      ["System", *map(for_latex, metrics)],
+                      _rows(columns))
+
+
+def table3(report: Report) -> LatexTable:
+    """THUMB Table 3: how often each system is strictly best and strictly worst in its
+    image's caption set, in both of the rubric's scores."""
+    first, second = (for_latex(d.short) for d in report.rubric.dimensions[:2])
+    rows = [[for_latex(str(row.system)), str(row.best), str(row.worst)]
+            for row in report.strict.itertuples(index=False)]
+    return LatexTable("table3", f"Times each system is strictly best and strictly worst in "
+                      f"its image's caption set, in both {first} and {second}.",
+                      ["System", "Best", "Worst"], rows)
+
+
+def subset_label(subset: str) -> str:
+    """`all systems`, `w/o Human`: a correlation subset as a column group's title."""
+    return "all systems" if subset == "all" else "w/o " + subset.removeprefix("without:")
+
+
+def table4(report: Report) -> LatexTable:
+    """THUMB Table 4: instance-level Pearson r of each metric with the rubric's scores and
+    Total, one column group per subset (all systems, without Human), each column's
+    highest r in bold."""
+    pearson, labels = report.table4, list(score_labels(report.rubric).values())
+    subsets = list(dict.fromkeys(pearson["subset"]))
+    metrics = list(dict.fromkeys(pearson["metric"]))
+    by_key = pearson.set_index(["metric", "subset"])
+    columns = [[for_latex(str(metric)) for metric in metrics]]
+    for subset in subsets:
+        for label in labels:
+            values = [by_key[label].get((metric, subset), float("nan")) for metric in metrics]
+            columns.append(_column(values, 2, [True] * len(metrics)))
+    return LatexTable(
+        "table4", "Instance-level Pearson correlation $r$ of each metric with the human "
+        "scores (bold: the highest in each column).",
+        ["Metric", *(for_latex(label) for _ in subsets for label in labels)],
+        _rows(columns),
+        groups=[("", 1), *((for_latex(subset_label(s)), len(labels)) for s in subsets)])
+
+
+def correlations(report: Report) -> LatexTable:
+    """Every correlation the report computed (Pearson, Spearman, Kendall; each subset),
+    with its BCa CI (Kendall's has none)."""
+    labels = score_labels(report.rubric)
+    notes = Notes()
+    rows = []
+    for record in report.correlations.to_dict(orient="records"):
+        cell = "--" if _missing(record["r"]) else f"{record['r']:.3f}"
+        if not _missing(record.get("ci_low")):
+            cell += f" {ci_bounds(record['ci_low'], record['ci_high'])}"
+        rows.append([for_latex(str(record["metric"])),
+                     for_latex(labels.get(record["dimension"], str(record["dimension"]))),
+                     for_latex(subset_label(str(record["subset"]))),
+                     for_latex(str(record["method"])),
+                     numeric(cell + notes.mark(record.get("ci_warning"))),
+                     str(record["n"])])
+    ci = report.header.get("ci")
+    level = for_latex(f"{ci:.0%} ") if isinstance(ci, float) else ""
+    return LatexTable("correlations", f"Metric--human correlations with {level}BCa "
+                      "bootstrap CIs over images (none for Kendall's $\\tau$).",
+                      ["Metric", "Score", "Systems", "Method", "$r$ [CI]", "$n$"], rows,
+                      align="llllrr", notes=_note_lines(notes))
+
+
+def report_tables(report: Report) -> list[LatexTable]:
+    """The report's tables that can be computed, in the order of REPORT_TABLES."""
+    if report.data.empty:
+        return []
+    missing = {note["key"] for note in report.missing}
+    builders: dict[str, Callable[[Report], LatexTable]] = {
+        "table2": table2, "metric-means": metric_means, "table3": table3,
+        "table4": table4, "correlations": correlations}
+    needs = {"table2": "human", "metric-means": "metrics", "table3": "human",
+             "table4": "correlations", "correlations": "correlations"}
+    tables = [builders[name](report) for name in REPORT_TABLES if needs[name] not in missing]
+    return [table for table in tables if table.rows]
+
+
+def document(title: str, body: Iterable[str]) -> str:
+    """A complete document: the preamble, a title, then `body` (LaTeX)."""
+    return "\n".join([PREAMBLE, r"\begin{document}", rf"\section*{{{title}}}", *body,
+                      r"\end{document}", ""])
+
+
+def _itemize(lines: Sequence[str]) -> list[str]:
+    return [r"\begin{itemize}", *(rf"\item {line}" for line in lines), r"\end{itemize}"
+            ] if lines else []
+
+
+def _signature_items(signatures: dict[str, str]) -> list[str]:
+    """Each metric's label and signature, typewriter type that may break after a `|`."""
+    return _itemize([rf"{for_latex(label)}: \texttt{{"
+                     + for_latex(signature).replace("|", r"|\allowbreak{}") + "}"
+                     for label, signature in signatures.items()])
+
+
+def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
+    """report.tex: what the report covers, each table \\input from tables/, the metrics'
+    signatures, and what cannot be computed yet."""
+    header = report.header
+    facts = [f"{key.replace('_', ' ')}: {header[key]}" for key in
+             ("tool", "captions", "images", "bootstrap", "ci", "ci_method", "seed")
+             if key in header]
+    body = [*_itemize([for_latex(fact) for fact in facts])]
+    body += [rf"\input{{{TABLES_FOLDER}/{table.name}}}" for table in tables]
+    if report.signatures:
+        body += [r"\subsection*{Signatures}",
+                 *_signature_items(report.signatures)]
+    if report.missing:
+        from reports.render import missing_lines
+
+        body += [r"\subsection*{Not computed yet}",
+                 *_itemize([for_latex(line) for line in missing_lines(report)])]
+    return document("thumb-tui report", body)
+
+
+def write_report(report: Report, folder: Path, tables_folder: Path) -> Path:
+    """Write report.tex into `folder` and each table that can be computed into
+    `tables_folder` (tables/ beside report.tex once in place); return report.tex."""
+    tables = report_tables(report)
+    for table in tables:
+        (tables_folder / f"{table.name}.tex").write_text(table.latex(), encoding="utf-8")
+    path = folder / REPORT_FILE
+    path.write_text(report_document(report, tables), encoding="utf-8")
+    return path
+
+
+def agreement_document(agreement: pd.DataFrame, *, ci: float, bootstrap: int,
+                       rubric: Rubric) -> str:
+    """`thumb agreement` as a document: for each kind of pair and each pair, the
+    statistics by dimension (value [CI]) and the confusion matrices."""
+    labels = dimension_labels(rubric)
+    intro = (f"{ci:.0%} BCa bootstrap CIs over images, {bootstrap} resamples." if bootstrap
+             else "No CIs (--bootstrap 0).")
+    body = [for_latex(intro)]
+    confusion = agreement["statistic"].str.startswith("confusion:")
+    number = 0
+    for kind, of_kind in agreement[~confusion].groupby("kind", sort=False):
+        body.append(rf"\subsection*{{{for_latex(KIND_LABELS.get(str(kind), str(kind)))}}}")
+        pairs = of_kind.groupby("pair", sort=False)
+        for pair, part in pairs:
+            if pair == "all" and pairs.ngroups == 2:
+                continue  # one pair of annotators: "all pairs" would repeat it
+            number += 1
+            first = part.iloc[0]
+            rows, notes = statistics_rows(part, labels)
+            body.append(LatexTable(
+                f"agreement-{number}",
+                for_latex(f"{pair_label(str(pair))}: {first['n']} captions, "
+                          f"{first['images']} images"),
+                ["Statistic", *map(for_latex, labels.values())],
+                [[for_latex(row[0]), *map(numeric, row[1:])] for row in rows],
+                notes=[for_latex(f"({i}) {note}") for i, note in enumerate(notes, 1)]
+            ).latex())
+            matrices = agreement[confusion & (agreement["kind"] == kind)
+                                 & (agreement["pair"] == pair)]
+            for index, (label, names, counts) in enumerate(
+                    confusion_matrices(matrices, rubric, labels)):
+                body.append(LatexTable(
+                    f"agreement-{number}-confusion-{index + 1}",
+                    for_latex(f"{label}, {pair_label(str(pair))} "
+                              f"({confusion_axes(str(kind), str(pair))})"),
+                    [for_latex(label), *map(for_latex, names)],
+                    [[for_latex(str(cell)) for cell in row] for row in counts]).latex())
+    return document("Agreement between annotators", body)
+
+
+def judgment_document(report: JudgmentReport) -> str:
+    """`thumb judgments report` as a document: each of its tables (values with their
+    BCa CIs), its header and the metrics' signatures."""
+    header = [for_latex(f"{key.replace('_', ' ')}: {header_value(value)}")
+              for key, value in report.header.items()]
+    body = _itemize(header)
+    for number, (title, frame, notes) in enumerate(judgment_frames(report, str), start=1):
+        # the first column names a metric or a statistic, "note" says why: text; the
+        # others hold numbers
+        text = [index == 0 or column == "note" for index, column in enumerate(frame.columns)]
+        body.append(LatexTable(
+            f"judgments-{number}", for_latex(title), [for_latex(str(c)) for c in frame.columns],
+            [[(for_latex if is_text else numeric)("" if _missing(cell) else str(cell))
+              for cell, is_text in zip(row, text, strict=True)]
+             for row in frame.itertuples(index=False)],
+            notes=[for_latex(note) for note in notes]).latex())
+    if report.signatures:
+        body += [r"\subsection*{Signatures}", *_signature_items(report.signatures)]
+    return document(for_latex(f"Judgment set {report.info.name}"), body)
+
+
+def comparison_document(ranks: pd.DataFrame, tau: pd.DataFrame) -> str:
+    """`thumb retrieval compare` as a document: the models under every metric (value,
+    rank; each metric's first in bold) and Kendall's τ-b between the metrics' rankings
+    (an undefined τ as a dash)."""
+    headers, rows = rank_rows(ranks)
+    ranked = [[for_latex(row[0]), *(bold(numeric(cell)) if cell.endswith("(#1)")
+                                     else numeric(cell) for cell in row[1:])]
+              for row in rows]
+    tau_headers, tau_cells = tau_rows(tau)
+    return document("Retrieval models compared", [
+        LatexTable("retrieval-ranks", r"Models under every metric (value in \%, rank; "
+                   "bold: first).", list(map(for_latex, headers)), ranked).latex(),
+        LatexTable("retrieval-tau", r"Kendall's $\tau_b$ between the metrics' rankings of "
+                   "the models (metrics numbered as in Table~\\ref{tab:retrieval-ranks}).",
+                   list(map(for_latex, tau_headers)),
+                   [[for_latex(row[0]), *map(numeric, row[1:])] for row in tau_cells]
+                   ).latex()])

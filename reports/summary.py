@@ -1,0 +1,245 @@
+"""What a report's numbers say, as plain data and sentences any renderer can print (HTML,
+Markdown, LaTeX): the systems ranked by human Total with their CIs and which neighbours
+differ significantly (a paired bootstrap of their difference); per subset, the metric that
+agrees best with the human Total and whether Williams' test says it beats the next;
+agreement between annotators. The sentences hold stored text (system and metric names)
+unescaped: each renderer escapes them for its medium."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from reports.numbers import ci_bounds, mean_with_ci
+from reports.tables import Report, score_labels
+
+SIGNIFICANCE = 0.05  # Williams' test, as the report's Williams table uses it
+AGREEMENT_STATISTIC = "alpha_interval"  # Krippendorff's alpha on the interval scale
+KIND_WORDS = {"blind": "blind double ratings, two independent stage-1 ratings",
+              "stage1-vs-stage2": "stage 1 vs stage 2, the reviewer saw the first scores"}
+
+
+@dataclass(frozen=True)
+class RankedSystem:
+    name: str
+    total: float
+    ci_low: float  # NaN without a bootstrap
+    ci_high: float
+
+    def text(self) -> str:
+        return f"{self.name} {mean_with_ci(self.total, self.ci_low, self.ci_high)}"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Two neighbours in the ranking: the difference of their mean Totals over the images
+    both captioned, its paired CI, and whether the CI leaves out 0."""
+
+    upper: str
+    lower: str
+    difference: float
+    ci_low: float  # NaN without a bootstrap
+    ci_high: float
+    significant: bool
+
+    def text(self) -> str:
+        interval = "" if math.isnan(self.ci_low) else f" {ci_bounds(self.ci_low, self.ci_high)}"
+        return f"{self.upper} − {self.lower} = {self.difference:+.2f}{interval}"
+
+
+@dataclass(frozen=True)
+class BestMetric:
+    """The metric of a subset with the highest Pearson r with the human Total, and the
+    runner-up with Williams' one-sided p that the best's r is higher (None: one metric)."""
+
+    subset: str
+    metric: str
+    r: float
+    ci_low: float
+    ci_high: float
+    runner_up: str | None
+    runner_up_r: float
+    williams_p: float
+
+
+@dataclass(frozen=True)
+class AgreementFact:
+    """Krippendorff's interval alpha between annotators over all pairs of one kind."""
+
+    kind: str
+    captions: int
+    alphas: dict[str, float]  # score label (P, R, Total) -> alpha
+
+
+def subset_words(subset: str) -> str:
+    """A correlation subset in words: `all` -> all captions, `without:X` -> captions
+    without X."""
+    return ("all captions" if subset == "all"
+            else subset.replace("without:", "captions without ", 1))
+
+
+def scope_sentence(header: dict[str, object]) -> str:
+    """What the report covers: captions, images, systems and where the final scores come
+    from."""
+    systems = header.get("systems") or []
+    final = header.get("final_scores")
+    sources = (", ".join(f"{count} from {source}" for source, count in final.items())
+               if isinstance(final, dict) else str(final))
+    return (f"{header.get('captions', 0)} captions of {header.get('images', 0)} images"
+            + (f" from {len(systems)} systems" if systems else "")
+            + f"; final human scores: {sources or 'none yet'}.")
+
+
+@dataclass(frozen=True)
+class Summary:
+    scope: str
+    ci: float
+    ranking: tuple[RankedSystem, ...]
+    neighbours: tuple[Difference, ...]  # each pair of neighbours in the ranking
+    best_metrics: tuple[BestMetric, ...]
+    agreement: AgreementFact | None
+    has_ratings: bool  # complete human ratings exist (agreement may still have no pairs)
+    not_computed: int = 0  # groups of tables that cannot be computed yet
+
+    def sentences(self) -> list[str]:
+        """The findings in sentences with their numbers, most important first."""
+        lines = [self.scope]
+        if self.ranking:
+            lines.append(f"Systems ranked by human Total ({self._ci_words()}): "
+                         + " > ".join(system.text() for system in self.ranking) + ".")
+        tested = [pair for pair in self.neighbours if not math.isnan(pair.ci_low)]
+        if tested:
+            apart = [pair.text() for pair in tested if pair.significant]
+            close = [pair.text() for pair in tested if not pair.significant]
+            verdicts = ([f"significantly different: {', '.join(apart)}"] if apart else []) + (
+                [f"not significantly different (the CI holds 0): {', '.join(close)}"]
+                if close else [])
+            lines.append("Neighbours in the ranking, by the difference of their mean Totals "
+                         f"over the images both captioned (paired {self.ci:.0%} BCa CI): "
+                         + "; ".join(verdicts) + ".")
+        lines += [self._metric_sentence(best) for best in self.best_metrics]
+        if self.agreement is not None:
+            fact = self.agreement
+            values = ", ".join(f"{label} {alpha:.2f}" for label, alpha in fact.alphas.items())
+            lines.append(f"Agreement between annotators (Krippendorff's alpha, interval; "
+                         f"{KIND_WORDS.get(fact.kind, fact.kind)}; {fact.captions} captions): "
+                         f"{values}. Point estimates: thumb agreement gives their CIs and "
+                         "the other statistics.")
+        elif self.has_ratings:
+            lines.append("Agreement between annotators: no caption has two ratings to "
+                         "compare (blind double ratings or stage 2 reviews).")
+        if self.not_computed:
+            lines.append(f"{self.not_computed} group(s) of tables not computed yet: the "
+                         "section \"Not computed yet\" says what each needs and the command "
+                         "that makes it.")
+        return lines
+
+    def _ci_words(self) -> str:
+        if self.ranking and math.isnan(self.ranking[0].ci_low):
+            return "no CIs: --bootstrap 0"
+        return f"{self.ci:.0%} BCa CIs over images"
+
+    @staticmethod
+    def _metric_sentence(best: BestMetric) -> str:
+        where = subset_words(best.subset)
+        interval = "" if math.isnan(best.ci_low) else f" {ci_bounds(best.ci_low, best.ci_high)}"
+        sentence = (f"On {where}, {best.metric} agrees best with the human Total "
+                    f"(Pearson r {best.r:.3f}{interval})")
+        if best.runner_up is None:
+            return sentence + "; it is the only metric."
+        if math.isnan(best.williams_p):
+            verdict = "Williams' test is undefined here"
+        elif best.williams_p < SIGNIFICANCE:
+            verdict = f"significantly higher by Williams' test ({_p(best.williams_p)})"
+        else:
+            verdict = f"not significantly higher by Williams' test ({_p(best.williams_p)})"
+        return (sentence + f", ahead of {best.runner_up} (r {best.runner_up_r:.3f}): "
+                + verdict + ".")
+
+
+def _p(p: float) -> str:
+    """A p-value as papers print it: three decimals, or below the smallest they show."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def _ranking(systems: pd.DataFrame) -> tuple[RankedSystem, ...]:
+    if systems.empty or systems["total"].isna().all():
+        return ()
+    rows = systems.reindex(columns=["system", "total", "total_ci_low", "total_ci_high"])
+    rows = rows.dropna(subset=["total"]).sort_values("total", ascending=False)
+    return tuple(RankedSystem(str(name), float(total), float(low), float(high))
+                 for name, total, low, high in rows.itertuples(index=False))
+
+
+def _neighbours(ranking: tuple[RankedSystem, ...], differences: pd.DataFrame
+                ) -> tuple[Difference, ...]:
+    """The paired difference of each pair of neighbours in the ranking."""
+    if differences.empty:
+        return ()
+    by_pair = differences.set_index(["system", "versus"])
+    found = []
+    for upper, lower in itertools.pairwise(ranking):
+        if (upper.name, lower.name) not in by_pair.index:
+            continue  # no image captioned by both
+        row = by_pair.loc[(upper.name, lower.name)]
+        found.append(Difference(upper.name, lower.name, float(row["difference"]),
+                                float(row["ci_low"]), float(row["ci_high"]),
+                                bool(row["significant"])))
+    return tuple(found)
+
+
+def _best_metrics(correlations: pd.DataFrame, williams: pd.DataFrame
+                  ) -> tuple[BestMetric, ...]:
+    if correlations.empty:
+        return ()
+    pearson = correlations[(correlations["method"] == "pearson")
+                           & (correlations["dimension"] == "total")].dropna(subset=["r"])
+    found = []
+    for subset, rows in pearson.groupby("subset", sort=False):
+        ranked = rows.sort_values("r", ascending=False)
+        best = ranked.iloc[0]
+        runner_up = ranked.iloc[1] if len(ranked) > 1 else None
+        p = float("nan")
+        if runner_up is not None and not williams.empty:
+            test = williams[(williams["metric"] == best["metric"])
+                            & (williams["versus"] == runner_up["metric"])
+                            & (williams["dimension"] == "total")
+                            & (williams["subset"] == subset)]
+            p = float(test["p"].iloc[0]) if len(test) else p
+        found.append(BestMetric(
+            str(subset), str(best["metric"]), float(best["r"]), float(best["ci_low"]),
+            float(best["ci_high"]), None if runner_up is None else str(runner_up["metric"]),
+            float("nan") if runner_up is None else float(runner_up["r"]), p))
+    return tuple(found)
+
+
+def _agreement(report: Report) -> AgreementFact | None:
+    """Interval alpha over all pairs: of blind double ratings where there are any (the
+    independent comparison), else of stage 1 vs stage 2."""
+    records = report.agreement
+    if records.empty:
+        return None
+    overall = records[(records["pair"] == "all")
+                      & (records["statistic"] == AGREEMENT_STATISTIC)]
+    kinds = list(dict.fromkeys(overall["kind"]))
+    if not kinds:
+        return None
+    kind = "blind" if "blind" in kinds else kinds[0]
+    rows = overall[overall["kind"] == kind].set_index("dimension")
+    labels = score_labels(report.rubric)
+    alphas = {label: float(rows.loc[key, "value"]) for key, label in labels.items()
+              if key in rows.index}
+    return AgreementFact(str(kind), int(rows["n"].max()), alphas)
+
+
+def summarize(report: Report) -> Summary:
+    has_ratings = not report.data.empty and report.data["total"].notna().any()
+    ranking = _ranking(report.systems) if has_ratings else ()
+    return Summary(scope=scope_sentence(report.header), ci=float(report.header.get("ci", 0.9)),
+                   ranking=ranking, neighbours=_neighbours(ranking, report.differences),
+                   best_metrics=_best_metrics(report.correlations, report.williams),
+                   agreement=_agreement(report), has_ratings=bool(has_ratings),
+                   not_computed=len(report.missing))

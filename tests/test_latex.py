@@ -1,0 +1,261 @@
+"""LaTeX output (issue #27): `for_latex` against LaTeX's own rules for its special
+characters, the booktabs structure of every table (rules, cells per row), bold best values
+and CIs, the THUMB release's Table 2 with the paper's numbers, and every document compiled
+with pdflatex where Debian's TeX is installed (skipped elsewhere)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from reports.latex import LatexTable, comparison_document, document
+from rubrics.escape import for_latex
+from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
+from thumb_tui.cli import app
+
+runner = CliRunner()
+SAMPLE = SAMPLE_CSV.parent
+# A system name with every character LaTeX treats specially, what `\\` reads after a row
+# (`[`, `*`), T1 ligatures (`--`, `<<`), accented and mathematical letters and a character
+# the fonts lack. Import accepts it: it holds no control character.
+HOSTILE = r"Up_Down & 50% {x} $1 #2 ^3 ~4 \input{x} é ≥ τ 中 [a] *b --c <<d>>"
+
+
+def thumb(db: Path, *args: object):
+    return runner.invoke(app, ["--db", str(db), *map(str, args)])
+
+
+def ok(result) -> str:
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def compiled(folder: Path, main: str) -> str:
+    """Compile `main` in `folder` with pdflatex (no shell escape, stop at the first error);
+    return its log. Skipped where TeX is not installed."""
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (Debian: texlive-latex-base "
+                    "texlive-latex-recommended)")
+    result = subprocess.run(
+        ["pdflatex", "-halt-on-error", "-interaction=nonstopmode", "-no-shell-escape", main],
+        cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    log = (folder / Path(main).with_suffix(".log")).read_text(encoding="utf-8",
+                                                               errors="replace")
+    assert result.returncode == 0, log[-3000:]
+    assert (folder / Path(main).with_suffix(".pdf")).stat().st_size > 0
+    assert "Missing character" not in log  # every character has a glyph
+    return log
+
+
+TABULAR = re.compile(r"\\begin\{(tabular|longtable)\}\{([lrc]+)\}(.*?)\\end\{\1\}", re.S)
+UNESCAPED_AMPERSAND = re.compile(r"(?<!\\)&")
+
+
+def check_tables(latex: str) -> list[list[list[str]]]:
+    """Check every table's booktabs structure (one \\toprule, then \\midrule, then one
+    \\bottomrule; no vertical rule; as many cells in each row as columns, a \\multicolumn
+    counting its span) and return each table's rows of cells (header row first)."""
+    tables = []
+    for _, align, body in TABULAR.findall(latex):
+        assert body.count(r"\toprule") == 1 and body.count(r"\bottomrule") == 1, body
+        assert body.index(r"\toprule") < body.index(r"\midrule"), body
+        assert "|" not in align and r"\hline" not in body
+        rows = []
+        for line in body.splitlines():
+            if not line.endswith(r"\\") or line.startswith(r"\caption"):
+                continue
+            cells = [cell.strip() for cell in UNESCAPED_AMPERSAND.split(line[:-2])]
+            spans = [int(span.group(1)) if (span := re.match(r"\\multicolumn\{(\d+)\}", c))
+                     else 1 for c in cells]
+            assert sum(spans) == len(align), (line, align)
+            rows.append(cells)
+        tables.append(rows)
+    assert tables, latex
+    return tables
+
+
+@pytest.mark.parametrize(("text", "latex"), [
+    ("\\", r"\textbackslash{}"), ("{", r"\{"), ("}", r"\}"), ("$", r"\$"), ("&", r"\&"),
+    ("#", r"\#"), ("^", r"\textasciicircum{}"), ("_", r"\_"), ("%", r"\%"),
+    ("~", r"\textasciitilde{}"),
+    ("[a]", "{[}a{]}"), ("*", "{*}"),  # what `\\` would read at the start of a row
+    ("a--b", "a-{}-b"), ("<<", "<{}<"), ("!`", "!{}`"),  # T1 ligatures kept apart
+    ("line\nbreak\x1b", r"line\textbackslash{}nbreak\textbackslash{}x1b"),  # one line
+    ("é ü ß", "é ü ß"), ("≥", r"\ensuremath{\geq}"), ("τ", r"\ensuremath{\tau}"),
+    ("中", r"\textbackslash{}u4e2d"),  # no glyph in the fonts: its escape
+])
+def test_for_latex_prints_each_character_as_latex_defines_it(text, latex):
+    assert for_latex(text) == latex
+
+
+def test_a_hostile_table_compiles_with_its_structure(tmp_path):
+    hostile = HOSTILE + "\x1b[31m\nnew line\u202e"
+    table = LatexTable("hostile", for_latex(hostile), ["System", for_latex(hostile)],
+                       [[for_latex(hostile), "1.00"], [for_latex("[x]"), "$-$0.50"]])
+    text = document(for_latex(hostile), [table.latex()])
+    [rows] = check_tables(text)
+    assert rows[1][0] == for_latex(hostile) and rows[2][0] == "{[}x{]}"
+    assert "\\input{x}" not in text  # no command of the name reaches TeX
+    (tmp_path / "hostile.tex").write_text(text, encoding="utf-8")
+    compiled(tmp_path, "hostile.tex")
+
+
+def test_a_row_count_that_disagrees_with_the_header_is_refused():
+    with pytest.raises(ValueError, match="a row has 1 cells, the header 2"):
+        LatexTable("t", "c", ["a", "b"], [["1"]])
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """The sample project with a hostile system name, its ratings, a judgment set and
+    BLEU for both."""
+    folder = tmp_path_factory.mktemp("latex")
+    captions, ratings = folder / "captions.csv", folder / "ratings.csv"
+    shutil.copytree(SAMPLE / "images", folder / "images")
+    captions.write_text(SAMPLE_CSV.read_text(encoding="utf-8")
+                        .replace("Up-Down", f'"{HOSTILE}"'), encoding="utf-8")
+    ratings.write_text((SAMPLE / "example_ratings.csv").read_text(encoding="utf-8")
+                       .replace("Up-Down", f'"{HOSTILE}"'), encoding="utf-8")
+    db = folder / "project.db"
+    ok(thumb(db, "import", captions))
+    ok(thumb(db, "import", ratings))
+    ok(thumb(db, "judgments", "import", SAMPLE / "judgments.csv", "--name", "j & 50%",
+             "--scale", "1-5", "--references", SAMPLE / "references.csv"))
+    ok(thumb(db, "metrics", "compute", "--metric", "bleu"))
+    ok(thumb(db, "metrics", "compute", "--metric", "bleu", "--judgments", "j & 50%"))
+    return db
+
+
+TOTAL_CI = re.compile(r"(?:\\textbf\{)?(\d\.\d\d)\}? \{\[\}(\d\.\d\d), (\d\.\d\d)\{\]\}"
+                      r"(?: \(\d+\))?")
+# a value, then its CI: `0.412 {[}0.30, 0.50{]}`, a negative bound with a minus sign
+VALUE_CI = re.compile(r"-?\d\.\d{3} \{\[\}(?:\$-\$)?\d\.\d\d, (?:\$-\$)?\d\.\d\d\{\]\}")
+
+
+def _table(path: Path) -> list[list[str]]:
+    [rows] = check_tables(path.read_text(encoding="utf-8"))
+    return rows
+
+
+@pytest.mark.slow
+def test_the_report_in_latex_bolds_the_machines_best_and_compiles(project, tmp_path):
+    from storage import final_scores, open_database
+
+    out = tmp_path / "report"
+    ok(thumb(project, "report", "--format", "latex", "--out", out, "--bootstrap", 100))
+    main = (out / "report.tex").read_text(encoding="utf-8")
+    names = ["table2", "metric-means", "table3", "table4", "correlations"]
+    assert re.findall(r"\\input\{tables/([\w-]+)\}", main) == names
+    assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
+        f"{name}.tex" for name in names)
+    header, *rows = _table(out / "tables" / "table2.tex")
+    assert header[:4] == ["System", "P", "R", "Fl"] and header[-1].startswith("Total")
+    # the paper's Table 2: each system's mean over its captions
+    means = final_scores(open_database(project)).groupby("system")[
+        ["precision", "recall", "fluency", "total"]].mean()
+    systems = [for_latex(str(s)) for s in means.index]
+    assert sorted(row[0] for row in rows) == sorted(systems)
+    for column, score, lower_is_better in ((1, "precision", False), (2, "recall", False),
+                                           (3, "fluency", True)):
+        machines = means[score].drop("Human").round(2 if column < 3 else 3)
+        best = machines.min() if lower_is_better else machines.max()
+        for row in rows:
+            system = next(s for s in means.index if for_latex(str(s)) == row[0])
+            value = means.loc[system, score]
+            shown = f"{value:.{2 if column < 3 else 3}f}"
+            is_best = (system != "Human" and machines.nunique() > 1  # a tie of all: none
+                       and round(value, 2 if column < 3 else 3) == best)
+            assert row[column] == (rf"\textbf{{{shown}}}" if is_best else shown), row
+    for row in rows:  # Total [low, high] (a mark where the CI has a warning)
+        total, low, high = map(float, TOTAL_CI.fullmatch(row[-1]).groups())
+        assert low <= total <= high
+    table4 = (out / "tables" / "table4.tex").read_text(encoding="utf-8")
+    assert r"\cmidrule" in table4 and "w/o Human" in table4
+    assert f"{for_latex(HOSTILE)} &" in (out / "tables" / "table3.tex").read_text(
+        encoding="utf-8")
+    for name in names:
+        check_tables((out / "tables" / f"{name}.tex").read_text(encoding="utf-8"))
+    compiled(out, "report.tex")
+
+
+def test_the_latex_report_replaces_nothing_without_force(project, tmp_path):
+    out = tmp_path / "report"
+    ok(thumb(project, "report", "--format", "latex", "--out", out, "--bootstrap", 0))
+    table2 = out / "tables" / "table2.tex"
+    table2.write_text("mine", encoding="utf-8")
+    (out / "report.tex").unlink()  # the main file is gone, the tables are still there
+    refused = thumb(project, "report", "--format", "latex", "--out", out, "--bootstrap", 0)
+    assert refused.exit_code == 2 and "table2.tex exists; add --force" in refused.output
+    assert table2.read_text(encoding="utf-8") == "mine" and not (out / "report.tex").exists()
+    ok(thumb(project, "report", "--format", "latex", "--out", out, "--bootstrap", 0,
+             "--force"))
+    assert r"\toprule" in table2.read_text(encoding="utf-8")
+    assert (out / "report.tex").exists()
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no leftovers
+
+
+@pytest.mark.parametrize("command", [
+    ["agreement", "--bootstrap", 50],
+    ["judgments", "report", "j & 50%", "--bootstrap", 50],
+])
+def test_agreement_and_a_judgment_set_in_latex_compile(project, tmp_path, command):
+    out = tmp_path / "tables.tex"
+    ok(thumb(project, *command, "--format", "latex", "--out", out))
+    text = out.read_text(encoding="utf-8")
+    for rows in check_tables(text):
+        assert all(row[1:] for row in rows)  # a value column beside each label
+    assert VALUE_CI.search(text), text
+    compiled(tmp_path, "tables.tex")
+
+
+def test_a_retrieval_comparison_in_latex_bolds_the_first_and_dashes_an_undefined_tau(
+        tmp_path):
+    ranks = pd.DataFrame({"model": ["a & b", "c_d", "a & b", "c_d"],
+                          "metric": ["r@1", "r@1", "rsum%", "rsum%"],
+                          "value": [0.5, 0.25, 3.0, 3.0], "rank": [1.0, 2.0, 1.5, 1.5]})
+    tau = pd.DataFrame([[1.0, float("nan")], [float("nan"), float("nan")]],
+                       index=["r@1", "rsum%"], columns=["r@1", "rsum%"])
+    text = comparison_document(ranks, tau)
+    ranked, matrix = check_tables(text)
+    assert ranked[0] == ["metric", r"a \& b", r"c\_d"]
+    assert ranked[1] == ["(1) r@1", r"\textbf{50.0 (\#1)}", r"25.0 (\#2)"]
+    assert matrix[1] == ["(1)", "1.00", "—"] and matrix[2] == ["(2)", "—", "—"]
+    (tmp_path / "compare.tex").write_text(text, encoding="utf-8")
+    compiled(tmp_path, "compare.tex")
+
+
+@pytest.mark.slow
+@needs_anchors
+def test_the_thumb_release_table_2_holds_the_papers_numbers_and_compiles(tmp_path):
+    from storage import import_thumb, open_database
+    from tests.test_thumb_release import TABLE_2
+
+    db = tmp_path / "thumb.db"
+    import_thumb(open_database(db), THUMB_JSONL, THUMB_REFS, actor="tester")
+    out = tmp_path / "report"
+    ok(thumb(db, "report", "--format", "latex", "--out", out, "--bootstrap", 200))
+    header, *rows = _table(out / "tables" / "table2.tex")
+    assert header[:4] == ["System", "P", "R", "Fl"]
+    shown = {row[0]: [re.sub(r"\\textbf\{(.*?)\}", r"\1", cell) for cell in row]
+             for row in rows}
+    assert list(shown) == list(TABLE_2)  # ordered by Total, as in the paper
+    for system, (precision, recall, total, fluency) in TABLE_2.items():
+        row = shown[system]
+        assert (row[1], row[2], row[3]) == (f"{precision:.2f}", f"{recall:.2f}",
+                                            f"{fluency:.3f}")
+        assert row[-1].startswith(f"{total:.2f} {{[}}")
+    vinvl_large = next(row for row in rows if row[0] == "VinVL-large")
+    assert vinvl_large[1] == r"\textbf{4.54}" and vinvl_large[-1].startswith(
+        r"\textbf{4.25}")  # the best machine; Human is the reference, never bold
+    assert not any(r"\textbf" in cell for cell in next(row for row in rows
+                                                       if row[0] == "Human"))
+    # no machine caption lost a point for conciseness or inclusive language: a tie of
+    # every machine is no best value
+    assert [row[4:6] for row in rows[1:]] == [["0.000", "0.000"]] * 4
+    compiled(out, "report.tex")
