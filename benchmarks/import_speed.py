@@ -1,19 +1,27 @@
 """Import speed and memory: the 2,500-caption THUMB 1.0 release (target 5 s), and a million
 generated caption rows with references and stage-1 ratings as CSV and as JSON lines
-(target 60 s and 1 GB peak each), each import in a fresh process whose peak resident memory
-(interpreter and libraries included) and CPU time are measured: on a shared machine the
-wall time depends on the load, the CPU time much less. The rows name 200,000 distinct
-valid PNG files (5 systems per image), each of which the import decodes once. The
-million-row imports run once each (minutes per run); the release import is the best of 3.
-Prints figures next to targets; asserts nothing."""
+(target 15 s and 500 MB peak each), next to the floor measured in the same run: the same
+file read by `csv` (or `json`) and written into the project's tables by
+`sqlite3.executemany`, with no checks at all (and, in the note, into bare tables of the
+same columns: what the schema's indexes and triggers cost). Then the same CSV file with
+one bad row (first, middle or last) must be refused within 10 s. Each import runs in a
+fresh process whose peak resident memory (interpreter and libraries included) and CPU
+time are measured: on a shared machine the wall time depends on the load, the CPU time
+much less. The rows name 200,000 distinct valid PNG files (5 systems per image), each of
+which the import decodes once. The million-row runs run once each (minutes in all); the
+release import is the best of 3. Prints figures next to targets; asserts nothing."""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import os
+import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -22,29 +30,130 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.synthetic import generate  # noqa: E402
 from benchmarks.table import ANCHORS, Table, best_of, in_child, megabytes, seconds  # noqa: E402
-from storage import import_captions, import_thumb, open_database  # noqa: E402
+from storage import InputError, import_captions, import_thumb, open_database  # noqa: E402
+from storage.rubric_registry import project_rubric  # noqa: E402
 from thumb_tui.cli.common import collector_paused  # noqa: E402
 
+TARGET_SECONDS, TARGET_BYTES, REFUSAL_SECONDS = 15, 500 * 2**20, 10
 
-def import_file(database: Path, path: Path) -> tuple[str, float]:
-    """The import's summary and the CPU seconds (user and system) it took."""
+
+def import_file(database: Path, path: Path) -> tuple[str, float, float]:
+    """The import's summary (or its first problem, with its line) and the wall-clock and
+    CPU seconds it took (the database made beforehand)."""
     engine = open_database(database)
-    start = time.process_time()
-    with collector_paused():  # as `thumb import` runs it
-        summary = import_captions(engine, path, actor="bench")
-    return str(summary), time.process_time() - start
+    wall, start = time.perf_counter(), time.process_time()
+    try:
+        with collector_paused():  # as `thumb import` runs it
+            outcome = str(import_captions(engine, path, actor="bench"))
+    except InputError as exc:
+        first = exc.problems[0]
+        outcome = f"refused: line {first.line}: {first.message}"
+    return outcome, time.perf_counter() - wall, time.process_time() - start
+
+
+def _records(path: Path) -> Iterator[dict[str, object]]:
+    """The generated file's rows as dicts, by the plain readers."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        if path.suffix == ".csv":
+            yield from csv.DictReader(handle)
+        else:
+            yield from map(json.loads, handle)
+
+
+# The tables of the floor without the project's schema: the same columns, no
+# constraints, indexes or triggers.
+BARE_TABLES = (
+    "CREATE TABLE annotator (id INTEGER PRIMARY KEY, name, created_at)",
+    "CREATE TABLE image (id INTEGER PRIMARY KEY, key, path, double_rating)",
+    "CREATE TABLE image_reference (id INTEGER PRIMARY KEY, image_id, position, text)",
+    "CREATE TABLE caption (id INTEGER PRIMARY KEY, image_id, system, text)",
+    "CREATE TABLE rating (id INTEGER PRIMARY KEY, caption_id, annotator_id, stage, "
+    "precision, recall, fluency, conciseness, inclusive, note, seconds, rubric, created_at, "
+    "updated_at)",
+)
+
+
+def plain_import(database: Path, path: Path, schema: bool = True) -> tuple[str, float, float]:
+    """The floor: the rows read by `csv` or `json` and inserted by `sqlite3.executemany`
+    in one transaction, nothing checked, nothing decoded; into the project's tables (its
+    schema, indexes and triggers) or, without `schema`, into bare tables of the same
+    columns. Ids are counted here (a fresh file numbers rows 1, 2, ...)."""
+    if schema:
+        engine = open_database(database)
+        rubric = project_rubric(engine).signature
+        engine.dispose()
+    else:
+        rubric = "bare"
+        with sqlite3.connect(database) as bare:
+            for statement in BARE_TABLES:
+                bare.execute(statement)
+    wall, start = time.perf_counter(), time.process_time()
+    connection = sqlite3.connect(database)
+    now = "2026-01-01 00:00:00.000000"
+    connection.execute("INSERT INTO annotator (name, created_at) VALUES ('bench', ?)", (now,))
+    images: dict[str, int] = {}
+    captions, references, ratings = [], [], []
+
+    def flush() -> None:
+        connection.executemany("INSERT INTO image (key, path, double_rating) "
+                               "VALUES (?, ?, 0)", [(key, key) for key in new_images])
+        connection.executemany("INSERT INTO image_reference (image_id, position, text) "
+                               "VALUES (?, ?, ?)", references)
+        connection.executemany("INSERT INTO caption (image_id, system, text) "
+                               "VALUES (?, ?, ?)", captions)
+        connection.executemany(
+            "INSERT INTO rating (caption_id, annotator_id, stage, precision, recall, fluency,"
+            " conciseness, inclusive, note, seconds, rubric, created_at, updated_at) VALUES "
+            "(?, 1, ?, ?, ?, ?, 0, 0, '', 0, ?, ?, ?)", ratings)
+        for rows in (new_images, captions, references, ratings):
+            rows.clear()
+
+    new_images: list[str] = []
+    for caption_id, record in enumerate(_records(path), start=1):
+        image = str(record["image"])
+        if image not in images:
+            images[image] = len(images) + 1
+            new_images.append(image)
+            texts = record.get("references") or [record[f"reference_{k}"] for k in range(1, 5)]
+            references += [(images[image], k, text) for k, text in enumerate(texts)]
+        captions.append((images[image], record["system"], record["caption"]))
+        if record.get("annotator"):
+            ratings.append((caption_id, int(record["stage"]), int(record["precision"]),
+                            int(record["recall"]), float(record["fluency"]), rubric, now,
+                            now))
+        if len(captions) == 20_000:
+            flush()
+    flush()
+    connection.commit()
+    connection.close()
+    return f"{len(images)} images", time.perf_counter() - wall, time.process_time() - start
+
+
+def with_bad_row(path: Path, where: str) -> Path:
+    """A copy of the generated file whose first, middle or last data row rates at stage 7
+    (no such stage)."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = 1 if path.suffix == ".csv" else 0
+    index = {"first": first, "middle": (first + len(lines)) // 2, "last": len(lines) - 1}[where]
+    good, bad = (",bench,1,", ",bench,7,") if path.suffix == ".csv" else ('"stage": 1',
+                                                                        '"stage": 7')
+    lines[index] = lines[index].replace(good, bad, 1)
+    broken = path.with_name(f"bad-{where}{path.suffix}")
+    broken.write_text("".join(lines), encoding="utf-8")
+    return broken
 
 
 def load() -> str:
-    return f"load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"load average {os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--captions", type=int, default=1_000_000)
     args = parser.parse_args()
-    table = Table("import_speed", f"fresh SQLite files; {os.cpu_count()} CPUs shared with "
-                                  "other developers")
+    cpus = os.cpu_count()
+    table = Table("import_speed", f"fresh SQLite files; {cpus} CPUs shared with other "
+                                  "developers")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         release = ANCHORS / "mscoco_THumB-1.0.jsonl"
@@ -58,19 +167,39 @@ def main() -> None:
             took, _ = best_of(thumb)
             table.add("import the THUMB 1.0 release (2,500 captions)", seconds(took),
                       target="< 5 s", met=took < 5)
+        csv_file = None
         for fmt in ("csv", "jsonl"):
             data = folder / fmt
             data.mkdir()
             path = generate(data, args.captions, fmt=fmt)
+            csv_file = csv_file or path
             before = load()
-            took, peak, (summary, cpu) = in_child(partial(import_file, folder / f"{fmt}.db",
-                                                          path))
+            _, peak, (summary, took, cpu) = in_child(partial(import_file,
+                                                             folder / f"{fmt}.db", path))
+            _, _, (_, floor, floor_cpu) = in_child(partial(plain_import,
+                                                           folder / f"{fmt}-plain.db", path))
+            _, _, (_, bare, bare_cpu) = in_child(partial(
+                plain_import, folder / f"{fmt}-bare.db", path, schema=False))
+            reader = "csv" if fmt == "csv" else "json"
             table.add(f"import {args.captions:,} caption rows with ratings, {fmt.upper()} "
                       "(one run)", f"{seconds(took)} ({seconds(cpu)} CPU), peak "
-                      f"{megabytes(peak)}", target="<= 60 s, <= 1 GB",
-                      met=took <= 60 and peak <= 2**30,
-                      note=f"{summary.split(': ', 1)[-1]}; {before} before, {load()} after "
-                           f"the run, on {os.cpu_count()} CPUs")
+                      f"{megabytes(peak)}",
+                      reference=f"{seconds(floor)} ({seconds(floor_cpu)} CPU; {reader} + "
+                                "sqlite3.executemany into the project's tables, no checks)",
+                      ratio=took / floor, target="<= 15 s, <= 500 MB",
+                      met=took <= TARGET_SECONDS and peak <= TARGET_BYTES,
+                      note=f"{summary.split(': ', 1)[-1]}; ratio = ours / floor (slower by); "
+                           f"into bare tables (no constraints, indexes or triggers) the "
+                           f"floor takes {seconds(bare)} ({seconds(bare_cpu)} CPU); "
+                           f"{before} before, {load()} after the run, on {cpus} CPUs")
+        for where in ("first", "middle", "last"):
+            broken = with_bad_row(csv_file, where)
+            _, _, (problem, took, cpu) = in_child(partial(import_file,
+                                                          folder / f"{where}.db", broken))
+            table.add(f"a CSV of {args.captions:,} rows with a bad {where} row, refused "
+                      "(one run)", f"{seconds(took)} ({seconds(cpu)} CPU)",
+                      target="<= 10 s", met=took <= REFUSAL_SECONDS and "stage" in problem,
+                      note=f"{problem}; {load()}")
     table.save()
 
 

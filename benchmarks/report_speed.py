@@ -1,11 +1,12 @@
 """`thumb report` on the THUMB 1.0 release (2,500 captions; a generated set of the same shape
 without it) with BLEU, ROUGE-L and CIDEr-D stored and the default 1,000 bootstrap
-resamples: the whole command as a user runs it (target 2 s; the project's bytecode
-compiled, as installed), in wall-clock and CPU time
+resamples: the whole command as a user runs it, interpreter start-up and imports included
+(target 1 s; the project's bytecode compiled, as installed), in wall-clock and CPU time
 (user + system of the child: what an idle machine's wall time would be; the machine's load
-average is printed with them), and the statistics alone with 3 and 8 metric columns, each
-run drawing its bootstrap resamples afresh. Best of 5 for the command, 3 for the rest.
-Prints figures next to targets; asserts nothing."""
+average is printed with them), next to `thumb --help` in the same run (the start-up every
+command pays), and the statistics alone with 3 and 8 metric columns, each run drawing its
+bootstrap resamples afresh. Best of 5 for the commands, 3 for the rest. Prints figures
+next to targets; asserts nothing."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def add_random_metrics(path: Path, count: int) -> None:
 
 
 COMMAND_RUNS = 5
+TARGET_SECONDS = 1
 
 
 def run_command(arguments: list[str]) -> tuple[float, float]:
@@ -95,7 +97,8 @@ def main() -> None:
                                       f"{COMMAND_RUNS} for the command and 3 for the "
                                       f"statistics, {os.cpu_count()} CPUs shared with "
                                       f"other developers")
-        for fmt in ("md", "json"):
+        start_up = min(run_command(["--help"]) for _ in range(COMMAND_RUNS))
+        for fmt in ("md", "html", "json"):
             runs = [run_command(["--db", str(path), "report", "--format", fmt, "--out",
                                  str(folder / fmt), "--force"])
                     for _ in range(COMMAND_RUNS)]
@@ -103,13 +106,15 @@ def main() -> None:
             load = os.getloadavg()[0]
             what = "3 metrics, writes the 4 figures" if fmt == "md" else "3 metrics"
             table.add(f"`thumb report --format {fmt}` ({what})",
-                      f"{seconds(wall)} wall, {seconds(cpu)} CPU", target="<= 2 s wall",
-                      met=wall <= 2,
+                      f"{seconds(wall)} wall, {seconds(cpu)} CPU",
+                      reference=f"{seconds(start_up[0])} wall, {seconds(start_up[1])} CPU "
+                                "(`thumb --help`: the start-up alone)",
+                      target=f"<= {TARGET_SECONDS} s wall", met=wall <= TARGET_SECONDS,
                       note=f"the whole command: interpreter start-up, imports, database, "
                            f"statistics, writing; best of {COMMAND_RUNS}; CPU = user + "
                            f"system time of the process, what an idle machine's wall time "
-                           f"would be ({'met' if cpu <= 2 else 'not met'} in CPU time); "
-                           f"load average {load:.1f} on {os.cpu_count()} CPUs")
+                           f"would be ({'met' if cpu <= TARGET_SECONDS else 'not met'} in "
+                           f"CPU time); load average {load:.1f} on {os.cpu_count()} CPUs")
         engine = open_database(path)
         took, _ = best_of(lambda: statistics(engine))
         table.add("report statistics alone, 3 metrics", seconds(took))

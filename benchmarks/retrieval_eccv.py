@@ -1,29 +1,26 @@
-"""thumb-tui's retrieval metrics against the eccv-caption package, same run, same rankings.
+"""thumb-tui's retrieval evaluation against the eccv-caption package, same run, same rankings:
+the COCO 5K test split (5,000 images x 25,000 captions, random similarities that favour each
+caption's own image) and the four shipped positive sets (COCO 1K and 5K, CxC, ECCV), every
+non-PM metric of eccv-caption on both sides. Best of --runs each, the two sides taking turns
+so that a change of load hits both; the machine's load is printed with the rows.
 
-1. In memory: full 5,000 x 25,000 rankings of the COCO 5K test split (random similarities
-   that favour each caption's own image), for several seeds. Each side gets the rankings
-   in its own in-memory form (eccv-caption: dicts of id lists; thumb-tui: index arrays,
-   what `--scores` or the JSON reader produce) and computes every non-PM metric of
-   eccv-caption on both sides: COCO 1K and 5K R@1/5/10, CxC R@1/5/10, ECCV R@1, R-P and
-   mAP@R. Best of 3 each; the converting of eccv-caption's dicts into arrays is timed
-   apart and printed too.
-2. From the command line: one `thumb retrieval evaluate` call with the four shipped sets
-   on JSON files (lists truncated to --list-length so that eccv-caption's `json` load
-   fits in memory), against a script that loads the same files with `json` and runs
-   eccv-caption. Both as fresh processes with compiled bytecode, as installed (one
-   untimed run of each first), taking turns, best of 3; thumb-tui with
-   --bootstrap 0 (the package computes no CIs), each run a new model in an existing
-   project database; once more with the default 1,000 resamples and once creating the
-   database.
+1. From the command line: `thumb retrieval evaluate` on JSON files of lists of depth
+   --list-length (a new model in an existing project database) with the default 1,000
+   resampled CIs, against a script that loads the same files with `json` and runs
+   eccv-caption (which computes no CIs); both fresh processes with compiled bytecode, as
+   installed (one untimed run of each first). Also the share of our run that the CIs take.
+2. In memory: our evaluation from the score matrix (what `--scores` reads), partial sorts
+   included, default CIs, against eccv-caption on the same rankings as in-memory lists of
+   that depth (its metrics need no deeper list: every positive set's R is below it).
 
-Prints figures and ratios; the last line is `speedup: X` (eccv-caption time / ours, in
-memory). Needs `pip install eccv-caption`."""
+Each row says the largest difference of any metric value between the two sides. Needs
+`pip install eccv-caption`."""
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,12 +33,13 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.table import installed_environment  # noqa: E402
+from benchmarks.table import Table, installed_environment, package_version  # noqa: E402
 from metrics.positives import coco_1k_folds, shipped_positive_set  # noqa: E402
-from metrics.rankings import Rankings, rankings_from_lists  # noqa: E402
+from metrics.rankings import scored_directions  # noqa: E402
 from metrics.retrieval import evaluate  # noqa: E402
 from storage import open_database  # noqa: E402
 
+BOOTSTRAP = "1000"  # `thumb retrieval evaluate`'s default
 TARGETS = ("coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_r1", "eccv_map_at_r",
            "eccv_rprecision")
 PACKAGE_SCRIPT = f"""
@@ -53,149 +51,160 @@ with open(sys.argv[1]) as f:
 with open(sys.argv[2]) as f:
     t2i = {{int(k): v for k, v in json.load(f).items()}}
 metrics = Metrics()
-metrics.compute_all_metrics(i2t, t2i, target_metrics={TARGETS!r}, Ks=(1, 5, 10),
-                            verbose=False)
+scores = metrics.compute_all_metrics(i2t, t2i, target_metrics={TARGETS!r}, Ks=(1, 5, 10),
+                                     verbose=False)
+with open(sys.argv[3], "w") as f:
+    json.dump(scores, f)
 """
 
 
-def best_of(runs: int, work) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        result = work()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
-def make_rankings(seed: int, images: list[int], captions: list[int],
-                  own_image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(i2t order, t2i order) as index arrays: random similarities, each caption's own
-    image a little closer (so the metrics are far from 0 and from 1)."""
+def make_scores(seed: int, own_image: np.ndarray, images: int) -> np.ndarray:
+    """(images x captions) random similarities, each caption's own image a little closer
+    (so that the metrics are far from 0 and from 1)."""
     rng = np.random.default_rng(seed)
-    scores = rng.random((len(images), len(captions)), dtype=np.float32)
-    scores[own_image, np.arange(len(captions))] += rng.random(len(captions),
-                                                              dtype=np.float32) * 0.2
-    i2t = np.argsort(-scores, axis=1, kind="stable").astype(np.int32)
-    t2i = np.argsort(-scores.T, axis=1, kind="stable").astype(np.int32)
-    return i2t, t2i
+    scores = rng.random((images, len(own_image)), dtype=np.float32)
+    scores[own_image, np.arange(len(own_image))] += rng.random(len(own_image),
+                                                               dtype=np.float32) * 0.2
+    return scores
 
 
-def package_lists(order: np.ndarray, queries: list[int], items: list[int]
-                  ) -> dict[int, list[int]]:
-    return {query: [items[j] for j in row] for query, row in zip(queries, order.tolist(),
-                                                                  strict=True)}
+def ranked_lists(scores: np.ndarray, queries: list[int], items: list[int], depth: int
+                 ) -> dict[int, list[int]]:
+    """The eccv-caption form: each query's `depth` best item ids (ties by position: by
+    ascending id, as the score matrix ranks them, when `items` ascend)."""
+    ids = np.asarray(items)
+    lists = {}
+    for start in range(0, len(queries), 1000):
+        block = scores[start : start + 1000]
+        order = np.argsort(-block, axis=1, kind="stable")[:, :depth]
+        lists.update(zip(queries[start : start + 1000], ids[order].tolist(), strict=True))
+    return lists
 
 
-def ours_in_memory(i2t: np.ndarray, t2i: np.ndarray, images: list[int], captions: list[int],
-                   sets: list) -> list[dict]:
-    directions = {"i2t": Rankings(tuple(images), tuple(captions), i2t),
-                  "t2i": Rankings(tuple(captions), tuple(images), t2i)}
-    return evaluate(directions, positive_sets=sets, bootstrap=0)
-
-
-def compare_values(ours: list[dict], theirs: dict) -> float:
+def largest_difference(ours: list[dict], theirs: dict) -> float:
     """Largest absolute difference over every metric both compute."""
     value = {(r["positives"], r["metric"], r["direction"], r["k"]): r["value"] for r in ours}
-    worst = 0.0
-    for name, label in (("coco_1k", "coco-1k"), ("coco_5k", "coco-5k"), ("cxc", "cxc")):
-        for k in (1, 5, 10):
-            for direction in ("i2t", "t2i"):
-                worst = max(worst, abs(value[(label, "recall@k", direction, k)]
-                                       - theirs[f"{name}_r{k}"][direction]))
-    for key, (metric, k) in {"eccv_r1": ("recall@k", 1), "eccv_map_at_r": ("map@r", None),
-                             "eccv_rprecision": ("r-precision", None)}.items():
-        for direction in ("i2t", "t2i"):
-            worst = max(worst, abs(value[("eccv", metric, direction, k)]
-                                   - theirs[key][direction]))
-    return worst
+    pairs = [(("coco-1k" if name == "coco_1k" else name.replace("_", "-"), "recall@k", k),
+              f"{name}_r{k}") for name in ("coco_1k", "coco_5k", "cxc") for k in (1, 5, 10)]
+    pairs += [(("eccv", metric, k), key) for key, (metric, k) in {
+        "eccv_r1": ("recall@k", 1), "eccv_map_at_r": ("map@r", None),
+        "eccv_rprecision": ("r-precision", None)}.items()]
+    return max(abs(value[(label, metric, direction, k)] - theirs[key][direction])
+               for (label, metric, k), key in pairs for direction in ("i2t", "t2i"))
 
 
-def command_line(i2t: np.ndarray, t2i: np.ndarray, images: list[int], captions: list[int],
-                 length: int, runs: int) -> None:
+def timed(command: list[str]) -> float:
+    env = installed_environment()  # both sides' bytecode compiled, as installed
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(command[:6])}…: {done.stderr.strip()[-500:]}")
+    return seconds
+
+
+def command_line(table: Table, lists: tuple[dict, dict], runs: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        paths = [Path(folder) / "i2t.json", Path(folder) / "t2i.json"]
-        for path, order, queries, items in ((paths[0], i2t, images, captions),
-                                            (paths[1], t2i, captions, images)):
-            head = np.asarray(items)[order[:, :length]]
-            with open(path, "w") as handle:
-                json.dump({str(q): row for q, row in zip(queries, head.tolist(), strict=True)},
-                          handle)
+        here = Path(folder)
+        paths = [here / "i2t.json", here / "t2i.json"]
+        for path, ranking in zip(paths, lists, strict=True):
+            path.write_text(json.dumps({str(q): row for q, row in ranking.items()}),
+                            encoding="utf-8")
         size = sum(p.stat().st_size for p in paths) / 1e6
-        env = installed_environment()  # both sides' bytecode compiled, as installed
-        package = [sys.executable, "-c", PACKAGE_SCRIPT, str(paths[0]), str(paths[1])]
-        project = Path(folder) / "project.db"
+        package = [sys.executable, "-c", PACKAGE_SCRIPT, *map(str, paths),
+                   str(here / "theirs.json")]
+        project = here / "project.db"
         open_database(str(project))  # an existing project; each run evaluates a new model
 
-        def ours_command(bootstrap: str, db: Path = project) -> list[str]:
-            return [sys.executable, "-m", "thumb_tui", "--db", str(db), "retrieval",
+        def ours(bootstrap: str) -> list[str]:
+            return [sys.executable, "-m", "thumb_tui", "--db", str(project), "retrieval",
                     "evaluate", "--name", f"run-{time.perf_counter_ns()}", "--i2t",
                     str(paths[0]), "--t2i", str(paths[1]), "--positives", "eccv",
                     "--positives", "cxc", "--positives", "coco-5k", "--positives",
                     "coco-1k", "--bootstrap", bootstrap, "--format", "json", "--out",
-                    str(Path(folder) / "o.json"), "--force"]
+                    str(here / f"ours-{bootstrap}.json"), "--force"]
 
-        def run(command) -> None:
-            done = subprocess.run(command() if callable(command) else command, env=env,
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                raise SystemExit(f"failed: {done.stderr.strip()[-500:]}")
+        timed(package)  # untimed: warms the file cache and writes the bytecode
+        timed(ours("0"))
+        theirs_s = with_ci = without_ci = float("inf")
+        for _ in range(runs):  # taking turns, so that a change of load hits every side
+            theirs_s = min(theirs_s, timed(package))
+            with_ci = min(with_ci, timed(ours(BOOTSTRAP)))
+            without_ci = min(without_ci, timed(ours("0")))
+        reference = json.loads((here / "theirs.json").read_text(encoding="utf-8"))
+        records = json.loads((here / f"ours-{BOOTSTRAP}.json").read_text(encoding="utf-8"))
+    table.speed(f"`thumb retrieval evaluate`, the four shipped sets, lists of depth "
+                f"{len(next(iter(lists[0].values())))} ({size:.0f} MB of JSON), default "
+                "1,000-resample CIs", with_ci, theirs_s, 4,
+                f"eccv-caption {package_version('eccv-caption')} from the same files (json "
+                "+ compute_all_metrics, no CIs)",
+                f"max |difference| of the metric values "
+                f"{largest_difference(records, reference):.1e}; {without_ci:.2f} s with "
+                f"--bootstrap 0 ({theirs_s / without_ci:.1f}x)")
+    share = with_ci / without_ci - 1
+    table.add("  the CIs' share of that run (1,000 resamples against --bootstrap 0)",
+              f"+{share:.0%} ({with_ci - without_ci:.2f} s)", f"{without_ci:.2f} s without",
+              None, "<= +20%", share <= 0.20)
 
-        run(package)  # untimed: warms the file cache and writes the bytecode
-        run(lambda: ours_command("0"))
-        theirs = ours = float("inf")
-        for _ in range(runs):  # alternating, so that a change of load hits both sides
-            theirs = min(theirs, best_of(1, lambda: run(package))[0])
-            ours = min(ours, best_of(1, lambda: run(lambda: ours_command("0")))[0])
-        with_ci, _ = best_of(1, lambda: run(lambda: ours_command("1000")))
-        new_db, _ = best_of(1, lambda: run(lambda: ours_command(
-            "0", Path(folder) / "new.db")))
-        print(f"command line, lists of {length} ({size:.0f} MB of JSON): eccv-caption "
-              f"(json + compute) {theirs:.2f} s, thumb retrieval evaluate {ours:.2f} s "
-              f"(--bootstrap 0, a new model in an existing database; {new_db:.2f} s "
-              f"creating the database), {with_ci:.2f} s with 1,000-resample CIs")
-        print(f"command-line speedup: {theirs / ours:.1f}x (creating the database: "
-              f"{theirs / new_db:.1f}x; with CIs: {theirs / with_ci:.1f}x)")
+
+def in_memory(table: Table, scores: np.ndarray, images: list[int], captions: list[int],
+              lists: tuple[dict, dict], sets: list, runs: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from eccv_caption import Metrics
+    package = Metrics()
+
+    def ours(bootstrap: int) -> list[dict]:  # a new matrix: nothing sorted beforehand
+        directions = scored_directions(scores, tuple(images), tuple(captions))
+        return evaluate(directions, positive_sets=sets, bootstrap=bootstrap)
+
+    def clock(work) -> tuple[float, object]:
+        start = time.perf_counter()
+        result = work()
+        return time.perf_counter() - start, result
+
+    theirs_s = ours_s = without_ci = float("inf")
+    for _ in range(runs):  # taking turns
+        seconds, reference = clock(lambda: package.compute_all_metrics(
+            *lists, target_metrics=TARGETS, Ks=(1, 5, 10), verbose=False))
+        theirs_s = min(theirs_s, seconds)
+        seconds, records = clock(lambda: ours(int(BOOTSTRAP)))
+        ours_s = min(ours_s, seconds)
+        without_ci = min(without_ci, clock(lambda: ours(0))[0])
+    table.speed("the same in memory, from the score matrix (`--scores`: partial sorts "
+                "included), default CIs", ours_s, theirs_s, 10,
+                f"eccv-caption {package_version('eccv-caption')} compute_all_metrics on the "
+                "in-memory lists", f"max |difference| of the metric values "
+                f"{largest_difference(records, reference):.1e}; {without_ci:.2f} s with no "
+                f"CIs ({theirs_s / without_ci:.1f}x)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--list-length", type=int, default=1000)
     parser.add_argument("--skip-command-line", action="store_true")
     args = parser.parse_args()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from eccv_caption import Metrics
     coco = shipped_positive_set("coco-5k")
-    images, captions = list(coco.image_to_captions), list(coco.caption_to_images)
+    # ascending ids: the lists' ties (by position) are then the score matrix's (by id)
+    images, captions = sorted(coco.image_to_captions), sorted(coco.caption_to_images)
     image_index = {image: i for i, image in enumerate(images)}
     own_image = np.array([image_index[coco.caption_to_images[c][0]] for c in captions])
     sets = [("coco-1k", coco_1k_folds(coco)), ("coco-5k", [coco]),
             ("cxc", [shipped_positive_set("cxc")]), ("eccv", [shipped_positive_set("eccv")])]
-    package = Metrics()
-    ratios, last = [], None
-    for seed in (int(s) for s in args.seeds.split(",")):
-        i2t, t2i = make_rankings(seed, images, captions, own_image)
-        lists = (package_lists(i2t, images, captions), package_lists(t2i, captions, images))
-        theirs, reference = best_of(args.runs, lambda lists=lists: package.compute_all_metrics(
-            *lists, target_metrics=TARGETS, Ks=(1, 5, 10), verbose=False))
-        ours, records = best_of(args.runs, lambda i2t=i2t, t2i=t2i: ours_in_memory(
-            i2t, t2i, images, captions, sets))
-        convert, _ = best_of(1, lambda lists=lists: (rankings_from_lists(lists[0]),
-                                                     rankings_from_lists(lists[1])))
-        difference = compare_values(records, reference)
-        ratios.append(theirs / ours)
-        print(f"seed {seed}: eccv-caption {theirs:.2f} s, thumb-tui {ours:.3f} s "
-              f"(x{theirs / ours:.0f}); max |difference| {difference:.1e}; converting the "
-              f"package's dicts to arrays {convert:.2f} s (x{theirs / (ours + convert):.1f} "
-              "with it)")
-        last = (i2t, t2i)
-        del lists
+    scores = make_scores(args.seed, own_image, len(images))
+    lists = (ranked_lists(scores, images, captions, args.list_length),
+             ranked_lists(scores.T, captions, images, args.list_length))
+    load = os.getloadavg()[0]
+    table = Table("retrieval_eccv", f"COCO 5K ({len(images):,} images x {len(captions):,} "
+                  f"captions), the four shipped positive sets, best of {args.runs}; load "
+                  f"average {load:.1f} on {os.cpu_count()} CPUs at the start")
     if not args.skip_command_line:
-        command_line(*last, images, captions, args.list_length, args.runs)
-    print(f"speedup: {min(ratios):.1f}")
+        command_line(table, lists, args.runs)
+    in_memory(table, scores, images, captions, lists, sets, args.runs)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    table.save()
 
 
 if __name__ == "__main__":

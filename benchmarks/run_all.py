@@ -17,18 +17,24 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.table import RESULTS, installed_environment, package_version  # noqa: E402
 
-SCRIPTS = ("metrics", "report_speed", "startup", "import_speed")
+SCRIPTS = ("metrics", "cider_tokenize", "retrieval_eccv", "report_speed", "startup",
+           "import_speed", "write_latency", "suite_time")
 LIBRARIES = ("pycocoevalcap", "sacrebleu", "rouge-score", "bert-score", "torch", "numpy",
              "scipy", "SQLAlchemy")
 
 
-def render(names: tuple[str, ...], command: str = "make bench") -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+def render(names: tuple[str, ...], command: str = "make bench",
+           load_at_start: float | None = None) -> str:
+    """RESULTS.md: the rows the scripts `names` saved, and the machine they ran on, with
+    its load average at the start of the run (when given) and now."""
+    load = f"{os.getloadavg()[0]:.1f}"
+    if load_at_start is not None:
+        load = f"{load_at_start:.1f} at the start, {load} at the end"
     lines = [
         "# Benchmark results",
         "",
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `{command}` on {platform.machine()}"
-        f", {os.cpu_count()} CPUs shared with other developers (load average {load:.1f}), "
+        f", {os.cpu_count()} CPUs shared with other developers (load average {load}), "
         f"Python {platform.python_version()}; "
         + ", ".join(f"{name} {package_version(name)}" for name in LIBRARIES) + ".",
         "Timings are the best of 3 unless a row says otherwise; each ratio compares two "
@@ -62,12 +68,14 @@ def main(names: list[str]) -> None:
         raise SystemExit(f"unknown benchmark(s) {', '.join(sorted(unknown))}; "
                          f"benchmarks: {', '.join(SCRIPTS)}")
     chosen = tuple(names) or SCRIPTS
+    load_at_start = os.getloadavg()[0]
     for name in chosen:
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py")],
                        check=True, env=installed_environment())
     command = "make bench" if not names else f"benchmarks/run_all.py {' '.join(chosen)}"
-    (ROOT / "benchmarks" / "RESULTS.md").write_text(render(chosen, command), encoding="utf-8")
-    print(f"\nwrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
+    results = render(chosen, command, load_at_start)
+    (ROOT / "benchmarks" / "RESULTS.md").write_text(results, encoding="utf-8")
+    print(f"\n{results}\nwrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
 
 
 if __name__ == "__main__":

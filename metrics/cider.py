@@ -221,12 +221,13 @@ class CiderD(Metric):
         if corpus not in CORPORA:
             raise ValueError(f"CIDEr corpus must be one of {', '.join(CORPORA)}")
         self.corpus = corpus
-        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.tokenizer = resolve_tokenizer(tokenizer)  # the signature's name for the tokens
+        self.tokenize_with = tokenizer  # `auto` picks the faster path per call
 
     def _tokens(self, items: Sequence[CaptionItem]) -> tuple[list[str], list[list[str]]]:
         texts = [item.text for item in items]
         flat = [ref for item in items for ref in item.references]
-        tokens = tokenize([*texts, *flat], self.tokenizer)
+        tokens = tokenize([*texts, *flat], self.tokenize_with)
         hyps, rest = tokens[: len(texts)], tokens[len(texts):]
         refs, start = [], 0
         for item in items:

@@ -342,6 +342,11 @@ def _repeat_period(text: str) -> str:
     return text
 
 
+def rules_ready() -> bool:
+    """Whether this process has compiled the rules (the lexer's start-up cost) already."""
+    return _rules.cache_info().currsize > 0
+
+
 def lex(text: str) -> list[str]:
     """PTBLexer's tokens of `text` (newlines as "\\n" tokens), before lower-casing."""
     rules = _rules()

@@ -9,7 +9,10 @@ For a query with R distinct positives (all of them, ranked or not) and its ranke
 Each is averaged over the positive set's queries that have at least one positive (a query
 with an empty list is left out and not counted in `n`). A fold set (COCO 1K) filters every
 ranking to the fold's items and averages the folds' means. Bootstrap CIs (BCa, the jackknife
-in closed form) resample queries (within each fold), paired across metrics; `mean`
+in closed form) resample queries (within each fold), paired across metrics: each list of
+queries that a fold of a direction resamples is drawn once per evaluation, as index draws
+seeded by the seed, the direction and the queries, and shared by every metric and every
+set over the same queries (COCO 5K's and CxC's image queries, a relevance matrix's); `mean`
 averages i2t and t2i replicate by replicate, `rsum` adds R@1, R@5 and R@10 of both
 directions.
 
@@ -31,12 +34,12 @@ the query's ground-truth items are removed from both the ranking and the ideal l
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from metrics.confidence import bca_ci, check_ci
+from metrics.confidence import bca_ci, check_ci, resample_counts
 from metrics.positives import Id, PositiveSet
 from metrics.rankings import Ranked, RankingsError, ScoredRankings
 
@@ -44,7 +47,7 @@ DEFAULT_KS = (1, 5, 10)
 RSUM_KS = (1, 5, 10)
 PMRP_CAP = 50
 DIRECTIONS = ("i2t", "t2i")
-BOOTSTRAP_CHUNK = 200  # replicates per weight matrix
+BOOTSTRAP_CHUNK_BYTES = 32 * 2**20  # the resampling counts of one chunk of replicates
 NCS_AVERAGINGS = ("ratio", "per-query")
 DEFAULT_NCS_AVERAGING = "ratio"  # the authors' code, which gave the paper's tables
 
@@ -58,11 +61,13 @@ class Sample:
     same sums over each bootstrap replicate's resampled queries). `left_out` queries are
     in the arrays (so every metric of a direction resamples the same queries) but are not
     counted in `n`: per-query NCS's undefined queries, whose numerator and denominator
-    are both 0."""
+    are both 0. `queries` are each fold's query ids in the arrays' order: what a
+    replicate resamples (samples over the same queries share their draws)."""
 
     folds: list[np.ndarray] = field(default_factory=list)
     denominators: list[np.ndarray] | None = None
     left_out: int = 0
+    queries: list[tuple[Id, ...]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -73,12 +78,23 @@ class Sample:
                              else [d.sum() for d in self.denominators],
                              [len(f) for f in self.folds])
 
-    def replicates(self, weights: Sequence[np.ndarray]) -> np.ndarray:
-        """One value per bootstrap replicate; weights[f] is (replicates x queries of f)."""
-        sums = [w @ f for w, f in zip(weights, self.folds, strict=True)]
-        dens = None if self.denominators is None else [
-            w @ d for w, d in zip(weights, self.denominators, strict=True)]
-        return self._combine(sums, dens, [len(f) for f in self.folds])
+    @property
+    def width(self) -> int:
+        """How many per-query arrays a replicate sums: values (and denominators)."""
+        return 1 if self.denominators is None else 2
+
+    def columns(self, fold: int) -> list[np.ndarray]:
+        """The per-query arrays of one fold that a replicate sums, in `width` order."""
+        parts = [self.folds[fold]]
+        if self.denominators is not None:
+            parts.append(self.denominators[fold])
+        return parts
+
+    def from_sums(self, sums: Sequence[np.ndarray]) -> np.ndarray:
+        """One value per replicate from sums[f], (replicates x `width`): each replicate's
+        weighted sums of this sample's `columns(f)`."""
+        return self._combine([s[:, 0] for s in sums], None if self.denominators is None
+                             else [s[:, 1] for s in sums], [len(f) for f in self.folds])
 
     def jackknife(self) -> list[np.ndarray]:
         """Per fold, the value with each of its queries left out in turn (the other folds
@@ -106,11 +122,25 @@ class Sample:
 
 # --- positives -------------------------------------------------------------------------
 
+def canonical_order(ids: Iterable[Id]) -> tuple[Id, ...]:
+    """Ids in one order whatever order a file gives them in (integers ascending, then
+    strings), so that two sets over the same queries resample the same list."""
+    ids = list(ids)
+    return (*sorted(i for i in ids if isinstance(i, int)),
+            *sorted(i for i in ids if isinstance(i, str)))
+
+
+def resampled_queries(positives: Mapping[Id, tuple[Id, ...]]) -> tuple[Id, ...]:
+    """The queries of a positive map that have positives, in canonical order: the order of
+    their per-query values, and the units a bootstrap replicate resamples."""
+    return canonical_order(q for q, items in positives.items() if items)
+
+
 def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], source: str
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows of the queries with positives, R per query, and the (query, item index) pairs
-    of the positives that the rankings know."""
-    queries = [q for q, items in positives.items() if items]
+    """Rows of the queries with positives (`resampled_queries`), R per query, and the
+    (query, item index) pairs of the positives that the rankings know."""
+    queries = resampled_queries(positives)
     rows = ranked.rows_of(queries)
     if (rows < 0).any():
         missing = [q for q, row in zip(queries, rows.tolist(), strict=True) if row < 0]
@@ -140,7 +170,8 @@ def _allowed(ranked: Ranked, restriction: frozenset[Id] | None) -> np.ndarray | 
 
 def positive_scores(ranked: Ranked, positives: PositiveSet, direction: str, *,
                     ks: Sequence[int] = DEFAULT_KS) -> dict[Key, np.ndarray]:
-    """Per-query R@k, recall-share@k, R-precision and mAP@R of one direction."""
+    """Per-query R@k, recall-share@k, R-precision and mAP@R of one direction, over the
+    `resampled_queries` of its positives, in that order."""
     rows, sizes, pair_query, pair_item = _query_positives(
         ranked, positives.direction(direction), positives.name)
     depth = max(max(ks), int(sizes.max(initial=1)))
@@ -168,7 +199,7 @@ def _r_precision(top: np.ndarray, hits: np.ndarray, sizes: np.ndarray) -> np.nda
 def pmrp_scores(ranked: Ranked, plausible: PositiveSet, direction: str, *,
                 cap: int | None = PMRP_CAP) -> dict[Key, np.ndarray]:
     """Per-query PMRP: R-precision on plausible matches with R = min(R, cap) (no cap:
-    the eccv-caption package's `pmrp`)."""
+    the eccv-caption package's `pmrp`), over the `resampled_queries` of `plausible`."""
     rows, sizes, pair_query, pair_item = _query_positives(
         ranked, plausible.direction(direction), plausible.name)
     if cap is not None:
@@ -255,37 +286,83 @@ def _drop_excluded(top: np.ndarray, excluded: Sequence[tuple[int, ...]], depth: 
 
 # --- aggregation -----------------------------------------------------------------------
 
-def _weights(sizes: Sequence[int], replicates: int, seed: int, label: str
-             ) -> list[np.ndarray]:
-    """Per fold, (replicates x queries) counts of each query in a resample of its fold."""
-    rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
-    return [rng.multinomial(n, np.full(n, 1 / n), size=replicates).astype(np.float64)
-            if n else np.zeros((replicates, 0)) for n in sizes]
+@dataclass(frozen=True)
+class SetSamples:
+    """One positive set's (or relevance variant's) part of an evaluation: the label of its
+    records, its samples per direction, and whether it reports `rsum`."""
+
+    label: str
+    samples: Mapping[str, Mapping[Key, Sample]]
+    rsum: bool = False
 
 
-def summarize(samples: Mapping[str, Mapping[Key, Sample]], *, label: str, bootstrap: int,
-              ci: float, seed: int, rsum: bool) -> list[dict[str, object]]:
+Replicates = dict[tuple[str, Key], np.ndarray]  # (direction, key) -> one value per replicate
+
+
+def _query_draws(seed: int, direction: str, queries: tuple[Id, ...]) -> np.random.Generator:
+    """The resampling stream of one direction's list of queries. It depends on the seed,
+    the direction and the queries alone: a set's CIs do not depend on what else is
+    evaluated with it, and sets over the same queries resample them alike."""
+    return np.random.default_rng([seed, zlib.crc32(direction.encode()),
+                                  zlib.crc32(repr(queries).encode())])
+
+
+def set_replicates(sets: Sequence[SetSamples], bootstrap: int, seed: int
+                   ) -> list[Replicates]:
+    """Every metric's bootstrap replicates, set by set. The resampled unit lists are each
+    fold's queries in a direction: each distinct list is drawn once (`resample_counts`,
+    in chunks of at most BOOTSTRAP_CHUNK_BYTES of counts: few products, bounded memory),
+    and each chunk is one product with the per-query arrays of every metric and set over
+    that list, side by side."""
+    if not bootstrap:
+        return [{(direction, key): np.empty(0) for direction, by_key in one.samples.items()
+                 for key in by_key} for one in sets]
+    columns: dict[tuple[str, tuple[Id, ...]], list[np.ndarray]] = {}
+    placed = []  # (set, direction, key, sample, [(unit list, first column) per fold])
+    for index, one in enumerate(sets):
+        for direction, by_key in one.samples.items():
+            for key, sample in by_key.items():
+                where = []
+                for fold, queries in enumerate(sample.queries):
+                    stacked = columns.setdefault((direction, queries), [])
+                    where.append(((direction, queries), len(stacked)))
+                    stacked += sample.columns(fold)
+                placed.append((index, direction, key, sample, where))
+    from threadpoolctl import threadpool_limits  # only resampling needs it
+
+    sums = {}
+    # One BLAS thread: between these products OpenBLAS's threads spin, and on a busy
+    # machine they doubled the wall time (1.4 to 1.7 s against 0.75 s at load 3).
+    with threadpool_limits(1, user_api="blas"):
+        for (direction, queries), stacked in columns.items():
+            matrix, units = np.column_stack(stacked), len(queries)
+            if not units:
+                sums[(direction, queries)] = np.zeros((bootstrap, matrix.shape[1]))
+                continue
+            chunk = max(1, BOOTSTRAP_CHUNK_BYTES // (8 * units))
+            sums[(direction, queries)] = np.concatenate([
+                counts @ matrix for counts in resample_counts(
+                    units, bootstrap, _query_draws(seed, direction, queries), chunk=chunk)])
+    result: list[Replicates] = [{} for _ in sets]
+    for index, direction, key, sample, where in placed:
+        result[index][(direction, key)] = sample.from_sums(
+            [sums[unit][:, first:first + sample.width] for unit, first in where])
+    return result
+
+
+def summarize(one: SetSamples, replicates: Replicates, *, ci: float
+              ) -> list[dict[str, object]]:
     """Tidy records {positives, metric, direction, k, m, value, ci_low, ci_high, n} of
-    one set's per-direction samples, plus `mean` over directions and `rsum`. The CIs are
-    BCa intervals (`metrics.confidence`): each fold and direction is a stratum of the
-    jackknife, as it is of the resampling."""
+    one set's per-direction samples and their `replicates`, plus `mean` over directions
+    and `rsum`. The CIs are BCa intervals (`metrics.confidence`): each fold and direction
+    is a stratum of the jackknife, as it is of the resampling."""
     check_ci(ci)
-    replicates: dict[tuple[str, Key], np.ndarray] = {}
+    label, samples = one.label, one.samples
     jackknives: dict[tuple[str, Key], list[np.ndarray]] = {}
     records: list[dict[str, object]] = []
     for direction, by_key in samples.items():
-        if not by_key:
-            continue
-        sizes = [len(f) for f in next(iter(by_key.values())).folds]
-        collected = {key: [] for key in by_key}
-        for start in range(0, bootstrap, BOOTSTRAP_CHUNK):
-            count = min(BOOTSTRAP_CHUNK, bootstrap - start)
-            weights = _weights(sizes, count, seed + start, f"{label}|{direction}")
-            for key, sample in by_key.items():
-                collected[key].append(sample.replicates(weights))
         for key, sample in by_key.items():
-            reps = np.concatenate(collected[key]) if bootstrap else np.empty(0)
-            replicates[(direction, key)] = reps
+            reps = replicates[(direction, key)]
             jackknives[(direction, key)] = sample.jackknife()
             records.append(_record(label, key, direction, sample.value(), reps,
                                    jackknives[(direction, key)], ci, sample.n))
@@ -302,7 +379,7 @@ def summarize(samples: Mapping[str, Mapping[Key, Sample]], *, label: str, bootst
             records.append(_record(label, key, "mean", value, reps, jack, ci,
                                    sample.n + other.n))
         wanted = [("recall@k", k, None) for k in RSUM_KS]
-        if rsum and all(key in samples[d] for key in wanted for d in DIRECTIONS):
+        if one.rsum and all(key in samples[d] for key in wanted for d in DIRECTIONS):
             value = sum(samples[d][key].value() for key in wanted for d in DIRECTIONS)
             reps = sum(replicates[(d, key)] for key in wanted for d in DIRECTIONS)
             jack = []  # one direction's queries left out, the other's values whole
@@ -338,17 +415,23 @@ def positive_samples(directions: Mapping[str, Ranked], folds: Sequence[PositiveS
     for direction, ranked in directions.items():
         by_key: dict[Key, Sample] = {}
         for fold in folds:
+            queries = resampled_queries(fold.direction(direction))
             for key, values in positive_scores(ranked, fold, direction, ks=ks).items():
-                by_key.setdefault(key, Sample()).folds.append(values)
+                sample = by_key.setdefault(key, Sample())
+                sample.folds.append(values)
+                sample.queries.append(queries)
         samples[direction] = by_key
     return samples
 
 
 def pmrp_samples(directions: Mapping[str, Ranked], plausible: PositiveSet, *,
                  cap: int | None = PMRP_CAP) -> dict[str, dict[Key, Sample]]:
-    return {direction: {key: Sample([values]) for key, values in
-                        pmrp_scores(ranked, plausible, direction, cap=cap).items()}
-            for direction, ranked in directions.items()}
+    samples: dict[str, dict[Key, Sample]] = {}
+    for direction, ranked in directions.items():
+        queries = resampled_queries(plausible.direction(direction))
+        samples[direction] = {key: Sample([values], queries=[queries]) for key, values in
+                              pmrp_scores(ranked, plausible, direction, cap=cap).items()}
+    return samples
 
 
 def check_ncs_averaging(averaging: str) -> None:
@@ -398,15 +481,19 @@ def semantic_samples(directions: Mapping[str, Ranked], views: Mapping[str, Relev
                      ms: Sequence[int] = (1, 2, 3),
                      ncs_averaging: str = DEFAULT_NCS_AVERAGING
                      ) -> dict[str, dict[Key, Sample]]:
+    """Samples of every semantic metric, per direction, over every ranked query (in
+    canonical order: `canonical_order`)."""
     check_ncs_averaging(ncs_averaging)
     samples: dict[str, dict[Key, Sample]] = {}
     for direction, ranked in directions.items():
         truth = None if ground_truth is None else ground_truth.direction(direction)
         numerators, denominators = semantic_scores(ranked, views[direction],
                                                    ground_truth=truth, ks=ks, ms=ms)
+        queries = canonical_order(ranked.queries)
+        order = ranked.rows_of(queries)  # semantic_scores' values follow the rows
         samples[direction] = {
-            key: Sample([values]) if key not in denominators else ncs_sample(
-                values, denominators[key], ncs_averaging)
+            key: replace(Sample([values[order]]) if key not in denominators else ncs_sample(
+                values[order], denominators[key][order], ncs_averaging), queries=[queries])
             for key, values in numerators.items()}
     return samples
 
@@ -421,6 +508,43 @@ class SemanticInput:
     ground_truth: PositiveSet | None
 
 
+def evaluation_sets(directions: Mapping[str, Ranked], *,
+                    positive_sets: Sequence[tuple[str, Sequence[PositiveSet]]] = (),
+                    plausible: Sequence[PositiveSet] = (), pmrp_cap: int | None = PMRP_CAP,
+                    semantic: Sequence[SemanticInput] = (), ks: Sequence[int] = DEFAULT_KS,
+                    ms: Sequence[int] = (1, 2, 3),
+                    ncs_averaging: str = DEFAULT_NCS_AVERAGING) -> list[SetSamples]:
+    """The per-query samples of every set of an evaluation (see `evaluate`), before any
+    resampling: `summarize_sets` resamples them together."""
+    check_ncs_averaging(ncs_averaging)
+    if not ks or min(ks) < 1:
+        raise ValueError("cut-offs k must be positive integers")
+    if not ms or min(ms) < 1:
+        raise ValueError("SR's m must be positive integers")
+    sets = [SetSamples(label, positive_samples(directions, folds, ks=ks),
+                       rsum=set(RSUM_KS) <= set(ks)) for label, folds in positive_sets]
+    sets += [SetSamples(one.name, pmrp_samples(directions, one, cap=pmrp_cap))
+             for one in plausible]
+    for relevance in semantic:
+        variants = [(relevance.label, None)]
+        if relevance.ground_truth is not None:
+            variants.append((f"{relevance.label}/no-gt", relevance.ground_truth))
+        sets += [SetSamples(label, semantic_samples(directions, relevance.views,
+                                                    ground_truth=truth, ks=ks, ms=ms,
+                                                    ncs_averaging=ncs_averaging))
+                 for label, truth in variants]
+    return sets
+
+
+def summarize_sets(sets: Sequence[SetSamples], *, bootstrap: int, ci: float, seed: int
+                   ) -> list[list[dict[str, object]]]:
+    """Each set's tidy records, from one resampling of all of them (`set_replicates`)."""
+    check_ci(ci)
+    return [summarize(one, replicates, ci=ci)
+            for one, replicates in zip(sets, set_replicates(sets, bootstrap, seed),
+                                       strict=True)]
+
+
 def evaluate(directions: Mapping[str, Ranked], *,
              positive_sets: Sequence[tuple[str, Sequence[PositiveSet]]] = (),
              plausible: Sequence[PositiveSet] = (), pmrp_cap: int | None = PMRP_CAP,
@@ -432,25 +556,8 @@ def evaluate(directions: Mapping[str, Ranked], *,
     `positive_sets` pairs a label with its folds (one fold, or COCO 1K's five);
     `ncs_averaging` is `ratio` or `per-query` (NCS_AVERAGINGS)."""
     check_ci(ci)
-    check_ncs_averaging(ncs_averaging)
-    if not ks or min(ks) < 1:
-        raise ValueError("cut-offs k must be positive integers")
-    if not ms or min(ms) < 1:
-        raise ValueError("SR's m must be positive integers")
-    settings = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
-    records: list[dict[str, object]] = []
-    for label, folds in positive_sets:
-        records += summarize(positive_samples(directions, folds, ks=ks), label=label,
-                             rsum=set(RSUM_KS) <= set(ks), **settings)
-    for plausible_set in plausible:
-        records += summarize(pmrp_samples(directions, plausible_set, cap=pmrp_cap),
-                             label=plausible_set.name, rsum=False, **settings)
-    for relevance in semantic:
-        variants = [(relevance.label, None)]
-        if relevance.ground_truth is not None:
-            variants.append((f"{relevance.label}/no-gt", relevance.ground_truth))
-        for label, truth in variants:
-            samples = semantic_samples(directions, relevance.views, ground_truth=truth,
-                                       ks=ks, ms=ms, ncs_averaging=ncs_averaging)
-            records += summarize(samples, label=label, rsum=False, **settings)
-    return records
+    sets = evaluation_sets(directions, positive_sets=positive_sets, plausible=plausible,
+                           pmrp_cap=pmrp_cap, semantic=semantic, ks=ks, ms=ms,
+                           ncs_averaging=ncs_averaging)
+    return [record for records in summarize_sets(sets, bootstrap=bootstrap, ci=ci, seed=seed)
+            for record in records]

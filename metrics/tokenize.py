@@ -1,7 +1,9 @@
 """PTB tokenisation as the COCO caption evaluation does it: Stanford's PTBTokenizer (the jar
-pycocoevalcap ships) when Java is present, else the same lexer in Python (metrics.ptb_lexer);
-plain captions need neither. All lower-case and drop exactly pycocoevalcap's punctuation
-tokens; each distinct text is tokenized once per call."""
+pycocoevalcap ships) or the same lexer in Python (metrics.ptb_lexer), the same tokens either
+way; plain captions need neither. `auto` picks per call whichever takes less time for the
+texts that need PTB's rules (one JVM for many; the Python lexer for few, once its rules are
+compiled in the process, or without Java). All lower-case and drop exactly pycocoevalcap's
+punctuation tokens; each distinct text is tokenized once per call."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -28,7 +31,18 @@ JAR_NAME = "stanford-corenlp-3.4.1.jar"
 # The option of every metric that PTB-tokenises (CIDEr-D, coco-bleu-n, coco-rouge-l, meteor).
 TOKENIZER = MetricOption("tokenizer", "tokenizer", "auto",
                          "PTB tokenizer of CIDEr-D, coco-* and meteor: auto (ptb-java when "
-                         "Java is present), ptb-java or ptb-python.")
+                         "Java is present; CIDEr-D lexes few texts in Python where that is "
+                         "faster, the same tokens), ptb-java or ptb-python.")
+# What each way of applying PTB's rules costs, measured on a shared 2-core machine
+# (benchmarks/cider_tokenize.py measures them again and prints the crossover): one JVM
+# starts in about 0.3 s (its class-data archive written) and then takes 0.03 ms a text;
+# the Python lexer takes about 3 ms a text, after compiling its rules once per process
+# (about 0.55 s). So a fresh process always starts the JVM, and one whose lexer is ready
+# lexes fewer than about 110 texts itself.
+JVM_START_SECONDS = 0.3
+JVM_TEXT_SECONDS = 0.00003
+LEXER_START_SECONDS = 0.55
+LEXER_TEXT_SECONDS = 0.0028
 
 
 @cache
@@ -163,7 +177,8 @@ def plain_tokens(text: str) -> str | None:
 
 
 def resolve_tokenizer(backend: str) -> str:
-    """The tokenizer `backend` stands for here: `auto` is ptb-java when Java is present."""
+    """The tokenizer `backend` stands for here, as signatures name it: `auto` is ptb-java
+    when Java is present (its tokens are the jar's whichever path computes them)."""
     if backend == "auto":
         return "ptb-java" if java_available() else "ptb-python"
     if backend not in ("ptb-java", "ptb-python"):
@@ -171,13 +186,26 @@ def resolve_tokenizer(backend: str) -> str:
     return backend
 
 
+def faster_backend(count: int) -> str:
+    """The path that tokenizes `count` texts sooner here (the costs measured above): the
+    Python lexer where starting the JVM costs more than lexing them, or without Java."""
+    if not java_available():
+        return "ptb-python"
+    lexer = sys.modules.get("metrics.ptb_lexer")
+    ready = lexer is not None and lexer.rules_ready()
+    lexing = count * LEXER_TEXT_SECONDS + (0.0 if ready else LEXER_START_SECONDS)
+    return "ptb-python" if lexing < JVM_START_SECONDS + count * JVM_TEXT_SECONDS else "ptb-java"
+
+
 def tokenize(texts: Sequence[str], backend: str = "auto") -> list[str]:
     """PTB-tokenise, lower-case and drop punctuation: plain captions directly, the others
-    with the resolved backend (one Java process for all of them); each distinct text is
-    tokenized once (references shared by many captions, repeated captions)."""
+    with `backend` (`auto`: `faster_backend` for their number; ptb-java: one Java process
+    for all of them); each distinct text is tokenized once (references shared by many
+    captions, repeated captions)."""
     tokens = {text: plain_tokens(text) for text in dict.fromkeys(texts)}
     rest = [text for text, plain in tokens.items() if plain is None]
     if rest:
-        run = tokenize_java if resolve_tokenizer(backend) == "ptb-java" else tokenize_python
+        chosen = faster_backend(len(rest)) if backend == "auto" else resolve_tokenizer(backend)
+        run = tokenize_java if chosen == "ptb-java" else tokenize_python
         tokens.update(zip(rest, run(rest), strict=True))
     return [tokens[text] for text in texts]

@@ -39,9 +39,11 @@ from metrics.retrieval import (
     DEFAULT_NCS_AVERAGING,
     PMRP_CAP,
     SemanticInput,
+    SetSamples,
     check_ncs_averaging,
-    evaluate,
+    evaluation_sets,
     ncs_label_suffix,
+    summarize_sets,
 )
 from metrics.signature import digest, format_signature, package_version
 from storage.retrieval import (
@@ -217,14 +219,15 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
     todo = [t for t in targets if signatures[t] not in done]
     if todo:
         directions = directions or files.read()
-        results = {}
         for target in todo:
             if target.universe is not None:
                 images, captions = target.universe
                 source = f"the rankings of {name!r} (against {target.label})"
                 check_known(directions["i2t"], images, captions, source)
                 check_known(directions["t2i"], captions, images, source)
-            results[signatures[target]] = _compute(directions, target, settings)
+        computed = _compute(directions, todo, settings)
+        results = {signatures[target]: records
+                   for target, records in zip(todo, computed, strict=True)}
         save_evaluation(engine, name, source=files.source, digest=digest_of_files,
                         files=" ".join(str(p) for _, p in labelled), results=results,
                         actor=actor)
@@ -232,19 +235,30 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
     return tidy(stored), len(todo)
 
 
-def _compute(directions: dict[str, Ranked], target: Target, settings: Settings
-             ) -> list[dict[str, object]]:
-    common = {"ks": settings.ks, "ms": settings.ms, "bootstrap": settings.bootstrap,
-              "ci": settings.ci, "seed": settings.seed}
+def _compute(directions: dict[str, Ranked], targets: Sequence[Target], settings: Settings
+             ) -> list[list[dict[str, object]]]:
+    """Each target's records, from one resampling of them all: targets over the same
+    queries share their draws (`metrics.retrieval.set_replicates`)."""
+    groups = [_target_sets(directions, target, settings) for target in targets]
+    records = iter(summarize_sets([one for group in groups for one in group],
+                                  bootstrap=settings.bootstrap, ci=settings.ci,
+                                  seed=settings.seed))
+    return [[record for _ in group for record in next(records)] for group in groups]
+
+
+def _target_sets(directions: dict[str, Ranked], target: Target, settings: Settings
+                 ) -> list[SetSamples]:
+    common = {"ks": settings.ks, "ms": settings.ms}
     if target.kind == "positives":
-        return evaluate(directions, positive_sets=[(target.label, target.folds)], **common)
+        return evaluation_sets(directions, positive_sets=[(target.label, target.folds)],
+                               **common)
     if target.kind == "plausible":
-        return evaluate(directions, plausible=target.folds, pmrp_cap=settings.pmrp_cap,
-                        **common)
+        return evaluation_sets(directions, plausible=target.folds,
+                               pmrp_cap=settings.pmrp_cap, **common)
     relevance = target.relevance
     semantic = SemanticInput(relevance.metric, relevance.views(), relevance.truth())
-    return evaluate(directions, semantic=[semantic], ncs_averaging=settings.ncs_averaging,
-                    **common)
+    return evaluation_sets(directions, semantic=[semantic],
+                           ncs_averaging=settings.ncs_averaging, **common)
 
 
 def retrieval_table(engine: Engine) -> pd.DataFrame:
@@ -329,7 +343,7 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
         raise ValueError(f"{target} exists and holds another matrix; --force replaces it")
     if metric == "cider-d":
         flat = [r for refs in references.values() for r in refs]
-        tokens = tokenize([*texts, *flat], backend)
+        tokens = tokenize([*texts, *flat], tokenizer)  # `auto`: the faster path, same tokens
         hyps, rest, grouped = tokens[: len(texts)], tokens[len(texts):], []
         for refs in references.values():
             grouped.append(rest[: len(refs)])

@@ -110,7 +110,7 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
             problems.add(start, f"malformed CSV: {exc}")
             return
         line_after = reader.line_num
-        if not any(cell.strip() for cell in row):
+        if not "".join(row).strip():  # a blank row (spaces at most)
             continue
         if len(row) != len(columns):
             problems.add(start, f"row has {len(row)} fields, the header has {len(columns)}")
@@ -119,10 +119,11 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
         if "\r" in text:  # a quoted cell keeps its line breaks, as newlines
             row = [cell.replace("\r\n", "\n") for cell in row]
         cells = [cell.strip() for cell in row]
-        # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was
-        cells = [from_spreadsheet(cell) if cell[:1] == "'" else cell for cell in cells]
-        yield start, dict(zip(columns, [cell or None for cell in cells], strict=True)), \
-            names_clean and clean_source(text)
+        # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was;
+        # an empty one is None
+        cells = [(from_spreadsheet(cell) if cell[:1] == "'" else cell) or None
+                 for cell in cells]
+        yield start, dict(zip(columns, cells, strict=True)), names_clean and clean_source(text)
 
 
 def _jsonl_records(lines: Iterator[str], problems: Problems) -> Parsed:

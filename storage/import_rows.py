@@ -418,7 +418,7 @@ class RowReader:
     at once; image paths are resolved against `base_dir` and must name images (see
     `image_file`). Made for files of millions of rows: each distinct image file is checked
     once, identical ratings are parsed once and shared between rows (they are immutable),
-    and the texts that rows repeat (image keys, systems, names, references) are kept once."""
+    and the texts that rows repeat (image keys, systems, names) are kept once."""
 
     CACHED_RATINGS = 65_536  # distinct ratings remembered (timestamped exports: all differ)
 
@@ -428,7 +428,6 @@ class RowReader:
         self.folder = ImageFolder(base_dir, allow_outside=allow_outside_images)
         self._images: dict[str, tuple[str | None, str | None]] = {}  # name -> path, problem
         self._ratings: dict[tuple, RatingRow | None] = {}
-        self._references: dict[str, tuple[str, ...]] = {}
 
     def image_file(self, name: str) -> str:
         """`image_file` of `name`, checked on its first row only."""
@@ -457,15 +456,6 @@ class RowReader:
             self._ratings[key] = found
         return found  # type: ignore[return-value]
 
-    def references(self, image_key: str, record: Record) -> tuple[str, ...] | None:
-        """`references` of the record, the same tuple for every row of an image that
-        repeats them."""
-        found = references(record)
-        if found is None:
-            return None
-        known = self._references.setdefault(image_key, found)
-        return known if known == found else found
-
     def row(self, line: int, record: Record) -> CaptionRow:
         """One record's CaptionRow; RowError names every problem the record has."""
         problems = _Collected()
@@ -482,7 +472,7 @@ class RowReader:
             problems.append("system is missing")
         if caption is None:
             problems.append("caption is missing")
-        parsed_references = problems.check(self.references, image_key or "", record)
+        parsed_references = problems.check(references, record)
         parsed_rating = problems.check(self.rating, record)
         double_rating = problems.check(flag, record, "double_rating")
         verdict = problems.check(fluency_round, record, self.rubric)

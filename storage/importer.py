@@ -1,12 +1,13 @@
-"""Import captions, references and ratings from CSV/JSONL in one all-or-nothing transaction."""
+"""Import captions, references and ratings from CSV/JSONL in one all-or-nothing transaction,
+streamed: rows are checked and written a chunk at a time."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from itertools import chain
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, Table, bindparam, select, update
 
@@ -18,7 +19,7 @@ from storage.db import (
     large_cache,
     run_write,
 )
-from storage.errors import Problems
+from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
 from storage.import_files import iter_records
 from storage.import_rows import (
@@ -92,17 +93,42 @@ class ImportSummary:
         return f"{self.file}: {listed} imported"
 
 
+class _FirstRow(NamedTuple):
+    """What a caption's first row in the file says: enough to check the rows after it. Its
+    text is kept as its hash: a million captions' texts would double what an import holds,
+    and two texts of one image and system that differ yet hash alike (a chance of 2**-64)
+    are the only ones it could take for the same."""
+
+    line: int
+    caption_hash: int
+    caption_id: str | None
+    rated: bool
+
+
+@dataclass(slots=True)
+class _ImageRows:
+    """One image's captions and ratings in the file so far: keys and lines, not rows."""
+
+    captions: dict[str, _FirstRow] = field(default_factory=dict)  # by system
+    # (system, annotator, stage) -> the line that rates it, in the file's order
+    ratings: dict[tuple[str, str, int], int] = field(default_factory=dict)
+
+
 @dataclass
 class ImportPlan:
-    """What an import will add; built and checked completely before anything is written."""
+    """What an import has read so far, as compact as the checks allow: each image's
+    caption keys and rating lines, texts as their hashes (the rows themselves are written
+    a chunk at a time and let go), and the workflow records, which are few."""
 
-    images: dict[str, str | None] = field(default_factory=dict)  # key -> path
-    set_ids: dict[str, int | None] = field(default_factory=dict)
-    references: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    captions: dict[CaptionKey, CaptionRow] = field(default_factory=dict)
+    images: dict[str, _ImageRows] = field(default_factory=dict)  # every image with rows
+    new_images: dict[str, tuple[int, str]] = field(default_factory=dict)  # key -> line, path
+    set_ids: dict[str, int] = field(default_factory=dict)
+    # key -> the line of its references and their hash (kept as `_FirstRow` keeps a text)
+    references: dict[str, tuple[int, int]] = field(default_factory=dict)
+    caption_ids: dict[str, tuple[int, CaptionKey]] = field(default_factory=dict)
+    captions: int = 0  # new captions
+    ratings: int = 0
     annotators: set[str] = field(default_factory=set)
-    # (caption, annotator, stage) -> the row that rates it, in the file's order
-    ratings: dict[tuple[CaptionKey, str, int], CaptionRow] = field(default_factory=dict)
     double_images: set[str] = field(default_factory=set)
     native: dict[str, bool] = field(default_factory=dict)
     resolutions: dict[CaptionKey, RatingRow] = field(default_factory=dict)
@@ -173,133 +199,192 @@ def _who(rating: RatingRow) -> str:
     return f"{rating.annotator!r} at stage {rating.stage.label}"
 
 
-def _plan(rows: Iterable[CaptionRow], existing: _Existing, problems: Problems, *,
-          rejected_images: set[str] | None = None) -> ImportPlan:
-    """Check the rows against each other and the database. `rejected_images` holds the image
-    keys of the file's rows that failed their own checks (None: every row passed): those
-    images are not reported as unknown, and the protocol is not judged on part of a file."""
-    plan = ImportPlan()
-    image_line: dict[str, tuple[int, str | None]] = {}
-    reference_line: dict[str, int] = {}
-    caption_id_line: dict[str, CaptionRow] = {}
-    workflow = _WorkflowState(existing, problems)
-    for row in rows:
+class _Batch:
+    """The checked rows of one chunk, waiting to be written: what each adds."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.images: list[str] = []
+        self.references: list[tuple[str, tuple[str, ...]]] = []
+        self.captions: list[CaptionRow] = []
+        self.ratings: list[CaptionRow] = []
+
+    def queued(self) -> bool:
+        return bool(self.images or self.references or self.captions or self.ratings)
+
+
+class _Pass:
+    """One pass over an import's rows: each row is checked against the rows before it and
+    the database, and while no problem has been found, the checked rows are written a
+    chunk at a time (`_Writer`) inside the import's transaction; after the first problem
+    the rest is only checked, so that every problem is reported, and nothing commits."""
+
+    def __init__(self, existing: _Existing, problems: Problems, own_problems: Problems,
+                 writer: _Writer, rejected_images: set[str]) -> None:
+        self.existing, self.problems, self.own_problems = existing, problems, own_problems
+        self.writer: _Writer | None = writer
+        self.rejected_images = rejected_images
+        self.plan = writer.plan
+        self.workflow = _WorkflowState(existing, problems)
+        self.batch = _Batch()
+
+    def add(self, row: CaptionRow) -> None:
+        """Check one row (its own checks passed) and queue what it adds."""
+        self._check(row)
+        if self.writer is not None and (self.problems.items or self.own_problems.items):
+            self.writer = None  # refused: from here the rows are only checked
+        if self.writer is None:
+            if self.batch.queued():
+                self.batch = _Batch()
+        else:
+            self.batch.rows += 1
+            if self.batch.rows == INSERT_CHUNK:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.writer is not None and self.batch.rows:
+            self.writer.write(self.batch)
+        self.batch = _Batch()
+
+    def _check(self, row: CaptionRow) -> None:
+        plan, existing, batch, add = self.plan, self.existing, self.batch, self.problems.add
         line, key = row.line, (row.image_key, row.system)
+        image_rows = plan.images.get(row.image_key)
+        if image_rows is None:
+            image_rows = plan.images[row.image_key] = _ImageRows()
         # Images
         if row.image_key in existing.images:
             db_path = existing.images[row.image_key][1]
             if row.image_path and db_path and row.image_path != db_path:
-                problems.add(line, f"image {row.image_key!r} is already in the database "
-                                   f"with another file ({db_path})")
-        elif row.image_key in image_line:
-            first_line, first_path = image_line[row.image_key]
-            if row.image_path and first_path and row.image_path != first_path:
-                problems.add(line, f"image {row.image_key!r} has another file at line {first_line}")
+                add(line, f"image {row.image_key!r} is already in the database with another "
+                          f"file ({db_path})")
+        elif row.image_key in plan.new_images:
+            first_line, first_path = plan.new_images[row.image_key]
+            if row.image_path and row.image_path != first_path:
+                add(line, f"image {row.image_key!r} has another file at line {first_line}")
         elif row.image_path is None:
-            if row.image_key not in (rejected_images or ()):
-                problems.add(line, f"unknown image_id {row.image_key!r}: not in the database "
-                                   "and no image path given")
+            if row.image_key not in self.rejected_images:
+                add(line, f"unknown image_id {row.image_key!r}: not in the database and no "
+                          "image path given")
         else:
-            image_line[row.image_key] = (line, row.image_path)
-            plan.images[row.image_key] = row.image_path
+            plan.new_images[row.image_key] = (line, row.image_path)
+            batch.images.append(row.image_key)
         # References
         if row.references is not None:
             known = existing.references.get(row.image_key)
+            first = plan.references.get(row.image_key)
             if known is not None and tuple(known) != row.references:
-                problems.add(line, f"references of image {row.image_key!r} differ from those "
-                                   "already in the database")
-            elif row.image_key in reference_line:
-                if plan.references[row.image_key] != row.references:
-                    problems.add(line, f"references of image {row.image_key!r} differ from "
-                                       f"line {reference_line[row.image_key]}")
+                add(line, f"references of image {row.image_key!r} differ from those already "
+                          "in the database")
+            elif first is not None:
+                if first[1] != hash(row.references):
+                    add(line, f"references of image {row.image_key!r} differ from line "
+                              f"{first[0]}")
             elif known is None:
-                reference_line[row.image_key] = line
-                plan.references[row.image_key] = row.references
+                plan.references[row.image_key] = (line, hash(row.references))
+                batch.references.append((row.image_key, row.references))
         # Captions
         if row.caption_id is not None:
-            other = caption_id_line.get(row.caption_id)
+            other = plan.caption_ids.get(row.caption_id)
             db_key = existing.caption_ids.get(row.caption_id)
-            if other is not None and (other.image_key, other.system) != key:
-                problems.add(line, f"duplicate caption_id {row.caption_id!r} "
-                                   f"(line {other.line} is another caption)")
+            if other is not None and other[1] != key:
+                add(line, f"duplicate caption_id {row.caption_id!r} (line {other[0]} is "
+                          "another caption)")
             elif db_key is not None and db_key != key:
-                problems.add(line, f"duplicate caption_id {row.caption_id!r}: the database "
-                                   "already uses it for another caption")
-            caption_id_line.setdefault(row.caption_id, row)
+                add(line, f"duplicate caption_id {row.caption_id!r}: the database already "
+                          "uses it for another caption")
+            plan.caption_ids.setdefault(row.caption_id, (line, key))
+        first_row = image_rows.captions.get(row.system)
         if key in existing.captions:
             _, db_text, _ = existing.captions[key]
             if db_text != row.caption:
-                problems.add(line, f"duplicate caption for {_where(row)}: the database has "
-                                   f"{db_text!r}")
+                add(line, f"duplicate caption for {_where(row)}: the database has "
+                          f"{db_text!r}")
             elif row.rating is None:
-                problems.add(line, f"duplicate caption for {_where(row)}: already in the database")
-        elif key in plan.captions:
-            first = plan.captions[key]
-            if first.caption != row.caption:
-                problems.add(line, f"duplicate caption for {_where(row)}: line {first.line} "
-                                   "has another caption")
-            elif first.caption_id != row.caption_id and row.caption_id is not None:
-                problems.add(line, f"caption_id {row.caption_id!r} differs from line {first.line}")
-            elif row.rating is None or first.rating is None:
-                problems.add(line, f"duplicate row for {_where(row)} (also line {first.line})")
+                add(line, f"duplicate caption for {_where(row)}: already in the database")
+        elif first_row is not None:
+            if first_row.caption_hash != hash(row.caption):
+                add(line, f"duplicate caption for {_where(row)}: line {first_row.line} has "
+                          "another caption")
+            elif first_row.caption_id != row.caption_id and row.caption_id is not None:
+                add(line, f"caption_id {row.caption_id!r} differs from line {first_row.line}")
+            elif row.rating is None or not first_row.rated:
+                add(line, f"duplicate row for {_where(row)} (also line {first_row.line})")
         else:
-            plan.captions[key] = row
+            image_rows.captions[row.system] = _FirstRow(line, hash(row.caption),
+                                                        row.caption_id, row.rating is not None)
+            plan.captions += 1
+            batch.captions.append(row)
         # Ratings
         if row.rating is not None:
-            rating_key = (key, row.rating.annotator, int(row.rating.stage))
-            if rating_key in existing.ratings:
-                problems.add(line, f"duplicate rating: {_who(row.rating)} already rated this "
-                                   "caption in the database")
-            elif rating_key in plan.ratings:
-                problems.add(line, f"duplicate rating: {_who(row.rating)} also rated this "
-                                   f"caption at line {plan.ratings[rating_key].line}")
+            name, stage = row.rating.annotator, int(row.rating.stage)
+            earlier = image_rows.ratings.get((row.system, name, stage))
+            if (key, name, stage) in existing.ratings:
+                add(line, f"duplicate rating: {_who(row.rating)} already rated this caption "
+                          "in the database")
+            elif earlier is not None:
+                add(line, f"duplicate rating: {_who(row.rating)} also rated this caption at "
+                          f"line {earlier}")
             else:
-                plan.ratings[rating_key] = row
-                if row.rating.annotator not in existing.annotators:
-                    plan.annotators.add(row.rating.annotator)
-        workflow.add(row, key, plan)
-    workflow.check_checkers(plan)
-    if rejected_images is None:
-        _check_protocol(plan, existing, problems)
-    return plan
+                image_rows.ratings[(row.system, name, stage)] = line
+                plan.ratings += 1
+                batch.ratings.append(row)
+                if name not in existing.annotators:
+                    plan.annotators.add(name)
+        self.workflow.add(row, key, plan)
+
+    def finish(self) -> None:
+        """The checks that need every row: who did the fluency round, and THUMB's protocol
+        (not judged on part of a file: only when every row passed its own checks)."""
+        self.workflow.check_checkers(self.plan)
+        if not self.own_problems.items:
+            _check_protocol(self.plan, self.existing, self.problems,
+                            self.workflow.resolution_line)
 
 
-def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems) -> None:
+def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
+                    resolution_lines: dict[CaptionKey, int]) -> None:
     """Imported ratings follow THUMB's protocol (`storage.protocol`) as ratings made in the
     app do, judged on each image as it will be after the import; a breach is reported at
     the last line of the file that takes part in it. Final-stage ratings may come without
     a review (final scores from elsewhere); resolutions need both stages of their caption."""
-    lines: dict[str, dict[Write, int]] = {}  # image key -> (name, stage) -> first line
-    for (caption_key, name, stage), row in plan.ratings.items():  # in the file's order
-        lines.setdefault(caption_key[0], {}).setdefault((name, Stage(stage)), row.line)
-    captions: dict[str, list[CaptionKey]] = {}
-    for key in chain(existing.captions, plan.captions):
-        if key[0] in lines:
-            captions.setdefault(key[0], []).append(key)
+    rated = {image: rows for image, rows in plan.images.items() if rows.ratings}
+    systems: dict[str, list[str]] = {}  # image key -> its captions' systems, after the import
+    for image, system in existing.captions:
+        if image in rated:
+            systems.setdefault(image, []).append(system)
+    for image in sorted(rated):
+        rows = rated[image]
+        lines: dict[Write, int] = {}  # (name, stage) -> its first line
+        for (_, name, stage), line in rows.ratings.items():  # in the file's order
+            lines.setdefault((name, Stage(stage)), line)
+        captions = [*systems.get(image, ()), *rows.captions]
 
-    def complete(key: CaptionKey, name: str) -> bool:
-        return ((key, name, int(Stage.FIRST)) in plan.ratings
-                or (key, name) in existing.complete_first)
+        def complete(system: str, name: str, image: str = image,
+                     rows: _ImageRows = rows) -> bool:
+            return ((system, name, int(Stage.FIRST)) in rows.ratings
+                    or ((image, system), name) in existing.complete_first)
 
-    for image in sorted(lines):
         before = existing.states.get(image, ImageState(image, 1))
-        raters = before.first | {name for name, stage in lines[image] if stage == Stage.FIRST}
+        raters = before.first | {name for name, stage in lines if stage == Stage.FIRST}
         after = replace(
             before, takes=2 if image in plan.double_images else before.takes,
             complete=frozenset(name for name in raters
-                               if all(complete(key, name) for key in captions[image])))
-        for breach in refusals(after, list(lines[image]), resolutions=False):
-            taking_part = [lines[image][w] for w in breach.writes if w in lines[image]]
+                               if all(complete(system, name) for system in captions)))
+        for breach in refusals(after, list(lines), resolutions=False):
+            taking_part = [lines[w] for w in breach.writes if w in lines]
             if taking_part:
                 problems.add(max(taking_part), f"image {image!r}: {breach.detail}")
     stages: dict[CaptionKey, set[int]] = {key: set() for key in plan.resolutions}
-    for key, _, stage in chain(existing.ratings, plan.ratings) if stages else ():
+    for key, _, stage in existing.ratings if stages else ():
         if key in stages:
             stages[key].add(stage)
-    for key, rating in plan.resolutions.items():
-        refusal = resolution_refusal(stages[key])
+    for key in plan.resolutions:
+        found = stages[key] | {stage for system, _, stage in plan.images[key[0]].ratings
+                               if system == key[1]}
+        refusal = resolution_refusal(found)
         if refusal:
-            problems.add(plan.ratings[(key, rating.annotator, int(Stage.FINAL))].line, refusal)
+            problems.add(resolution_lines[key], refusal)
 
 
 class _WorkflowState:
@@ -386,101 +471,186 @@ def _by_caption(connection: Connection, table: Table, columns: Iterable[str]) ->
                       ("image_id", "system", *columns))
 
 
-def _apply_plan(
-    connection: Connection, plan: ImportPlan, *, actor: str, source: Path, rubric: Rubric
-) -> ImportSummary:
-    """Write a checked plan inside the caller's transaction, in chunks of bulk inserts."""
-    now = utcnow()
-    image, caption, ref = Image.__table__, Caption.__table__, ImageReference.__table__
-    annotator, rating = Annotator.__table__, Rating.__table__
-    if plan.annotators:
-        connection.execute(
-            annotator.insert(), [{"name": n, "created_at": now} for n in sorted(plan.annotators)]
-        )
-    BulkInsert(connection, image.insert(), ("key", "path", "set_id", "double_rating"))(
-        (k, p, plan.set_ids.get(k), k in plan.double_images) for k, p in plan.images.items())
-    marked = [{"image_key": key} for key in sorted(plan.double_images - plan.images.keys())]
-    if marked:
-        connection.execute(update(image).where(image.c.key == bindparam("image_key"))
-                           .values(double_rating=True), marked)
-    image_ids = dict(connection.execute(select(image.c.key, image.c.id)).all())
-    references = BulkInsert(connection, ref.insert(), ("image_id", "position", "text"))(
-        (image_ids[key], position, text)
-        for key, refs in plan.references.items() for position, text in enumerate(refs))
-    BulkInsert(connection, caption.insert(), ("image_id", "system", "text", "external_id"))(
-        (image_ids[row.image_key], row.system, row.caption, row.caption_id)
-        for row in plan.captions.values())
-    annotator_ids = dict(connection.execute(select(annotator.c.name, annotator.c.id)).all())
-    ratings = _by_caption(connection, rating, [c.name for c in rating.columns
-                                               if c.name not in ("id", "caption_id")])
-    values: dict[int, tuple] = {}  # id of a RatingRow (rows share them) -> driver values
+class _Writer:
+    """Writes an import's checked rows, a chunk at a time, inside its transaction; the
+    ids it needs (images, annotators) are read back as they are made."""
 
-    def rating_values(r: RatingRow) -> tuple:
-        if id(r) not in values:
-            if len(values) == INSERT_CHUNK:  # timestamped ratings all differ
-                values.clear()
-            given = {"annotator_id": annotator_ids[r.annotator], "rubric": rubric.signature,
-                     "created_at": r.created_at or now,
-                     "updated_at": r.updated_at or r.created_at or now, **_rating_values(r)}
-            values[id(r)] = ratings.driver_values(
-                tuple(given[name] for name in ratings.names[2:]), first=2)
-        return values[id(r)]
+    def __init__(self, connection: Connection, existing: _Existing, plan: ImportPlan, *,
+                 rubric: Rubric) -> None:
+        self.connection, self.plan, self.rubric = connection, plan, rubric
+        self.now = utcnow()
+        image, ref, caption = Image.__table__, ImageReference.__table__, Caption.__table__
+        rating = Rating.__table__
+        self.image_ids = {key: image_id for key, (image_id, _) in existing.images.items()}
+        self.annotator_ids = dict(existing.annotators)
+        self.marked: set[str] = set()  # new images written with their double-rating mark
+        self.references = 0
+        self._images = BulkInsert(connection, image.insert(),
+                                  ("key", "path", "set_id", "double_rating"))
+        self._references = BulkInsert(connection, ref.insert(), ("image_id", "position", "text"))
+        self._captions = BulkInsert(connection, caption.insert(),
+                                    ("image_id", "system", "text", "external_id"))
+        self._ratings = _by_caption(connection, rating, [c.name for c in rating.columns
+                                                         if c.name not in ("id", "caption_id")])
+        self._rating_values: dict[int, tuple[RatingRow, tuple]] = {}
 
-    ratings(((image_ids[key[0]], key[1], *rating_values(row.rating))
-             for (key, _, _), row in plan.ratings.items() if row.rating), converted=True)
-    for name, native in plan.native.items():
-        connection.execute(update(annotator).where(annotator.c.name == name)
-                           .values(native_english=native))
-    _by_caption(connection, Resolution.__table__,
-                ("resolver_id", "reasons", "note", "created_at"))(
-        (image_ids[key[0]], key[1], annotator_ids[r.annotator], ",".join(r.resolution_reasons),
-         r.resolution_note, now) for key, r in plan.resolutions.items())
-    _by_caption(connection, FluencyCheck.__table__,
-                ("checker_id", "fluency", "fluency_type", "created_at", "rubric"))(
-        (image_ids[key[0]], key[1], annotator_ids[v.checker], v.fluency, v.fluency_type, now,
-         rubric.signature) for key, v in plan.fluency_checks.items())
-    summary = ImportSummary(
-        file=source,
-        images=len(plan.images),
-        captions=len(plan.captions),
-        references=references,
-        annotators=len(plan.annotators),
-        ratings=len(plan.ratings),
-        resolutions=len(plan.resolutions),
-        fluency_checks=len(plan.fluency_checks),
-        double_images=len(plan.double_images),
-    )
-    # one event for the whole import: which file (its digest), what it added
-    log_change(connection, actor=actor, action="import", table="import",
-               new={str(source): {"sha256": file_digest(source),
-                                  **{k: v for k, v in vars(summary).items() if k != "file"}}})
-    return summary
+    def write(self, batch: _Batch) -> None:
+        connection, plan = self.connection, self.plan
+        image, annotator = Image.__table__, Annotator.__table__
+        names = sorted(plan.annotators - self.annotator_ids.keys())
+        if names:
+            connection.execute(annotator.insert(),
+                               [{"name": name, "created_at": self.now} for name in names])
+            self.annotator_ids.update(connection.execute(
+                select(annotator.c.name, annotator.c.id).where(annotator.c.name.in_(names))
+            ).all())
+        if batch.images:
+            marked = plan.double_images.intersection(batch.images)
+            self.marked |= marked
+            self._images((key, plan.new_images[key][1], plan.set_ids.get(key), key in marked)
+                         for key in batch.images)
+            self.image_ids.update(connection.execute(
+                select(image.c.key, image.c.id).where(image.c.key.in_(batch.images))
+            ).all())
+        image_ids = self.image_ids
+        self.references += self._references(
+            (image_ids[key], position, text)
+            for key, texts in batch.references for position, text in enumerate(texts))
+        self._captions((image_ids[row.image_key], row.system, row.caption, row.caption_id)
+                       for row in batch.captions)
+        self._ratings(((image_ids[row.image_key], row.system, *self._values(row.rating))
+                       for row in batch.ratings if row.rating), converted=True)
+
+    def _values(self, rating: RatingRow) -> tuple:
+        """A rating's driver values, made once for the rows that share a RatingRow (the
+        reader shares equal ones). Kept by the object's id, with the object, so that no id
+        is reused while it is kept; at most a chunk's worth (timestamped ones all differ)."""
+        kept = self._rating_values.get(id(rating))
+        if kept is None:
+            if len(self._rating_values) == INSERT_CHUNK:
+                self._rating_values.clear()
+            given = {"annotator_id": self.annotator_ids[rating.annotator],
+                     "rubric": self.rubric.signature,
+                     "created_at": rating.created_at or self.now,
+                     "updated_at": rating.updated_at or rating.created_at or self.now,
+                     **_rating_values(rating)}
+            kept = self._rating_values[id(rating)] = (rating, self._ratings.driver_values(
+                tuple(given[name] for name in self._ratings.names[2:]), first=2))
+        return kept[1]
+
+    def finish(self, source: Path, actor: str) -> ImportSummary:
+        """What needs every row (double-rating marks of images written earlier,
+        native-speaker flags, resolutions, fluency-round verdicts), then the import's
+        one event: which file (its digest), what it added."""
+        connection, plan = self.connection, self.plan
+        image, annotator = Image.__table__, Annotator.__table__
+        marked = [{"image_key": key} for key in sorted(plan.double_images - self.marked)]
+        if marked:
+            connection.execute(update(image).where(image.c.key == bindparam("image_key"))
+                               .values(double_rating=True), marked)
+        for name, native in plan.native.items():
+            connection.execute(update(annotator).where(annotator.c.name == name)
+                               .values(native_english=native))
+        ids = self.annotator_ids
+        _by_caption(connection, Resolution.__table__,
+                    ("resolver_id", "reasons", "note", "created_at"))(
+            (self.image_ids[key[0]], key[1], ids[r.annotator], ",".join(r.resolution_reasons),
+             r.resolution_note, self.now) for key, r in plan.resolutions.items())
+        _by_caption(connection, FluencyCheck.__table__,
+                    ("checker_id", "fluency", "fluency_type", "created_at", "rubric"))(
+            (self.image_ids[key[0]], key[1], ids[v.checker], v.fluency, v.fluency_type,
+             self.now, self.rubric.signature) for key, v in plan.fluency_checks.items())
+        summary = ImportSummary(
+            file=source, images=len(plan.new_images), captions=plan.captions,
+            references=self.references, annotators=len(plan.annotators),
+            ratings=plan.ratings, resolutions=len(plan.resolutions),
+            fluency_checks=len(plan.fluency_checks), double_images=len(plan.double_images))
+        log_change(connection, actor=actor, action="import", table="import",
+                   new={str(source): {"sha256": file_digest(source),
+                                      **{k: v for k, v in vars(summary).items()
+                                         if k != "file"}}})
+        return summary
 
 
-def import_caption_rows(engine: Engine, rows: list[CaptionRow], problems: Problems, *,
+def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Problems, *,
                         actor: str, rubric: Rubric, set_ids: dict[str, int] | None = None,
                         rejected_images: set[str] | None = None,
                         choose_rubric: bool = False) -> ImportSummary:
-    """Check parsed rows against the database and THUMB's protocol and write them, all in
-    one write transaction that locks the images first: all or nothing. `problems` may hold
-    the problems of rows already left out (`rejected_images`: their image keys); on any
-    problem raise InputError listing every one and leave the database unchanged. With
-    `choose_rubric`, `rubric` becomes the project's rubric in the same transaction."""
+    """Check rows that passed their own checks against each other, the database and
+    THUMB's protocol, and write them, all in one write transaction that locks the images
+    first: all or nothing. `rows` is iterated once on each attempt of the transaction (a
+    list, or `_FileRows`, which reads its file afresh); while it is read, `problems` gets
+    the problems of the rows it leaves out and `rejected_images` their image keys (those
+    images are not reported as unknown). On any problem raise InputError listing every one
+    and leave the database unchanged. With `choose_rubric`, `rubric` becomes the project's
+    rubric in the same transaction."""
+    rejected = rejected_images if rejected_images is not None else set()
 
     def write(connection: Connection) -> ImportSummary:
         if choose_rubric:
             register_rubric(connection, rubric, choose=True)
+        existing = _Existing(connection)
+        writer = _Writer(connection, existing, ImportPlan(set_ids=set_ids or {}),
+                         rubric=rubric)
         found = Problems(problems.file)  # afresh on each attempt
-        found.items = list(problems.items)
-        plan = _plan(rows, _Existing(connection), found,
-                     rejected_images=rejected_images if problems.items else None)
-        found.raise_if_any()
-        plan.set_ids = set_ids or {}
+        checks = _Pass(existing, found, problems, writer, rejected)
         with large_cache(connection):
-            return _apply_plan(connection, plan, actor=actor, source=problems.file,
-                               rubric=rubric)
+            for row in rows:
+                checks.add(row)
+            checks.finish()
+            if problems.items or found.items:
+                raise InputError([*problems.items, *found.items])
+            checks.flush()
+            return writer.finish(problems.file, actor)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
+
+
+class _FileRows:
+    """The rows of a CSV/JSONL file, read afresh each time they are iterated (once per
+    attempt of the import's transaction) and streamed: each record gets its own checks
+    (`RowReader`); the problems of those left out go to `problems`, their image keys to
+    `rejected`. At the end, a file whose columns are wrong raises InputError naming them
+    (and the records' own problems: the fields' would only repeat the columns')."""
+
+    def __init__(self, path: Path, reader: RowReader) -> None:
+        self.path, self.reader = path, reader
+        self.problems = Problems(path)
+        self.rejected: set[str] = set()
+
+    def __iter__(self) -> Iterator[CaptionRow]:
+        path, problems = self.path, self.problems
+        problems.items.clear()
+        self.rejected.clear()
+        field_problems: list[Problem] = []
+        first_seen: dict[str, int] = {}
+        for line, raw in iter_records(path, schema=JSON_SCHEMA, problems=problems):
+            record = normalise_keys(raw)
+            if not first_seen.keys() >= record.keys():
+                for key in record:
+                    first_seen.setdefault(key, line)
+            try:
+                yield self.reader.row(line, record)
+            except RowError as exc:
+                problems.add(line, str(exc))
+                field_problems.append(problems.items[-1])
+                self.rejected.add(str(record.get("image_id") or record.get("image") or "")
+                                  .strip())
+        # (when records were left out for their own problems, their columns are unknown)
+        records_left_out = len(problems.items) > len(field_problems)
+        columns = Problems(path)
+        unknown = unknown_columns(set(first_seen))
+        if unknown and path.suffix.lower() == ".csv":
+            columns.add(1, f"unknown column(s): {', '.join(unknown)}")
+        else:  # JSON lines and Parquet: at the first record that has the key
+            for key in unknown:
+                columns.add(first_seen[key], f"unknown column(s): {key}")
+        for message in [] if records_left_out else missing_columns(set(first_seen), unknown):
+            columns.add(1, message)
+        if columns.items:  # every row would repeat it
+            fields = set(field_problems)
+            raise InputError([*(p for p in problems.items if p not in fields),
+                              *columns.items])
 
 
 def import_captions(
@@ -491,40 +661,14 @@ def import_captions(
     InputError listing every `file:line: problem` — all of them, found in one pass — and
     leave the database unchanged. Image paths must stay inside the file's folder unless
     `allow_outside_images`. Ratings are read and stored under `rubric`, which becomes the
-    project's rubric; by default, under the project's rubric. The file is streamed: only
-    the validated rows (compact, sharing what they repeat) are held."""
+    project's rubric; by default, under the project's rubric. The file is streamed in one
+    pass that writes its rows a chunk at a time in one transaction, rolled back on any
+    problem: what is held is one chunk of rows, and the keys and lines of those before it
+    that the checks compare with."""
     path = Path(path)
     chosen = rubric
     rubric = chosen or project_rubric(engine)
-    problems = Problems(path)  # the records' own problems and the columns'
-    row_problems = Problems(path)  # the fields' problems: moot when a column is wrong
-    reader = RowReader(path.parent, rubric, allow_outside_images=allow_outside_images)
-    first_seen: dict[str, int] = {}
-    rows = []
-    rejected: set[str] = set()
-    for line, raw in iter_records(path, schema=JSON_SCHEMA, problems=problems):
-        record = normalise_keys(raw)
-        if not first_seen.keys() >= record.keys():
-            for key in record:
-                first_seen.setdefault(key, line)
-        try:
-            rows.append(reader.row(line, record))
-        except RowError as exc:
-            row_problems.add(line, str(exc))
-            rejected.add(str(record.get("image_id") or record.get("image") or "").strip())
-    # (when records were left out for their own problems, their columns are unknown here)
-    records_left_out = bool(problems.items)
-    unknown = unknown_columns(set(first_seen))
-    if unknown and path.suffix.lower() == ".csv":
-        problems.add(1, f"unknown column(s): {', '.join(unknown)}")
-    else:  # JSON lines and Parquet: at the first record that has the key
-        for key in unknown:
-            problems.add(first_seen[key], f"unknown column(s): {key}")
-    missing = [] if records_left_out else missing_columns(set(first_seen), unknown)
-    for message in missing:
-        problems.add(1, message)
-    if unknown or missing:  # every row would repeat it
-        problems.raise_if_any()
-    problems.items += row_problems.items
-    return import_caption_rows(engine, rows, problems, actor=actor, rubric=rubric,
-                               rejected_images=rejected, choose_rubric=chosen is not None)
+    rows = _FileRows(path, RowReader(path.parent, rubric,
+                                     allow_outside_images=allow_outside_images))
+    return import_caption_rows(engine, rows, rows.problems, actor=actor, rubric=rubric,
+                               rejected_images=rows.rejected, choose_rubric=chosen is not None)

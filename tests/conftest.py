@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import ast
+import inspect
 import os
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 from sqlalchemy import Engine, MetaData, select
@@ -16,6 +21,7 @@ SAMPLE_CSV = ROOT / "sample_data" / "captions.csv"
 ANCHORS = Path(os.environ.get("THUMB_ANCHORS", ROOT.parent / "shared" / "anchors")) / "thumb-1.0"
 THUMB_JSONL = ANCHORS / "mscoco_THumB-1.0.jsonl"
 THUMB_REFS = ANCHORS / "mscoco_references.json"
+PACKAGES = ("thumb_tui", "rubrics", "storage", "metrics", "reports")
 
 needs_anchors = pytest.mark.skipif(
     not THUMB_JSONL.is_file(),
@@ -33,10 +39,80 @@ def no_user_keymap(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--race-trials", type=int, default=10,
                      help="trials per race in tests/test_races.py (the benchmark runs 200)")
+    parser.addoption("--check-every-module-runs", action="store_true",
+                     help="fail unless the tests chosen (say -m 'not slow') call a function "
+                          "of every module of the project that has functions")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "race: processes racing on one database (slow)")
+    config.addinivalue_line(
+        "markers", "slow: takes seconds; `make test` runs it, `make test-fast` leaves it out")
+    config.addinivalue_line(
+        "markers", "postgres: uses the one database THUMB_TEST_POSTGRES names; pytest-xdist "
+                   "runs every such test on one worker (--dist loadgroup)")
+    if config.getoption("--check-every-module-runs"):
+        config.pluginmanager.register(FunctionsRun(), "functions-run")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of the one PostgreSQL database never run at once: they empty it first."""
+    for item in items:
+        if item.get_closest_marker("postgres"):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
+
+
+def modules_with_functions() -> dict[str, Path]:
+    """The project's modules that define a function, by file name."""
+    files = (path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py")))
+    return {str(path): path for path in files if any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))}
+
+
+class FunctionsRun:
+    """`--check-every-module-runs`: the project's files a function of which was called in
+    this process (module and class bodies run at import and do not count; neither do
+    `thumb` subprocesses). pytest-xdist workers send theirs to the controller, which fails
+    the run and names every module with functions none of which ran."""
+
+    OUTPUT = "thumb_functions_run"
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.never_run: list[Path] = []
+        roots = tuple(str(ROOT / package) + os.sep for package in PACKAGES)
+
+        def called(frame: FrameType, _event: str, _arg: object) -> None:
+            code = frame.f_code  # a "call" event: only they reach a global trace function
+            if code.co_flags & inspect.CO_NEWLOCALS and code.co_filename.startswith(roots):
+                self.files.add(code.co_filename)
+
+        sys.settrace(called)
+        threading.settrace(called)
+
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a worker is done
+    def pytest_testnodedown(self, node: object) -> None:
+        self.files.update(getattr(node, "workeroutput", {}).get(self.OUTPUT, ()))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+        if hasattr(session.config, "workeroutput"):
+            session.config.workeroutput[self.OUTPUT] = sorted(self.files)
+            return
+        self.never_run = [path for name, path in modules_with_functions().items()
+                          if name not in self.files]
+        if self.never_run:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        modules = modules_with_functions()
+        terminalreporter.write_sep("=", f"modules with functions: {len(modules)}; none of "
+                                        f"whose functions ran: {len(self.never_run)}")
+        for path in self.never_run:
+            terminalreporter.write_line(str(path.relative_to(ROOT)))
 
 
 @pytest.fixture

@@ -46,6 +46,7 @@ def engine(tmp_path):
     return sample_engine(tmp_path)
 
 
+@pytest.mark.slow
 async def test_rate_a_whole_image_with_penalties_and_a_note(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -86,6 +87,7 @@ async def test_rate_a_whole_image_with_penalties_and_a_note(engine):
     assert assignment.shuffle_seed == 1000 and assignment.seconds >= 0
 
 
+@pytest.mark.slow
 async def test_undo_reverts_and_is_logged(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -135,6 +137,7 @@ async def test_shuffle_is_stable_per_annotator_and_image(engine):
         assert [g.caption_ids for g in again.screen.groups] == order
 
 
+@pytest.mark.slow
 async def test_navigation_and_next_unrated(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -164,6 +167,7 @@ async def test_missing_image_file_is_reported_not_a_crash(engine, tmp_path):
         assert "image file not found" in str(app.screen.query_one("#message", Static).content)
 
 
+@pytest.mark.slow
 async def test_no_system_name_on_any_screen(tmp_path):
     engine = sample_engine(tmp_path, marked_systems=True)
     with engine.connect() as connection:
@@ -182,6 +186,7 @@ async def test_no_system_name_on_any_screen(tmp_path):
             assert SYSTEM_MARK not in app.export_screenshot()
 
 
+@pytest.mark.slow
 async def test_help_shows_worked_examples_and_every_key(engine):
     app = make_app(engine)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -264,6 +269,7 @@ def message(app) -> str:
     return str(app.screen.query_one("#message", Static).content)
 
 
+@pytest.mark.slow
 async def test_penalty_keys_act_on_the_caption_just_scored_until_the_user_moves(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -284,6 +290,7 @@ async def test_penalty_keys_act_on_the_caption_just_scored_until_the_user_moves(
     assert (three.precision, three.conciseness) == (None, 0.5)
 
 
+@pytest.mark.slow
 async def test_long_caption_keeps_its_score_line_on_screen_and_scrolls(engine):
     lengthen_captions(engine, [first_caption_of_image_one(engine)])
     app = make_app(engine)
@@ -345,6 +352,7 @@ async def test_a_digit_off_the_scale_says_which_scores_the_dimension_takes(engin
     assert ratings(engine) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("height", range(24, 30))
 async def test_rubric_panel_never_ends_on_a_bare_heading(engine, height):
     app = make_app(engine)

@@ -113,6 +113,7 @@ def test_coco_bison_format(tmp_path):
     assert queries == ["A red square.", "A third red picture."]
 
 
+@pytest.mark.slow
 def test_coco_bison_errors_name_the_line_of_the_item(tmp_path):
     engine = open_database(tmp_path / "c.db")
     both_wrong = coco_item(4, caption=98)
@@ -155,6 +156,7 @@ async def test_bison_screen_stores_answers_and_order(engine):
     assert human.loc["alice", "n"] == 4 and human.loc["alice", "both"] == 1
 
 
+@pytest.mark.slow
 async def test_bison_screen_ends_with_all_done_progress_survives_restarts(engine, monkeypatch):
     import_bison(engine, SAMPLE_BISON, actor="t")
     opened = []
@@ -189,6 +191,7 @@ async def test_bison_screen_ends_with_all_done_progress_survives_restarts(engine
         assert str(screen.query_one("#bison-message", Static).content) == "this is the last item"
 
 
+@pytest.mark.slow
 def test_clip_evaluation_is_stored_with_accuracy(engine, tiny_clip):
     import_bison(engine, SAMPLE_BISON, actor="t")
     signature, scored = evaluate(engine, ClipScorer(tiny_clip, "cpu"))
@@ -237,6 +240,7 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
         assert f"  {signature.split('|')[0]}: {signature}" in text
 
 
+@pytest.mark.slow
 def test_ten_thousand_items_embed_each_image_and_caption_once(tmp_path, tiny_clip):
     from metrics.clip import embedder
 

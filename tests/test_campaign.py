@@ -12,6 +12,7 @@ import random
 
 import krippendorff
 import numpy as np
+import pytest
 
 from storage.gold import import_gold, is_gold
 from storage.project_queues import assign_double
@@ -132,6 +133,7 @@ def agreement_cells(text: str, dimension: str, level: str) -> list[str]:
     return line.strip("│ ").split()[2:]
 
 
+@pytest.mark.slow
 async def test_a_small_campaign_with_gold_under_the_monitor(tmp_path):
     engine = sample_engine(tmp_path)
     assign_double(engine, 0.4, seed=3, actor="lead")  # 6 of 15 images: two blind ratings

@@ -99,6 +99,7 @@ def test_propose_with_clip_takes_allow_download(tmp_path):
     assert "no-such-clip" in result.output and len(lines(result)) == 1
 
 
+@pytest.mark.slow
 def test_propose_with_clip_fails_at_once_without_network(tmp_path):
     """Without HF_HUB_OFFLINE and with an empty cache, a hub model name fails at once (local
     files only) and the message names --allow-download."""
@@ -140,6 +141,7 @@ def test_an_empty_judgment_file_is_one_line_naming_the_columns(tmp_path):
     assert "missing column" not in result.output
 
 
+@pytest.mark.slow
 def test_an_empty_jsonl_judgment_file_says_what_each_line_should_hold(tmp_path):
     empty = write(tmp_path / "empty.jsonl", "")
     result = thumb(tmp_path / "j.db", "judgments", "import", empty, "--name", "e",
@@ -274,6 +276,7 @@ def test_metrics_compute_counts_the_undefined_among_the_computed(tmp_path):
     assert "bleu: computed 3 (1 undefined: no references), reused 0" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "md"])
 def test_judgments_report_hints_with_the_set_name(set_without_references, fmt):
     result = thumb(set_without_references, "judgments", "report", "crowd-1", "--format", fmt)

@@ -68,6 +68,7 @@ def test_unknown_export_format(tmp_path):
     assert result.exit_code == 2 and "unknown format 'xlsx'" in result.output
 
 
+@pytest.mark.slow
 @needs_anchors
 def test_import_thumb_and_export_release(tmp_path):
     db = str(tmp_path / "t.db")
@@ -100,6 +101,7 @@ def test_annotate_needs_a_name(tmp_path):
     assert result.exit_code == 2 and "--annotator needs a name" in result.output
 
 
+@pytest.mark.slow
 def test_annotator_records_native_speaker(tmp_path):
     db = str(tmp_path / "n.db")
     runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
@@ -112,6 +114,7 @@ def test_annotator_records_native_speaker(tmp_path):
     assert result.exit_code == 2 and "not recorded as a native English speaker" in result.output
 
 
+@pytest.mark.slow
 def test_agreement_md_out_says_what_it_wrote(tmp_path):
     from storage import open_database
     from tests.test_workflow import review_with_changes
@@ -146,6 +149,7 @@ def test_the_collector_is_paused_for_a_command_and_restored_as_it_was():
         gc.enable()
 
 
+@pytest.mark.slow
 def test_native_on_the_rating_command_is_recorded_even_with_nothing_to_rate(tmp_path):
     db = str(tmp_path / "n.db")
     runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])

@@ -32,6 +32,7 @@ def ratings(engine) -> list:
         return connection.execute(select(Rating.__table__)).all()
 
 
+@pytest.mark.slow
 def test_opening_an_image_claims_it_until_left_untouched(engine):
     alice, bob = AnnotationSession(engine, "alice"), AnnotationSession(engine, "bob")
     assert len(alice.images) == len(bob.images) == 15
@@ -50,6 +51,7 @@ def test_opening_an_image_claims_it_until_left_untouched(engine):
     assert len(AnnotationSession(engine, "dan").images) == 14
 
 
+@pytest.mark.slow
 async def test_the_second_annotator_is_moved_to_the_next_free_image(engine):
     bob_app = make_app(engine, "bob")  # both start at the first image
     alice = AnnotationSession(engine, "alice")

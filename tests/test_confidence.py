@@ -21,6 +21,7 @@ from metrics.confidence import (
     bca_ci,
     jackknife_groups,
     leave_one_out,
+    resample_counts,
 )
 from metrics.correlation import correlation, correlation_ci, image_weights
 from metrics.retrieval import Sample
@@ -298,6 +299,7 @@ def _sample_project(tmp_path, images: tuple[str, ...] | None = None):
     return thumb
 
 
+@pytest.mark.slow
 def test_no_printed_ci_of_the_sample_project_excludes_its_estimate(tmp_path):
     import json
 
@@ -330,6 +332,7 @@ def test_no_printed_ci_of_the_sample_project_excludes_its_estimate(tmp_path):
         assert [p for p in printed if not float(p[1]) <= float(p[0]) <= float(p[2])] == []
 
 
+@pytest.mark.slow
 def test_two_images_the_issue_s_failure_and_its_fix(tmp_path):
     """Images img12 and img13 of the sample: the percentile intervals printed
     `alpha_ordinal 0.992 [0.96, 0.99]` (`thumb agreement`) and `spearman 0.448 [0.45, 0.57]`
@@ -352,3 +355,19 @@ def test_two_images_the_issue_s_failure_and_its_fix(tmp_path):
         printed = _printed_intervals(text)
         assert printed
         assert [p for p in printed if not float(p[1]) <= float(p[0]) <= float(p[2])] == []
+
+
+def test_resample_counts_are_index_draws_whatever_the_chunk():
+    """Chunks of 7 replicates or of 1,000 give the same counts: each replicate counts 53
+    indices that numpy's `choice` draws with replacement, one call per replicate."""
+    whole = list(resample_counts(53, 1000, np.random.default_rng(7), chunk=1000))
+    pieces = list(resample_counts(53, 1000, np.random.default_rng(7), chunk=7))
+    assert [len(p) for p in whole] == [1000]
+    assert [len(p) for p in pieces] == [7] * 142 + [6]
+    assert np.array_equal(np.vstack(pieces), whole[0])
+    rng = np.random.default_rng(7)
+    loop = [np.bincount(rng.choice(53, 53), minlength=53) for _ in range(1000)]
+    assert np.array_equal(whole[0], loop)
+    # multinomial(53, 1/53): every unit drawn once on average, variance 1 - 1/53
+    assert whole[0].mean() == 1.0
+    assert whole[0].var() == pytest.approx(1 - 1 / 53, rel=0.05)

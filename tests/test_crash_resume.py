@@ -85,6 +85,7 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 30.0) 
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_sigkill_loses_nothing_and_restart_resumes_in_place(tmp_path):
     engine = sample_engine(tmp_path)
     db = tmp_path / "app.db"

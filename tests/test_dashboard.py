@@ -69,6 +69,7 @@ def test_pipeline_per_stage(midway):
     assert stages["fluency round"].waiting == len(fluency_queue(engine)) > 0
 
 
+@pytest.mark.slow
 def test_each_annotator_what_they_did_and_what_waits(midway):
     engine, _ = midway
     people = {p.name: p for p in dashboard(engine).annotators}
@@ -87,6 +88,7 @@ def test_each_annotator_what_they_did_and_what_waits(midway):
     assert newcomer == {"annotate": 1}
 
 
+@pytest.mark.slow
 def test_status_command_table_and_json(midway):
     _, db = midway
     shown = runner.invoke(app, ["--db", str(db), "status"])

@@ -44,6 +44,7 @@ def test_valid_rating_is_accepted(seeded):
         assert connection.execute(select(Rating.__table__.c.precision)).scalar() == 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -98,6 +99,7 @@ def test_database_url_accepts_paths_and_urls(tmp_path):
     assert database_url("postgresql://u@h/db") == "postgresql://u@h/db"
 
 
+@pytest.mark.slow
 def test_bulk_insert_converts_reorders_and_refuses_a_missing_column(engine):
     """BulkInsert hands the driver plain tuples: values arrive as SQLAlchemy would store
     them (a timestamp as SQLite's text), whatever the order of the caller's names, and a

@@ -96,6 +96,7 @@ def test_import_csv_and_jsonl(engine, tmp_path):
     assert {"gold_image", "gold_caption"} == set(logged)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("text", "expected"), [
     ("image,caption,precision,recall,reason\ng1,A dog.,7,3,r\n",
      "bad.csv:2: precision 7 is outside the rubric's scale 1-5"),
@@ -130,6 +131,7 @@ def test_import_refusals_name_the_line_and_change_nothing(engine, tmp_path, text
     assert database_dump(engine) == before
 
 
+@pytest.mark.slow
 def test_importing_the_same_gold_twice_is_refused(engine, tmp_path):
     path = gold_file(tmp_path)
     import_gold(engine, path, actor="lead")
@@ -140,6 +142,7 @@ def test_importing_the_same_gold_twice_is_refused(engine, tmp_path):
     assert database_dump(engine) == before
 
 
+@pytest.mark.slow
 def test_replace_corrects_a_gold_caption_and_logs_it(engine, tmp_path):
     """A lead who wrote a range wrong corrects it: the caption keeps its id (and so its
     answers), takes the new range and reason, and the change is in the event log."""
@@ -353,6 +356,7 @@ def analyses(engine, tmp_path) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_gold_changes_no_analysis(tmp_path):
     without, with_gold = tmp_path / "a", tmp_path / "b"
     without.mkdir()
@@ -371,6 +375,7 @@ def test_gold_changes_no_analysis(tmp_path):
             assert a[name] == b[name], name
 
 
+@pytest.mark.slow
 def test_the_report_has_a_gold_table_only_with_gold(tmp_path):
     from reports.render import _markdown_tables, to_json
     from reports.tables import build_report
@@ -401,6 +406,7 @@ def structure(screen: AnnotateScreen) -> list[tuple[str, str | None, tuple[str, 
             for widget in screen.query("*")]
 
 
+@pytest.mark.slow
 async def test_a_gold_image_looks_like_any_image_and_is_answered(engine, tmp_path):
     four = "image,caption,precision,recall,reason\n" + "".join(
         f"gq,Caption number {n} of q.,4-5,3-5,Why {n}.\n" for n in range(4))
@@ -440,6 +446,7 @@ async def test_a_gold_image_looks_like_any_image_and_is_answered(engine, tmp_pat
     assert gold_accuracy(engine)[0].correct == 0
 
 
+@pytest.mark.slow
 async def test_no_feedback_when_off(engine, tmp_path):
     four = "image,caption,precision,recall,reason\n" + "".join(
         f"gq,Caption number {n} of q.,4-5,3-5,Why {n}.\n" for n in range(4))
@@ -459,6 +466,8 @@ async def test_no_feedback_when_off(engine, tmp_path):
     assert len(answers(engine)) == 4
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.skipif(not os.environ.get("THUMB_TEST_POSTGRES"),
                     reason="THUMB_TEST_POSTGRES is not set")
 def test_gold_on_postgresql(tmp_path):

@@ -110,6 +110,7 @@ def test_ratings_import_with_penalties_and_types(project):
     assert (first.fluency, first.fluency_type, first.rubric) == (0.1, "spelling", "thumb-1.0")
 
 
+@pytest.mark.slow
 def test_export_then_import_gives_the_same_project(project, tmp_path):
     engine = open_database(project / "a.db")
     header = [*HEADER, "annotator", "stage", "precision", "recall", "fluency", "fluency_type"]
@@ -134,6 +135,7 @@ def test_export_then_import_gives_the_same_project(project, tmp_path):
     assert len(pd.read_parquet(parquet)) == 4
 
 
+@pytest.mark.slow
 def test_export_then_import_keeps_the_workflow_state(tmp_path):
     """Double-rating marks, native-speaker flags, resolutions with reasons and fluency-round
     verdicts survive CSV, JSONL and Parquet; a rating in progress is left out and said so."""
@@ -228,6 +230,7 @@ def test_stage_one_closed_by_review_in_the_database_refuses_a_late_blind_rating(
     assert database_dump(engine) == before
 
 
+@pytest.mark.slow
 def test_the_reviewed_annotator_survives_export_and_import(tmp_path):
     """On a double image, whoever rated first stays the one stage 2 reviews, even when the
     other blind rater's ratings come first in the exported file."""
@@ -379,6 +382,7 @@ BAD_INPUTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
 def test_bad_input_names_file_and_line_and_changes_nothing(project, kind):
     engine = open_database(project / "bad.db")
@@ -394,6 +398,7 @@ def test_bad_input_names_file_and_line_and_changes_nothing(project, kind):
     assert database_dump(engine) == before
 
 
+@pytest.mark.slow
 def test_broken_utf8_names_the_line(project):
     engine = open_database(project / "utf.db")
     before = database_dump(engine)

@@ -50,6 +50,7 @@ def write(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_problems_at_start_middle_and_end_come_in_one_pass(tmp_path, suffix):
     rows = records(tmp_path)

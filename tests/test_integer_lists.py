@@ -58,6 +58,7 @@ layouts = st.sampled_from([{}, {"indent": 1}, {"indent": "\t"}, {"separators": (
                            {"separators": (" ,\r\n", " :  ")}])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(document=documents, layout=layouts, chunk=st.integers(1, 64), threads=THREADS)
 def test_json_in_the_shape_reads_as_json_reads_it(document, layout, chunk, threads):
@@ -70,6 +71,7 @@ def test_json_in_the_shape_reads_as_json_reads_it(document, layout, chunk, threa
 EDIT_BYTES = b'0123456789 \t\n\r{}[],:"-+.eE\\a\x00\xff\xc3'
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(document=documents, layout=layouts, chunk=st.integers(1, 64), threads=THREADS,
        edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 2),
@@ -103,6 +105,7 @@ def test_what_the_reader_refuses(text: str):
     assert parse_integer_lists(text.encode("latin-1")) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2, 5])
 def test_uneven_lists_and_chunks_that_end_anywhere(threads: int):
     rng = np.random.default_rng(0)

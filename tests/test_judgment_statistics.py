@@ -184,6 +184,7 @@ def test_stored_text_is_escaped_in_markdown_and_terminal(engine, tmp_path):
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_the_readme_worked_example(tmp_path):
     """A tidy CSV of judgments to the correlation table in four commands."""
     db = ["--db", str(tmp_path / "j.db")]
@@ -221,6 +222,7 @@ def test_cli_refuses_bad_rows_with_file_and_line(tmp_path):
     assert no_scale.exit_code == 2 and "needs --scale" in no_scale.output
 
 
+@pytest.mark.slow
 def test_export_carries_metric_scores_and_imports_again(engine, tmp_path):
     frame = score_set(tmp_path, engine)
     from reports.exports import export_judgment_set
@@ -237,6 +239,7 @@ def test_export_carries_metric_scores_and_imports_again(engine, tmp_path):
     assert again.judgments == len(frame)
 
 
+@pytest.mark.slow
 def test_project_export_carries_metric_columns_and_report_has_judgment_sections(tmp_path):
     from tests.conftest import SAMPLE_CSV
 
@@ -270,6 +273,7 @@ def test_project_export_carries_metric_columns_and_report_has_judgment_sections(
     assert "cider-d (pooled)" in text and "#2" not in text
 
 
+@pytest.mark.slow
 def test_metrics_say_what_a_judgment_set_lacks(tmp_path):
     """Without images clip-s says it needs them (before loading any model); without
     references a reference metric's scores are stored as undefined ('no references')."""
@@ -304,6 +308,7 @@ def test_report_metric_filter_by_name_or_label(engine, tmp_path):
         build_judgment_report(engine, "likert", metrics=["bleu"], bootstrap=0)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "anchors").exists()
                     and not __import__("os").environ.get("THUMB_ANCHORS"),
                     reason="published THUMB 1.0 data not found")
@@ -405,6 +410,7 @@ def direct_bleu(pairs, references) -> np.ndarray:
     return np.asarray(scores[3], dtype=float)
 
 
+@pytest.mark.slow
 def test_judgments_of_pairs_import_score_and_report_kendall_tau_b(tmp_path):
     """One caption id judged under three images: imported natively, its own reference (the
     one with its id) left out at its own image only, and the report's tau-b equal to

@@ -134,6 +134,7 @@ PAIRS = """image_id,caption_a,caption_b,judge,choice,category
 """
 
 
+@pytest.mark.slow
 def test_a_pairwise_set_and_its_refusals(engine, tmp_path):
     summary = import_judgments(engine, write(tmp_path / "p.csv", PAIRS), name="pairs",
                                kind="pairwise", actor="t")
@@ -291,6 +292,7 @@ def stored_scores(engine, name: str) -> dict[str, dict[tuple[str, str], float]]:
     return scores
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not java_available(), reason="Java or pycocoevalcap missing")
 def test_literature_metrics_on_a_judgment_set_see_the_texts_as_released(tmp_path):
     """coco-BLEU-1..4, coco-ROUGE-L, METEOR and CIDEr-D of a judgment set equal
@@ -487,6 +489,7 @@ def test_the_database_holds_a_continuous_set_to_its_range(engine, tmp_path):
             **{**good, "judge": "db2", "score": 1.0}))
 
 
+@pytest.mark.slow
 def test_cli_continuous_option(tmp_path):
     from typer.testing import CliRunner
 

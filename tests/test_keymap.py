@@ -29,6 +29,7 @@ def test_every_binding_of_every_screen_has_an_id():
         assert all(b.id for b in bindings), name
 
 
+@pytest.mark.slow
 async def test_keymap_remaps_keys_and_the_key_bar_and_help_show_them(tmp_path):
     write_keymap(KEYMAP)
     app = make_app(sample_engine(tmp_path))

@@ -112,6 +112,7 @@ def test_session_answers_commit_with_time_and_event_and_undo(tmp_path):
     assert again.claim_id == session.claim_id and again.focus == 3
 
 
+@pytest.mark.slow
 def test_views_never_carry_model_or_gold(tmp_path):
     _, engine = match_project(tmp_path)
     view = fixed_session(engine, "ann").items[0]
@@ -129,6 +130,7 @@ def test_redundancy_gives_each_batch_to_that_many_people_and_no_more(tmp_path):
     assert batch_of[cat.items[0].item_id] != batch_of[ann.items[0].item_id]
 
 
+@pytest.mark.slow
 async def test_pilot_verifies_a_batch_and_moves_to_the_next(tmp_path):
     _db, engine = match_project(tmp_path, size=5)
     session = fixed_session(engine, "ann")
@@ -174,6 +176,7 @@ def test_quality_control_flags_and_reassigns_a_batch_with_a_wrong_gold(tmp_path)
     assert verification_frame(engine).query("status == 'active'").empty
 
 
+@pytest.mark.slow
 def test_positives_merge_report_table_2_and_bias(tmp_path):
     db, engine = match_project(tmp_path, redundancy=2, size=10)
     for name in ("ann", "bob"):
@@ -214,6 +217,7 @@ def test_positives_merge_report_table_2_and_bias(tmp_path):
     assert bias.exit_code == 0 and "toy-a" in bias.output and "kendall_tau" in bias.output
 
 
+@pytest.mark.slow
 @needs_eccv_caption
 def test_shipped_sets_round_trip_and_table_3_counts(tmp_path):
     import eccv_caption
@@ -284,6 +288,7 @@ def test_project_keys_export_as_database_ids_with_a_map_back(tmp_path):
     assert result.exit_code == 2 and "image id '999' is not in the project" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", ["shape", "keys", "nan", "clip-model", "duplicate-model",
                                      "batch-size", "missing-file", "unknown-set"])
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path, problem):
@@ -336,6 +341,7 @@ def _claim_after_barrier(db: str, annotator: str, barrier, results) -> None:
     results.put((annotator, session.claim_id))
 
 
+@pytest.mark.slow
 def test_simultaneous_claims_never_exceed_a_batchs_redundancy(tmp_path):
     import multiprocessing
 
@@ -359,6 +365,7 @@ def test_simultaneous_claims_never_exceed_a_batchs_redundancy(tmp_path):
     assert sorted(per_batch) == sorted(set(per_batch))  # redundancy 1: one claim per batch
 
 
+@pytest.mark.slow
 def test_one_annotator_verifies_in_one_process_at_a_time(tmp_path):
     """A second `thumb match annotate` under a name that another process verifies under is
     told so (exit 2) and changes nothing; once the first ends, the next resumes its batch."""
@@ -435,6 +442,7 @@ def test_the_hold_of_a_process_that_is_gone_is_replaced(tmp_path):
     assert MatchSession(engine, "ann").claim_id == claim
 
 
+@pytest.mark.slow
 async def test_end_to_end_from_two_scorers_to_eccv_caption_files(tmp_path):
     """Two toy scorers -> proposals -> batches with gold -> every pair answered through the
     Pilot -> positives -> export that eccv-caption's Metrics loads."""
@@ -482,6 +490,8 @@ async def test_end_to_end_from_two_scorers_to_eccv_caption_files(tmp_path):
     assert frame.loc[frame["gold"].isna(), "proposed_by"].str.contains("toy-").all()
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.skipif(not os.environ.get("THUMB_TEST_POSTGRES"),
                     reason="THUMB_TEST_POSTGRES is not set")
 def test_match_verification_on_postgresql(tmp_path):
@@ -511,6 +521,7 @@ def test_match_verification_on_postgresql(tmp_path):
         drop_everything(URL)
 
 
+@pytest.mark.slow
 def test_clip_scorer_proposes_from_embeddings_it_computes(tmp_path):
     """`--scorer clip` with a tiny random CLIP saved to a folder: each image and caption is
     embedded once; the candidates equal the top k of the cosine matrix computed here."""

@@ -18,6 +18,7 @@ from tests.test_crash_resume import TerminalApp, wait_for
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 
 
+@pytest.mark.slow
 def test_sigkill_between_answers_loses_nothing_and_resumes_on_the_same_pair(tmp_path):
     db, engine = match_project(tmp_path, size=10)
     register_annotator(engine, "ann", None)  # `thumb match annotate` refuses unknown names

@@ -228,6 +228,7 @@ def _table_2_loop(existing: pd.DataFrame, verified: pd.DataFrame, direction: str
             len(precisions), len(recalls))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), images=st.integers(1, 6), captions=st.integers(1, 8),
        density=st.floats(0.0, 1.0))
@@ -278,6 +279,7 @@ def test_model_bias_counts_positives_per_proposer():
     assert table.loc["m2", "positive_share"] == 1.0
 
 
+@pytest.mark.slow
 def test_verifier_agreement_reuses_kappa_and_reports_undefined_with_reason():
     rng = np.random.default_rng(2)
     pairs = np.arange(30)

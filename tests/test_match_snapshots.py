@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.match_helpers import fixed_session, match_project
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.match import MatchScreen
@@ -12,10 +14,12 @@ def match_app(tmp_path) -> ThumbApp:
     return ThumbApp(screen=MatchScreen(fixed_session(engine, "ann"), "halfcell"))
 
 
+@pytest.mark.slow
 def test_verification_screen(snap_compare, tmp_path):
     assert snap_compare(match_app(tmp_path), terminal_size=(80, 24))
 
 
+@pytest.mark.slow
 def test_verification_screen_after_answers(snap_compare, tmp_path):
     assert snap_compare(match_app(tmp_path), terminal_size=(80, 24), press=["2", "up"])
 

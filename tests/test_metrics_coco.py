@@ -64,6 +64,7 @@ def test_coco_rouge_l_equals_pycocoevalcap_and_differs_from_rouge_score():
     assert np.abs(ours - rouge_score).max() > 0.01
 
 
+@pytest.mark.slow
 @needs_java
 def test_meteor_equals_pycocoevalcap_per_caption():
     from pycocoevalcap.meteor.meteor import Meteor as CocoMeteor

@@ -34,6 +34,7 @@ def sample(tmp_path):
     return engine
 
 
+@pytest.mark.slow
 def test_bertscore_matches_bert_score(sample, minilm):
     import bert_score
 
@@ -51,6 +52,7 @@ def test_bertscore_matches_bert_score(sample, minilm):
     assert run.computed == len(items)
 
 
+@pytest.mark.slow
 def test_bertscore_with_idf_differs_and_is_signed(sample, minilm):
     from metrics.bertscore import BertScore
 
@@ -109,6 +111,7 @@ def direct_clip_scores(model_path: str, items) -> tuple[np.ndarray, np.ndarray]:
     return np.array(clip_s), np.array(ref_term)
 
 
+@pytest.mark.slow
 def test_clip_variants_match_the_formula(sample, tiny_clip):
     items, _ = load_items(sample)
     subset = items[:8]
@@ -128,6 +131,7 @@ def test_clip_variants_match_the_formula(sample, tiny_clip):
     np.testing.assert_allclose(ours["refclip-s"], harmonic, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
     from metrics.clip import ClipEmbedder, embedder
     from metrics.registry import metric_class

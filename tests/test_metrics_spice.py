@@ -56,6 +56,7 @@ def wordnet():
     return load_wordnet()
 
 
+@pytest.mark.slow
 def test_scene_tuples_of_known_sentences(parser):
     tuples = spice.scene_tuples(parser("Two red balls lying on green grass under a blue sky."))
     assert {("ball",), ("grass",), ("sky",), ("ball", "red"), ("ball", "two"),

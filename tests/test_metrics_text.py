@@ -56,6 +56,7 @@ def test_cider_d_matches_pycocoevalcap_on_random_text(seed):
     np.testing.assert_allclose(cider_d(hyps, refs), expected, atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_cider_d_matches_pycocoevalcap_on_the_sample_project(sample):
     from pycocoevalcap.cider.cider import Cider
 
@@ -79,6 +80,7 @@ def raw_items(images: int, systems: int) -> list[CaptionItem]:
     return items
 
 
+@pytest.mark.slow
 @needs_java
 def test_cider_d_from_raw_text_equals_the_full_pycocoevalcap_path():
     """PTBTokenizer + Cider per system, against ours from the same raw texts."""

@@ -191,6 +191,7 @@ def test_release_0_1_0_sqlite_database_upgrades_keeping_every_row(tmp_path):
         connection.execute(text("DELETE FROM event_log"))
 
 
+@pytest.mark.slow
 def test_thumb_db_upgrade_and_the_note_of_an_automatic_upgrade(tmp_path):
     from typer.testing import CliRunner
 
@@ -235,6 +236,8 @@ def test_a_foreign_database_is_refused(tmp_path):
         open_database(path)
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
 def test_release_0_1_0_postgresql_database_is_upgraded_by_the_admin_only():
     from benchmarks.races import drop_everything
@@ -386,6 +389,7 @@ def damaged_copy(tmp_path: Path, damage: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", DAMAGES)
 def test_db_upgrade_names_the_damage_exits_2_and_changes_nothing(tmp_path, what):
     from typer.testing import CliRunner
@@ -437,6 +441,8 @@ def test_an_upgrade_whose_result_would_be_damaged_is_rolled_back(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["old.db"]
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
 def test_a_damaged_postgresql_database_is_named_and_left_as_it_is():
     from benchmarks.races import drop_everything

@@ -279,6 +279,7 @@ async def test_an_unexpected_error_is_shown_and_retried(engine, monkeypatch):
         assert "reading failed" not in text and "ALERTS (0)" in text
 
 
+@pytest.mark.slow
 async def test_help_defines_each_figure_with_the_lead_settings(engine):
     app = monitor_app(engine, rushed_below=4.0, thresholds=Thresholds(rushed=0.25))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -350,6 +351,7 @@ async def test_a_locked_sqlite_database_says_busy_and_recovers(tmp_path, monkeyp
     engine.dispose()
 
 
+@pytest.mark.slow
 async def test_ratings_written_from_another_thread_while_it_refreshes(engine):
     """An annotator writes while the monitor reads every 0.1 s: no reading fails, and the
     last one shows everything."""
@@ -413,6 +415,7 @@ def test_a_locked_read_becomes_monitor_busy(engine, monkeypatch):
         read_monitor(engine)
 
 
+@pytest.mark.slow
 async def test_stored_names_and_reasons_are_shown_literally(engine):
     alice = AnnotationSession(engine, "alice", seed_source=lambda: 1, clock=ticking(1))
     rate_everything(alice, 1)
@@ -709,6 +712,8 @@ def postgres_project():
         drop_everything(POSTGRES)
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_the_readers_on_postgresql(postgres_project):
     data = read_monitor(postgres_project)
     assert data.annotators == ["alice", "bob"]
@@ -722,6 +727,8 @@ def test_the_readers_on_postgresql(postgres_project):
                                                              bootstrap=50))
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 async def test_the_monitor_on_postgresql_while_a_review_arrives(postgres_project):
     engine = postgres_project
     before = database_dump(engine)

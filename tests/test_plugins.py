@@ -77,6 +77,7 @@ def project(plugins: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_plugin_metric_is_scored_stored_and_reported_with_its_signature(plugins, project):
     done = thumb(plugins, project, "--db", "p.db", "metrics", "compute",
                  "--metric", "lab-length", "--lab-unit", "chars")
@@ -114,6 +115,7 @@ def test_a_plugin_metric_is_scored_stored_and_reported_with_its_signature(plugin
     assert all(row["lab-length"] > 0 for row in report["systems"])
 
 
+@pytest.mark.slow
 def test_the_plugins_option_and_help_are_generated_as_for_builtins(plugins, project):
     done = thumb(plugins, project, "metrics", "compute", "--help")
     assert done.returncode == 0, done.stderr
@@ -124,6 +126,7 @@ def test_the_plugins_option_and_help_are_generated_as_for_builtins(plugins, proj
     assert "Left out: metric plugin 'broken-metric" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_leaves_the_builtins_working_and_fails_only_when_asked(
         plugins, project):
     done = thumb(plugins, project, "--db", "p.db", "metrics", "compute", "--metric", "bleu")
@@ -140,6 +143,7 @@ def test_a_broken_plugin_leaves_the_builtins_working_and_fails_only_when_asked(
     assert "warning:" not in asked.stderr  # said once, as the error
 
 
+@pytest.mark.slow
 def test_a_rubric_shipped_by_a_package_is_found_by_name(plugins, tmp_path):
     done = thumb(plugins, tmp_path, "--db", "r.db", "import", str(SAMPLE_CSV),
                  "--rubric", "lab-pr4")

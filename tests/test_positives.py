@@ -105,6 +105,7 @@ def test_a_directory_needs_exactly_one_file_per_direction(tmp_path: Path):
         read_positive_dir(tmp_path / "missing")
 
 
+@pytest.mark.slow
 @needs_eccv_caption
 def test_shipped_sets_are_the_package_files():
     from importlib.util import find_spec

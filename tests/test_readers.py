@@ -34,6 +34,7 @@ EXAMPLES = int(os.environ.get("THUMB_READER_EXAMPLES", "50"))
 READERS = {reader.name: reader for reader in readers()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(READERS))
 def test_the_valid_input_is_read_through_the_registered_functions(tmp_path, name):
     reader = READERS[name]
@@ -44,6 +45,7 @@ def test_the_valid_input_is_read_through_the_registered_functions(tmp_path, name
     assert set(reader.covers) <= functions, set(reader.covers) - functions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(READERS))
 def test_every_mutated_input_is_read_or_refused_by_its_reader(tmp_path_factory, name):
     """The one property over the registry (see `tests.readers.examples`)."""
@@ -68,6 +70,7 @@ POISON = {"ESC": "\x1b", "OSC 52": "\x1b]52;c;aGk=\x07", "C1": "\x9b", "NUL": "\
           "bidi": "\u202e", "BOM": "\ufeff"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, r in READERS.items() if r.texts])
 def test_every_text_field_is_checked(tmp_path, name):
     """Each text field of each reader, with each kind of forbidden character inside it
@@ -108,6 +111,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path, name):
     assert "not a regular file" in str(outcome[0]) and str(fifo) in str(outcome[0])
 
 
+@pytest.mark.slow
 def test_every_function_that_reads_a_file_is_registered():
     """A function in metrics/, storage/, rubrics/, reports/ or thumb_tui/ that reads a file
     (open(), Path.read_text/read_bytes, np.load, json.load, pandas and Arrow readers,

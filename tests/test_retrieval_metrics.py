@@ -148,6 +148,7 @@ def test_similarity_matrices_rank_with_ties_by_id(seed: int):
                                                               for c in captions[:50]]
 
 
+@pytest.mark.slow
 @needs_eccv_caption
 def test_shipped_sets_equal_the_package_metrics_class():
     with warnings.catch_warnings():
@@ -331,15 +332,20 @@ def test_ncs_is_summed_in_float64_from_a_float32_matrix():
 
 
 def test_ncs_bootstrap_resamples_queries_under_either_averaging():
-    from metrics.retrieval import _weights, ncs_sample
+    from metrics.confidence import resample_counts
+    from metrics.retrieval import ncs_sample
 
     rng = np.random.default_rng(4)
     numerators = rng.random(30) * 3
     denominators = numerators + rng.random(30)
     numerators[[4, 9]] = denominators[[4, 9]] = 0.0  # undefined per query
-    weights = _weights([30], 50, seed=1, label="x")
-    draws = [np.repeat(np.arange(30), w.astype(int)) for w in weights[0]]  # resampled rows
-    ratio = ncs_sample(numerators, denominators, "ratio").replicates(weights)
+    counts = next(resample_counts(30, 50, np.random.default_rng(1), chunk=50))
+    draws = [np.repeat(np.arange(30), c.astype(int)) for c in counts]  # resampled rows
+
+    def replicates(sample) -> np.ndarray:
+        return sample.from_sums([counts @ np.column_stack(sample.columns(0))])
+
+    ratio = replicates(ncs_sample(numerators, denominators, "ratio"))
     assert np.allclose(ratio, [numerators[d].sum() / denominators[d].sum() for d in draws],
                        rtol=0, atol=1e-12)
     per_query = ncs_sample(numerators, denominators, "per-query")
@@ -347,7 +353,7 @@ def test_ncs_bootstrap_resamples_queries_under_either_averaging():
     for draw in draws:
         kept = draw[denominators[draw] > 0]
         expected.append(np.mean(numerators[kept] / denominators[kept]))
-    assert np.allclose(per_query.replicates(weights), expected, rtol=0, atol=1e-12)
+    assert np.allclose(replicates(per_query), expected, rtol=0, atol=1e-12)
     assert per_query.n == 28
     with pytest.raises(ValueError, match="ratio or per-query"):
         ncs_sample(numerators, denominators, "mean")
@@ -497,3 +503,36 @@ def test_a_score_matrix_and_its_ranked_lists_agree_on_fold_filtered_metrics():
     reference = positive_scores(listed, folded, "i2t")
     for key, values in reference.items():
         np.testing.assert_allclose(ours[key], values, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])  # F: laid out as a t2i view (transposed)
+def test_a_score_matrix_evaluates_as_its_ranked_lists_over_several_sets_and_depths(layout):
+    """One evaluation asks a matrix for shallow tops, deep ones (R past what it keeps from
+    its first partial sort), folds and row subsets: every record, CIs included, is the
+    list path's, whichever way the matrix lies in memory (the t2i view is transposed)."""
+    rng = np.random.default_rng(21)
+    images = [int(x) for x in rng.choice(10**5, 120, replace=False)]
+    captions = [int(x) for x in rng.choice(10**5, 300, replace=False)]
+    scores = np.round(rng.random((120, 300)), 2)  # many ties, broken by ascending id
+    shallow = {i: [captions[int(j)] for j in rng.choice(300, 3, replace=False)]
+               for i in images}
+    deep = {i: [captions[int(j)] for j in rng.choice(300, int(rng.integers(1, 90)),
+                                                     replace=False)] for i in images[:80]}
+    fold = PositiveSet("fold", positive_set("p", shallow, {}).image_to_captions, {},
+                       captions=frozenset(captions[:200]))
+    sets = [("shallow", [positive_set("shallow", shallow, {})]),
+            ("deep", [positive_set("deep", deep, {})]), ("fold", [fold])]
+
+    def records(i2t) -> list[dict]:
+        return evaluate({"i2t": i2t}, positive_sets=sets, bootstrap=60, seed=3)
+
+    listed = rankings_from_lists(dict(zip(images, _reference_ranking(scores, captions),
+                                          strict=True)))
+    scored = records(ScoredRankings(tuple(images), tuple(captions),
+                                    np.asarray(scores, order=layout)))
+    assert max(len(deep[i]) for i in deep) > 64  # deeper than the first sort kept
+    for ours, theirs in zip(scored, records(listed), strict=True):
+        assert ours.keys() == theirs.keys()
+        for key, value in theirs.items():
+            assert ours[key] == (pytest.approx(value, abs=1e-12)
+                                 if isinstance(value, float) else value), (key, theirs)

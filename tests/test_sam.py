@@ -214,6 +214,7 @@ def test_sam_refuses_bad_arguments():
         sam_loss(torch.zeros(3, 3), torch.zeros(3, 3), tau=0)
 
 
+@pytest.mark.slow
 def test_the_example_fits_a_projection_in_seconds():
     from benchmarks.sam_example import fit
 

@@ -73,6 +73,7 @@ def two_rubrics(engine):
     return engine
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("rubric", "values"),
     [("pr4-1", {"precision": 5}), ("pr4-1", {"recall": 0}), ("pr4-1", {"precision": 2.5}),
@@ -154,6 +155,7 @@ def _pr4_ratings(tmp_path: Path, skip_image: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 async def test_the_second_rubric_end_to_end(tmp_path):
     """Import under PR-4, rate an image on the annotate screen, review it on the review
     screen, import the rest; agreement, export and the report use PR-4's names, scales,

@@ -88,6 +88,7 @@ async def test_x_asks_before_flagging_n_leaves_the_image_y_flags_it(engine):
         assert message(app) == f"flagged img01 as broken ({SOUND_IMAGE}); moved on"
 
 
+@pytest.mark.slow
 async def test_enter_in_the_dialog_flags_too(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -96,6 +97,7 @@ async def test_enter_in_the_dialog_flags_too(engine):
     assert len(flags(engine)) == 1
 
 
+@pytest.mark.slow
 def test_the_flag_dialog_fits_80x24(snap_compare, tmp_path):
     app = make_app(sample_engine(tmp_path), image_mode="halfcell")
     assert snap_compare(app, terminal_size=(80, 24), press=["x"])
@@ -231,6 +233,7 @@ def two_annotators(tmp_path):
     return db
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", list(ANNOTATOR_COMMANDS))
 def test_an_unknown_annotator_is_refused_with_a_close_match(two_annotators, command):
     db = two_annotators

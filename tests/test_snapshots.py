@@ -32,12 +32,14 @@ from thumb_tui.screens.resolve import ResolveScreen
 SIZES = [(80, 24), (120, 40)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_first_screen(snap_compare, tmp_path, size):
     app = make_app(sample_engine(tmp_path), image_mode="halfcell")
     assert snap_compare(app, terminal_size=size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_after_rating_with_penalties(snap_compare, tmp_path, size):
     app = make_app(sample_engine(tmp_path), image_mode="halfcell")
@@ -51,6 +53,7 @@ def test_fluency_picker(snap_compare, tmp_path, size):
     assert snap_compare(app, terminal_size=size, press=["f"])
 
 
+@pytest.mark.slow
 def test_help_screen(snap_compare, tmp_path):
     app = make_app(sample_engine(tmp_path), image_mode="halfcell")
     assert snap_compare(app, terminal_size=(80, 24), press=["question_mark"])
@@ -66,6 +69,7 @@ def test_unicode_image_backend(snap_compare, tmp_path):
     assert snap_compare(app, terminal_size=(80, 24))
 
 
+@pytest.mark.slow
 def test_long_caption(snap_compare, tmp_path):
     """A 700-character caption at 80x24: its text scrolls in its box, its score line shows."""
     engine = sample_engine(tmp_path)
@@ -159,6 +163,7 @@ def test_one_to_seven_rubric(snap_compare, tmp_path):
                         press=["6", "3"])
 
 
+@pytest.mark.slow
 def test_zero_to_ten_rubric(snap_compare, tmp_path):
     """ZT-10: eleven levels, so `s` types a score."""
     assert snap_compare(rubric_app(tmp_path, "zt10-1"), terminal_size=(80, 24))

@@ -81,6 +81,7 @@ def test_the_rubrics_take_digits_or_typed_scores():
     assert TS7.penalty("inclusive").types[0].min == 0.5
 
 
+@pytest.mark.slow
 async def test_rating_by_digit_keys_under_a_one_to_seven_rubric(tmp_path):
     """6 and 7 score Truth; a digit off Scope's scale says so and writes nothing; the Bias
     amount is typed (refused outside 0.5-1.5); a Grammar error from the dialog."""
@@ -133,6 +134,7 @@ async def test_rating_by_digit_keys_under_a_one_to_seven_rubric(tmp_path):
     assert rows[second.caption_ids[0]]["inclusive"] == 0.0
 
 
+@pytest.mark.slow
 async def test_rating_by_typed_scores_under_a_zero_to_ten_rubric(tmp_path):
     """0-10 has eleven levels: `s` (or a digit, typed in) opens the entry; 10 and 0 are
     saved, 11 and words are refused with the reason; the fixed Padding penalty cycles."""
@@ -197,6 +199,7 @@ def add_native(engine: Engine, name: str = "dave") -> None:
             name=name, native_english=True, created_at=datetime.datetime(2026, 1, 1)))
 
 
+@pytest.mark.slow
 async def test_no_rating_screen_shows_thumb_words_under_another_rubric(tmp_path):
     engine = sample_engine(tmp_path, rubric=TS7)
     seen: dict[str, str] = {}
@@ -327,6 +330,7 @@ def _ts7_ratings(tmp_path: Path, skip_image: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 async def test_the_third_rubric_end_to_end(tmp_path):
     """TS-7 through import (a ranged Bias amount of 0.7 included), the annotate screen
     rated by keys, review, resolve, the fluency round, agreement, export and the report:

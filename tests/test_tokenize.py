@@ -53,11 +53,13 @@ def test_java_path_equals_pycocoevalcap_on_every_token(coco_tokens):
     assert _differences(tokenize_java(CAPTIONS), coco_tokens)[:5] == []
 
 
+@pytest.mark.slow
 @needs_java
 def test_python_path_equals_pycocoevalcap_on_every_token(coco_tokens):
     assert _differences(tokenize_python(CAPTIONS), coco_tokens)[:5] == []
 
 
+@pytest.mark.slow
 @needs_java
 def test_both_paths_equal_pycocoevalcap_on_rarer_token_classes():
     """URLs, e-mail addresses, SGML tags, smileys, file names, fractions, currencies,
@@ -69,6 +71,7 @@ def test_both_paths_equal_pycocoevalcap_on_rarer_token_classes():
                 if e != g][:5] == []
 
 
+@pytest.mark.slow
 @needs_java
 def test_the_python_path_knows_the_jar_s_unicode_tables():
     """Every code point of the jar-specific tables, and a sample of the whole BMP, alone
@@ -172,3 +175,35 @@ def test_each_distinct_text_is_tokenized_once(monkeypatch):
     assert tokenize(texts, "ptb-python") == ["b!", "a (x)", "b!", "a (x)", "c;", "a dog",
                                              "a dog"]
     assert seen == [["B!", "a (x)", "c;"]]  # plain captions need no tokenizer
+
+
+@pytest.mark.parametrize(("java", "lexer_ready", "count", "expected"), [
+    (True, False, 1, "ptb-java"),  # a fresh process: compiling the lexer costs more
+    (True, True, 10, "ptb-python"),  # few texts: starting the JVM costs more
+    (True, True, 1000, "ptb-java"),  # many: one JVM
+    (False, False, 1000, "ptb-python"),  # no Java: the lexer whatever the count
+])
+def test_auto_takes_the_faster_path_for_the_number_of_texts(monkeypatch, java, lexer_ready,
+                                                            count, expected):
+    import metrics.ptb_lexer as lexer
+    import metrics.tokenize as module
+
+    monkeypatch.setattr(module, "java_available", lambda: java)
+    monkeypatch.setattr(lexer, "rules_ready", lambda: lexer_ready)
+    assert module.faster_backend(count) == expected
+
+
+@needs_java
+def test_auto_gives_the_tokens_of_either_path_whichever_it_takes(monkeypatch):
+    import metrics.tokenize as module
+
+    hard = [text for text in CAPTIONS[:300] if plain_tokens(text) is None]
+    tokenize_python(hard[:1])  # the lexer's rules compiled: few texts stay in Python
+    paths: list[str] = []
+    for name in ("tokenize_java", "tokenize_python"):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda texts, name=name, original=original: (
+            paths.append(name), original(texts))[1])
+    few, many = tokenize(hard[:5], "auto"), tokenize(hard, "auto")
+    assert paths == ["tokenize_python", "tokenize_java"]
+    assert few == many[:5] == tokenize_java(hard[:5])

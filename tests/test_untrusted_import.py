@@ -48,6 +48,7 @@ ROW = {"image": "img/a.png", "system": "S", "caption": "A dog."}
 RATED = {**ROW, "annotator": "ann", "stage": "1", "precision": 4, "recall": 3, "note": "ok"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field", ["caption", "system", "annotator", "note", "image",
                                    "caption_id", "references"])
 @pytest.mark.parametrize(("payload", "character"), [(ESC, "U+001B"), (OSC52, "U+001B"),
@@ -63,6 +64,7 @@ def test_control_characters_are_refused_in_every_text_field(project, field, payl
                     "not allowed (only tab and newline are)")
 
 
+@pytest.mark.slow
 def test_a_control_character_in_a_column_name_is_refused(project):
     engine = open_database(project / "t.db")
     bad = project / "bad.csv"
@@ -167,6 +169,7 @@ REPRODUCERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(REPRODUCERS))
 def test_reproducers_are_clean_refusals(project, case):
     content, words = REPRODUCERS[case]
@@ -186,6 +189,7 @@ def release_line(**changes) -> str:
     return json.dumps(record) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("changes", "words"), [
     ({"set_id": [1]}, "set_id must be text or an integer, not a list"),
     ({"set_id": "x"}, "set_id must be a whole number"),
@@ -228,6 +232,7 @@ def test_coco_bison_is_parsed_as_structure(project):
                         images_dir=project / "img") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("items", "annotations", "file", "words"), [
     ([ITEM], [{"id": 10, "image_id": 1}], "captions", "missing key 'caption'"),
     ([ITEM], [{"id": 10, "image_id": 1, "caption": 5}], "captions",

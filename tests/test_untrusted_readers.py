@@ -439,6 +439,7 @@ def _text_refused(message: str, path: Path, line: int | None = 1) -> None:
     assert "\x1b" not in message and "\x07" not in message and "\x00" not in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["query", "item"])
 @pytest.mark.parametrize("hostile", list(HOSTILE_IDS))
 def test_positive_ids_with_control_characters_are_refused(tmp_path, hostile, where):
@@ -480,6 +481,7 @@ def test_a_positive_set_named_by_a_hostile_file_prefix_is_refused(tmp_path, host
     assert read_positive_dir(folder, "named").name == "named"  # a name given is used
 
 
+@pytest.mark.slow
 def test_evaluate_with_a_hostile_prefix_stores_nothing(tmp_path):
     folder = _positives_folder(tmp_path / "p", f"gt{OSC52}", {"1": [10], "2": [11]},
                                {"10": [1], "11": [2]})

@@ -97,6 +97,7 @@ async def test_x_flags_the_image_moves_on_and_status_lists_it(engine, tmp_path):
     assert session.next_unrated(len(session.images) - 1) != 0
 
 
+@pytest.mark.slow
 async def test_x_on_a_sound_image_records_the_annotators_word(engine):
     app = make_app(engine, image_mode="none")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -105,6 +106,7 @@ async def test_x_on_a_sound_image_records_the_annotators_word(engine):
     assert [row.reason for row in flags(engine)] == ["the annotator sees no usable image"]
 
 
+@pytest.mark.slow
 async def test_bison_screen_shows_a_broken_image_and_flags_it(engine, tmp_path):
     import_bison(engine, SAMPLE_CSV.parent / "bison.jsonl", actor="t")
     session = BisonSession(engine, "alice", coin=lambda: 0.0)
@@ -129,6 +131,7 @@ async def test_bison_screen_shows_a_broken_image_and_flags_it(engine, tmp_path):
         (view.left[0], "cannot be decoded")]
 
 
+@pytest.mark.slow
 async def test_stored_hostile_text_is_shown_literally(engine):
     """The second line of defence: text that got into the database anyway (import refuses
     it) reaches the screen with its control bytes escaped and its markup inert."""

@@ -119,6 +119,7 @@ def test_double_rating_never_goes_to_someone_who_saw_the_scores(engine):
     assert looked not in {i.key for i in AnnotationSession(engine, "carol").images}
 
 
+@pytest.mark.slow
 async def test_review_screen_confirms_and_changes_stage_one_scores(engine):
     rate_everything(AnnotationSession(engine, "alice"), 1)
     before = sorted((r.caption_id, r.precision, r.recall) for r in stage_rows(engine, 1))
@@ -158,6 +159,7 @@ def review_with_changes(engine) -> None:
             bob.set_values(group, values, image_index=index, focus=0)
 
 
+@pytest.mark.slow
 async def test_resolve_screen_sets_final_values_and_reasons(engine):
     review_with_changes(engine)
     queue = disagreements(engine)
@@ -198,6 +200,7 @@ async def test_resolve_screen_sets_final_values_and_reasons(engine):
     assert len(disagreements(engine)) == 2
 
 
+@pytest.mark.slow
 async def test_fluency_round_sets_the_final_fluency(engine):
     with engine.begin() as connection:
         connection.execute(Annotator.__table__.insert().values(
@@ -297,6 +300,7 @@ def test_the_fluency_round_waits_for_a_complete_review_and_its_rubric(engine):
                                                                      "spelling")
 
 
+@pytest.mark.slow
 def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     from typer.testing import CliRunner
 
@@ -341,6 +345,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     assert "SAW the first's scores" in table.output and "independent" in table.output
 
 
+@pytest.mark.slow
 async def test_review_edits_start_from_stage_one_and_accept_all_keeps_them(engine):
     alice = AnnotationSession(engine, "alice")
     for index in range(len(alice.images)):
@@ -396,6 +401,7 @@ def test_review_shows_one_blind_rater_and_waits_for_both(engine):
     assert {row["annotator_id"] for row in first.values()} == {alice.annotator_id}
 
 
+@pytest.mark.slow
 def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(engine):
     review_with_changes(engine)
     assert disagreements(engine, resolver="alice") == []  # alice rated every image
@@ -445,6 +451,7 @@ def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(en
     assert {(r.reasons, r.note) for r in resolutions} == {("second-right", "ok")}
 
 
+@pytest.mark.slow
 def test_the_protocol_holds_for_undo_resolutions_checks_and_native_flags(engine):
     from storage.rating_sessions import register_annotator
 
@@ -509,6 +516,7 @@ def add_context(engine, caption_id: int) -> None:
                 rating.c.caption_id == caption_id, rating.c.stage == stage).values(**values))
 
 
+@pytest.mark.slow
 async def test_review_shows_the_stage_one_note_and_error_types(engine):
     alice = AnnotationSession(engine, "alice")
     rate_everything(alice, 1)
@@ -527,6 +535,7 @@ async def test_review_shows_the_stage_one_note_and_error_types(engine):
         assert "(to review)" in str(screen.query_one("#title", Static).content)
 
 
+@pytest.mark.slow
 async def test_resolve_shows_both_stages_notes_error_types_and_the_image(engine):
     review_with_changes(engine)
     add_context(engine, disagreements(engine)[0].caption_id)
@@ -544,6 +553,7 @@ async def test_resolve_shows_both_stages_notes_error_types_and_the_image(engine)
         assert "2/5 resolved" in title
 
 
+@pytest.mark.slow
 async def test_resolve_stops_at_the_end_of_the_queue_and_says_all_done(engine):
     review_with_changes(engine)
     queue = disagreements(engine)
@@ -567,6 +577,7 @@ async def test_resolve_stops_at_the_end_of_the_queue_and_says_all_done(engine):
     assert disagreements(engine, resolver="carol") == []
 
 
+@pytest.mark.slow
 def test_reasons_from_someone_who_never_rated_are_refused_not_a_crash(engine):
     review_with_changes(engine)
     with pytest.raises(ProtocolError, match="'zoe' has set no final P and R"):

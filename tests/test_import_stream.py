@@ -1,0 +1,153 @@
+"""An import is streamed: its rows are checked and written a chunk at a time inside one
+transaction, so that what it holds is one chunk of rows, not the file. It stays all or
+nothing wherever the bad row is (rows written before it are rolled back, on SQLite and on
+PostgreSQL), and it stops writing at the first problem: the rest of the file is only
+checked, so that every problem is still reported. The chunk is made small here so that a
+few dozen rows span many chunks."""
+
+from __future__ import annotations
+
+import csv
+import gc
+import os
+from pathlib import Path
+
+import pytest
+
+import storage.importer as importer
+from benchmarks.races import drop_everything
+from storage import InputError, import_captions, open_database
+from storage.import_rows import CaptionRow
+from tests.conftest import database_dump
+from tests.image_files import good_png
+
+CHUNK = 10
+ROWS = 95  # 19 images x 5 systems: ten chunks, the last one short
+SYSTEMS = ("Human", "Up-Down", "VinVL", "Show-Tell", "OSCAR")
+COLUMNS = ["image", "system", "caption", "reference_1", "annotator", "stage", "precision",
+           "recall"]
+POSTGRES = os.environ.get("THUMB_TEST_POSTGRES")
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importer, "INSERT_CHUNK", CHUNK)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=[
+    pytest.mark.postgres,
+    pytest.mark.skipif(not POSTGRES, reason="THUMB_TEST_POSTGRES is not set")])])
+def engine(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "sqlite":
+        engine = open_database(tmp_path / "project.db")
+        yield engine
+        engine.dispose()
+        return
+    drop_everything(POSTGRES)
+    engine = open_database(POSTGRES)
+    yield engine
+    engine.dispose()
+    drop_everything(POSTGRES)
+
+
+def rows(folder: Path) -> list[dict[str, object]]:
+    """ROWS rated caption rows, five per image (each image its own valid PNG file)."""
+    (folder / "img").mkdir(exist_ok=True)
+    made = []
+    for index in range(ROWS):
+        image = f"img/{index // len(SYSTEMS):03d}.png"
+        if not (folder / image).exists():
+            good_png(folder / image)
+        made.append({"image": image, "system": SYSTEMS[index % len(SYSTEMS)],
+                     "caption": f"Caption {index}.", "reference_1": f"Ref {index // 5}.",
+                     "annotator": "ann", "stage": 1, "precision": 1 + index % 5,
+                     "recall": 1 + index // 5 % 5})
+    return made
+
+
+def write(path: Path, records: list[dict[str, object]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, COLUMNS)
+        writer.writeheader()
+        writer.writerows(records)
+    return path
+
+
+def count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of each chunk the import writes, as it writes them."""
+    written: list[int] = []
+    write_chunk = importer._Writer.write
+
+    def counted(self: importer._Writer, batch: importer._Batch) -> None:
+        written.append(batch.rows)
+        write_chunk(self, batch)
+
+    monkeypatch.setattr(importer._Writer, "write", counted)
+    return written
+
+
+@pytest.mark.slow
+def test_rows_are_written_a_chunk_at_a_time(engine, tmp_path, monkeypatch):
+    written = count_writes(monkeypatch)
+    summary = import_captions(engine, write(tmp_path / "all.csv", rows(tmp_path)), actor="t")
+    assert (summary.images, summary.captions, summary.references, summary.ratings) == (
+        ROWS // 5, ROWS, ROWS // 5, ROWS)
+    assert written == [CHUNK] * (ROWS // CHUNK) + [ROWS % CHUNK]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["first", "middle", "last", "repeated"])
+def test_a_bad_row_anywhere_leaves_the_database_unchanged(engine, tmp_path, monkeypatch,
+                                                          where):
+    """A bad first, middle or last row, or a last row that repeats an earlier rating (a
+    problem only the rows before it show): chunks before it were written and are rolled
+    back; none is written after it."""
+    records = rows(tmp_path)
+    import_captions(engine, write(tmp_path / "first.csv", records[:5]), actor="t")
+    before = database_dump(engine)
+    records = records[5:]
+    bad_line = {"first": 2, "middle": 50, "last": len(records) + 1,
+                "repeated": len(records) + 2}[where]  # the header is line 1
+    if where == "repeated":
+        records.append(records[1])
+        words = "duplicate rating"
+    else:
+        records[bad_line - 2] = {**records[bad_line - 2], "precision": 9}
+        words = "precision must be a whole number from 1 to 5"
+    path = write(tmp_path / "bad.csv", records)
+    written = count_writes(monkeypatch)
+    with pytest.raises(InputError) as refused:
+        import_captions(engine, path, actor="t")
+    assert [(p.file, p.line) for p in refused.value.problems] == [(path, bad_line)]
+    assert words in refused.value.problems[0].message
+    assert sum(written) == (bad_line - 2) // CHUNK * CHUNK  # the full chunks before it
+    assert database_dump(engine) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("refused", [False, True])
+def test_rows_are_held_a_chunk_at_a_time(tmp_path, monkeypatch, refused):
+    """When the last row has been read, the rows still alive are at most one chunk's:
+    the import keeps keys and lines of the rows before, not the rows; so does one whose
+    first row is bad (the rest only checked, nothing queued to write)."""
+    alive: list[int] = []
+    finish = importer._Pass.finish
+
+    def counted(self: importer._Pass) -> None:
+        gc.collect()
+        alive.append(sum(isinstance(item, CaptionRow) for item in gc.get_objects()))
+        finish(self)
+
+    monkeypatch.setattr(importer._Pass, "finish", counted)
+    records = rows(tmp_path)
+    if refused:
+        records[0] = {**records[0], "precision": 9}
+    path = write(tmp_path / "all.csv", records)
+    engine = open_database(tmp_path / "project.db")
+    if refused:
+        with pytest.raises(InputError):
+            import_captions(engine, path, actor="t")
+    else:
+        import_captions(engine, path, actor="t")
+    engine.dispose()
+    assert alive and alive[0] <= CHUNK
