@@ -356,7 +356,7 @@ def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
     if not report.williams.empty:
         significant = report.williams[report.williams["p"] < 0.05].rename(
             columns={"dimension": "dim", "r_metric": "r", "r_versus": "r vs"}).drop(
-            columns="n")  # each subset's n is in the correlations table
+            columns=["n", "t"])  # n is in the correlations table; t in the JSON (80 columns)
         significant["dim"] = significant["dim"].map(labels)
         sections.append(("Williams test: metric correlates better than versus (p < 0.05)",
                          markdown_table(significant, index=False, floatfmt=".3f")

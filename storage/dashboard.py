@@ -29,6 +29,7 @@ from storage.protocol import (
     started_clause,
 )
 from storage.rubric_registry import project_rubric
+from storage.team import may_read
 
 
 @dataclass(frozen=True)
@@ -186,9 +187,11 @@ def work_for(engine: Engine, name: str) -> list[Work]:
             reviewable = (open_images(connection, name, Stage.SECOND) - skip
                           - finished.get((int(Stage.SECOND), row.id), set()))
             checks_fluency = may_check_fluency(row.native_english)
+        # on a team database BISON is the leads' work: an annotator's role cannot read it
+        bison = may_read(connection, BisonItem.__tablename__)
         bison_total = connection.execute(
-            select(func.count()).select_from(BisonItem.__table__)).scalar_one()
-        answered = 0 if row is None else connection.execute(
+            select(func.count()).select_from(BisonItem.__table__)).scalar_one() if bison else 0
+        answered = 0 if row is None or not bison else connection.execute(
             select(func.count()).select_from(BisonAnswer.__table__).where(
                 BisonAnswer.__table__.c.annotator_id == row.id,
                 BisonAnswer.__table__.c.answer.is_not(None))).scalar_one()

@@ -317,6 +317,16 @@ def _has_team(connection: Connection) -> bool:
         f"SELECT to_regproc('{TEAM_FUNCTION}') IS NOT NULL")).scalar_one()
 
 
+def may_read(connection: Connection, table: str) -> bool:
+    """Whether this connection's role may read `table`: always on SQLite and without a
+    team; on a team database not every table is granted to annotators (BISON and match
+    verification are leads' work there)."""
+    if connection.dialect.name != "postgresql":
+        return True
+    return connection.execute(text("SELECT has_table_privilege(:table, 'SELECT')"),
+                              {"table": table}).scalar_one()
+
+
 def team_roles(engine: Engine | Connection) -> TeamRoles:
     """The group roles that `init_team` made on this database; TeamError without a team."""
     def read(connection: Connection) -> TeamRoles:

@@ -460,3 +460,22 @@ def test_a_sqlite_project_has_no_team_and_says_why(tmp_path):
     for command in ("annotate", "review", "resolve", "fluency-round"):  # no role names one
         result = runner.invoke(app, ["--db", db, command])
         assert result.exit_code == 2 and "--annotator is required" in result.output, command
+
+
+def test_an_annotator_is_told_what_waits_and_which_commands_are_a_leads(team):
+    """`thumb next` works for an annotator's role (BISON, which their role cannot read, is
+    left out), and `thumb status`, which reads the systems, says it is a lead's command
+    instead of a bare permission error."""
+    from thumb_tui.cli import app
+
+    runner = CliRunner()
+    as_alice = team.engine("alice").url.render_as_string(hide_password=False)
+    result = runner.invoke(app, ["--db", as_alice, "next"])
+    assert result.exit_code == 0, result.output
+    assert "images to rate (stage 1)" in result.output and "bison" not in result.output
+    result = runner.invoke(app, ["--db", as_alice, "status"])
+    assert result.exit_code == 2
+    assert "permission denied" in result.output
+    assert "on a team database this command is a lead's" in result.output
+    as_lead = team.engine("lead").url.render_as_string(hide_password=False)
+    assert runner.invoke(app, ["--db", as_lead, "status"]).exit_code == 0

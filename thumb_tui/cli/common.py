@@ -58,6 +58,9 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL: the role may not read or write a table
+
+
 class SafeGroup(TyperGroup):
     """The root command group: an operating-system or database error that reaches it (a
     folder that does not exist, a full disk, a server that went away) ends the command in
@@ -100,6 +103,10 @@ class SafeGroup(TyperGroup):
             where = f": {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{where}")
         except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+                fail(f"database error: {_first_line(exc.orig)}: on a team database this "
+                     "command is a lead's (`thumb team status` lists them); `thumb next` "
+                     "says what waits for you")
             fail(f"database error: {_first_line(exc.orig)}")
 
 
