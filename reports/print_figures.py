@@ -1,50 +1,26 @@
 """The report's figures for print: each `reports.figures.FigureData` drawn with matplotlib
 (in the `metrics` extra, imported only here, only when print figures are asked for) as a
 vector PDF and a 300-dpi PNG beside its SVG: the same data, palette and labels. Labels are
-stored text: each goes through `plot_label` and mathtext is off."""
+stored text: `reports.plotting` draws them safely."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from reports.figures import POINT_OPACITY, Bars, FigureData, Points
-from reports.retrieval_text import plot_label
-from rubrics.escape import printable
+from reports.plotting import plot_label, pyplot
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 PRINT_DPI = 300
+PRINT_SETTINGS = {"font.size": 9, "pdf.fonttype": 42, "svg.fonttype": "none"}  # editable text
 PANEL_INCHES = (4.0, 3.2)  # one panel's width and height, a column of a two-column page
 LEGEND_INCHES = 1.3  # right of a scatter plot
-
-
-@contextmanager
-def _matplotlib() -> Iterator[ModuleType]:
-    """pyplot with mathtext off and no TeX, passing on what matplotlib warns (a glyph
-    missing from the font) with its message made printable."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise RuntimeError("print figures need matplotlib: pip install 'thumb-tui[metrics]'"
-                           ) from error
-    with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context(
-            {"text.parse_math": False, "text.usetex": False, "font.size": 9,
-             "pdf.fonttype": 42, "svg.fonttype": "none"}):
-        warnings.simplefilter("always")
-        yield plt
-    for warning in {printable(str(w.message), newlines=False): w for w in caught}.values():
-        warnings.warn(printable(str(warning.message), newlines=False),
-                      category=warning.category, stacklevel=3)
 
 
 def _draw_bars(axes: Axes, panel: Bars, figure: FigureData) -> None:
@@ -90,7 +66,7 @@ def plot(figure: FigureData, plt: ModuleType) -> Figure:
 def write_print_figures(figures: Sequence[FigureData], folder: Path) -> list[Path]:
     """Each figure as `<stem>.pdf` (vector) and `<stem>.png` (300 dpi) in `folder`."""
     written = []
-    with _matplotlib() as plt:
+    with pyplot("print figures", **PRINT_SETTINGS) as plt:
         for figure in figures:
             drawn = plot(figure, plt)
             try:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from metrics.retrieval import ncs_label_suffix
+from reports.plotting import plot_label, pyplot
 from rubrics.escape import for_markdown, printable
 
 COLUMNS = ("i2t", "t2i", "mean")
@@ -276,40 +277,14 @@ def tau_warning(ranks: pd.DataFrame) -> str | None:
 
 
 UNDEFINED_COLOUR = "lightgrey"  # an undefined τ's cell in the heat map, hatched
-PLOT_LABEL_CHARS = 80  # a longer label is cut (…): the heat map stays readable
-
-
-def plot_label(text: str) -> str:
-    """`text` as a label of a figure: control characters shown as escapes (`\\x1b`, so
-    that no raw byte reaches an SVG, where XML forbids it, or a terminal through a
-    warning), on one line, at most PLOT_LABEL_CHARS characters. `$` stays a dollar sign:
-    the figure is drawn with mathtext off."""
-    text = printable(text, newlines=False)
-    return text if len(text) <= PLOT_LABEL_CHARS else text[: PLOT_LABEL_CHARS - 1] + "…"
-
-
 def draw_tau(tau: pd.DataFrame, path: Path) -> None:
-    """A heat map of the τ matrix (needs matplotlib, in the `metrics` extra). Labels come
-    from files and the database: each goes through `plot_label`, mathtext is off (`$x$` is
-    shown as typed, an unbalanced `$` cannot fail the plot), and what matplotlib warns
-    (a glyph missing from the font) is passed on with its message made printable. An
-    undefined τ is a grey hatched cell, apart from every colour of the scale (τ = 0 is
-    white)."""
-    import warnings
-
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch, Rectangle
-    except ImportError as error:
-        raise RuntimeError("--plot needs matplotlib: pip install 'thumb-tui[metrics]'"
-                           ) from error
+    """A heat map of the τ matrix (needs matplotlib, in the `metrics` extra; labels from
+    files and the database are drawn safely by `reports.plotting`). An undefined τ is a
+    grey hatched cell, apart from every colour of the scale (τ = 0 is white)."""
     size = max(4.0, 0.5 * len(tau) + 2)
-    with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context(
-            {"text.parse_math": False, "text.usetex": False}):
-        warnings.simplefilter("always")
+    with pyplot("--plot") as plt:
+        from matplotlib.patches import Patch, Rectangle
+
         figure, axes = plt.subplots(figsize=(size + 1, size))
         try:
             values = tau.to_numpy(dtype=float)
@@ -329,6 +304,3 @@ def draw_tau(tau: pd.DataFrame, path: Path) -> None:
             figure.savefig(path)
         finally:
             plt.close(figure)
-    for warning in {printable(str(w.message), newlines=False): w for w in caught}.values():
-        warnings.warn(printable(str(warning.message), newlines=False),
-                      category=warning.category, stacklevel=2)

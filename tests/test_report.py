@@ -413,7 +413,8 @@ def test_print_figures_draw_the_svg_data_as_vector_pdf_and_300_dpi_png(sample_re
     from PIL import Image
 
     from reports.figures import figure_data
-    from reports.print_figures import PRINT_DPI, _matplotlib, plot, write_print_figures
+    from reports.plotting import pyplot
+    from reports.print_figures import PRINT_DPI, PRINT_SETTINGS, plot, write_print_figures
 
     report = build_report(sample_report_db, bootstrap=0)
     hostile = "bleu $x^2$ \x1b[31m $"  # mathtext off: shown as typed; a control byte escaped
@@ -429,7 +430,7 @@ def test_print_figures_draw_the_svg_data_as_vector_pdf_and_300_dpi_png(sample_re
         with Image.open(tmp_path / f"{figure.stem}.png") as image:
             assert image.info["dpi"] == pytest.approx((PRINT_DPI, PRINT_DPI), abs=0.01)
     histogram, scatter = figures[0], next(f for f in figures if f.title.startswith(hostile))
-    with _matplotlib() as plt:
+    with pyplot("print figures", **PRINT_SETTINGS) as plt:
         drawn = plot(scatter, plt)
         axes = drawn.axes[0]
         for collection, (group, (x, y)) in zip(axes.collections, scatter.points.groups.items(),
