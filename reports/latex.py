@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from reports.judgments import JudgmentReport
-from reports.render import Notes, ci_bounds, header_value, judgment_frames
+from reports.numbers import ci_bounds
+from reports.render import Notes, header_value, judgment_frames
 from reports.retrieval_text import rank_rows, tau_rows
 from reports.tables import Report, reference_systems, score_labels
 from reports.text import (

@@ -12,9 +12,9 @@ from rich.cells import cell_len
 from tabulate import tabulate
 
 from reports.judgments import JudgmentReport, metrics_hint
+from reports.numbers import ci_bounds
 from reports.render import (
     Notes,
-    ci_bounds,
     header_value,
     judgment_frames,
     labelled_bison_tables,
