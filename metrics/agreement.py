@@ -8,12 +8,14 @@ first's scores, so this agreement is inflated by design). A statistic that is un
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 WEIGHTS = (None, "linear", "quadratic")
+LEVELS = ("nominal", "ordinal", "interval")
 
 
 class UndefinedStatistic(ValueError):
@@ -41,28 +43,12 @@ def kappa_from_pairs(first: np.ndarray, second: np.ndarray, weights: str | None 
                      categories: Sequence[float] | None = None) -> float:
     """Cohen's kappa of two label arrays; weights None, 'linear' or 'quadratic' (on the
     index distance between categories, as scikit-learn does)."""
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
     if len(first) < 2:
         raise UndefinedStatistic("fewer than 2 items")
-    labels = np.asarray(sorted(set(first) | set(second)) if categories is None
-                        else categories, dtype=float)
-    index = {value: position for position, value in enumerate(labels)}
-    try:
-        a = np.array([index[v] for v in first])
-        b = np.array([index[v] for v in second])
-    except KeyError as exc:
-        raise ValueError(f"rating {exc.args[0]} is not among the categories") from None
-    k = len(labels)
-    observed = np.bincount(a * k + b, minlength=k * k).reshape(k, k) / len(a)
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k)))
-    weight = {None: (grid > 0).astype(float), "linear": grid.astype(float),
-              "quadratic": grid.astype(float) ** 2}[weights]
-    disagreement = (weight * expected).sum()
-    if disagreement == 0:
+    value = float(total_of(kappa_sums(first, second, weights, categories)))
+    if np.isnan(value):
         raise UndefinedStatistic("one category only: chance agreement is perfect")
-    return float(1 - (weight * observed).sum() / disagreement)
+    return value
 
 
 def cohen_kappa(data: pd.DataFrame, targets: str, raters: str, ratings: str,
@@ -73,17 +59,178 @@ def cohen_kappa(data: pd.DataFrame, targets: str, raters: str, ratings: str,
 
 
 def alpha_from_matrix(matrix: np.ndarray, level: str) -> float:
-    """Krippendorff's alpha (the `krippendorff` package) of a raters x units matrix."""
-    import krippendorff
-
-    values = matrix[~np.isnan(matrix)]
+    """Krippendorff's alpha of a raters x units matrix (NaN: no value)."""
     if matrix.shape[1] < 2:
         raise UndefinedStatistic("fewer than 2 items")
     if not ((~np.isnan(matrix)).sum(axis=0) >= 2).any():
         raise UndefinedStatistic("no item has values from two raters")
-    if len(np.unique(values)) < 2:
+    value = float(total_of(alpha_sums(matrix, level)))
+    if np.isnan(value):
         raise UndefinedStatistic("one value only: expected disagreement is zero")
-    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
+    return value
+
+
+# -- statistics as sums over units -----------------------------------------------------------
+# Kappa, alpha and agreement rates are functions of a sum over units (captions, pairs) of
+# per-unit features: a confusion matrix, a coincidence matrix, a count. A bootstrap
+# replicate is then one product of its draw counts with the features summed per resampled
+# group, not a recomputation (`resampled`).
+
+CHUNK_BYTES = 32 * 2**20  # draw counts held at once while resampling
+
+
+@dataclass(frozen=True)
+class UnitSums:
+    """A statistic as a sum over units: `features` (units x F) and `finish`, which turns
+    summed features (... x F) into the statistic (...), NaN where it is undefined."""
+
+    features: np.ndarray
+    finish: Callable[[np.ndarray], np.ndarray]
+
+
+def total_of(sums: UnitSums) -> np.ndarray:
+    """The statistic over every unit once."""
+    return sums.finish(sums.features.sum(axis=0))
+
+
+def rate_sums(hits: np.ndarray) -> UnitSums:
+    """The share of units where `hits` is true (exact agreement, change rate, within-1)."""
+    features = np.column_stack([np.asarray(hits, dtype=float), np.ones(len(hits))])
+    return UnitSums(features, lambda total: total[..., 0] / total[..., 1])
+
+
+def kappa_sums(first: np.ndarray, second: np.ndarray, weights: str | None,
+               categories: Sequence[float] | None) -> UnitSums:
+    """Cohen's kappa (Cohen 1960; weighted, Cohen 1968) from each item's cell of the
+    confusion matrix: kappa = 1 - sum(w * observed) / sum(w * expected), `expected` the
+    product of the observed marginals, w the disagreement weight of two categories."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
+    labels = np.asarray(sorted(set(first) | set(second)) if categories is None
+                        else categories, dtype=float)
+    index = {value: position for position, value in enumerate(labels)}
+    try:
+        cells = np.array([index[a] * len(labels) + index[b]
+                          for a, b in zip(first, second, strict=True)], dtype=np.int64)
+    except KeyError as exc:
+        raise ValueError(f"rating {exc.args[0]} is not among the categories") from None
+    k = len(labels)
+    features = np.zeros((len(cells), k * k))
+    features[np.arange(len(cells)), cells] = 1.0
+    grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k)))
+    weight = {None: (grid > 0).astype(float), "linear": grid.astype(float),
+              "quadratic": grid.astype(float) ** 2}[weights]
+
+    def finish(total: np.ndarray) -> np.ndarray:
+        confusion = total.reshape(*total.shape[:-1], k, k)
+        observed = confusion / confusion.sum(axis=(-2, -1))[..., None, None]
+        expected = observed.sum(axis=-1)[..., :, None] * observed.sum(axis=-2)[..., None, :]
+        disagreement = (weight * expected).sum(axis=(-2, -1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = 1 - (weight * observed).sum(axis=(-2, -1)) / disagreement
+        return np.where(disagreement > 0, value, np.nan)
+
+    return UnitSums(features, finish)
+
+
+def alpha_sums(matrix: np.ndarray, level: str) -> UnitSums:
+    """Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's
+    Alpha-Reliability") of a raters x units matrix from each unit's coincidences: a unit
+    with m_u >= 2 values adds n_uc * n_uk / (m_u - 1) to o_ck (n_uc (n_uc - 1) / (m_u - 1)
+    on the diagonal), and alpha = 1 - (n - 1) sum(o_ck d_ck) / sum(n_c n_k d_ck) with
+    n_c = sum_k o_ck, n = sum_c n_c and the level's squared distance d: nominal c != k,
+    ordinal (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2, interval (c - k)^2. Interval alpha
+    needs only each unit's count, sum and sum of squares of values, so a continuous scale
+    costs no values x values matrix."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
+    present = ~np.isnan(matrix)
+    domain = np.unique(matrix[present])
+    raters, units = np.nonzero(present)
+    k = len(domain)
+    counts = np.bincount(units * k + np.searchsorted(domain, matrix[raters, units]),
+                         minlength=matrix.shape[1] * k).reshape(matrix.shape[1], k)
+    pairable = counts.sum(axis=1)
+    scale = np.where(pairable >= 2, 1 / np.maximum(pairable - 1, 1), 0.0)
+    if level == "interval":
+        return _interval_alpha_sums(counts, domain, scale)
+    coincidences = (counts[:, :, None] * counts[:, None, :]
+                    - np.einsum("uc,ck->uck", counts, np.eye(k))) * scale[:, None, None]
+    distance = (1.0 - np.eye(k)) if level == "nominal" else None
+
+    def finish(total: np.ndarray) -> np.ndarray:
+        observed = total.reshape(*total.shape[:-1], k, k)
+        marginal = observed.sum(axis=-1)
+        if distance is None:  # ordinal: the distance depends on the marginals
+            below = np.cumsum(marginal, axis=-1)
+            squared = (below[..., None, :] - below[..., :, None]
+                       + (marginal[..., :, None] - marginal[..., None, :]) / 2) ** 2
+        else:
+            squared = distance
+        n = marginal.sum(axis=-1)
+        disagreement = (observed * squared).sum(axis=(-2, -1))
+        expected = (marginal[..., :, None] * marginal[..., None, :] * squared
+                    ).sum(axis=(-2, -1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = 1 - (n - 1) * disagreement / expected
+        return np.where(expected > 0, value, np.nan)
+
+    return UnitSums(coincidences.reshape(len(counts), k * k), finish)
+
+
+def _interval_alpha_sums(counts: np.ndarray, domain: np.ndarray, scale: np.ndarray
+                         ) -> UnitSums:
+    """Interval alpha's sums: per pairable unit its values' count m_u, sum S1, sum of
+    squares S2 and its disagreement, the sum over ordered pairs of (v_i - v_j)^2 / (m_u - 1)
+    = 2 (m_u S2 - S1^2) / (m_u - 1); the expected term over all pairable values is
+    2 (n S2 - S1^2). Values are centred first (alpha does not change), which keeps those
+    differences of sums exact; a difference within rounding of 0 is no disagreement."""
+    centred = domain - domain.mean() if len(domain) else domain
+    kept = (scale > 0)[:, None] * counts
+    count, total, squares = kept.sum(axis=1), kept @ centred, kept @ centred**2
+    features = np.column_stack([count, total, squares,
+                                2 * (count * squares - total**2) * scale])
+
+    def finish(sums: np.ndarray) -> np.ndarray:
+        n, first, second, disagreement = np.moveaxis(sums, -1, 0)
+        expected = 2 * (n * second - first**2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = 1 - (n - 1) * disagreement / expected
+        return np.where(expected > 1e-12 * n * second, value, np.nan)
+
+    return UnitSums(features, finish)
+
+
+def resampled(statistics: Sequence[UnitSums], group_of_unit: np.ndarray, groups: int,
+              bootstrap: int, rng: np.random.Generator
+              ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each statistic's bootstrap replicates and grouped-jackknife values, resampling the
+    `groups` groups of units (images) with `rng` (`metrics.confidence.resample_counts`:
+    the draws are those of `bootstrap` calls of rng.integers(0, groups, groups), also when
+    no statistic is given, so later draws do not depend on which statistics were defined).
+    One product of the draw counts with every statistic's features summed per group."""
+    from metrics.confidence import jackknife_groups, resample_counts
+
+    widths = [sums.features.shape[1] for sums in statistics]
+    per_group = np.zeros((groups, sum(widths)))
+    if statistics:
+        np.add.at(per_group, group_of_unit,
+                  np.hstack([sums.features for sums in statistics]))
+    edges = np.cumsum([0, *widths])
+    replicates = [np.empty(bootstrap) for _ in statistics]
+    done = 0
+    for counts in resample_counts(groups, bootstrap, rng,
+                                  chunk=max(1, CHUNK_BYTES // (8 * max(groups, 1)))):
+        totals = counts @ per_group
+        for sums, values, low, high in zip(statistics, replicates, edges, edges[1:],
+                                           strict=False):
+            values[done : done + len(counts)] = sums.finish(totals[:, low:high])
+        done += len(counts)
+    jackknife = jackknife_groups(groups)
+    left_out = (jackknife[None, :] != np.arange(jackknife.max(initial=-1) + 1)[:, None]
+                ) @ per_group
+    return replicates, [sums.finish(left_out[:, low:high]) for sums, low, high
+                        in zip(statistics, edges, edges[1:], strict=False)]
 
 
 def krippendorff_alpha(data: pd.DataFrame, targets: str, raters: str, ratings: str,
@@ -104,68 +251,64 @@ def alpha_table(data: pd.DataFrame, targets: str, raters: str, ratings: str, gro
     records {statistic, value, ci_low, ci_high, n (targets), raters, note, ci_warning};
     an undefined alpha has no value and says why in `note`; `ci_warning` says why a CI
     deserves less trust (few images; the estimate at the edge of its resamples)."""
-    from metrics.confidence import bca_ci, jackknife_groups
+    from metrics.confidence import bca_ci
 
     for column in (targets, raters, ratings, groups):
         if column not in data.columns:
             raise ValueError(f"column {column!r} not in data (columns: {list(data.columns)})")
     wide = data.pivot_table(index=raters, columns=targets, values=ratings, aggfunc="first")
     matrix = wide.to_numpy(dtype=float)
-    group_of = data.groupby(targets)[groups].first().reindex(wide.columns).to_numpy()
-    names = pd.unique(group_of)
-    columns_of = [np.flatnonzero(group_of == name) for name in names]
-    rng = np.random.default_rng(seed)
-    samples = [np.concatenate([columns_of[i] for i in rng.integers(0, len(names), len(names))])
-               for _ in range(bootstrap)]
-    group = jackknife_groups(len(names))
-    left_out = [np.concatenate([columns_of[i] for i in np.flatnonzero(group != g)])
-                for g in range(group.max(initial=-1) + 1)] if samples and len(names) > 1 else []
-    records = []
+    group_of, names = pd.factorize(data.groupby(targets)[groups].first()
+                                   .reindex(wide.columns))
+    records, estimates = [], {}
     for level in levels:
         record: dict[str, object] = {"statistic": f"alpha_{level}", "value": None,
                                      "ci_low": None, "ci_high": None, "n": matrix.shape[1],
                                      "raters": matrix.shape[0], "note": None,
                                      "ci_warning": None}
-        estimate = None
         try:
-            estimate = alpha_from_matrix(matrix, level)
-            record["value"] = _tidy(estimate)
+            estimates[level] = alpha_from_matrix(matrix, level)
+            record["value"] = _tidy(estimates[level])
         except UndefinedStatistic as exc:
             record["note"] = f"undefined: {exc}"
-        if estimate is not None and samples and len(names) > 1:
-            def alpha(columns: np.ndarray, level: str = level) -> float:
-                try:
-                    return alpha_from_matrix(matrix[:, columns], level)
-                except UndefinedStatistic:
-                    return float("nan")
-
-            replicates = np.array([alpha(sample) for sample in samples])
-            if np.isfinite(replicates).any():
-                interval = bca_ci(replicates, estimate,
-                                  np.array([alpha(columns) for columns in left_out]), ci)
-                record["ci_low"], record["ci_high"] = _tidy(interval.low), _tidy(interval.high)
-                record["ci_warning"] = interval.warning
-        elif record["value"] is not None and samples:
+        if level in estimates and bootstrap and len(names) < 2:
             record["note"] = "no CI: resampling needs at least 2 images"
         records.append(record)
+    if bootstrap and len(names) > 1:
+        replicates, jackknife = resampled([alpha_sums(matrix, level) for level in estimates],
+                                          group_of, len(names), bootstrap,
+                                          np.random.default_rng(seed))
+        for level, values, left_out in zip(estimates, replicates, jackknife, strict=True):
+            if np.isfinite(values).any():
+                interval = bca_ci(values, estimates[level], left_out, ci)
+                record = records[list(levels).index(level)]
+                record["ci_low"], record["ci_high"] = _tidy(interval.low), _tidy(interval.high)
+                record["ci_warning"] = interval.warning
     return pd.DataFrame(records)
 
 
 def _statistics(first: np.ndarray, second: np.ndarray, binary: bool,
-                categories: Sequence[float] | None) -> dict[str, float]:
-    """Every statistic of one set of pairs; undefined ones raise when asked for."""
-    pairs = np.vstack([first, second])
-    stats: dict[str, object] = {
-        "exact": lambda: float(np.mean(first == second)),
-        "change_rate": lambda: float(np.mean(first != second)),
-        "kappa": lambda: kappa_from_pairs(first, second, None, categories),
-        "kappa_linear": lambda: kappa_from_pairs(first, second, "linear", categories),
-        "kappa_quadratic": lambda: kappa_from_pairs(first, second, "quadratic", categories),
-        "alpha_ordinal": lambda: alpha_from_matrix(pairs, "ordinal"),
-        "alpha_interval": lambda: alpha_from_matrix(pairs, "interval"),
+                categories: Sequence[float] | None
+                ) -> dict[str, tuple[Callable[[], float], Callable[[], UnitSums]]]:
+    """Every statistic of one set of pairs: its value over every pair (which raises where
+    it is undefined) and its sums over pairs, which the bootstrap resamples."""
+    both = np.vstack([first, second])
+    stats = {
+        "exact": (lambda: float(np.mean(first == second)),
+                  lambda: rate_sums(first == second)),
+        "change_rate": (lambda: float(np.mean(first != second)),
+                        lambda: rate_sums(first != second)),
     }
-    stats["within_1"] = lambda: _within_one(first, second, binary)
-    return stats  # type: ignore[return-value]
+    for weights in WEIGHTS:
+        stats["kappa" + (f"_{weights}" if weights else "")] = (
+            lambda w=weights: kappa_from_pairs(first, second, w, categories),
+            lambda w=weights: kappa_sums(first, second, w, categories))
+    for level in ("ordinal", "interval"):
+        stats[f"alpha_{level}"] = (lambda lv=level: alpha_from_matrix(both, lv),
+                                   lambda lv=level: alpha_sums(both, lv))
+    stats["within_1"] = (lambda: _within_one(first, second, binary),
+                         lambda: rate_sums(np.abs(first - second) <= 1))
+    return stats
 
 
 def _within_one(first: np.ndarray, second: np.ndarray, binary: bool) -> float:
@@ -187,7 +330,7 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
     image and `<dimension>_a`, `<dimension>_b` for each dimension compared. `scales`: each
     ordinal dimension's categories (a rubric's levels), so that kappa counts the levels
     nobody used; `fluency_error` is the yes/no dimension."""
-    from metrics.confidence import check_ci, jackknife_groups
+    from metrics.confidence import bca_ci, check_ci
 
     check_ci(ci)
     records: list[dict[str, object]] = []
@@ -198,42 +341,31 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
     rng = np.random.default_rng(seed)
     dimensions = [c.removesuffix("_a") for c in pairs.columns if c.endswith("_a")]
     for kind, of_kind in pairs.groupby("kind"):
-        groups = [("all", of_kind), *of_kind.groupby("pair")]
-        for pair, subset in groups:
-            images = subset["image"].to_numpy()
-            unique_images = np.unique(images)
-            rows_of = {img: np.flatnonzero(images == img) for img in unique_images}
-            samples = [np.concatenate([rows_of[i] for i in rng.choice(unique_images,
-                                                                      len(unique_images))])
-                       for _ in range(bootstrap)]
-            group = jackknife_groups(len(unique_images))[np.searchsorted(unique_images,
-                                                                         images)]
-            left_out = [np.flatnonzero(group != g) for g in range(group.max(initial=-1) + 1)
-                        ] if bootstrap else []
+        for pair, subset in [("all", of_kind), *of_kind.groupby("pair")]:
+            unique_images, image_of_row = np.unique(subset["image"].to_numpy(),
+                                                    return_inverse=True)
+            resampled_records, sums = [], []
             for dimension in dimensions:
                 a = subset[f"{dimension}_a"].to_numpy()
                 b = subset[f"{dimension}_b"].to_numpy()
-                categories = (scales or {}).get(dimension)
                 binary = dimension == "fluency_error"
-                for name, compute in _statistics(a, b, binary, categories).items():
+                statistics = _statistics(a, b, binary, (scales or {}).get(dimension))
+                for name, (estimate_of, sums_of) in statistics.items():
                     record = {"dimension": dimension, "pair": pair, "kind": kind,
                               "statistic": name, "n": len(a), "images": len(unique_images),
                               "value": None, "ci_low": None, "ci_high": None, "note": None,
                               "ci_warning": None}
-                    estimate = None
                     try:
-                        estimate = compute()
-                        record["value"] = _tidy(estimate)
+                        estimate = estimate_of()
                     except UndefinedStatistic as exc:
                         record["note"] = f"undefined: {exc}"
-                    if estimate is not None and bootstrap and len(unique_images) < 2:
-                        record["note"] = "no CI: resampling needs at least 2 images"
-                    elif estimate is not None and bootstrap:
-                        interval = _bootstrap_ci(name, a, b, binary, categories, samples,
-                                                 left_out, estimate, ci)
-                        record["ci_low"], record["ci_high"] = (_tidy(interval.low),
-                                                               _tidy(interval.high))
-                        record["ci_warning"] = interval.warning
+                    else:
+                        record["value"] = _tidy(estimate)
+                        if bootstrap and len(unique_images) < 2:
+                            record["note"] = "no CI: resampling needs at least 2 images"
+                        elif bootstrap:
+                            resampled_records.append((record, estimate))
+                            sums.append(sums_of())
                     records.append(record)
                 for (x, y), count in pd.Series(list(zip(a, b, strict=True))).value_counts(
                         ).sort_index().items():
@@ -242,6 +374,15 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
                                     "images": len(unique_images), "value": float(count),
                                     "ci_low": None, "ci_high": None, "note": None,
                                     "ci_warning": None})
+            if bootstrap:  # drawn for every subset, so that each subset's draws stay its own
+                replicates, jackknife = resampled(sums, image_of_row, len(unique_images),
+                                                  bootstrap, rng)
+                for (record, estimate), values, left_out in zip(
+                        resampled_records, replicates, jackknife, strict=True):
+                    interval = bca_ci(values, estimate, left_out, ci)
+                    record["ci_low"], record["ci_high"] = (_tidy(interval.low),
+                                                           _tidy(interval.high))
+                    record["ci_warning"] = interval.warning
     return pd.DataFrame(records)
 
 
@@ -249,21 +390,3 @@ def _tidy(value: float | None) -> float | None:
     """Drop floating-point noise (1e-16 for an exact 0) from a reported value; None for
     no value (None or NaN)."""
     return None if value is None or np.isnan(value) else round(value, 12) + 0.0
-
-
-def _bootstrap_ci(name: str, a: np.ndarray, b: np.ndarray, binary: bool,
-                  categories: Sequence[float] | None, samples: list[np.ndarray],
-                  left_out: list[np.ndarray], estimate: float, ci: float):
-    """The BCa interval of statistic `name` from the resampled rows `samples` and the
-    jackknife's rows `left_out` (each image, or group of images, left out once);
-    resamples where the statistic is undefined are left out."""
-    from metrics.confidence import bca_ci
-
-    def value(rows: np.ndarray) -> float:
-        try:
-            return _statistics(a[rows], b[rows], binary, categories)[name]()
-        except UndefinedStatistic:
-            return float("nan")
-
-    return bca_ci(np.array([value(rows) for rows in samples]), estimate,
-                  np.array([value(rows) for rows in left_out]), ci)

@@ -543,8 +543,15 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
     value, ci_low, ci_high, n, note, ci_warning}; a statistic that cannot be computed is
     reported undefined with the reason, never NaN; `ci_warning` says why a CI deserves
     less trust."""
-    from metrics.agreement import UndefinedStatistic
-    from metrics.confidence import bca_ci, check_ci, jackknife_groups
+    from metrics.agreement import (
+        UndefinedStatistic,
+        alpha_from_matrix,
+        alpha_sums,
+        kappa_from_pairs,
+        kappa_sums,
+        resampled,
+    )
+    from metrics.confidence import bca_ci, check_ci
 
     check_ci(ci)
     data = votes.dropna(subset=["answer"]).astype({"answer": float})
@@ -554,33 +561,25 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
     rng = np.random.default_rng(seed)
     records = []
 
-    def record(statistic: str, who: str, compute: Callable[[pd.DataFrame], float],
-               frame: pd.DataFrame) -> None:
+    def record(statistic: str, who: str, frame: pd.DataFrame, column: str,
+               value_of: Callable[[np.ndarray], float],
+               sums_of: Callable[[np.ndarray], object]) -> None:
+        """One statistic of `column` over the pairs of `frame`, from its annotators x
+        pairs matrix (pairs in order of appearance, the units the bootstrap draws)."""
         units = frame["pair"].unique()
+        matrix = frame.pivot_table(index="annotator", columns="pair", values=column,
+                                   aggfunc="first").reindex(columns=units).to_numpy(float)
         row = {"statistic": statistic, "pair": who, "value": None, "ci_low": None,
                "ci_high": None, "n": len(units), "note": None, "ci_warning": None}
         estimate = None
         try:
-            estimate = compute(frame)
+            estimate = value_of(matrix)
             row["value"] = round(estimate, 12) + 0.0
         except UndefinedStatistic as exc:
             row["note"] = f"undefined: {exc}"
         if estimate is not None and bootstrap and len(units) >= 2:
-            rows_of = frame.groupby("pair").indices
-
-            def value(chosen: list[np.ndarray]) -> float:
-                relabelled = frame.iloc[np.concatenate(chosen)].assign(
-                    pair=np.repeat(np.arange(len(chosen)), [len(c) for c in chosen]))
-                try:
-                    return compute(relabelled)
-                except UndefinedStatistic:
-                    return float("nan")
-
-            values = np.array([value([rows_of[u] for u in rng.choice(units, len(units))])
-                               for _ in range(bootstrap)])
-            group = jackknife_groups(len(units))
-            jackknife = np.array([value([rows_of[u] for u in units[group != g]])
-                                  for g in range(group.max() + 1)])
+            [values], [jackknife] = resampled([sums_of(matrix)], np.arange(len(units)),
+                                              len(units), bootstrap, rng)
             if np.isfinite(values).any():
                 interval = bca_ci(values, estimate, jackknife, ci, unit="pairs")
                 row["ci_low"], row["ci_high"] = (round(interval.low, 12) + 0.0,
@@ -589,8 +588,9 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
         records.append(row)
 
     for column, level in (("answer", "ordinal"), ("verdict", "nominal")):
-        record(f"alpha_{level}:{column}", "all",
-               lambda f, c=column, lv=level: _alpha(f, c, lv), data)
+        record(f"alpha_{level}:{column}", "all", data, column,
+               lambda m, lv=level: alpha_from_matrix(m, lv),
+               lambda m, lv=level: alpha_sums(m, lv))
     names = sorted(data["annotator"].unique())
     for index, first in enumerate(names):
         for second in names[index + 1:]:
@@ -600,28 +600,13 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
             if both.empty:
                 continue
             for column, weights in (("answer", "linear"), ("verdict", None)):
-                record(f"kappa_{weights or 'unweighted'}:{column}", f"{first}|{second}",
-                       lambda f, c=column, w=weights, a=first: _kappa(f, c, w, a), both)
+                categories = list(ANSWER_VALUES) if column == "answer" else [0.0, 1.0]
+                # the matrix's rows are the two annotators in sorted order: `first`'s first
+                record(f"kappa_{weights or 'unweighted'}:{column}", f"{first}|{second}", both,
+                       column, lambda m, w=weights, c=categories: kappa_from_pairs(*m, w, c),
+                       lambda m, w=weights, c=categories: kappa_sums(*m, w, c))
     return pd.DataFrame(records, columns=["statistic", "pair", "value", "ci_low", "ci_high",
                                           "n", "note"])
-
-
-def _alpha(frame: pd.DataFrame, column: str, level: str) -> float:
-    from metrics.agreement import alpha_from_matrix
-
-    matrix = frame.pivot_table(index="annotator", columns="pair", values=column,
-                               aggfunc="first")
-    return alpha_from_matrix(matrix.to_numpy(dtype=float), level)
-
-
-def _kappa(frame: pd.DataFrame, column: str, weights: str | None, first: str) -> float:
-    from metrics.agreement import kappa_from_pairs
-
-    ordered = frame.sort_values(["pair", "annotator"])
-    mine = ordered["annotator"].to_numpy() == first
-    categories = list(ANSWER_VALUES) if column == "answer" else [0.0, 1.0]
-    return kappa_from_pairs(ordered[column].to_numpy()[mine],
-                            ordered[column].to_numpy()[~mine], weights, categories)
 
 
 def plan_batches(candidates: np.ndarray, *, image_ids: np.ndarray, caption_ids: np.ndarray,
