@@ -38,7 +38,7 @@ from metrics.retrieval import (
 
 PINNED = Path(__file__).parent / "pinned" / "bootstrap_statistics.json"
 RETRIEVAL_BOOTSTRAP = 450
-BOOTSTRAP = 100  # the other statistics resample in Python loops: fewer keep the test quick
+BOOTSTRAP = 100  # the other statistics were pinned at 100 resamples (once Python loops)
 TABLES = ("retrieval", "verifier_agreement", "score_correlations", "score_differences",
           "pairwise_accuracy", "agreement_table", "alpha_table")
 
