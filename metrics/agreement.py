@@ -77,6 +77,7 @@ def alpha_from_matrix(matrix: np.ndarray, level: str) -> float:
 # group, not a recomputation (`resampled`).
 
 CHUNK_BYTES = 32 * 2**20  # draw counts held at once while resampling
+MAX_COINCIDENCE_CELLS = 2**27  # units x categories² held for nominal or ordinal alpha (1 GiB)
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,10 @@ def alpha_sums(matrix: np.ndarray, level: str) -> UnitSums:
     scale = np.where(pairable >= 2, 1 / np.maximum(pairable - 1, 1), 0.0)
     if level == "interval":
         return _interval_alpha_sums(counts, domain, scale)
+    if len(counts) * k * k > MAX_COINCIDENCE_CELLS:
+        raise ValueError(f"{level} alpha over {k} distinct values of {len(counts)} units: "
+                         "too many categories to resample by units; a continuous scale "
+                         "takes interval alpha")
     coincidences = (counts[:, :, None] * counts[:, None, :]
                     - np.einsum("uc,ck->uck", counts, np.eye(k))) * scale[:, None, None]
     distance = (1.0 - np.eye(k)) if level == "nominal" else None

@@ -176,6 +176,12 @@ def test_precise_errors_on_bad_input():
         cohen_kappa(three, "item", "rater", "score")
     with pytest.raises(ValueError, match="weights must be one of"):
         kappa_from_pairs(np.array([1, 2]), np.array([1, 2]), "cubic")
+    with pytest.raises(ValueError, match="level must be one of"):
+        alpha_from_matrix(np.array([[1.0, 2.0], [1.0, 2.0]]), "ratio")
+    continuous = np.random.default_rng(0).normal(size=(2, 3000))
+    with pytest.raises(ValueError, match="6000 distinct values of 3000 units: too many "):
+        alpha_from_matrix(continuous, "ordinal")
+    assert np.isfinite(alpha_from_matrix(continuous, "interval"))
 
 
 def test_bootstrap_is_reproducible_with_a_seed(tmp_path):
