@@ -13,7 +13,9 @@ so that a change of load hits both; the machine's load is printed with the rows.
    included, default CIs, against eccv-caption on the same rankings as in-memory lists of
    that depth (its metrics need no deeper list: every positive set's R is below it).
 
-Each row says the largest difference of any metric value between the two sides. Needs
+Each row says the largest difference of any metric value between the two sides, and the
+CPU seconds of each side beside the wall times (the verdicts): on a loaded machine the
+wall times' noise can hide a difference that the CPU times show. Needs
 `pip install eccv-caption`."""
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -93,14 +96,18 @@ def largest_difference(ours: list[dict], theirs: dict) -> float:
                for (label, metric, k), key in pairs for direction in ("i2t", "t2i"))
 
 
-def timed(command: list[str]) -> float:
+def timed(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and all its threads) of one run: on a
+    loaded machine the CPU time shows what the wall time's noise hides."""
     env = installed_environment()  # both sides' bytecode compiled, as installed
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command[:6])}…: {done.stderr.strip()[-500:]}")
-    return seconds
+    return seconds, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def command_line(table: Table, lists: tuple[dict, dict], runs: int) -> None:
@@ -126,11 +133,13 @@ def command_line(table: Table, lists: tuple[dict, dict], runs: int) -> None:
 
         timed(package)  # untimed: warms the file cache and writes the bytecode
         timed(ours("0"))
-        theirs_s = with_ci = without_ci = float("inf")
+        best = {side: (float("inf"), float("inf")) for side in ("theirs", "with", "without")}
         for _ in range(runs):  # taking turns, so that a change of load hits every side
-            theirs_s = min(theirs_s, timed(package))
-            with_ci = min(with_ci, timed(ours(BOOTSTRAP)))
-            without_ci = min(without_ci, timed(ours("0")))
+            for side, command in (("theirs", package), ("with", ours(BOOTSTRAP)),
+                                  ("without", ours("0"))):
+                best[side] = tuple(map(min, best[side], timed(command)))
+        (theirs_s, theirs_cpu), (with_ci, with_cpu), (without_ci, without_cpu) = (
+            best["theirs"], best["with"], best["without"])
         reference = json.loads((here / "theirs.json").read_text(encoding="utf-8"))
         records = json.loads((here / f"ours-{BOOTSTRAP}.json").read_text(encoding="utf-8"))
     table.speed(f"`thumb retrieval evaluate`, the four shipped sets, lists of depth "
@@ -140,11 +149,15 @@ def command_line(table: Table, lists: tuple[dict, dict], runs: int) -> None:
                 "+ compute_all_metrics, no CIs)",
                 f"max |difference| of the metric values "
                 f"{largest_difference(records, reference):.1e}; {without_ci:.2f} s with "
-                f"--bootstrap 0 ({theirs_s / without_ci:.1f}x)")
+                f"--bootstrap 0 ({theirs_s / without_ci:.1f}x); CPU time {with_cpu:.2f} s, "
+                f"{without_cpu:.2f} s with --bootstrap 0, eccv-caption {theirs_cpu:.2f} s "
+                f"({theirs_cpu / with_cpu:.1f}x)")
     share = with_ci / without_ci - 1
     table.add("  the CIs' share of that run (1,000 resamples against --bootstrap 0)",
-              f"+{share:.0%} ({with_ci - without_ci:.2f} s)", f"{without_ci:.2f} s without",
-              None, "<= +20%", share <= 0.20)
+              f"{share:+.0%} ({with_ci - without_ci:+.2f} s)", f"{without_ci:.2f} s without",
+              None, "<= +20%", share <= 0.20,
+              f"in CPU time {with_cpu / without_cpu - 1:+.0%} "
+              f"({with_cpu - without_cpu:+.2f} s of {without_cpu:.2f} s)")
 
 
 def in_memory(table: Table, scores: np.ndarray, images: list[int], captions: list[int],
@@ -158,25 +171,29 @@ def in_memory(table: Table, scores: np.ndarray, images: list[int], captions: lis
         directions = scored_directions(scores, tuple(images), tuple(captions))
         return evaluate(directions, positive_sets=sets, bootstrap=bootstrap)
 
-    def clock(work) -> tuple[float, object]:
-        start = time.perf_counter()
+    def clock(work) -> tuple[float, float, object]:
+        """(wall seconds, CPU seconds of this process, the result) of one call."""
+        start, cpu = time.perf_counter(), time.process_time()
         result = work()
-        return time.perf_counter() - start, result
+        return time.perf_counter() - start, time.process_time() - cpu, result
 
-    theirs_s = ours_s = without_ci = float("inf")
+    theirs_s = ours_s = without_ci = theirs_cpu = ours_cpu = without_cpu = float("inf")
     for _ in range(runs):  # taking turns
-        seconds, reference = clock(lambda: package.compute_all_metrics(
+        seconds, cpu, reference = clock(lambda: package.compute_all_metrics(
             *lists, target_metrics=TARGETS, Ks=(1, 5, 10), verbose=False))
-        theirs_s = min(theirs_s, seconds)
-        seconds, records = clock(lambda: ours(int(BOOTSTRAP)))
-        ours_s = min(ours_s, seconds)
-        without_ci = min(without_ci, clock(lambda: ours(0))[0])
+        theirs_s, theirs_cpu = min(theirs_s, seconds), min(theirs_cpu, cpu)
+        seconds, cpu, records = clock(lambda: ours(int(BOOTSTRAP)))
+        ours_s, ours_cpu = min(ours_s, seconds), min(ours_cpu, cpu)
+        seconds, cpu, _ = clock(lambda: ours(0))
+        without_ci, without_cpu = min(without_ci, seconds), min(without_cpu, cpu)
     table.speed("the same in memory, from the score matrix (`--scores`: partial sorts "
                 "included), default CIs", ours_s, theirs_s, 10,
                 f"eccv-caption {package_version('eccv-caption')} compute_all_metrics on the "
                 "in-memory lists", f"max |difference| of the metric values "
                 f"{largest_difference(records, reference):.1e}; {without_ci:.2f} s with no "
-                f"CIs ({theirs_s / without_ci:.1f}x)")
+                f"CIs ({theirs_s / without_ci:.1f}x); CPU time {ours_cpu:.2f} s, "
+                f"{without_cpu:.2f} s with no CIs, eccv-caption {theirs_cpu:.2f} s "
+                f"({theirs_cpu / ours_cpu:.1f}x)")
 
 
 def main() -> None:

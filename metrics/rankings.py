@@ -97,7 +97,7 @@ class _Ids:
 
 def _integer_array(ids: Sequence[Id]) -> np.ndarray | None:
     """`ids` as int64 when every one is a plain integer that fits, else None."""
-    if not all(type(i) is int for i in ids):
+    if not set(map(type, ids)) <= {int}:
         return None
     try:
         return np.array(ids, dtype=np.int64)
@@ -175,7 +175,9 @@ class ScoredRankings(_Ids):
     """A similarity matrix (queries x items); rankings by descending score, ties broken by
     ascending item id. Only the requested top of each row is ever sorted: for the whole
     pool, once per matrix for every row, at least `_KEPT_DEPTH` deep, so that the positive
-    sets, PMRP and semantic metrics of one evaluation share one partial sort."""
+    sets, PMRP and semantic metrics of one evaluation share one partial sort; a fold's top
+    (some items allowed) is filtered from it, and only the rows it is too shallow for
+    are ranked again among the allowed items."""
 
     queries: tuple[Id, ...]
     items: tuple[Id, ...]
@@ -196,13 +198,25 @@ class ScoredRankings(_Ids):
         return self.scores.flags.f_contiguous and not self.scores.flags.c_contiguous
 
     def top(self, rows: np.ndarray, depth: int, allowed: np.ndarray | None) -> np.ndarray:
-        if allowed is not None:
-            return self._ranked(rows, depth, np.nonzero(allowed)[0])
+        if allowed is None:
+            return self._whole(depth)[rows, :depth]
+        # Filtering the whole pool's top keeps its order: it holds a row's first `depth`
+        # allowed items when it holds `depth` of them (or ends where the pool does).
+        whole = self._whole(depth)
+        result = _top_allowed(whole, rows, depth, allowed)
+        short = np.flatnonzero((result[:, -1] < 0) & (whole[rows, -1] >= 0))
+        if len(short):
+            result[short] = self._ranked(rows[short], depth, np.nonzero(allowed)[0])
+        return result
+
+    def _whole(self, depth: int) -> np.ndarray:
+        """Every row's top over the whole pool, at least `depth` (and `_KEPT_DEPTH`)
+        deep, computed once."""
         if not self._whole_top or self._whole_top[0].shape[1] < depth:
             kept = max(depth, _KEPT_DEPTH)
             self._whole_top[:] = [self._ranked_by_columns(kept) if self._transposed
                                   else self._ranked(None, kept, None)]
-        return self._whole_top[0][rows, :depth]
+        return self._whole_top[0]
 
     def _cells(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """scores[rows][:, columns], gathered along the matrix's memory order: a transposed
@@ -227,7 +241,7 @@ class ScoredRankings(_Ids):
             chunk = slice(start, start + step) if rows is None else rows[start : start + step]
             block = (self.scores[chunk] if columns is None  # a view: no copy
                      else self._cells(np.asarray(chunk), columns))
-            r, c = np.nonzero(block >= _floor_of_top(block, take, axis=1))
+            r, c = _cells_at_or_above(block, _floor_of_top(block, take, axis=1))
             self._place(result[start : start + len(block)], r,
                         c if columns is None else columns[c], block[r, c])
         return result
@@ -247,7 +261,7 @@ class ScoredRankings(_Ids):
         step = max(1, _SCORE_CHUNK // count)
         for start in range(0, width, step):
             block = stored[start : start + step]
-            item, query = np.nonzero(block >= floor)
+            item, query = _cells_at_or_above(block, floor)
             found.append((query, item + start, block[item, query]))
         queries, items, values = (np.concatenate(parts) for parts in zip(*found, strict=True))
         self._place(result, queries, items, values)
@@ -258,12 +272,47 @@ class ScoredRankings(_Ids):
         """Write each row's best candidates into `result` (rows x depth), best first:
         (row, item, score) triples, at least a row's depth of them, ordered by
         descending score, ties by ascending item id."""
-        order = np.lexsort((self._id_rank[items], -values, rows))
-        rows, items = rows[order], items[order]
+        rows, items = _best_first(rows, values, self._id_rank[items], self._by_id_rank)
         first = np.searchsorted(rows, np.arange(len(result)))
         position = np.arange(len(rows)) - first[rows]
         keep = position < result.shape[1]
         result[rows[keep], position[keep]] = items[keep]
+
+    @cached_property
+    def _by_id_rank(self) -> np.ndarray:
+        """The items in ascending id order (the inverse of `_id_rank`)."""
+        return np.argsort(self._id_rank)
+
+
+def _cells_at_or_above(block: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of the cells of a 2-D block at or above `floor` (which broadcasts
+    against it): through the flat positions, six times faster than a 2-D `nonzero`."""
+    return np.divmod(np.flatnonzero(block >= floor), block.shape[1])
+
+
+_SCORE_BITS = 32  # a float32 score's order as an unsigned integer (`_best_first`)
+
+
+def _best_first(rows: np.ndarray, values: np.ndarray, id_ranks: np.ndarray,
+                by_id_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, items) of candidate cells ordered by row, then descending score, then
+    ascending item id (`id_ranks`: each cell's item's place in id order; `by_id_rank`:
+    the item at each place). float32 scores: one sort of 64-bit keys packing the three
+    (the score's bits mapped to their order as unsigned integers), several times faster
+    than a three-key `lexsort`, which other scores (float64) go through."""
+    rank_bits = max(1, (len(by_id_rank) - 1).bit_length())
+    row_bits = max(1, int(rows.max(initial=0)).bit_length())
+    if values.dtype != np.float32 or row_bits + _SCORE_BITS + rank_bits > 63:
+        order = np.lexsort((id_ranks, -values, rows))
+        return rows[order], by_id_rank[id_ranks[order]]
+    bits = (values + np.float32(0)).view(np.uint32)  # + 0: -0.0 becomes 0.0, its tie
+    negative = bits >= np.uint32(1 << 31)
+    descending = np.where(negative, bits, ~bits & np.uint32((1 << 31) - 1))
+    keys = rows.astype(np.int64) << (_SCORE_BITS + rank_bits)
+    keys |= descending.astype(np.int64) << rank_bits
+    keys |= id_ranks
+    keys.sort()
+    return keys >> (_SCORE_BITS + rank_bits), by_id_rank[keys & ((1 << rank_bits) - 1)]
 
 
 def _floor_of_top(scores: np.ndarray, take: int, axis: int) -> np.ndarray:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain, compress
 
 import numpy as np
 
@@ -47,7 +48,7 @@ DEFAULT_KS = (1, 5, 10)
 RSUM_KS = (1, 5, 10)
 PMRP_CAP = 50
 DIRECTIONS = ("i2t", "t2i")
-BOOTSTRAP_CHUNK_BYTES = 32 * 2**20  # the resampling counts of one chunk of replicates
+BOOTSTRAP_CHUNK_BYTES = 2**20  # the resampling counts of one chunk of replicates (in cache)
 NCS_AVERAGINGS = ("ratio", "per-query")
 DEFAULT_NCS_AVERAGING = "ratio"  # the authors' code, which gave the paper's tables
 
@@ -126,14 +127,17 @@ def canonical_order(ids: Iterable[Id]) -> tuple[Id, ...]:
     """Ids in one order whatever order a file gives them in (integers ascending, then
     strings), so that two sets over the same queries resample the same list."""
     ids = list(ids)
-    return (*sorted(i for i in ids if isinstance(i, int)),
-            *sorted(i for i in ids if isinstance(i, str)))
+    try:
+        return tuple(sorted(ids))  # ids of one kind compare directly
+    except TypeError:  # integers and strings
+        return (*sorted(i for i in ids if isinstance(i, int)),
+                *sorted(i for i in ids if isinstance(i, str)))
 
 
 def resampled_queries(positives: Mapping[Id, tuple[Id, ...]]) -> tuple[Id, ...]:
     """The queries of a positive map that have positives, in canonical order: the order of
     their per-query values, and the units a bootstrap replicate resamples."""
-    return canonical_order(q for q, items in positives.items() if items)
+    return canonical_order(compress(positives.keys(), positives.values()))  # with items
 
 
 def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], source: str
@@ -146,9 +150,10 @@ def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], sou
         missing = [q for q, row in zip(queries, rows.tolist(), strict=True) if row < 0]
         raise RankingsError(f"the rankings have no list for {len(missing)} of the "
                             f"{len(queries)} queries of {source} (e.g. {missing[0]!r})")
-    sizes = np.fromiter((len(positives[q]) for q in queries), dtype=np.int64,
+    sizes = np.fromiter(map(len, map(positives.__getitem__, queries)), dtype=np.int64,
                         count=len(queries))
-    pair_item = ranked.indices_of([item for q in queries for item in positives[q]])
+    pair_item = ranked.indices_of(list(chain.from_iterable(map(positives.__getitem__,
+                                                                queries))))
     pair_query = np.repeat(np.arange(len(queries), dtype=np.int64), sizes)
     known = pair_item >= 0
     return rows, sizes, pair_query[known], pair_item[known]
@@ -156,16 +161,23 @@ def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], sou
 
 def _relevance(top: np.ndarray, pair_query: np.ndarray, pair_item: np.ndarray, width: int
                ) -> np.ndarray:
-    """(queries x depth) booleans: is the item at that rank a positive of the query."""
+    """(queries x depth) booleans: is the item at that rank a positive of the query (a
+    binary search of each (query, item) key among the sorted positive pairs' keys)."""
+    if not len(pair_query):
+        return np.zeros(top.shape, dtype=bool)
     keys = np.arange(len(top), dtype=np.int64)[:, None] * width + top
-    return np.isin(keys, pair_query * width + pair_item) & (top >= 0)
+    positives = np.sort(pair_query * width + pair_item)
+    found = positives[np.minimum(np.searchsorted(positives, keys), len(positives) - 1)]
+    return (found == keys) & (top >= 0)
 
 
 def _allowed(ranked: Ranked, restriction: frozenset[Id] | None) -> np.ndarray | None:
     if restriction is None:
         return None
-    return np.fromiter((item in restriction for item in ranked.items), dtype=bool,
-                       count=len(ranked.items))
+    indices = ranked.indices_of(tuple(restriction))
+    allowed = np.zeros(len(ranked.items), dtype=bool)
+    allowed[indices[indices >= 0]] = True
+    return allowed
 
 
 def positive_scores(ranked: Ranked, positives: PositiveSet, direction: str, *,

@@ -371,3 +371,17 @@ def test_resample_counts_are_index_draws_whatever_the_chunk():
     # multinomial(53, 1/53): every unit drawn once on average, variance 1 - 1/53
     assert whole[0].mean() == 1.0
     assert whole[0].var() == pytest.approx(1 - 1 / 53, rel=0.05)
+
+
+@pytest.mark.parametrize("units", [1, 3, 1500, 70_000])
+def test_resample_counts_draw_one_call_per_replicate_numbers_in_any_grouping(units: int):
+    """Counts drawn a group of replicates per `rng.integers` call (small lists) or one
+    replicate per call (large ones) are those of one call per replicate."""
+    replicates = 9 if units > 10_000 else 400
+    rng = np.random.default_rng(11)
+    loop = [np.bincount(rng.integers(0, units, size=units), minlength=units)
+            for _ in range(replicates)]
+    for chunk in (replicates, 4):
+        counts = np.vstack(list(resample_counts(units, replicates,
+                                                np.random.default_rng(11), chunk=chunk)))
+        assert np.array_equal(counts, loop)

@@ -29,9 +29,11 @@ from metrics.rankings import (
 from metrics.retrieval import (
     RelevanceView,
     SemanticInput,
+    canonical_order,
     evaluate,
     pmrp_scores,
     positive_scores,
+    resampled_queries,
     semantic_scores,
 )
 
@@ -536,3 +538,35 @@ def test_a_score_matrix_evaluates_as_its_ranked_lists_over_several_sets_and_dept
         for key, value in theirs.items():
             assert ours[key] == (pytest.approx(value, abs=1e-12)
                                  if isinstance(value, float) else value), (key, theirs)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])  # F: laid out as a t2i view (transposed)
+def test_float32_and_float64_matrices_rank_alike_with_ties_signs_and_folds(layout):
+    """float32 scores are ordered by one sort of packed integer keys, float64 ones by a
+    lexsort: both give descending score, ties by ascending id (-0.0 tied with 0.0,
+    negative scores below zero), for the whole pool and for fold-restricted tops, whether
+    the whole pool's top holds a row's allowed items (a wide fold) or not (a narrow one)."""
+    rng = np.random.default_rng(5)
+    images = [int(x) for x in rng.choice(10**5, 90, replace=False)]
+    captions = [int(x) for x in rng.choice(10**5, 400, replace=False)]
+    scores = np.round(rng.normal(size=(90, 400)), 1)  # many ties, both signs
+    scores[:, :40] = np.where(rng.random((90, 40)) < 0.5, -0.0, 0.0)
+    ids = np.asarray(captions)
+    reference = [np.lexsort((ids, -row)) for row in scores]
+    for dtype in (np.float32, np.float64):
+        matrix = np.asarray(scores.astype(dtype), order=layout)
+        ranked = ScoredRankings(tuple(images), tuple(captions), matrix)
+        rows = np.arange(len(images))
+        assert np.array_equal(ranked.top(rows, 80, None), [r[:80] for r in reference])
+        for share in (0.05, 0.6):
+            allowed = rng.random(len(captions)) < share
+            expected = [[j for j in r if allowed[j]][:12] for r in reference]
+            assert np.array_equal(ranked.top(rows[::-1], 12, allowed), expected[::-1])
+
+
+def test_resampled_queries_are_those_with_positives_integers_then_strings():
+    """The units a replicate resamples: queries with at least one positive, in one order
+    whatever the file's (integers ascending, then strings), ids of one kind or both."""
+    assert resampled_queries({10: (1,), 2: (3,), 7: (), 5: (1, 2)}) == (2, 5, 10)
+    assert resampled_queries({"b": ("x",), "a": ("y",), "c": ()}) == ("a", "b")
+    assert canonical_order(["b", 10, "a", 2]) == (2, 10, "a", "b")
