@@ -73,14 +73,7 @@ def _lines(path: Path, newline: str) -> Iterator[str]:
 
 
 def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
-    source: list[str] = []  # the lines of the record being read
-
-    def kept() -> Iterator[str]:
-        for line in lines:
-            source.append(line)
-            yield line
-
-    reader = csv.reader(kept(), strict=True)
+    reader = csv.reader(lines, strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -98,10 +91,10 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
             problems.add(1, f"column {name!r} appears twice in the header")
         seen.add(name)
     names_clean = not text_problems(dict.fromkeys(columns), "")
+    width = len(columns)
     line_after = reader.line_num
     while True:
         start = line_after + 1
-        source.clear()
         try:
             row = next(reader)
         except StopIteration:
@@ -110,19 +103,20 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
             problems.add(start, f"malformed CSV: {exc}")
             return
         line_after = reader.line_num
-        if not "".join(row).strip():  # a blank row (spaces at most)
+        # the cells joined by a comma, which no escape or CR LF pair can straddle: what
+        # `clean_source` judges (the cells are all a record's texts)
+        text = ",".join(row)
+        if not (row and row[0].strip()) and not "".join(row).strip():
+            continue  # a blank row (spaces at most)
+        if len(row) != width:
+            problems.add(start, f"row has {len(row)} fields, the header has {width}")
             continue
-        if len(row) != len(columns):
-            problems.add(start, f"row has {len(row)} fields, the header has {len(columns)}")
-            continue
-        text = "".join(source)
         if "\r" in text:  # a quoted cell keeps its line breaks, as newlines
             row = [cell.replace("\r\n", "\n") for cell in row]
-        cells = [cell.strip() for cell in row]
         # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was;
         # an empty one is None
         cells = [(from_spreadsheet(cell) if cell[:1] == "'" else cell) or None
-                 for cell in cells]
+                 for cell in map(str.strip, row)]
         yield start, dict(zip(columns, cells, strict=True)), names_clean and clean_source(text)
 
 

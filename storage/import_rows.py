@@ -56,6 +56,7 @@ JSON_SCHEMA = {
 REFERENCE_COLUMN = re.compile(r"^reference_(\d+)$")
 _RATING_FIELDS = tuple(sorted(RATING_COLUMNS | RATING_ONLY_COLUMNS))  # what `rating` reads
 _UNSEEN = object()
+_TEXT_OR_EMPTY = {str, type(None)}  # the types of a reference_N cell
 T = TypeVar("T")
 
 
@@ -219,9 +220,9 @@ def references(record: Record) -> tuple[str, ...] | None:
         numbered = [record[name] for name in _reference_columns(tuple(record))]
         if not numbered:
             return None
-        if any(item is not None and not isinstance(item, str) for item in numbered):
+        if not _TEXT_OR_EMPTY.issuperset(map(type, numbered)):
             raise RowError("reference_N columns must be text")
-        refs = [item.strip() if isinstance(item, str) else "" for item in numbered]
+        refs = [item.strip() if item is not None else "" for item in numbered]
         while refs and not refs[-1]:
             refs.pop()
     if not all(refs):
@@ -416,11 +417,14 @@ def _image_file(folder: ImageFolder, name: str) -> str:
 class RowReader:
     """Validates an import's records into CaptionRows, reporting every problem of a record
     at once; image paths are resolved against `base_dir` and must name images (see
-    `image_file`). Made for files of millions of rows: each distinct image file is checked
-    once, identical ratings are parsed once and shared between rows (they are immutable),
-    and the texts that rows repeat (image keys, systems, names) are kept once."""
+    `image_file`). Made for files of millions of rows: an image file is checked once while
+    it is among the last CACHED_IMAGES named (the rows of an image mostly come together),
+    identical ratings are parsed once and shared between rows (they are immutable), and
+    the texts that rows repeat (image keys, systems, names) are kept once. What it
+    remembers is bounded, not the file's size."""
 
     CACHED_RATINGS = 65_536  # distinct ratings remembered (timestamped exports: all differ)
+    CACHED_IMAGES = 65_536  # image files' verdicts remembered
 
     def __init__(self, base_dir: Path, rubric: Rubric, *,
                  allow_outside_images: bool = False) -> None:
@@ -437,6 +441,8 @@ class RowReader:
                 checked = (sys.intern(_image_file(self.folder, name)), None)
             except RowError as exc:
                 checked = (None, str(exc))
+            if len(self._images) >= self.CACHED_IMAGES:
+                self._images.clear()
             self._images[name] = checked
         path, problem = checked
         if problem is not None:

@@ -7,7 +7,6 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, Table, bindparam, select, update
 
@@ -57,6 +56,7 @@ from storage.protocol import (
 from storage.rubric_registry import project_rubric, register_rubric
 
 CaptionKey = tuple[str, str]  # (image key, system)
+RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's rating
 
 
 def file_digest(path: Path) -> str | None:
@@ -93,25 +93,40 @@ class ImportSummary:
         return f"{self.file}: {listed} imported"
 
 
-class _FirstRow(NamedTuple):
-    """What a caption's first row in the file says: enough to check the rows after it. Its
-    text is kept as its hash: a million captions' texts would double what an import holds,
-    and two texts of one image and system that differ yet hash alike (a chance of 2**-64)
-    are the only ones it could take for the same."""
+_LINE_BITS = 48  # a line number takes at most 48 bits (2**48 lines: beyond any file)
+_HASH_MASK = 2**64 - 1
 
-    line: int
-    caption_hash: int
-    caption_id: str | None
-    rated: bool
+
+def _packed(line: int, text_hash: int, flag: bool = False) -> int:
+    """A line of the file, a hash of what it says and a flag as one int (40 bytes; a
+    tuple of the three took 150, a lot for a million rows). Texts are kept as hashes: a
+    million captions' texts would double what an import holds, and two texts that differ
+    yet hash alike (a chance of 2**-64) are the only ones the checks could take for the
+    same."""
+    return ((text_hash & _HASH_MASK) << _LINE_BITS | line) << 1 | flag
+
+
+def _line(packed: int) -> int:
+    return packed >> 1 & (1 << _LINE_BITS) - 1
+
+
+def _same_text(packed: int, text_hash: int) -> bool:
+    return packed >> _LINE_BITS + 1 == text_hash & _HASH_MASK
+
+
+def _flagged(packed: int) -> bool:
+    return bool(packed & 1)
 
 
 @dataclass(slots=True)
 class _ImageRows:
     """One image's captions and ratings in the file so far: keys and lines, not rows."""
 
-    captions: dict[str, _FirstRow] = field(default_factory=dict)  # by system
-    # (system, annotator, stage) -> the line that rates it, in the file's order
-    ratings: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # by system: its first row's line and caption (`_packed`), flagged if it rates
+    captions: dict[str, int] = field(default_factory=dict)
+    # the `ImportPlan.rating_id` of (system, annotator, stage) -> the line that rates it,
+    # in the file's order
+    ratings: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,18 +136,36 @@ class ImportPlan:
     a chunk at a time and let go), and the workflow records, which are few."""
 
     images: dict[str, _ImageRows] = field(default_factory=dict)  # every image with rows
-    new_images: dict[str, tuple[int, str]] = field(default_factory=dict)  # key -> line, path
+    # key -> its first line and file (`_packed`); the file's path goes with the chunk
+    new_images: dict[str, int] = field(default_factory=dict)
     set_ids: dict[str, int] = field(default_factory=dict)
-    # key -> the line of its references and their hash (kept as `_FirstRow` keeps a text)
-    references: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # key -> the line of its references and their hash (`_packed`)
+    references: dict[str, int] = field(default_factory=dict)
     caption_ids: dict[str, tuple[int, CaptionKey]] = field(default_factory=dict)
     captions: int = 0  # new captions
     ratings: int = 0
+    # (system, annotator, stage) -> its number: a million ratings keyed by these small
+    # ints take a third of what they took keyed by the tuples; the file has few distinct
+    rating_ids: dict[RatingKey, int] = field(default_factory=dict)
+    rating_keys: list[RatingKey] = field(default_factory=list)  # by number
     annotators: set[str] = field(default_factory=set)
     double_images: set[str] = field(default_factory=set)
     native: dict[str, bool] = field(default_factory=dict)
     resolutions: dict[CaptionKey, RatingRow] = field(default_factory=dict)
     fluency_checks: dict[CaptionKey, FluencyRoundRow] = field(default_factory=dict)
+
+    def rating_id(self, key: RatingKey) -> int:
+        """The number of (system, annotator, stage), given on first sight."""
+        number = self.rating_ids.get(key)
+        if number is None:
+            number = self.rating_ids[key] = len(self.rating_keys)
+            self.rating_keys.append(key)
+        return number
+
+    def image_ratings(self, rows: _ImageRows) -> Iterator[tuple[RatingKey, int]]:
+        """The (system, annotator, stage) of each rating of an image, and its line."""
+        keys = self.rating_keys
+        return ((keys[number], line) for number, line in rows.ratings.items())
 
 
 class _Existing:
@@ -204,7 +237,7 @@ class _Batch:
 
     def __init__(self) -> None:
         self.rows = 0
-        self.images: list[str] = []
+        self.images: list[tuple[str, str]] = []  # key, path
         self.references: list[tuple[str, tuple[str, ...]]] = []
         self.captions: list[CaptionRow] = []
         self.ratings: list[CaptionRow] = []
@@ -259,16 +292,16 @@ class _Pass:
                 add(line, f"image {row.image_key!r} is already in the database with another "
                           f"file ({db_path})")
         elif row.image_key in plan.new_images:
-            first_line, first_path = plan.new_images[row.image_key]
-            if row.image_path and row.image_path != first_path:
-                add(line, f"image {row.image_key!r} has another file at line {first_line}")
+            first = plan.new_images[row.image_key]
+            if row.image_path and not _same_text(first, hash(row.image_path)):
+                add(line, f"image {row.image_key!r} has another file at line {_line(first)}")
         elif row.image_path is None:
             if row.image_key not in self.rejected_images:
                 add(line, f"unknown image_id {row.image_key!r}: not in the database and no "
                           "image path given")
         else:
-            plan.new_images[row.image_key] = (line, row.image_path)
-            batch.images.append(row.image_key)
+            plan.new_images[row.image_key] = _packed(line, hash(row.image_path))
+            batch.images.append((row.image_key, row.image_path))
         # References
         if row.references is not None:
             known = existing.references.get(row.image_key)
@@ -277,11 +310,11 @@ class _Pass:
                 add(line, f"references of image {row.image_key!r} differ from those already "
                           "in the database")
             elif first is not None:
-                if first[1] != hash(row.references):
+                if not _same_text(first, hash(row.references)):
                     add(line, f"references of image {row.image_key!r} differ from line "
-                              f"{first[0]}")
+                              f"{_line(first)}")
             elif known is None:
-                plan.references[row.image_key] = (line, hash(row.references))
+                plan.references[row.image_key] = _packed(line, hash(row.references))
                 batch.references.append((row.image_key, row.references))
         # Captions
         if row.caption_id is not None:
@@ -303,22 +336,26 @@ class _Pass:
             elif row.rating is None:
                 add(line, f"duplicate caption for {_where(row)}: already in the database")
         elif first_row is not None:
-            if first_row.caption_hash != hash(row.caption):
-                add(line, f"duplicate caption for {_where(row)}: line {first_row.line} has "
+            first_line = _line(first_row)
+            if not _same_text(first_row, hash(row.caption)):
+                add(line, f"duplicate caption for {_where(row)}: line {first_line} has "
                           "another caption")
-            elif first_row.caption_id != row.caption_id and row.caption_id is not None:
-                add(line, f"caption_id {row.caption_id!r} differs from line {first_row.line}")
-            elif row.rating is None or not first_row.rated:
-                add(line, f"duplicate row for {_where(row)} (also line {first_row.line})")
+            elif (row.caption_id is not None
+                  and plan.caption_ids[row.caption_id] != (first_line, key)):
+                # (the first row that gives a caption_id claims it for its caption)
+                add(line, f"caption_id {row.caption_id!r} differs from line {first_line}")
+            elif row.rating is None or not _flagged(first_row):
+                add(line, f"duplicate row for {_where(row)} (also line {first_line})")
         else:
-            image_rows.captions[row.system] = _FirstRow(line, hash(row.caption),
-                                                        row.caption_id, row.rating is not None)
+            image_rows.captions[row.system] = _packed(line, hash(row.caption),
+                                                      row.rating is not None)
             plan.captions += 1
             batch.captions.append(row)
         # Ratings
         if row.rating is not None:
             name, stage = row.rating.annotator, int(row.rating.stage)
-            earlier = image_rows.ratings.get((row.system, name, stage))
+            rating_id = plan.rating_id((row.system, name, stage))
+            earlier = image_rows.ratings.get(rating_id)
             if (key, name, stage) in existing.ratings:
                 add(line, f"duplicate rating: {_who(row.rating)} already rated this caption "
                           "in the database")
@@ -326,7 +363,7 @@ class _Pass:
                 add(line, f"duplicate rating: {_who(row.rating)} also rated this caption at "
                           f"line {earlier}")
             else:
-                image_rows.ratings[(row.system, name, stage)] = line
+                image_rows.ratings[rating_id] = line
                 plan.ratings += 1
                 batch.ratings.append(row)
                 if name not in existing.annotators:
@@ -356,13 +393,13 @@ def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
     for image in sorted(rated):
         rows = rated[image]
         lines: dict[Write, int] = {}  # (name, stage) -> its first line
-        for (_, name, stage), line in rows.ratings.items():  # in the file's order
+        for (_, name, stage), line in plan.image_ratings(rows):  # in the file's order
             lines.setdefault((name, Stage(stage)), line)
         captions = [*systems.get(image, ()), *rows.captions]
 
         def complete(system: str, name: str, image: str = image,
                      rows: _ImageRows = rows) -> bool:
-            return ((system, name, int(Stage.FIRST)) in rows.ratings
+            return (plan.rating_ids.get((system, name, int(Stage.FIRST))) in rows.ratings
                     or ((image, system), name) in existing.complete_first)
 
         before = existing.states.get(image, ImageState(image, 1))
@@ -380,7 +417,8 @@ def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
         if key in stages:
             stages[key].add(stage)
     for key in plan.resolutions:
-        found = stages[key] | {stage for system, _, stage in plan.images[key[0]].ratings
+        found = stages[key] | {stage for (system, _, stage), _ in
+                               plan.image_ratings(plan.images[key[0]])
                                if system == key[1]}
         refusal = resolution_refusal(found)
         if refusal:
@@ -505,13 +543,15 @@ class _Writer:
                 select(annotator.c.name, annotator.c.id).where(annotator.c.name.in_(names))
             ).all())
         if batch.images:
-            marked = plan.double_images.intersection(batch.images)
+            keys = [key for key, _ in batch.images]
+            marked = plan.double_images.intersection(keys)
             self.marked |= marked
-            self._images((key, plan.new_images[key][1], plan.set_ids.get(key), key in marked)
-                         for key in batch.images)
-            self.image_ids.update(connection.execute(
-                select(image.c.key, image.c.id).where(image.c.key.in_(batch.images))
-            ).all())
+            self._images((key, path, plan.set_ids.get(key), key in marked)
+                         for key, path in batch.images)
+            made = dict(connection.execute(
+                select(image.c.key, image.c.id).where(image.c.key.in_(keys))).all())
+            # keyed by the rows' own keys, not the driver's copies of them (held till the end)
+            self.image_ids.update((key, made[key]) for key in keys)
         image_ids = self.image_ids
         self.references += self._references(
             (image_ids[key], position, text)

@@ -302,6 +302,17 @@ BAD_INPUTS = {
     "duplicate caption id": (
         "image,system,caption,caption_id\nimg/a.png,H,A dog.,c1\nimg/b.png,H,A cat.,c1\n", 3,
         "duplicate caption_id 'c1'"),
+    "caption_id changes between a caption's rows": (
+        "image,system,caption,caption_id,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,c1,ann,1,5,4\nimg/c.png,H,A dog.,c2,bob,2,5,4\n", 3,
+        "caption_id 'c2' differs from line 2"),
+    "caption_id given after a caption's first row": (
+        "image,system,caption,caption_id,annotator,stage,precision,recall\n"
+        "img/c.png,H,A dog.,,ann,1,5,4\nimg/c.png,H,A dog.,c1,bob,2,5,4\n", 3,
+        "caption_id 'c1' differs from line 2"),
+    "repeated caption row": (
+        "image,system,caption\nimg/c.png,H,A dog.\nimg/c.png,H,A dog.\n", 3,
+        "duplicate row for image 'img/c.png', system 'H' (also line 2)"),
     "duplicate rating": (
         "image,system,caption,annotator,stage,precision,recall\n"
         "img/a.png,H,A dog.,ann,1,5,4\nimg/a.png,H,A dog.,ann,1,4,4\n", 3, "duplicate rating"),

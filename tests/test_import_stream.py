@@ -10,6 +10,9 @@ from __future__ import annotations
 import csv
 import gc
 import os
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,7 @@ SYSTEMS = ("Human", "Up-Down", "VinVL", "Show-Tell", "OSCAR")
 COLUMNS = ["image", "system", "caption", "reference_1", "annotator", "stage", "precision",
            "recall"]
 POSTGRES = os.environ.get("THUMB_TEST_POSTGRES")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -50,12 +54,12 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path):
     drop_everything(POSTGRES)
 
 
-def rows(folder: Path) -> list[dict[str, object]]:
-    """ROWS rated caption rows, five per image (each image its own valid PNG file)."""
+def rows(folder: Path, count: int = ROWS) -> list[dict[str, object]]:
+    """`count` rated caption rows, five per image (each image its own valid PNG file)."""
     (folder / "img").mkdir(exist_ok=True)
     made = []
-    for index in range(ROWS):
-        image = f"img/{index // len(SYSTEMS):03d}.png"
+    for index in range(count):
+        image = f"img/{index // len(SYSTEMS):05d}.png"
         if not (folder / image).exists():
             good_png(folder / image)
         made.append({"image": image, "system": SYSTEMS[index % len(SYSTEMS)],
@@ -151,3 +155,47 @@ def test_rows_are_held_a_chunk_at_a_time(tmp_path, monkeypatch, refused):
         import_captions(engine, path, actor="t")
     engine.dispose()
     assert alive and alive[0] <= CHUNK
+
+
+def kept_bytes_per_row(folder: Path) -> float:
+    """What the import keeps of each row before the last chunk, measured with tracemalloc
+    between a file and one three times its size (the first import untraced: what it
+    loads). Run in a fresh interpreter, where no earlier test's state is traced."""
+    importer.INSERT_CHUNK = CHUNK
+    kept: list[int] = []
+    finish = importer._Pass.finish
+
+    def measured(self: importer._Pass) -> None:
+        gc.collect()
+        kept.append(tracemalloc.get_traced_memory()[0])
+        finish(self)
+
+    sizes = (ROWS, 2_000, 6_000)
+    for size in sizes:
+        (folder / str(size)).mkdir()
+        path = write(folder / str(size) / "all.csv", rows(folder / str(size), size))
+        engine = open_database(folder / str(size) / "project.db")
+        if size != sizes[0]:
+            importer._Pass.finish = measured
+            tracemalloc.start()
+        try:
+            import_captions(engine, path, actor="t")
+        finally:
+            tracemalloc.stop()
+            engine.dispose()
+    return (kept[1] - kept[0]) / (sizes[2] - sizes[1])
+
+
+@pytest.mark.slow
+def test_what_is_kept_of_each_row_is_small(tmp_path):
+    """Of the rows before the last chunk the import keeps only what the checks compare
+    with (keys, lines, hashes): at most 400 bytes a row (a million rows: 400 MB at most;
+    the tuples it kept per row before took about 430)."""
+    script = ("import sys; from pathlib import Path; "
+              "from tests.test_import_stream import kept_bytes_per_row; "
+              "print(kept_bytes_per_row(Path(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    per_row = float(done.stdout.split()[-1])
+    assert 0 < per_row <= 400, per_row
