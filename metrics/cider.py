@@ -4,7 +4,7 @@ tokens, without its per-pair Python loops."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,8 @@ CORPORA = ("auto", "per-system", "pooled")
 
 def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
     """For k = 1..n, a (texts x distinct k-grams) count matrix, built with NumPy: tokens
-    become integer ids, k-gram windows become integer keys, np.unique numbers them."""
+    become integer ids, and each k-gram the number of its (k-1)-gram prefix and last
+    token, numbered by np.unique (in the order of the k-grams' token ids)."""
     token_lists = [text.split() for text in texts]
     tokens = list(chain.from_iterable(token_lists))
     flat, vocabulary = _index(tokens)
@@ -30,24 +31,23 @@ def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
 
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     owner = np.repeat(np.arange(len(texts)), lengths)
-    position = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    base = len(vocabulary) + 1
+    room = lengths[owner] - (np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths,
+                                                              lengths))
+    vocabulary_size = np.int64(len(vocabulary))
+    grams = flat  # the (k-1)-gram starting at each position, as a column number
     matrices = []
     for k in range(1, n + 1):
-        starts = np.nonzero(position <= lengths[owner] - k)[0]
-        windows = flat[starts[:, None] + np.arange(k)]
-        if float(base) ** k < 2**62:
-            keys = np.zeros(len(starts), dtype=np.int64)
-            for column in range(k):
-                keys = keys * base + windows[:, column]
-            _, columns = np.unique(keys, return_inverse=True)
-        else:  # a huge vocabulary: number the windows row-wise instead
-            _, columns = np.unique(windows, axis=0, return_inverse=True)
-        columns = columns.ravel()
-        width = int(columns.max()) + 1 if len(columns) else 0
-        matrix = sparse.csr_matrix(
-            (np.ones(len(starts)), (owner[starts], columns)), shape=(len(texts), width)
-        )
+        starts = np.nonzero(room >= k)[0]
+        if k == 1:
+            columns, width = flat, len(vocabulary)
+        else:
+            keys = grams[starts] * vocabulary_size + flat[starts + k - 1]
+            distinct, columns = np.unique(keys, return_inverse=True)
+            width = len(distinct)
+            grams = np.zeros(len(flat), dtype=np.int64)
+            grams[starts] = columns
+        matrix = sparse.csr_matrix((np.ones(len(starts)), (owner[starts], columns.ravel())),
+                                   shape=(len(texts), width))
         matrix.sum_duplicates()
         matrices.append(matrix)
     return matrices
@@ -84,26 +84,38 @@ def _document_frequencies(corpus_sets: sparse.csr_matrix, set_refs: sparse.csr_m
     return (corpus_sets @ present).tocsr()
 
 
-def _idf_weights(df: sparse.csr_matrix, log_size: np.ndarray, rows: np.ndarray,
-                 columns: np.ndarray) -> np.ndarray:
-    """log(corpus size) - log(max(1, df)) at each (corpus row, n-gram column)."""
+DENSE_IDF_CELLS = 1 << 22  # (corpora x n-grams) idf tables held dense up to this size
+
+
+def _idf_table(df: sparse.csr_matrix, log_size: np.ndarray
+               ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """log(corpus size) - log(max(1, df)) at given (corpus rows, n-gram columns): read from
+    a dense table where it is small (few distinct corpora: the usual case), else looked up
+    in the sparse frequencies."""
+    if df.shape[0] * df.shape[1] <= DENSE_IDF_CELLS:
+        table = log_size[:, None] - np.log(np.maximum(1.0, df.toarray()))
+        return lambda rows, columns: table[rows, columns]
     df.sort_indices()
     width = np.int64(df.shape[1])
     keys = np.repeat(np.arange(df.shape[0], dtype=np.int64), np.diff(df.indptr)) * width \
         + df.indices
-    wanted = rows.astype(np.int64) * width + columns
-    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
-    found = np.zeros(len(wanted)) if not len(keys) else np.where(
-        keys[at] == wanted, df.data[at], 0.0)
-    return log_size[rows] - np.log(np.maximum(1.0, found))
+
+    def lookup(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        wanted = rows.astype(np.int64) * width + columns
+        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+        found = np.zeros(len(wanted)) if not len(keys) else np.where(
+            keys[at] == wanted, df.data[at], 0.0)
+        return log_size[rows] - np.log(np.maximum(1.0, found))
+
+    return lookup
 
 
 def _tfidf(counts: sparse.csr_matrix, rows: np.ndarray, row_corpus: np.ndarray,
-           df: sparse.csr_matrix, log_size: np.ndarray) -> sparse.csr_matrix:
+           idf: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> sparse.csr_matrix:
     """The rows `rows` of `counts`, each weighted by the idf of its corpus."""
     vectors = counts[rows].tocsr()
     owner = np.repeat(row_corpus, np.diff(vectors.indptr))
-    vectors.data = vectors.data * _idf_weights(df, log_size, owner, vectors.indices)
+    vectors.data = vectors.data * idf(owner, vectors.indices)
     return vectors
 
 
@@ -180,9 +192,9 @@ def cider_d(
     per_pair = np.zeros(len(owner))
     for matrix in counts:
         hyp_counts, ref_counts = matrix[:split].tocsr(), matrix[split:].tocsr()
-        df = _document_frequencies(corpus_sets, set_refs, ref_counts)
-        hyp_vec = _tfidf(hyp_counts, hyp_of[item_rows], item_corpus[item_rows], df, log_size)
-        ref_vec = _tfidf(ref_counts, unit_ref, unit_corpus, df, log_size)
+        idf = _idf_table(_document_frequencies(corpus_sets, set_refs, ref_counts), log_size)
+        hyp_vec = _tfidf(hyp_counts, hyp_of[item_rows], item_corpus[item_rows], idf)
+        ref_vec = _tfidf(ref_counts, unit_ref, unit_corpus, idf)
         norm_h = np.sqrt(hyp_vec.multiply(hyp_vec).sum(axis=1).A.ravel())
         norm_r = np.sqrt(ref_vec.multiply(ref_vec).sum(axis=1).A.ravel())
         for start in range(0, len(owner), PAIR_CHUNK):

@@ -9,7 +9,8 @@ written. The rules follow the jar's behaviour, probed class by class against it:
 abbreviations and acronyms, numbers, fractions, URLs, e-mail addresses, file names, SGML
 tags, smileys, brackets (named -LRB- ...), LaTeX quotes, dashes, ellipses and symbols;
 characters it cannot tokenize are deleted. Each rule is a POSIX (leftmost-longest) regex of
-the `regex` package, as JFlex's own matching is longest-first."""
+the `regex` package, as JFlex's own matching is longest-first; at each position only the
+rules that can start with its character are tried."""
 
 from __future__ import annotations
 
@@ -105,8 +106,13 @@ def _caseless(pattern: str) -> str:
     return "".join(out) + pattern[position:]
 
 
+# A rule: its pattern (the token in group "token", then its trailing context) and the
+# action that gives the token's text (None: the token is dropped).
+Rule = tuple[regex.Pattern[str], Callable[[str], str | None]]
+
+
 @cache
-def _rules() -> list[tuple[regex.Pattern[str], Callable[[str], str | None]]]:
+def _rules() -> list[Rule]:
     letter = _char_class(("L",), _JAR_WORD_EXTRA)
     mark = f"(?:{_char_class(('Mn', 'Mc'))}|\u00ad)"
     digit = _char_class(("Nd",))
@@ -126,7 +132,10 @@ def _rules() -> list[tuple[regex.Pattern[str], Callable[[str], str | None]]]:
     number = f"[-+]?(?:(?:{digit})+|(?:{digit})*(?:[.:,\u00ad\u066b\u066c](?:{digit})+)+)"
     hyphen = r"[-_\u058a\u2010\u2011]"
     alnum = f"(?:{letter}|{digit})"
-    thing_part = f"(?:[dDoOlL]{apostrophe_etc}{alnum})?{alnum}+"
+    # hyphenated things know Unicode's letters alone (JFlex's [:letter:]), not the jar's
+    # extra word characters: "\u0378n-lrb-" is two tokens
+    thing_alnum = f"(?:{_char_class(('L',))}|{digit})"
+    thing_part = f"(?:[dDoOlL]{apostrophe_etc}{thing_alnum})?{thing_alnum}+"
     thing = f"{thing_part}(?:{hyphen}{thing_part})*"
     redaux = f"{apostrophe}(?:[msdMSD]|(?i:re|ve|ll))"
     sredaux = f"(?i:n){apostrophe_etc}(?i:t)"
@@ -204,6 +213,7 @@ def _rules() -> list[tuple[regex.Pattern[str], Callable[[str], str | None]]]:
          _ampersand)
     rule(r"[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}(?:\\?/[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}){1,2}")
     rule(r"[A-Z]*\$|#")
+    rule(r"[cC]\+\+|[cCfF]#")  # programming languages: C++, C#, F#
     rule(r"[\u00a2\u00a3\u00a4\u00a5\u0080\u20a0\u20ac\u060b\u0e3f\u20a4\uffe0\uffe1\uffe5"
          r"\uffe6]", _currency)
     rule(f"(?:{acro})\\.", _acronym, context=f"{space}+(?:[A]bout|[A]ccording|[A]dditionally"
@@ -347,14 +357,21 @@ def rules_ready() -> bool:
     return _rules.cache_info().currsize > 0
 
 
+@cache
+def _rules_starting_with(char: str) -> list[Rule]:
+    """The rules, in order, that have a match starting with `char` (`char` alone is a
+    partial match): the only ones worth trying where the text holds `char`."""
+    return [(pattern, action) for pattern, action in _rules()
+            if pattern.match(char, partial=True) is not None]
+
+
 def lex(text: str) -> list[str]:
     """PTBLexer's tokens of `text` (newlines as "\\n" tokens), before lower-casing."""
-    rules = _rules()
     tokens: list[str] = []
     position, end = 0, len(text)
     while position < end:
         best_length, best_token, best_action = 0, "", None
-        for pattern, action in rules:
+        for pattern, action in _rules_starting_with(text[position]):
             match = pattern.match(text, position)
             if match is not None and match.end() - position > best_length:
                 best_length, best_token, best_action = (match.end() - position,

@@ -7,12 +7,15 @@ punctuation tokens; each distinct text is tokenized once per call."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import math
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -35,14 +38,14 @@ TOKENIZER = MetricOption("tokenizer", "tokenizer", "auto",
                          "faster, the same tokens), ptb-java or ptb-python.")
 # What each way of applying PTB's rules costs, measured on a shared 2-core machine
 # (benchmarks/cider_tokenize.py measures them again and prints the crossover): one JVM
-# starts in about 0.3 s (its class-data archive written) and then takes 0.03 ms a text;
-# the Python lexer takes about 3 ms a text, after compiling its rules once per process
-# (about 0.55 s). So a fresh process always starts the JVM, and one whose lexer is ready
-# lexes fewer than about 110 texts itself.
-JVM_START_SECONDS = 0.3
-JVM_TEXT_SECONDS = 0.00003
-LEXER_START_SECONDS = 0.55
-LEXER_TEXT_SECONDS = 0.0028
+# starts in about 0.15 s (its class-data archive written) and then takes 0.04 ms a text;
+# the Python lexer takes about 0.3 ms a text, after compiling its rules once per process
+# (about 0.3 s). So a fresh process always starts the JVM, and one whose lexer is ready
+# lexes fewer than about 580 texts itself.
+JVM_START_SECONDS = 0.15
+JVM_TEXT_SECONDS = 0.00004
+LEXER_START_SECONDS = 0.3
+LEXER_TEXT_SECONDS = 0.0003
 
 
 @cache
@@ -65,7 +68,7 @@ def java_available() -> bool:
 
 def _clean(line: str) -> str:
     """pycocoevalcap's clean-up of one tokenizer output line."""
-    return " ".join(t for t in line.rstrip().split(" ") if t not in PUNCTUATION)
+    return " ".join([token for token in line.rstrip().split(" ") if token not in PUNCTUATION])
 
 
 def _cache_folder() -> Path:
@@ -92,37 +95,104 @@ def _class_data_flags(jar: Path) -> tuple[list[str], tuple[Path, Path] | None]:
     return [f"-XX:ArchiveClassesAtExit={partial}"], (partial, archive)
 
 
-def tokenize_java(texts: Sequence[str]) -> list[str]:
-    """Stanford PTBTokenizer as pycocoevalcap calls it, all texts in one process.
+class JavaTokenizer:
+    """One Stanford PTBTokenizer process, as pycocoevalcap calls it, that tokenizes texts as
+    they are added: it starts while the caller is still finding the texts that need it and
+    reads them as they come (the JVM works on another core). Texts go down a non-blocking
+    pipe (what does not fit waits for the next batch) and tokens into a file: no thread
+    competes with the caller for the interpreter.
 
     PTBTokenizer looks past the end of a line (an abbreviation before a capitalised word
     loses its period), so in pycocoevalcap a caption's tokens can depend on the caption
     written after it. A line holding a lower-case word after each text gives every text
     the tokens it has alone (at the end of a file)."""
-    jar = ptb_jar()
-    if jar is None or shutil.which("java") is None:
-        raise RuntimeError("the PTB tokenizer needs Java and pycocoevalcap's CoreNLP jar")
-    if not texts:
-        return []
-    lines = f"\n{_ISOLATOR}\n".join(_LINE_BREAKS.sub(" ", text) for text in texts)
-    sharing, archiving = _class_data_flags(jar)
-    try:
-        result = subprocess.run(
+
+    BATCH = 256  # texts written to the process at once
+
+    def __init__(self) -> None:
+        jar = ptb_jar()
+        if jar is None or shutil.which("java") is None:
+            raise RuntimeError("the PTB tokenizer needs Java and pycocoevalcap's CoreNLP jar")
+        sharing, self._archiving = _class_data_flags(jar)
+        # files, not pipes, for what it writes: a pipe read only at the end could fill
+        self._output = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
+        self._process = subprocess.Popen(
             # C1 compilation only: half the CPU time for a run this short, the same tokens
             ["java", "-XX:+IgnoreUnrecognizedVMOptions", "-XX:TieredStopAtLevel=1", *sharing,
              "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
              "-lowerCase"],
-            input=lines.encode("utf-8"), capture_output=True, check=True,
-        )
-        if archiving is not None and archiving[0].is_file():
-            archiving[0].replace(archiving[1])  # whole or not at all, for concurrent runs
-    finally:
-        if archiving is not None:
-            archiving[0].unlink(missing_ok=True)
-    output = result.stdout.decode("utf-8").split("\n")[0::2]
-    if len(output) < len(texts):
-        raise RuntimeError("the PTB tokenizer returned fewer lines than it was given")
-    return [_clean(line) for line in output[: len(texts)]]
+            stdin=subprocess.PIPE, stdout=self._output, stderr=self._errors)
+        assert self._process.stdin is not None
+        self._stdin = self._process.stdin
+        self._input = self._stdin.fileno()
+        os.set_blocking(self._input, False)
+        self._pending: list[str] = []
+        self._unsent = bytearray()
+        self._count = 0
+
+    def add(self, text: str) -> None:
+        self._pending.append(text)
+        if len(self._pending) >= self.BATCH:
+            self._send()
+
+    def _send(self) -> None:
+        """Write the pending texts, or as much of them as the pipe takes now."""
+        self._unsent += "".join(f"{_LINE_BREAKS.sub(' ', text)}\n{_ISOLATOR}\n"
+                                for text in self._pending).encode("utf-8")
+        self._count += len(self._pending)
+        self._pending = []
+        with contextlib.suppress(BlockingIOError, BrokenPipeError):  # the pipe is full; the
+            while self._unsent:  # process has ended (`tokens` says why)
+                del self._unsent[:os.write(self._input, self._unsent)]
+
+    def tokens(self) -> list[str]:
+        """The tokens of every text added, in order (lower-cased, punctuation dropped);
+        ends the process."""
+        os.set_blocking(self._input, True)
+        self._send()
+        with contextlib.suppress(OSError):
+            self._stdin.close()
+        if self._process.wait() != 0:
+            self._errors.seek(0)
+            message = self._errors.read().decode("utf-8", "replace").strip()[-500:]
+            raise RuntimeError(f"the PTB tokenizer failed: {message}")
+        if self._archiving is not None and self._archiving[0].is_file():
+            self._archiving[0].replace(self._archiving[1])  # whole or not at all
+        self._output.seek(0)
+        output = self._output.read().decode("utf-8").split("\n")[0::2]
+        if len(output) < self._count:
+            raise RuntimeError("the PTB tokenizer returned fewer lines than it was given")
+        return [_clean(line) for line in output[: self._count]]
+
+    def close(self) -> None:
+        """Stop the process if it still runs (an error on the caller's side) and clean up."""
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        with contextlib.suppress(OSError):
+            self._stdin.close()
+        self._output.close()
+        self._errors.close()
+        if self._archiving is not None:
+            self._archiving[0].unlink(missing_ok=True)
+
+    def __enter__(self) -> JavaTokenizer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def tokenize_java(texts: Sequence[str]) -> list[str]:
+    """Stanford PTBTokenizer as pycocoevalcap calls it, all texts in one process, each with
+    the tokens it has alone (`JavaTokenizer`)."""
+    if not texts:
+        return []
+    with JavaTokenizer() as java:
+        for text in texts:
+            java.add(text)
+        return java.tokens()
 
 
 def tokenize_python(texts: Sequence[str]) -> list[str]:
@@ -146,8 +216,8 @@ def tokenize_python(texts: Sequence[str]) -> list[str]:
 # "etc."; every abbreviation list of PTBLexer's history, so the check errs on the safe side)
 # or after a number, and digit groups in a row (they can form one telephone-number token).
 _PLAIN = re.compile(r"(?: *(?:[A-Za-z]+|[0-9]+)(?:,(?=[ .]|$)|(?=[ .]|$)))* *\.? *")
-_PLAIN_EXCEPTIONS = re.compile(r"(?i)\b(?:cannot|dunno|gonna|gotta|lemme|gimme|wanna)\b"
-                               r"|[0-9],? +[0-9]")
+_SPLIT_WORDS = frozenset({"cannot", "dunno", "gonna", "gotta", "lemme", "gimme", "wanna"})
+_DIGIT_GROUPS = re.compile(r"[0-9],? +[0-9]")
 _PUNCTUATION_TO_SPACE = str.maketrans(",.", "  ")
 _PERIOD_KEEPER_WORDS = """
     jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thurs fri sat sun
@@ -164,16 +234,18 @@ _PERIOD_KEEPERS = frozenset(_PERIOD_KEEPER_WORDS.split())
 
 def plain_tokens(text: str) -> str | None:
     """The tokens of a plain caption, or None when PTB's rules need the backend."""
-    if not _PLAIN.fullmatch(text) or _PLAIN_EXCEPTIONS.search(text):
+    if not _PLAIN.fullmatch(text):
         return None
-    words = text.translate(_PUNCTUATION_TO_SPACE).split()
+    words = text.lower().translate(_PUNCTUATION_TO_SPACE).split()  # all letters or digits
+    if not _SPLIT_WORDS.isdisjoint(words) or _DIGIT_GROUPS.search(text):
+        return None
     end = text.rstrip(" ")
     if end[-2:-1].isalnum() and end.endswith("."):  # a final period after a word
-        if words[-1].isdigit() or words[-1].lower() in _PERIOD_KEEPERS:
+        if words[-1].isdigit() or words[-1] in _PERIOD_KEEPERS:
             return None
         if len(words[-1]) == 1:  # a single letter keeps its period, as an initial
             words[-1] += "."
-    return " ".join(words).lower()
+    return " ".join(words)
 
 
 def resolve_tokenizer(backend: str) -> str:
@@ -186,26 +258,52 @@ def resolve_tokenizer(backend: str) -> str:
     return backend
 
 
-def faster_backend(count: int) -> str:
-    """The path that tokenizes `count` texts sooner here (the costs measured above): the
-    Python lexer where starting the JVM costs more than lexing them, or without Java."""
+def jvm_threshold() -> float:
+    """How many texts needing PTB's rules make one JVM sooner than the Python lexer here
+    (the costs measured above; inf without Java): starting the JVM costs more than lexing
+    fewer texts, once the lexer's rules are compiled in this process."""
     if not java_available():
-        return "ptb-python"
+        return math.inf
     lexer = sys.modules.get("metrics.ptb_lexer")
     ready = lexer is not None and lexer.rules_ready()
-    lexing = count * LEXER_TEXT_SECONDS + (0.0 if ready else LEXER_START_SECONDS)
-    return "ptb-python" if lexing < JVM_START_SECONDS + count * JVM_TEXT_SECONDS else "ptb-java"
+    head_start = JVM_START_SECONDS - (0.0 if ready else LEXER_START_SECONDS)
+    return max(1, math.ceil(head_start / (LEXER_TEXT_SECONDS - JVM_TEXT_SECONDS)))
+
+
+def faster_backend(count: int) -> str:
+    """The path that tokenizes `count` texts sooner here (`jvm_threshold`)."""
+    return "ptb-java" if count >= jvm_threshold() else "ptb-python"
 
 
 def tokenize(texts: Sequence[str], backend: str = "auto") -> list[str]:
     """PTB-tokenise, lower-case and drop punctuation: plain captions directly, the others
     with `backend` (`auto`: `faster_backend` for their number; ptb-java: one Java process
     for all of them); each distinct text is tokenized once (references shared by many
-    captions, repeated captions)."""
-    tokens = {text: plain_tokens(text) for text in dict.fromkeys(texts)}
-    rest = [text for text, plain in tokens.items() if plain is None]
-    if rest:
-        chosen = faster_backend(len(rest)) if backend == "auto" else resolve_tokenizer(backend)
-        run = tokenize_java if chosen == "ptb-java" else tokenize_python
-        tokens.update(zip(rest, run(rest), strict=True))
+    captions, repeated captions). The JVM starts as soon as the texts found to need it
+    are enough, and tokenizes them while the rest are read."""
+    if backend == "auto":
+        start_jvm_at = jvm_threshold()
+    else:
+        start_jvm_at = 1 if resolve_tokenizer(backend) == "ptb-java" else math.inf
+    tokens: dict[str, str | None] = {}
+    rest: list[str] = []
+    java: JavaTokenizer | None = None
+    try:
+        for text in dict.fromkeys(texts):
+            tokens[text] = plain = plain_tokens(text)
+            if plain is not None:
+                continue
+            rest.append(text)
+            if java is not None:
+                java.add(text)
+            elif len(rest) >= start_jvm_at:
+                java = JavaTokenizer()
+                for earlier in rest:
+                    java.add(earlier)
+        if rest:
+            tokens.update(zip(rest, tokenize_python(rest) if java is None else java.tokens(),
+                              strict=True))
+    finally:
+        if java is not None:
+            java.close()
     return [tokens[text] for text in texts]

@@ -106,6 +106,26 @@ def test_systems_sharing_images_share_document_frequencies_and_score_as_alone():
     np.testing.assert_allclose(both[40:], cider_d(hyps, refs), atol=1e-12)
 
 
+@pytest.mark.parametrize("dense_idf_cells", [1 << 22, 0])
+def test_each_corpus_gets_pycocoevalcaps_idf_from_the_dense_or_the_sparse_table(
+        monkeypatch, dense_idf_cells):
+    """Three corpora with their own references: idf read from a dense table (few corpora)
+    or looked up in the sparse frequencies (many), the same scores as one `Cider` each."""
+    from pycocoevalcap.cider.cider import Cider
+
+    import metrics.cider as module
+
+    monkeypatch.setattr(module, "DENSE_IDF_CELLS", dense_idf_cells)
+    corpora = [random_corpus(seed, size=30) for seed in (4, 5, 6)]
+    hyps = [h for corpus_hyps, _ in corpora for h in corpus_hyps]
+    refs = [r for _, corpus_refs in corpora for r in corpus_refs]
+    scores = cider_d(hyps, refs, corpus=[c for c in range(3) for _ in range(30)])
+    for c, (corpus_hyps, corpus_refs) in enumerate(corpora):
+        _, expected = Cider().compute_score(dict(enumerate(corpus_refs)),
+                                            {i: [h] for i, h in enumerate(corpus_hyps)})
+        np.testing.assert_allclose(scores[30 * c:30 * (c + 1)], expected, atol=1e-9, rtol=0)
+
+
 def test_per_system_corpus_scores_each_system_on_its_own(sample):
     items, _ = load_items(sample)
     per_system = CiderD(corpus="per-system", tokenizer="ptb-python").score(items)

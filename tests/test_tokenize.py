@@ -5,6 +5,8 @@ captions (tokenized without either)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metrics.tokenize import (
     java_available,
@@ -13,7 +15,18 @@ from metrics.tokenize import (
     tokenize_java,
     tokenize_python,
 )
-from tests.ptb_cases import exotic_captions, generated_captions
+from tests.ptb_cases import (
+    BRACKET_NAMES,
+    CONTRACTIONS,
+    EXOTIC,
+    HYPHENS,
+    INITIALS,
+    OTHER,
+    QUOTES,
+    UNICODE,
+    exotic_captions,
+    generated_captions,
+)
 
 needs_java = pytest.mark.skipif(not java_available(), reason="Java or pycocoevalcap missing")
 
@@ -84,6 +97,49 @@ def test_the_python_path_knows_the_jar_s_unicode_tables():
     assert [(hex(c), j, p) for c, j, p in zip(codes, tokenize_java(texts),
                                               tokenize_python(texts), strict=True)
             if j != p][:5] == []
+
+
+# Hard texts for the lexer: the cases' fragments and single characters (ASCII, the cases'
+# own, any of the BMP) glued in any order, with or without spaces.
+FRAGMENTS = [*EXOTIC, *BRACKET_NAMES, *INITIALS, *HYPHENS, *QUOTES, *CONTRACTIONS, *OTHER,
+             *UNICODE, "a", "The", "x", " ", " ", "\n"]
+HARD_TEXTS = st.lists(st.sampled_from(FRAGMENTS)
+                      | st.characters(max_codepoint=0x7E, min_codepoint=0x20)
+                      | st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)),
+                      max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HARD_TEXTS)
+def test_the_lexer_tries_only_rules_that_can_start_at_a_character(text):
+    """Skipping the rules that cannot match at a character changes no token: the same
+    tokens as trying every rule at every position."""
+    from unittest.mock import patch
+
+    import metrics.ptb_lexer as lexer
+
+    filtered = lexer.lex(text)
+    with patch.object(lexer, "_rules_starting_with", lambda char: lexer._rules()):
+        assert lexer.lex(text) == filtered
+
+
+@needs_java
+@settings(max_examples=10, deadline=None, derandomize=True)  # the same texts in every run
+@given(st.lists(HARD_TEXTS, min_size=200, max_size=200))
+def test_the_python_path_equals_the_jar_on_generated_hard_texts(texts):
+    assert [(t, j, p) for t, j, p in zip(texts, tokenize_java(texts), tokenize_python(texts),
+                                         strict=True) if j != p] == []
+
+
+@needs_java
+def test_the_python_path_equals_the_jar_where_generated_texts_found_it_did_not():
+    """The jar's extra word characters (an unassigned U+0378, a modifier letter) end a
+    hyphenated word; C++, C# and F# are one token."""
+    texts = ["\u0378n-Lrb- x", "a\u0378-b c", "\u02c2x-y", "5-\u0378a", "x-y-z", "C#1",
+             "F#.", "C##", "c++x", "xc++", "3C#1", "#c#"]
+    assert tokenize_python(texts) == tokenize_java(texts) == [
+        "\u0378n -lrb- x", "a\u0378 b c", "\u02c2x y", "5 \u0378a", "x-y-z", "c# 1", "f#",
+        "c# #", "c++ x", "xc + +", "3c # 1", "#c #"]
 
 
 PLAIN_WORDS = ["A", "a", "man", "Dog", "riding", "on", "the", "in", "I", "x", "Two", "US",
@@ -191,19 +247,95 @@ def test_auto_takes_the_faster_path_for_the_number_of_texts(monkeypatch, java, l
     monkeypatch.setattr(module, "java_available", lambda: java)
     monkeypatch.setattr(lexer, "rules_ready", lambda: lexer_ready)
     assert module.faster_backend(count) == expected
+    assert (count >= module.jvm_threshold()) == (expected == "ptb-java")
+
+
+def _recording_paths(monkeypatch) -> list[str]:
+    """Which path each `tokenize` call takes: "python" or "java" (one JVM started)."""
+    import metrics.tokenize as module
+
+    paths: list[str] = []
+    original = module.tokenize_python
+
+    class RecordingJava(module.JavaTokenizer):
+        def __init__(self) -> None:
+            paths.append("java")
+            super().__init__()
+
+    monkeypatch.setattr(module, "JavaTokenizer", RecordingJava)
+    monkeypatch.setattr(module, "tokenize_python",
+                        lambda texts: (paths.append("python"), original(texts))[1])
+    return paths
 
 
 @needs_java
 def test_auto_gives_the_tokens_of_either_path_whichever_it_takes(monkeypatch):
+    hard = [text for text in CAPTIONS[:1_500] if plain_tokens(text) is None]
+    assert len(hard) > 1_000  # more than `jvm_threshold` with the lexer ready
+    tokenize_python(hard[:1])  # the lexer's rules compiled: few texts stay in Python
+    paths = _recording_paths(monkeypatch)
+    few, many = tokenize(hard[:5], "auto"), tokenize(hard, "auto")
+    assert paths == ["python", "java"]
+    assert few == many[:5] == tokenize_java(hard[:5])
+
+
+@needs_java
+def test_the_jvm_starts_while_the_texts_are_still_being_read(monkeypatch):
+    """It starts once enough texts need it, and tokenizes them as they are found."""
     import metrics.tokenize as module
 
-    hard = [text for text in CAPTIONS[:300] if plain_tokens(text) is None]
-    tokenize_python(hard[:1])  # the lexer's rules compiled: few texts stay in Python
-    paths: list[str] = []
-    for name in ("tokenize_java", "tokenize_python"):
-        original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda texts, name=name, original=original: (
-            paths.append(name), original(texts))[1])
-    few, many = tokenize(hard[:5], "auto"), tokenize(hard, "auto")
-    assert paths == ["tokenize_python", "tokenize_java"]
-    assert few == many[:5] == tokenize_java(hard[:5])
+    texts = list(dict.fromkeys(CAPTIONS[:2_000]))
+    expected = tokenize_java(texts)
+    read: list[str] = []
+    started_after: list[int] = []
+    original_plain, original_java = module.plain_tokens, module.JavaTokenizer
+
+    class RecordingJava(original_java):
+        def __init__(self) -> None:
+            started_after.append(len(read))
+            super().__init__()
+
+    monkeypatch.setattr(module, "plain_tokens",
+                        lambda text: (read.append(text), original_plain(text))[1])
+    monkeypatch.setattr(module, "JavaTokenizer", RecordingJava)
+    monkeypatch.setattr(module, "jvm_threshold", lambda: 3)
+    assert tokenize(texts, "auto") == expected
+    hard = [text for text in texts if original_plain(text) is None]
+    assert started_after == [texts.index(hard[2]) + 1]  # at the third text that needs it
+
+
+@needs_java
+def test_a_failing_tokenizer_process_gives_a_clear_error(monkeypatch, tmp_path):
+    import metrics.tokenize as module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    not_a_jar = tmp_path / "broken.jar"
+    not_a_jar.write_text("not a jar")
+    monkeypatch.setattr(module, "ptb_jar", lambda: not_a_jar)
+    with pytest.raises(RuntimeError, match="the PTB tokenizer failed"):
+        tokenize_java(CAPTIONS[:3_000])  # more than a pipe holds: nothing waits forever
+    assert not list((tmp_path / "thumb-tui").glob("*.partial"))
+
+
+@needs_java
+def test_an_error_while_the_texts_are_read_stops_the_jvm(monkeypatch):
+    import metrics.tokenize as module
+
+    sessions: list[module.JavaTokenizer] = []
+    original_plain, original_java = module.plain_tokens, module.JavaTokenizer
+
+    class RecordingJava(original_java):
+        def __init__(self) -> None:
+            super().__init__()
+            sessions.append(self)
+
+    def failing(text: str) -> str | None:
+        if text == "boom":
+            raise ValueError("a bad text")
+        return original_plain(text)
+
+    monkeypatch.setattr(module, "plain_tokens", failing)
+    monkeypatch.setattr(module, "JavaTokenizer", RecordingJava)
+    with pytest.raises(ValueError, match="a bad text"):
+        tokenize(["A (red) ball.", "boom"], "ptb-java")
+    assert len(sessions) == 1 and sessions[0]._process.poll() is not None
