@@ -5,24 +5,36 @@ Writes that check the THUMB protocol hold the write lock from their first statem
 that no other process can change what the check read before the write lands: on SQLite a
 `BEGIN IMMEDIATE` transaction (SQLAlchemy's documented pysqlite recipe: the driver's own
 deferred BEGIN is switched off and the engine emits BEGIN itself); on PostgreSQL the
-protocol locks the image's row (`SELECT … FOR UPDATE`, see `storage.protocol`)."""
+protocol locks the image's row (`SELECT … FOR UPDATE`, see `storage.protocol`).
+
+On SQLite, our own processes' write transactions also queue on an OS lock first (see
+`_writers_turn`): SQLite's lock has no queue, and a writer that polls for it wakes late."""
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, Insert, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import create_engine
+
+try:
+    import fcntl
+except ImportError:  # Windows: writers wait on SQLite's lock alone
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from storage.migrations import Upgrade
@@ -120,13 +132,55 @@ def _begin_sqlite(connection: Connection) -> None:
         driver.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
 
 
+@dataclass(frozen=True)
+class WriteQueue:
+    """The two empty files next to a SQLite database on which our writers queue, by
+    `flock` (see `_writers_turn`). Like SQLite's -wal and -shm files, the last engine to
+    close the database removes them; one deleted while in use only lets two writers past
+    the queue at once, where SQLite's lock still decides."""
+
+    database: Path
+    turn: Path  # held by the writer, from before BEGIN IMMEDIATE until its transaction ends
+    next_in_line: Path  # held by the one writer waiting for the turn
+
+    @classmethod
+    def of(cls, database: Path) -> WriteQueue:
+        return cls(database, database.with_name(f"{database.name}-writer.lock"),
+                   database.with_name(f"{database.name}-next-writer.lock"))
+
+    def remove_if_last(self, _engine: Engine) -> None:
+        """Remove the files unless the database is still open somewhere (SQLite removes
+        its -wal file when the last connection closes) or a writer holds one of them."""
+        if Path(f"{self.database}-wal").exists():
+            return
+        for path in (self.turn, self.next_in_line):
+            if not path.exists():
+                continue
+            descriptor = _take_flock(path, 0.0)
+            if descriptor is None:
+                continue  # held by a writer
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass  # not ours to remove (another user's, in a sticky folder)
+            finally:
+                os.close(descriptor)
+
+
+_WRITE_QUEUES: WeakKeyDictionary[Engine, WriteQueue] = WeakKeyDictionary()
+
+
 def make_engine(target: str | Path) -> Engine:
-    """Create an engine; on SQLite turn on foreign keys, WAL, a busy timeout and the
-    engine's own BEGIN."""
+    """Create an engine; on SQLite turn on foreign keys, WAL, a busy timeout, the
+    engine's own BEGIN and, for a file where the OS has `flock`, the writers' queue."""
     engine = create_engine(database_url(target))
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _configure_sqlite)
         event.listen(engine, "begin", _begin_sqlite)
+        database = sqlite_path(target)
+        if database is not None and fcntl is not None:
+            queue = _WRITE_QUEUES[engine] = WriteQueue.of(database.resolve())
+            event.listen(engine, "engine_disposed", queue.remove_if_last)
     return engine
 
 
@@ -155,13 +209,111 @@ def begin_writing(connection: Connection, lock_wait_ms: int = SQLITE_BUSY_TIMEOU
     connection.execution_options(**{_WRITE: lock_wait_ms})
 
 
+class _FlockWait:
+    """A blocking `flock` in a thread of its own, so that the waiter wakes the moment the
+    lock is free and yet gives up at a deadline (flock itself has no timeout). A wait
+    given up leaves the thread to take the lock and let it go at once."""
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+        self.settled = threading.Lock()  # the thread's outcome against the waiter's deadline
+        self.done = threading.Event()
+        self.granted = self.abandoned = False
+
+    def _take(self) -> None:
+        try:
+            fcntl.flock(self.descriptor, fcntl.LOCK_EX)
+            granted = True
+        except OSError:
+            granted = False
+        with self.settled:
+            if self.abandoned:
+                os.close(self.descriptor)  # releases the lock, if taken
+            else:
+                self.granted = granted
+                self.done.set()
+
+    def within(self, seconds: float) -> int | None:
+        """The descriptor, holding the lock, or None when the lock was not had within
+        `seconds` (the descriptor is then closed, now or by the thread)."""
+        threading.Thread(target=self._take, name="thumb-write-queue", daemon=True).start()
+        try:
+            self.done.wait(seconds)
+        except BaseException:  # interrupted (Ctrl-C): the lock must not stay taken
+            self._let_go()
+            raise
+        with self.settled:
+            if self.done.is_set() and self.granted:
+                return self.descriptor
+        self._let_go()
+        return None
+
+    def _let_go(self) -> None:
+        with self.settled:
+            if self.done.is_set():
+                os.close(self.descriptor)
+            else:
+                self.abandoned = True
+
+
+def _take_flock(path: Path, seconds: float) -> int | None:
+    """An open descriptor of `path` holding its exclusive flock, or None when the lock was
+    not had within `seconds` or the file cannot be opened (a read-only folder, say)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return descriptor
+    except BlockingIOError:
+        if seconds > 0:
+            return _FlockWait(descriptor).within(seconds)
+    except OSError:
+        pass
+    os.close(descriptor)
+    return None
+
+
+@contextmanager
+def _writers_turn(engine: Engine, lock_wait_ms: int) -> Iterator[int]:
+    """Wait for this write transaction's turn among our processes' writers of the same
+    SQLite file, and hold it until the transaction has ended: an exclusive `flock` of
+    `WriteQueue.turn`, which the kernel hands over the moment the holder lets go (or
+    dies), where a writer polling SQLite's lock sleeps on after it is free. One lock alone
+    would have no queue: the writer that just let go takes it again before a woken waiter
+    runs. So a writer first takes `next_in_line`, and lets it go only once it has the
+    turn: the one writer that can wait for the turn gets it next, the others wait to be
+    next. Yields what is left of `lock_wait_ms` for BEGIN IMMEDIATE, which stays the
+    guarantee (against other programs too): a turn not had in time, or an engine without
+    a queue (PostgreSQL, in-memory SQLite, no `fcntl` as on Windows), leaves SQLite's
+    lock alone to decide."""
+    queue = _WRITE_QUEUES.get(engine)
+    if queue is None:
+        yield lock_wait_ms
+        return
+    deadline = time.monotonic() + lock_wait_ms / 1000
+    next_in_line = _take_flock(queue.next_in_line, lock_wait_ms / 1000)
+    try:
+        turn = _take_flock(queue.turn, max(0.0, deadline - time.monotonic()))
+    finally:
+        if next_in_line is not None:
+            os.close(next_in_line)  # lets the lock go
+    try:
+        yield max(0, round(1000 * (deadline - time.monotonic())))
+    finally:
+        if turn is not None:
+            os.close(turn)
+
+
 @contextmanager
 def write_transaction(engine: Engine, lock_wait_ms: int = SQLITE_BUSY_TIMEOUT_MS
                       ) -> Iterator[Connection]:
     """One transaction that may write: on SQLite it holds the write lock from the start
-    (BEGIN IMMEDIATE); on PostgreSQL it waits at most `lock_wait_ms` for a row lock."""
-    with engine.connect() as connection:
-        begin_writing(connection, lock_wait_ms)
+    (BEGIN IMMEDIATE, after its turn among our writers); on PostgreSQL it waits at most
+    `lock_wait_ms` for a row lock."""
+    with engine.connect() as connection, _writers_turn(engine, lock_wait_ms) as left_ms:
+        begin_writing(connection, left_ms)
         with connection.begin():
             if connection.dialect.name == "postgresql":
                 connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_wait_ms)}")
