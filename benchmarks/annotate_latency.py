@@ -26,6 +26,7 @@ from sqlalchemy import func, select  # noqa: E402
 
 from benchmarks.synthetic import generate  # noqa: E402
 from storage import Rating, import_captions, open_database  # noqa: E402
+from storage.annotators import register_annotator  # noqa: E402
 from storage.rating_sessions import AnnotationSession  # noqa: E402
 from thumb_tui.app import ThumbApp  # noqa: E402
 from thumb_tui.screens.annotate import AnnotateScreen  # noqa: E402
@@ -92,7 +93,11 @@ def process_startup(db: Path) -> float:
     output = b""
     try:
         while b"Image 1/" not in output and time.perf_counter() - start < 30:
-            output += os.read(master, 65536)
+            try:
+                output += os.read(master, 65536)
+            except OSError:  # EIO: the app ended before its first screen
+                raise SystemExit("thumb annotate ended before its first screen: "
+                                 + output.decode("utf-8", "replace")[-500:]) from None
         return time.perf_counter() - start
     finally:
         process.send_signal(signal.SIGKILL)
@@ -110,6 +115,7 @@ def main() -> None:
         engine = open_database(folder / "big.db")
         import_captions(engine, generate(folder, args.captions, rated_every=2),
                         actor="bench")
+        register_annotator(engine, "startup", None)  # annotate opens known annotators only
         engine.dispose()
         print(f"database: {args.captions:,} captions, half of them rated by another "
               "annotator")
