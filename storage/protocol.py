@@ -43,6 +43,8 @@ from rubrics import SCORE_KEYS
 from storage.image_flags import flagged_image_ids
 from storage.models import Annotator, Assignment, Caption, Image, ImageFlag, Rating, Stage
 
+STAGES = tuple(Stage)  # iterating the enum itself is slow, and states are built per image
+
 if TYPE_CHECKING:  # pandas loads where a frame is built: the sessions need none
     import pandas as pd
 
@@ -133,7 +135,7 @@ class ImageState:
         return len(self.complete & self.first) >= self.takes
 
     def adding(self, writes: Iterable[Write]) -> ImageState:
-        added: dict[Stage, set[str]] = {stage: set() for stage in Stage}
+        added: dict[Stage, set[str]] = {stage: set() for stage in STAGES}
         for name, stage in writes:
             added[stage].add(name)
         return ImageState(self.key, self.takes, self.first | added[Stage.FIRST],
@@ -361,12 +363,15 @@ def read_states(connection: Connection, image_ids: Collection[int] | None = None
             closed.add(image_id)  # the reviewer saw the stage-1 scores
         if released_at is None and stage <= Stage.SECOND:
             held.setdefault((image_id, stage), set()).add(name)
+    touched = {image_id for image_id, _ in held} | closed
     return {
         image_id: ImageState(
             row.key, 2 if row.double_rating else 1,
-            *(frozenset(held.get((image_id, stage), ())) for stage in Stage),
+            *(frozenset(held.get((image_id, stage), ())) for stage in STAGES),
             frozenset(complete.get(image_id, ())), image_id in closed,
             sizes.get(image_id, 0))
+        if image_id in touched else  # most images: nobody holds them (the defaults)
+        ImageState(row.key, 2 if row.double_rating else 1, captions=sizes.get(image_id, 0))
         for image_id, row in base.items()
     }
 
@@ -392,8 +397,16 @@ def open_images(connection: Connection, annotator: str, stage: Stage) -> set[int
     if stage not in (Stage.FIRST, Stage.SECOND):
         raise ValueError("open images are defined for stages 1 and 2")
     out = flagged_image_ids(connection) if stage == Stage.SECOND else set()
-    return {image_id for image_id, state in read_states(connection).items()
-            if image_id not in out and not refusals(state, [(annotator, stage)])}
+    verdicts: dict[tuple[object, ...], bool] = {}  # most images share one state of holders
+    opened = set()
+    for image_id, state in read_states(connection).items():
+        holders = (state.takes, state.first, state.second, state.final, state.complete,
+                   state.closed)  # all that `refusals` reads: not the key nor the captions
+        if holders not in verdicts:
+            verdicts[holders] = not refusals(state, [(annotator, stage)])
+        if verdicts[holders] and image_id not in out:
+            opened.add(image_id)
+    return opened
 
 
 def group_identical(rows: Iterable[R], image_id: Callable[[R], int],
