@@ -36,15 +36,15 @@ TOKENIZER = MetricOption("tokenizer", "tokenizer", "auto",
                          "PTB tokenizer of CIDEr-D, coco-* and meteor: auto (ptb-java when "
                          "Java is present; CIDEr-D lexes few texts in Python where that is "
                          "faster, the same tokens), ptb-java or ptb-python.")
-# What each way of applying PTB's rules costs, measured on a shared 2-core machine
-# (benchmarks/cider_tokenize.py measures them again and prints the crossover): one JVM
-# starts in about 0.15 s (its class-data archive written) and then takes 0.04 ms a text;
-# the Python lexer takes about 0.3 ms a text, after compiling its rules once per process
-# (about 0.3 s). So a fresh process always starts the JVM, and one whose lexer is ready
-# lexes fewer than about 580 texts itself.
-JVM_START_SECONDS = 0.15
-JVM_TEXT_SECONDS = 0.00004
-LEXER_START_SECONDS = 0.3
+# What each way of applying PTB's rules costs on a 2-core machine, between a quiet and a
+# loaded one (benchmarks/cider_tokenize.py measures them again and prints the crossover):
+# one JVM starts in 0.08-0.15 s (its class-data archive written) and then takes about
+# 0.02-0.04 ms a text; the Python lexer takes about 0.3 ms a text, after compiling its
+# rules once per process (0.22-0.3 s). So a fresh process always starts the JVM, and one
+# whose lexer is ready lexes fewer than about 370 texts itself.
+JVM_START_SECONDS = 0.1
+JVM_TEXT_SECONDS = 0.00003
+LEXER_START_SECONDS = 0.25
 LEXER_TEXT_SECONDS = 0.0003
 
 
