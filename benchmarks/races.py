@@ -21,6 +21,7 @@ import argparse
 import csv
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -369,7 +370,21 @@ def _run_processes(worker: Callable[..., None], processes: int, *args: object,
                for role in range(processes)]
     for worker_process in workers:
         worker_process.start()
-    outcomes = [results.get(timeout=timeout) for _ in workers]
+    outcomes: list[tuple] = []
+    deadline = time.monotonic() + timeout
+    while len(outcomes) < len(workers):
+        try:
+            outcomes.append(results.get(timeout=1))
+        except queue.Empty:
+            # a worker that died without its outcome (its traceback is on stderr) would
+            # leave the others at the barrier: stop them rather than wait for the timeout
+            dead = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            if dead or time.monotonic() > deadline:
+                for worker_process in workers:
+                    worker_process.kill()
+                raise RuntimeError(f"{worker.__name__}: {len(outcomes)} of {len(workers)} "
+                                   f"processes reported; exit codes {dead or 'none yet'}"
+                                   ) from None
     for worker_process in workers:
         worker_process.join()
     return outcomes
