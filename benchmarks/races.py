@@ -29,11 +29,17 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from importlib import import_module
 from multiprocessing import get_context
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = "46b8259"  # main before the protocol ran in one locked transaction
+# The modules as the tree running this file names them: a reference tree predates #25's
+# renames (an installed thumb-tui would otherwise lend it today's modules by those names)
+_RENAMED = (ROOT / "storage" / "rating_sessions.py").is_file()
+SESSIONS_MODULE = "storage.rating_sessions" if _RENAMED else "storage.annotation"
+QUEUES_MODULE = "storage.project_queues" if _RENAMED else "storage.workflow"
 RACES = ("stage-1 take", "two reviewers", "edit vs review", "queue walk",
          "match: one annotator twice", "match: take-over")
 MATCH_RACES = RACES[4:]
@@ -186,7 +192,7 @@ def _index(session, image_id: int) -> int | None:
 def _rate_image(session, image_id: int, values: Callable[[object], dict]) -> bool:
     """Open the image and save `values(group)` for each caption group; False when the
     protocol refuses (the screens then move on)."""
-    from storage.project_queues import ProtocolError
+    protocol_error = import_module(QUEUES_MODULE).ProtocolError
 
     index = _index(session, image_id)
     if index is None:
@@ -194,7 +200,7 @@ def _rate_image(session, image_id: int, values: Callable[[object], dict]) -> boo
     try:
         for group in session.open_image(index):
             session.set_values(group, values(group), image_index=index, focus=0)
-    except ProtocolError:
+    except protocol_error:
         return False
     return True
 
@@ -235,9 +241,9 @@ RACE_ANNOTATORS = ("alice", "bob", *(f"ann{k}" for k in range(WALKERS)))
 def _session(target: str, name: str, stage: int):
     from storage import make_engine
     from storage.models import Stage
-    from storage.rating_sessions import AnnotationSession
 
-    return AnnotationSession(make_engine(target), name, stage=Stage(stage))
+    session_class = import_module(SESSIONS_MODULE).AnnotationSession
+    return session_class(make_engine(target), name, stage=Stage(stage))
 
 
 def _worker(role: int, race: str, target: str, image_ids: list[int],
@@ -549,7 +555,7 @@ def _throughput_worker(role: int, target: str, ratings: int, barrier, results, _
                        ) -> None:
     """Walk the queue, claiming images, and rate P then R of every caption until
     `ratings` commits: each commit's latency and what it saved."""
-    from storage.project_queues import ProtocolError
+    protocol_error = import_module(QUEUES_MODULE).ProtocolError
 
     session = _session(target, f"writer{role}", 1)
     latencies: list[float] = []
@@ -562,7 +568,7 @@ def _throughput_worker(role: int, target: str, ratings: int, barrier, results, _
         index = _index(session, image_id)
         try:
             groups = [] if index is None else session.open_image(index)
-        except ProtocolError:
+        except protocol_error:
             continue
         except Exception as exc:
             crashes.add(exc)
@@ -577,7 +583,7 @@ def _throughput_worker(role: int, target: str, ratings: int, barrier, results, _
                 try:
                     group = session.set_values(group, {field: value}, image_index=index,
                                                focus=0)
-                except ProtocolError:
+                except protocol_error:
                     break
                 except Exception as exc:
                     crashes.add(exc)

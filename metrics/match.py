@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rubrics.match import ANSWER_VALUES, DEFAULT_RULE, GOLD_RIGHT, RULES
+
+if TYPE_CHECKING:
+    from metrics.agreement import UnitSums
 
 DIRECTIONS = ("i2t", "t2i")
 GOLD_NEGATIVE_BEYOND = 25
@@ -563,7 +567,7 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
 
     def record(statistic: str, who: str, frame: pd.DataFrame, column: str,
                value_of: Callable[[np.ndarray], float],
-               sums_of: Callable[[np.ndarray], object]) -> None:
+               sums_of: Callable[[np.ndarray], UnitSums]) -> None:
         """One statistic of `column` over the pairs of `frame`, from its annotators x
         pairs matrix (pairs in order of appearance, the units the bootstrap draws)."""
         units = frame["pair"].unique()
