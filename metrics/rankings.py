@@ -121,8 +121,17 @@ def _positions(search: tuple[np.ndarray, np.ndarray] | None, mapping: Mapping[Id
     if wanted is None:
         return np.fromiter((mapping.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
     values, order = search
+    at = sorted_positions(values, wanted)
+    return np.where(at >= 0, order[at], -1)
+
+
+def sorted_positions(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of `wanted` (any shape) is in the ascending array `values`, by binary
+    search; -1 where it is absent."""
+    if not len(values):
+        return np.full(np.shape(wanted), -1, dtype=np.int64)
     at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
-    return np.where(values[at] == wanted, order[at], -1)
+    return np.where(values[at] == wanted, at, -1)
 
 
 @dataclass(frozen=True, eq=False)

@@ -44,7 +44,7 @@ import numpy as np
 
 from metrics.confidence import bca_ci, check_ci, resample_counts
 from metrics.positives import Id, PositiveSet
-from metrics.rankings import Ranked, RankingsError, ScoredRankings
+from metrics.rankings import Ranked, RankingsError, ScoredRankings, sorted_positions
 
 DEFAULT_KS = (1, 5, 10)
 RSUM_KS = (1, 5, 10)
@@ -165,12 +165,9 @@ def _relevance(top: np.ndarray, pair_query: np.ndarray, pair_item: np.ndarray, w
                ) -> np.ndarray:
     """(queries x depth) booleans: is the item at that rank a positive of the query (a
     binary search of each (query, item) key among the sorted positive pairs' keys)."""
-    if not len(pair_query):
-        return np.zeros(top.shape, dtype=bool)
     keys = np.arange(len(top), dtype=np.int64)[:, None] * width + top
     positives = np.sort(pair_query * width + pair_item)
-    found = positives[np.minimum(np.searchsorted(positives, keys), len(positives) - 1)]
-    return (found == keys) & (top >= 0)
+    return (sorted_positions(positives, keys) >= 0) & (top >= 0)
 
 
 def _allowed(ranked: Ranked, restriction: frozenset[Id] | None) -> np.ndarray | None:
