@@ -21,6 +21,8 @@ wall times' noise can hide a difference that the CPU times show. Needs
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import resource
@@ -179,8 +181,9 @@ def in_memory(table: Table, scores: np.ndarray, images: list[int], captions: lis
 
     theirs_s = ours_s = without_ci = theirs_cpu = ours_cpu = without_cpu = float("inf")
     for _ in range(runs):  # taking turns
-        seconds, cpu, reference = clock(lambda: package.compute_all_metrics(
-            *lists, target_metrics=TARGETS, Ks=(1, 5, 10), verbose=False))
+        with contextlib.redirect_stderr(io.StringIO()):  # its progress bars, verbose or not
+            seconds, cpu, reference = clock(lambda: package.compute_all_metrics(
+                *lists, target_metrics=TARGETS, Ks=(1, 5, 10), verbose=False))
         theirs_s, theirs_cpu = min(theirs_s, seconds), min(theirs_cpu, cpu)
         seconds, cpu, records = clock(lambda: ours(int(BOOTSTRAP)))
         ours_s, ours_cpu = min(ours_s, seconds), min(ours_cpu, cpu)
