@@ -37,15 +37,26 @@ CHUNK_BYTES = 1 << 20  # measured here: faster than 256 or 512 KiB chunks, 1 or 
 MAX_THREADS = 4
 
 
-def idle_cores() -> int:
+def idle_cores(loadavg: Path = Path("/proc/loadavg")) -> int:
     """Cores free for parsing threads now (at least 1, at most MAX_THREADS): on a busy
     machine more threads only add switching and page faults (measured here: 2 threads at
-    load 1.5 on 2 cores took 15 % more CPU and longer than one). A load of one is this
-    command itself, or the one a script ran just before it."""
+    load 1.5 on 2 cores took 15 % more CPU and longer than one). What is busy is read at
+    this instant where Linux says it (the threads running or ready to run, this one
+    included), not from the one-minute load average, which still counts for a minute a
+    process that has just ended (a script's previous command, say) and would leave an
+    idle core unused; elsewhere the load average stands in."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(MAX_THREADS, cores, round(cores + 1 - busy)))
+    return max(1, min(MAX_THREADS, cores, round(cores + 1 - _busy(loadavg))))
+
+
+def _busy(loadavg: Path) -> float:
+    """Threads running or ready to run now, this one included (the fourth field of
+    /proc/loadavg, `running/total`); the one-minute load average where that is missing."""
+    try:
+        return float(loadavg.read_text(encoding="ascii").split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
 
 
 _ALLOWED_BYTES = b'0123456789{}[],:" \t\n\r'

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics.integer_lists import parse_integer_lists
+from metrics.integer_lists import MAX_THREADS, idle_cores, parse_integer_lists
 
 LARGEST = 2**31 - 1
 
@@ -114,3 +114,23 @@ def test_uneven_lists_and_chunks_that_end_anywhere(threads: int):
     data = json.dumps(document).encode()
     for chunk in (1, 2, 3, 1000, 1 << 22):
         _same(parse_integer_lists(data, chunk_bytes=chunk, threads=threads), _in_shape(data))
+
+
+@pytest.mark.parametrize(("running", "expected"), [(1, 2), (2, 1), (3, 1), (9, 1)])
+def test_threads_follow_what_runs_now_not_the_last_minute(tmp_path, monkeypatch, running,
+                                                          expected):
+    """A load average of 1.9 left by a command that has just ended must not keep the
+    second core idle: the threads running now (this one included) decide."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (1.9, 1.9, 1.9))
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"1.90 1.90 1.90 {running}/300 4242\n", encoding="ascii")
+    assert idle_cores(loadavg) == expected
+
+
+def test_without_proc_the_load_average_decides(tmp_path, monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(8)), raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (6.0, 6.0, 6.0))
+    assert idle_cores(tmp_path / "absent") == 3
+    monkeypatch.setattr("os.getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert idle_cores(tmp_path / "absent") == MAX_THREADS
