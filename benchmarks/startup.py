@@ -20,7 +20,7 @@ from benchmarks.report_speed import project  # noqa: E402
 from benchmarks.table import Table, best_of, installed_environment, seconds  # noqa: E402
 
 HEAVY = ("torch", "transformers", "nltk", "rouge_score", "bert_score", "spacy", "scipy",
-         "pandas", "matplotlib", "sacrebleu", "PIL", "textual")
+         "pandas", "matplotlib", "sacrebleu", "PIL", "textual", "sqlalchemy", "numpy")
 PROBE = ("import sys; sys.argv = ['thumb', *sys.argv[1:]]; "
          "from thumb_tui.cli import app\ntry:\n    app()\nexcept SystemExit:\n    pass\n"
          "print('\\nloaded:', ' '.join(sorted(m for m in {heavy} if m in sys.modules)), "

@@ -40,8 +40,10 @@ def image_draws(images: Sequence[object], bootstrap: int, seed: int, *,
     image can be weighted per image instead of per caption. With `jackknife`, the rows of
     `metrics.confidence.leave_one_out` below them: every image once but one (or one
     group, past `JACKKNIFE_GROUPS` images), the jackknife that gives a BCa interval its
-    acceleration (`bca` splits the statistic's values again)."""
-    codes, uniques = pd.factorize(pd.Series(list(images)))
+    acceleration (`bca` splits the statistic's values again). A column or array is factorized
+    as it is: copied into Python objects first, it cost more than the draws it indexes."""
+    codes, uniques = pd.factorize(images if isinstance(images, pd.Series | np.ndarray)
+                                  else pd.Series(list(images)))
     counts = _draw_counts(len(uniques), bootstrap, seed)
     if jackknife:
         counts = np.vstack([counts, leave_one_out(len(uniques))])
@@ -348,22 +350,26 @@ def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: i
     both systems' captions of it) and `significant`, whether the CI leaves out 0. A tidy
     frame: system, versus, difference, ci_low, ci_high, ci_warning, images, significant."""
     order = data.groupby("system", sort=False)["total"].mean().sort_values(ascending=False)
+    images, _ = pd.factorize(data["image_id"])  # pairs are picked in arrays, not frames
+    all_totals = data["total"].to_numpy(dtype=float)
+    rows_of = {system: (data["system"] == system).to_numpy() for system in order.index}
+    captioned = {system: np.bincount(images[rows], minlength=images.max() + 1) > 0
+                 for system, rows in rows_of.items()}  # the images a system captioned
     rows = []
     for index, system in enumerate(order.index):
         for versus in order.index[index + 1:]:
-            pair = data[data["system"].isin([system, versus])]
-            shared = pair.groupby("image_id")["system"].nunique() == 2
-            pair = pair[pair["image_id"].isin(shared[shared].index)]
-            if pair.empty:
+            shared = captioned[system] & captioned[versus]
+            in_pair = (rows_of[system] | rows_of[versus]) & shared[images]
+            if not in_pair.any():
                 continue
-            first = (pair["system"] == system).to_numpy(dtype=float)
-            totals = pair["total"].to_numpy(dtype=float)
+            first = rows_of[system][in_pair].astype(float)
+            totals = all_totals[in_pair]
             difference = float(totals[first == 1].mean() - totals[first == 0].mean())
             row = {"system": system, "versus": versus, "difference": difference,
                    "ci_low": np.nan, "ci_high": np.nan, "ci_warning": None,
-                   "images": int(pair["image_id"].nunique())}
+                   "images": int(shared.sum())}
             if bootstrap:
-                weights = image_weights(pair["image_id"], bootstrap, seed, jackknife=True)
+                weights = image_weights(images[in_pair], bootstrap, seed, jackknife=True)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     replicates = (
                         replicate_sums(weights, totals * first)
@@ -457,7 +463,8 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
             if sample is None:
                 sample = samples[defined.tobytes()] = _Sample(
                     {name: y[defined] for name, y in humans.items()},
-                    None if columns is None else columns[defined])
+                    # every caption scored (as usual): the weights themselves, not a copy
+                    columns if columns is None or defined.all() else columns[defined])
             x = values[defined]
             replicates: dict[str, dict[str, np.ndarray]] = {}
             present = None  # the jackknife's groups (images) with a caption where the

@@ -25,7 +25,6 @@ from metrics.signature import signature_labels
 from reports.figures import WrittenFigure, draw_figures
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, mean_with_ci
-from reports.retrieval_text import retrieval_sections
 from reports.summary import subset_words, summarize
 from reports.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
@@ -315,13 +314,23 @@ def _correlation_sections(report: Report) -> list[tuple[str, str]]:
     return sections
 
 
+def _retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """The retrieval section, its module (and the retrieval metrics it brings) loaded only
+    for a project that evaluated a model."""
+    if table.empty:
+        return []
+    from reports.retrieval_text import retrieval_sections
+
+    return retrieval_sections(table)
+
+
 def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
                      every_ci: bool) -> list[tuple[str, str]]:
     missing = {note["key"] for note in report.missing}
     others = [*_bison_sections(report.bison),
               *[section for judgments in report.judgments
                 for section in judgment_sections(judgments)],
-              *retrieval_sections(report.retrieval)]
+              *_retrieval_sections(report.retrieval)]
     if report.data.empty:  # no caption scored yet: only what else the project holds
         return others
     labels = score_labels(report.rubric)

@@ -1,26 +1,28 @@
 """Storage: SQLModel tables, engine/session, import/export, migrations.
 
-The pandas-backed parts (export, queries, the THUMB release) load on first use, so the
-annotation app starts without importing pandas."""
+Every name here loads its module on first use, so that importing a storage module (the
+command line's modules do, to name their options) imports neither SQLAlchemy nor the
+tables nor pandas until a command opens a database."""
 
 from importlib import import_module
 
-from storage.db import database_url, make_engine, open_database
 from storage.errors import InputError, Problem
-from storage.importer import ImportSummary, import_captions
-from storage.models import (
-    Annotator,
-    Caption,
-    Event,
-    Image,
-    ImageReference,
-    Rating,
-    Stage,
-)
 
 EXPORT_FORMATS = ("csv", "jsonl", "parquet", "thumb-jsonl")
 
 _LAZY = {
+    "database_url": "storage.db",
+    "make_engine": "storage.db",
+    "open_database": "storage.db",
+    "ImportSummary": "storage.importer",
+    "import_captions": "storage.importer",
+    "Annotator": "storage.models",
+    "Caption": "storage.models",
+    "Event": "storage.models",
+    "Image": "storage.models",
+    "ImageReference": "storage.models",
+    "Rating": "storage.models",
+    "Stage": "storage.models",
     "export_ratings": "storage.exporter",
     "final_scores": "storage.rating_frames",
     "project_status": "storage.rating_frames",

@@ -9,10 +9,10 @@ import json
 import uuid
 from collections.abc import Mapping
 from functools import cache
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection
-
-from storage.models import Event, utcnow
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 
 @cache
@@ -30,6 +30,10 @@ def log_change(connection: Connection, *, actor: str, action: str, table: str,
                reverts: str | None = None) -> str:
     """Append one event per field of `new` (values as JSON; the old value where `old` has
     the field) inside the caller's transaction; they share one change id, returned."""
+    # the tables load with the first change, not with `os_login`, which every command line
+    # module imports to name who acts
+    from storage.models import Event, utcnow
+
     change_id = change_id or uuid.uuid4().hex
     now, old = utcnow(), old or {}
     connection.execute(Event.__table__.insert(), [

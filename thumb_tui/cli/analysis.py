@@ -103,15 +103,17 @@ def report_command(
 
     The folder is made if its parent exists; a report file or figure that is there already
     is replaced only with --force."""
-    from reports import latex
-
     if print_figures and fmt not in ("md", "html"):
         fail("--print-figures goes with --format md or html (the reports with figures)")
-    output_folder(out, force=force, expect=[latex.REPORT_FILE if fmt == "latex"
-                                            else f"report.{fmt}"])
-    if fmt == "latex" and out.is_dir():
-        output_folder(out / latex.TABLES_FOLDER, force=force,
-                      expect=[f"{name}.tex" for name in latex.REPORT_TABLES])
+    if fmt == "latex":  # the LaTeX renderer (and its tables' modules) only for LaTeX
+        from reports import latex
+
+        output_folder(out, force=force, expect=[latex.REPORT_FILE])
+        if out.is_dir():
+            output_folder(out / latex.TABLES_FOLDER, force=force,
+                          expect=[f"{name}.tex" for name in latex.REPORT_TABLES])
+    else:
+        output_folder(out, force=force, expect=[f"report.{fmt}"])
     with collector_paused(), value_errors():
         from reports.render import write_report
         from reports.tables import build_report

@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from sqlalchemy import Engine
 from typer.core import TyperGroup
 
 from rubrics import printable
-from storage import InputError, open_database
-from storage.db import is_url, sqlite_path
+from storage.errors import InputError
 from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them from here)
     ForceOption,
     Outputs,
@@ -28,7 +26,8 @@ from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them fro
     written,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # SQLAlchemy and the tables load when a command opens the database
+    from sqlalchemy import Engine
     from textual.app import App
 
 console = Console()
@@ -144,6 +143,8 @@ class State:
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
+        from storage.db import is_url, sqlite_path
+
         path = sqlite_path(self.db)
         if path is not None:
             if path.is_dir():
@@ -168,6 +169,7 @@ class State:
         """Open --db, or end the command in one line saying what is wrong with it."""
         from sqlalchemy.exc import SQLAlchemyError
 
+        from storage.db import open_database
         from storage.migrations import SchemaError
 
         shown = self._check(must_exist=must_exist)
@@ -186,6 +188,8 @@ class State:
     def _claim_new_file(self) -> None:
         """Create a new SQLite file empty (O_EXCL: of two processes, one creates it), so
         that this command knows the file is its own and removes it if it fails."""
+        from storage.db import sqlite_path
+
         path = sqlite_path(self.db)
         if path is None or self._created is not None:
             return

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import typer
 
-from storage import make_engine
-from storage.migrations import SchemaError, upgrade_database
 from thumb_tui.cli.common import fail, state
 
 app = typer.Typer(help="Database administration (schema upgrades).", no_args_is_help=True)
@@ -18,6 +16,9 @@ def upgrade_command() -> None:
     thumb-tui's: a damaged database (a table, column, index, constraint or trigger missing)
     is named difference by difference, exit status 2, and left as it was. On PostgreSQL,
     back up first (pg_dump) and run it once while nobody rates."""
+    from storage.db import make_engine
+    from storage.migrations import SchemaError, upgrade_database
+
     state.require_existing()
     engine = make_engine(state.db)
     try:

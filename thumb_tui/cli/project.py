@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 import storage
 from rubrics import for_markup, printable
-from storage import EXPORT_FORMATS, import_captions
-from storage.dashboard import AnnotatorProgress, Dashboard, dashboard, work_for
+from storage import EXPORT_FORMATS
 from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
@@ -34,6 +33,9 @@ from thumb_tui.cli.common import (
     state,
     value_errors,
 )
+
+if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
+    from storage.dashboard import AnnotatorProgress, Dashboard
 
 app = typer.Typer()
 
@@ -56,8 +58,9 @@ def import_command(
     with value_errors():
         chosen = None if rubric is None else load_rubric(rubric)
     with value_errors(), database_for_import() as engine, collector_paused():
-        summary = import_captions(engine, file, actor=by or os_login(), rubric=chosen,
-                                  allow_outside_images=allow_outside_images)
+        summary = storage.import_captions(engine, file, actor=by or os_login(),
+                                          rubric=chosen,
+                                          allow_outside_images=allow_outside_images)
     typer.echo(str(summary))
 
 
@@ -141,6 +144,8 @@ def status_command(
 
     if fmt not in ("table", "json"):
         fail("--format must be table or json")
+    from storage.dashboard import dashboard
+
     board = dashboard(state.existing_engine)
     if fmt == "json":
         typer.echo(json.dumps(dataclasses.asdict(board), indent=2))
@@ -242,6 +247,8 @@ def _done_open(done: int, going: int) -> str:
 def next_command(annotator: AnnotatorOption = None) -> None:
     """What this annotator can do now, as the commands to run."""
     import shlex
+
+    from storage.dashboard import work_for
 
     name = known_annotator(annotator)
     work = work_for(state.existing_engine, name)

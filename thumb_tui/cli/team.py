@@ -11,18 +11,10 @@ from typing import Annotated
 import typer
 
 from rubrics import printable
-from storage.team import (
-    DEFAULT_PREFIX,
-    TeamError,
-    TeamRoles,
-    add_member,
-    checked_role_name,
-    init_team,
-    members,
-    remove_member,
-    team_roles,
-)
 from thumb_tui.cli.common import fail, state
+
+# storage.team (SQLAlchemy, the tables) is imported by each command: building the command
+# line, which every `thumb` start does, needs none of it
 
 app = typer.Typer(help="A team on PostgreSQL: one database role per person, and a server "
                        "that shows each annotator only what the THUMB protocol does.")
@@ -34,6 +26,8 @@ NameArgument = Annotated[str, typer.Argument(
 @contextmanager
 def _team_errors() -> Iterator[None]:
     """A team command that cannot run here ends in one line."""
+    from storage.team import TeamError
+
     try:
         yield
     except TeamError as exc:
@@ -42,16 +36,19 @@ def _team_errors() -> Iterator[None]:
 
 @app.command("init")
 def init_command(
-    prefix: Annotated[str, typer.Option(
+    prefix: Annotated[str | None, typer.Option(
         "--prefix", help="Names the group roles PREFIX_owner, PREFIX_lead and "
-                         "PREFIX_annotator (role names are global to the server).")]
-    = DEFAULT_PREFIX,
+                         "PREFIX_annotator (role names are global to the server); "
+                         "without it, thumb_owner, thumb_lead and thumb_annotator.")]
+    = None,
 ) -> None:
     """Make the team's roles, grants and row-level security on this database. Run it as
     the administrator (the role that ran `thumb db upgrade`, with CREATEROLE), once, and
     again after every `thumb db upgrade`."""
+    from storage.team import TeamRoles, init_team
+
     with _team_errors():
-        roles = TeamRoles.named(prefix)
+        roles = TeamRoles.named() if prefix is None else TeamRoles.named(prefix)
         init_team(state.existing_engine, roles)
     typer.echo(f"team ready: {roles.owner} owns the schema, {roles.lead} reads and writes "
                f"everything, {roles.annotator} sees what the protocol shows. Add people "
@@ -78,6 +75,8 @@ def add_command(
 ) -> None:
     """Give one person a login role in the team (and an annotator name). Only the
     password's SCRAM verifier reaches the server; nothing is printed or stored here."""
+    from storage.team import add_member, checked_role_name
+
     if cert and password_stdin:
         fail("--cert and --password-stdin exclude each other")
     with _team_errors():
@@ -92,6 +91,8 @@ def add_command(
 def remove_command(name: NameArgument) -> None:
     """Take a person's rights and login away. Their role stays, unable to log in, so that
     no one added later under the same name inherits their ratings."""
+    from storage.team import remove_member
+
     with _team_errors():
         remove_member(state.existing_engine, name)
     typer.echo(f"{name} can no longer log in or reach the project")
@@ -100,6 +101,8 @@ def remove_command(name: NameArgument) -> None:
 @app.command("status")
 def status_command() -> None:
     """The team's roles and what each may do."""
+    from storage.team import members, team_roles
+
     engine = state.existing_engine
     with _team_errors():
         roles, people = team_roles(engine), members(engine)

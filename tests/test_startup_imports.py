@@ -1,0 +1,37 @@
+"""Every `thumb` command pays for what the command line imports before it runs: building
+the commands and their options (`thumb --help`) must load neither the database layer
+(SQLAlchemy, SQLModel, the tables) nor the analyses' libraries; a command loads them when
+it opens a database or computes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_AT_START_UP = ("sqlalchemy", "sqlmodel", "storage.models", "storage.db", "pandas",
+                   "scipy", "pyarrow", "matplotlib", "tabulate", "textual", "torch")
+PROBE = """
+import sys
+sys.argv = ["thumb", "--help"]
+from thumb_tui.cli import app
+try:
+    app()
+except SystemExit:
+    pass
+print("LOADED", *sorted(name for name in {modules!r} if name in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_help_lists_every_command_without_loading_the_database_layer() -> None:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(modules=NOT_AT_START_UP)],
+                          capture_output=True, text=True, cwd=ROOT, check=True)
+    *help_lines, loaded = done.stdout.strip().splitlines()
+    assert loaded.split()[1:] == []
+    listed = "\n".join(help_lines)
+    for command in ("report", "metrics", "team", "db", "retrieval", "import", "status"):
+        assert f" {command} " in listed, command
