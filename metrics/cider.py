@@ -4,7 +4,7 @@ tokens, without its per-pair Python loops."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from metrics.base import CaptionItem, Metric, MetricOption
 from metrics.signature import digest
-from metrics.tokenize import TOKENIZER, resolve_tokenizer, tokenize
+from metrics.tokenize import TOKENIZER, Tokenization, resolve_tokenizer, tokenize
 
 if TYPE_CHECKING:  # SciPy loads when CIDEr-D runs, not when the command line starts
     from scipy import sparse
@@ -20,37 +20,79 @@ if TYPE_CHECKING:  # SciPy loads when CIDEr-D runs, not when the command line st
 CORPORA = ("auto", "per-system", "pooled")
 
 
-def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
-    """For k = 1..n, a (texts x distinct k-grams) count matrix, built with NumPy: tokens
-    become integer ids, and each k-gram the number of its (k-1)-gram prefix and last
-    token, numbered by np.unique (in the order of the k-grams' token ids)."""
-    token_lists = [text.split() for text in texts]
-    tokens = list(chain.from_iterable(token_lists))
-    flat, vocabulary = _index(tokens)
-    from scipy import sparse
+class NgramCounter:
+    """Counts the 1- to n-grams of texts added in batches (`CiderD` counts the plain texts
+    while the JVM tokenizes the others): for k = 1..n a (rows x distinct k-grams) count
+    matrix, built with NumPy. Tokens become integer ids, each k-gram the pair of its
+    (k-1)-gram prefix and last token, numbered by np.unique (in the order of those pairs;
+    the k-grams first met in a later batch are numbered after those of earlier ones)."""
 
-    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-    owner = np.repeat(np.arange(len(texts)), lengths)
-    room = lengths[owner] - (np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths,
-                                                              lengths))
-    vocabulary_size = np.int64(len(vocabulary))
-    grams = flat  # the (k-1)-gram starting at each position, as a column number
-    matrices = []
-    for k in range(1, n + 1):
-        starts = np.nonzero(room >= k)[0]
-        if k == 1:
-            columns, width = flat, len(vocabulary)
-        else:
-            keys = grams[starts] * vocabulary_size + flat[starts + k - 1]
-            distinct, columns = np.unique(keys, return_inverse=True)
-            width = len(distinct)
-            grams = np.zeros(len(flat), dtype=np.int64)
-            grams[starts] = columns
-        matrix = sparse.csr_matrix((np.ones(len(starts)), (owner[starts], columns.ravel())),
-                                   shape=(len(texts), width))
-        matrix.sum_duplicates()
-        matrices.append(matrix)
-    return matrices
+    def __init__(self, rows: int, n: int) -> None:
+        self.rows, self.n = rows, n
+        self._vocabulary: dict[str, int] = {}
+        # for each k >= 2: the k-grams met so far, sorted, and the column of each
+        self._known = [np.zeros(0, dtype=np.int64) for _ in range(n - 1)]
+        self._columns = [np.zeros(0, dtype=np.int64) for _ in range(n - 1)]
+        self._entries: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
+
+    def add(self, rows: Sequence[int], texts: Sequence[str]) -> None:
+        """Count the tokens `texts[i]` (space-separated) in row `rows[i]`."""
+        token_lists = [text.split() for text in texts]
+        tokens = list(chain.from_iterable(token_lists))
+        vocabulary = self._vocabulary
+        for token in dict.fromkeys(tokens):
+            vocabulary.setdefault(token, len(vocabulary))
+        flat = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64,
+                           count=len(tokens))
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+        owner = np.repeat(np.asarray(rows, dtype=np.int64), lengths)
+        room = np.repeat(lengths, lengths) - (
+            np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+        grams = flat  # the (k-1)-gram starting at each position, as a column number
+        for k in range(1, self.n + 1):
+            starts = np.nonzero(room >= k)[0]
+            columns = flat
+            if k > 1:  # ids below 2**31: (prefix, last token) in one int64, in pair order
+                columns = self._number(k - 2, (grams[starts] << 32) | flat[starts + k - 1])
+                grams = np.zeros(len(flat), dtype=np.int64)
+                grams[starts] = columns
+            self._entries[k - 1].append((owner[starts], columns))
+
+    def _number(self, level: int, keys: np.ndarray) -> np.ndarray:
+        """The column of each key: a known one's, or the next free one for a new key."""
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        known, known_columns = self._known[level], self._columns[level]
+        at = np.searchsorted(known, distinct)
+        found = at < len(known)
+        found[found] = known[at[found]] == distinct[found]
+        columns = np.empty(len(distinct), dtype=np.int64)
+        columns[found] = known_columns[at[found]]
+        new = np.nonzero(~found)[0]
+        columns[new] = len(known) + np.arange(len(new))
+        self._known[level] = np.insert(known, at[new], distinct[new])  # still sorted
+        self._columns[level] = np.insert(known_columns, at[new], columns[new])
+        return columns[inverse.ravel()]
+
+    def matrices(self) -> list[sparse.csr_matrix]:
+        from scipy import sparse
+
+        widths = [len(self._vocabulary), *(len(known) for known in self._known)]
+        matrices = []
+        for entries, width in zip(self._entries, widths, strict=True):
+            rows = np.concatenate([np.zeros(0, dtype=np.int64), *(r for r, _ in entries)])
+            columns = np.concatenate([np.zeros(0, dtype=np.int64), *(c for _, c in entries)])
+            matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, columns)),
+                                       shape=(self.rows, width))
+            matrix.sum_duplicates()
+            matrices.append(matrix)
+        return matrices
+
+
+def _ngram_counts(texts: Sequence[str], n: int) -> list[sparse.csr_matrix]:
+    """For k = 1..n, the (texts x distinct k-grams) count matrix (`NgramCounter`)."""
+    counter = NgramCounter(len(texts), n)
+    counter.add(range(len(texts)), texts)
+    return counter.matrices()
 
 
 PAIR_CHUNK = 200_000  # caption-reference pairs scored at once: bounds the memory
@@ -136,82 +178,119 @@ def _corpora(group: np.ndarray, set_of: np.ndarray, scored: np.ndarray
     return distinct, item_corpus
 
 
-def cider_d(
-    hypotheses: Sequence[str], references: Sequence[Sequence[str]], n: int = 4,
-    sigma: float = 6.0, corpus: Sequence[int] | None = None,
-) -> np.ndarray:
-    """CIDEr-D of each tokenised hypothesis against its tokenised references.
+class CiderItems:
+    """What CIDEr-D needs to know of its items before their tokens: the distinct captions
+    and references (texts, or tokens), each caption-reference pair, and the corpora of
+    document frequencies. Found from the texts alone, so `CiderD` finds it while the JVM
+    tokenizes, and counts the n-grams of the texts whose tokens it has (`count`); `score`
+    counts the rest.
 
     Document frequencies come from the items of the same `corpus` id (default: all items
     form one corpus, as in one pycocoevalcap `Cider` call); several corpora are scored in
     one pass, and corpora with the same reference sets (systems captioning the same
-    images) share one set of frequencies. Each distinct text is counted once; time and
-    memory grow with the number of caption-reference pairs. An item without references
-    scores NaN (CIDEr-D is undefined for it) and is left out of the frequencies."""
-    items = len(references)
-    if not items:
-        return np.zeros(0)
-    group = np.zeros(items, dtype=np.int64) if corpus is None else np.asarray(corpus)
-    hyp_of, distinct_hyps = _index(hypotheses)
-    # captions of one image share its reference list: the lists are numbered first, and
-    # each distinct list is read once
-    list_of, distinct_lists = _index(tuple(refs) for refs in references)
-    ref_numbers: dict[str, int] = {}
-    list_refs = [np.array([ref_numbers.setdefault(r, len(ref_numbers)) for r in refs],
-                          dtype=np.int64) for refs in distinct_lists]
-    distinct_refs = list(ref_numbers)
-    list_sizes = np.array([len(refs) for refs in list_refs], dtype=np.int64)
-    per_item = list_sizes[list_of]
-    owner = np.repeat(np.arange(items), per_item)
-    scored = per_item > 0
-    flat = np.concatenate([np.zeros(0, dtype=np.int64), *list_refs])
-    starts = np.cumsum(list_sizes) - list_sizes
-    pair_ref = flat[np.repeat(starts[list_of], per_item)
-                    + np.arange(len(owner)) - np.repeat(np.cumsum(per_item) - per_item,
-                                                        per_item)]
-    # the set of distinct references of each item, and the items' corpora with the same
-    # multiset of reference sets, which therefore share their document frequencies
-    set_of_list, distinct_sets = _index(tuple(sorted(set(refs.tolist()))) for refs in list_refs)
-    set_of = set_of_list[list_of]
-    distinct_corpora, item_corpus = _corpora(group, set_of, scored)
-    log_size = np.log(np.array([len(key) for key in distinct_corpora], dtype=float))
-    set_refs = _membership(list(distinct_sets), len(distinct_refs))
-    corpus_sets = _membership(list(distinct_corpora), len(distinct_sets))
+    images) share one set of frequencies. An item without references scores NaN (CIDEr-D
+    is undefined for it) and is left out of the frequencies."""
 
-    counts = _ngram_counts([*distinct_hyps, *distinct_refs], n)
-    split = len(distinct_hyps)
-    lengths = counts[1].sum(axis=1).A.ravel()  # THUMB/COCO: length = number of bigrams
-    # reference vectors depend on (corpus, reference): weight each such pair once
-    pair_corpus = item_corpus[owner]
-    ref_unit, units = _index(zip(pair_corpus.tolist(), pair_ref.tolist(), strict=True))
-    unit_corpus = np.array([c for c, _ in units], dtype=np.int64)
-    unit_ref = np.array([r for _, r in units], dtype=np.int64)
-    item_rows = np.nonzero(scored)[0]
-    item_at = np.full(items, -1, dtype=np.int64)  # row of each scored item in hyp_vec
-    item_at[item_rows] = np.arange(len(item_rows))
-    per_pair = np.zeros(len(owner))
-    for matrix in counts:
-        hyp_counts, ref_counts = matrix[:split].tocsr(), matrix[split:].tocsr()
-        idf = _idf_table(_document_frequencies(corpus_sets, set_refs, ref_counts), log_size)
-        hyp_vec = _tfidf(hyp_counts, hyp_of[item_rows], item_corpus[item_rows], idf)
-        ref_vec = _tfidf(ref_counts, unit_ref, unit_corpus, idf)
-        norm_h = np.sqrt(hyp_vec.multiply(hyp_vec).sum(axis=1).A.ravel())
-        norm_r = np.sqrt(ref_vec.multiply(ref_vec).sum(axis=1).A.ravel())
-        for start in range(0, len(owner), PAIR_CHUNK):
-            chunk = slice(start, start + PAIR_CHUNK)
-            h_rows, r_rows = item_at[owner[chunk]], ref_unit[chunk]
-            r = ref_vec[r_rows]
-            overlap = hyp_vec[h_rows].minimum(r).multiply(r).sum(axis=1).A.ravel()
-            norms = norm_h[h_rows] * norm_r[r_rows]
-            both = norms != 0
-            overlap[both] /= norms[both]
-            per_pair[chunk] += overlap
-    delta = lengths[hyp_of[owner]] - lengths[split:][pair_ref]
-    per_pair *= np.exp(-(delta**2) / (2 * sigma**2)) / n
-    sums = np.bincount(owner, weights=per_pair, minlength=items)
-    scores = np.full(items, np.nan)
-    scores[scored] = sums[scored] / per_item[scored] * 10.0
-    return scores
+    def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                 corpus: Sequence[int] | None = None, n: int = 4) -> None:
+        items = self.items = len(references)
+        group = np.zeros(items, dtype=np.int64) if corpus is None else np.asarray(corpus)
+        self.hyp_of, self.distinct_hyps = _index(hypotheses)
+        # captions of one image share its reference list: the lists are numbered first, and
+        # each distinct list is read once
+        list_of, distinct_lists = _index(tuple(refs) for refs in references)
+        ref_numbers: dict[str, int] = {}
+        list_refs = [np.array([ref_numbers.setdefault(r, len(ref_numbers)) for r in refs],
+                              dtype=np.int64) for refs in distinct_lists]
+        self.distinct_refs = list(ref_numbers)
+        list_sizes = np.array([len(refs) for refs in list_refs], dtype=np.int64)
+        self.per_item = per_item = list_sizes[list_of]
+        self.owner = owner = np.repeat(np.arange(items), per_item)  # the item of each pair
+        self.scored = scored = per_item > 0
+        flat = np.concatenate([np.zeros(0, dtype=np.int64), *list_refs])
+        starts = np.cumsum(list_sizes) - list_sizes
+        self.pair_ref = flat[np.repeat(starts[list_of], per_item)
+                             + np.arange(len(owner)) - np.repeat(np.cumsum(per_item) - per_item,
+                                                                 per_item)]
+        # the set of distinct references of each item, and the items' corpora with the same
+        # multiset of reference sets, which therefore share their document frequencies
+        set_of_list, distinct_sets = _index(tuple(sorted(set(refs.tolist())))
+                                            for refs in list_refs)
+        distinct_corpora, self.item_corpus = _corpora(group, set_of_list[list_of], scored)
+        self.log_size = np.log(np.array([len(key) for key in distinct_corpora], dtype=float))
+        self.set_refs = _membership(list(distinct_sets), len(self.distinct_refs))
+        self.corpus_sets = _membership(list(distinct_corpora), len(distinct_sets))
+        # reference vectors depend on (corpus, reference): weight each such pair once
+        refs = max(len(self.distinct_refs), 1)
+        units, unit_of_pair = np.unique(self.item_corpus[owner] * refs + self.pair_ref,
+                                        return_inverse=True)
+        self.ref_unit = unit_of_pair.ravel()
+        self.unit_corpus, self.unit_ref = np.divmod(units, refs)
+        self.item_rows = np.nonzero(scored)[0]
+        self.item_at = np.full(items, -1, dtype=np.int64)  # row of each scored item's vector
+        self.item_at[self.item_rows] = np.arange(len(self.item_rows))
+        self.n = n
+        # the rows of the n-gram counts: the distinct captions, then the distinct references
+        self._uncounted = dict(enumerate([*self.distinct_hyps, *self.distinct_refs]))
+        self._counter = NgramCounter(len(self._uncounted), n)
+
+    def count(self, tokens: Mapping[str, str] | None = None) -> None:
+        """Count the n-grams of the texts not counted yet whose tokens `tokens` has (all
+        of them when None: the texts are tokens already)."""
+        ready = {row: text for row, text in self._uncounted.items()
+                 if tokens is None or text in tokens}
+        self._counter.add(list(ready), [text if tokens is None else tokens[text]
+                                        for text in ready.values()])
+        for row in ready:
+            del self._uncounted[row]
+
+    def score(self, tokens: Mapping[str, str] | None = None, sigma: float = 6.0
+              ) -> np.ndarray:
+        """CIDEr-D of each item, given the tokens of each text (`tokens`; None when the
+        texts are tokens already). Each distinct text is counted once; time and memory grow
+        with the number of caption-reference pairs."""
+        if not self.items:
+            return np.zeros(0)
+        self.count(tokens)
+        counts, n = self._counter.matrices(), self.n
+        split = len(self.distinct_hyps)
+        owner, item_rows, item_at = self.owner, self.item_rows, self.item_at
+        lengths = counts[1].sum(axis=1).A.ravel()  # THUMB/COCO: length = number of bigrams
+        per_pair = np.zeros(len(owner))
+        for matrix in counts:
+            hyp_counts, ref_counts = matrix[:split].tocsr(), matrix[split:].tocsr()
+            idf = _idf_table(_document_frequencies(self.corpus_sets, self.set_refs,
+                                                   ref_counts), self.log_size)
+            hyp_vec = _tfidf(hyp_counts, self.hyp_of[item_rows], self.item_corpus[item_rows],
+                             idf)
+            ref_vec = _tfidf(ref_counts, self.unit_ref, self.unit_corpus, idf)
+            norm_h = np.sqrt(hyp_vec.multiply(hyp_vec).sum(axis=1).A.ravel())
+            norm_r = np.sqrt(ref_vec.multiply(ref_vec).sum(axis=1).A.ravel())
+            for start in range(0, len(owner), PAIR_CHUNK):
+                chunk = slice(start, start + PAIR_CHUNK)
+                h_rows, r_rows = item_at[owner[chunk]], self.ref_unit[chunk]
+                r = ref_vec[r_rows]
+                overlap = hyp_vec[h_rows].minimum(r).multiply(r).sum(axis=1).A.ravel()
+                norms = norm_h[h_rows] * norm_r[r_rows]
+                both = norms != 0
+                overlap[both] /= norms[both]
+                per_pair[chunk] += overlap
+        delta = lengths[self.hyp_of[owner]] - lengths[split:][self.pair_ref]
+        per_pair *= np.exp(-(delta**2) / (2 * sigma**2)) / n
+        sums = np.bincount(owner, weights=per_pair, minlength=self.items)
+        scores = np.full(self.items, np.nan)
+        scored = self.scored
+        scores[scored] = sums[scored] / self.per_item[scored] * 10.0
+        return scores
+
+
+def cider_d(
+    hypotheses: Sequence[str], references: Sequence[Sequence[str]], n: int = 4,
+    sigma: float = 6.0, corpus: Sequence[int] | None = None,
+) -> np.ndarray:
+    """CIDEr-D of each tokenised hypothesis against its tokenised references, document
+    frequencies from the items of each `corpus` id (`CiderItems`)."""
+    return CiderItems(hypotheses, references, corpus, n).score(sigma=sigma)
 
 
 class CiderD(Metric):
@@ -266,5 +345,12 @@ class CiderD(Metric):
         return [systems.setdefault(item.system, len(systems)) for item in items]
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
-        hyps, refs = self._tokens(items)
-        return cider_d(hyps, refs, corpus=self.corpus_ids(items))
+        texts = [item.text for item in items]
+        references = [item.references for item in items]
+        with Tokenization(chain(texts, *references), self.tokenize_with) as tokenization:
+            layout = CiderItems(texts, references, self.corpus_ids(items))  # as the JVM works
+            layout.count(tokenization.known)  # the plain texts
+            while (arrived := tokenization.arrived()) is not None:
+                layout.count(arrived)  # the JVM's, as it gives them
+            tokens = tokenization.result()
+        return layout.score(tokens)

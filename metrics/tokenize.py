@@ -3,7 +3,8 @@ pycocoevalcap ships) or the same lexer in Python (metrics.ptb_lexer), the same t
 way; plain captions need neither. `auto` picks per call whichever takes less time for the
 texts that need PTB's rules (one JVM for many; the Python lexer for few, once its rules are
 compiled in the process, or without Java). All lower-case and drop exactly pycocoevalcap's
-punctuation tokens; each distinct text is tokenized once per call."""
+punctuation tokens; each distinct text is tokenized once per call. `Tokenization` lets the
+caller work on the tokens it has while the JVM (another process, another core) works."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -98,9 +100,10 @@ def _class_data_flags(jar: Path) -> tuple[list[str], tuple[Path, Path] | None]:
 class JavaTokenizer:
     """One Stanford PTBTokenizer process, as pycocoevalcap calls it, that tokenizes texts as
     they are added: it starts while the caller is still finding the texts that need it and
-    reads them as they come (the JVM works on another core). Texts go down a non-blocking
-    pipe (what does not fit waits for the next batch) and tokens into a file: no thread
-    competes with the caller for the interpreter.
+    reads them as they come (the JVM works on another core), and its tokens can be taken
+    as it writes them (`arrived`). Texts go down a non-blocking pipe (what does not fit
+    waits for the next batch) and tokens into a file: no thread competes with the caller
+    for the interpreter, and neither side can wait on the other for ever.
 
     PTBTokenizer looks past the end of a line (an abbreviation before a capitalised word
     loses its period), so in pycocoevalcap a caption's tokens can depend on the caption
@@ -118,10 +121,14 @@ class JavaTokenizer:
         self._output = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
         self._process = subprocess.Popen(
-            # C1 compilation only: half the CPU time for a run this short, the same tokens
+            # C1 compilation only: half the CPU time for a run this short, the same tokens.
+            # Untokenizable characters are deleted as by default, but not reported: the
+            # report loads java.util.logging (0.03 s of a 0.1 s start), the tokens are equal.
+            # Measured no faster: -XX:+UseSerialGC, -XX:-UsePerfData, -XX:CICompilerCount=1,
+            # earlier compilation (-XX:CompileThresholdScaling); -Xint is ten times slower
             ["java", "-XX:+IgnoreUnrecognizedVMOptions", "-XX:TieredStopAtLevel=1", *sharing,
              "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
-             "-lowerCase"],
+             "-lowerCase", "-options", "untokenizable=noneDelete"],
             stdin=subprocess.PIPE, stdout=self._output, stderr=self._errors)
         assert self._process.stdin is not None
         self._stdin = self._process.stdin
@@ -129,7 +136,11 @@ class JavaTokenizer:
         os.set_blocking(self._input, False)
         self._pending: list[str] = []
         self._unsent = bytearray()
-        self._count = 0
+        self._count = 0  # texts sent
+        self._finished = False  # no more texts: the input ends once they are written
+        self._read = 0  # bytes of output read by `arrived`
+        self._lines: list[str] = []  # output lines read, not yet given
+        self._given = 0  # texts whose tokens `arrived` gave
 
     def add(self, text: str) -> None:
         self._pending.append(text)
@@ -137,7 +148,8 @@ class JavaTokenizer:
             self._send()
 
     def _send(self) -> None:
-        """Write the pending texts, or as much of them as the pipe takes now."""
+        """Write the pending texts, or as much of them as the pipe takes now; end the
+        input once all is written after `finish`."""
         self._unsent += "".join(f"{_LINE_BREAKS.sub(' ', text)}\n{_ISOLATOR}\n"
                                 for text in self._pending).encode("utf-8")
         self._count += len(self._pending)
@@ -145,14 +157,47 @@ class JavaTokenizer:
         with contextlib.suppress(BlockingIOError, BrokenPipeError):  # the pipe is full; the
             while self._unsent:  # process has ended (`tokens` says why)
                 del self._unsent[:os.write(self._input, self._unsent)]
+        if self._finished and not self._unsent:
+            with contextlib.suppress(OSError):
+                self._stdin.close()
+
+    def finish(self) -> None:
+        """No more texts: the rest is written as the pipe takes it (`arrived`, `tokens`)."""
+        self._finished = True
+        self._send()
+
+    def arrived(self, batch: int) -> list[str] | None:
+        """The tokens of the next texts the process has finished, once `batch` of them are
+        (fewer at its end), feeding it the input meanwhile; None when it has no more to give
+        (`tokens` then has the rest, or says why it failed). No texts are added after it."""
+        self._finished = True  # else the process would wait for more input, and this for it
+        while True:
+            self._send()
+            ended = self._process.poll() is not None
+            size = os.fstat(self._output.fileno()).st_size
+            if size > self._read:  # whole lines only: the process writes as it goes
+                chunk = os.pread(self._output.fileno(), size - self._read, self._read)
+                whole = chunk.rfind(b"\n") + 1
+                self._read += whole
+                self._lines += chunk[:whole].decode("utf-8").split("\n")[:-1]
+            ready = min(len(self._lines) // 2, self._count - self._given)
+            if ready >= batch or (ended and ready):
+                lines = self._lines[: 2 * ready : 2]
+                del self._lines[: 2 * ready]
+                self._given += ready
+                return [_clean(line) for line in lines]
+            if ended:
+                return None
+            time.sleep(0.002)
 
     def tokens(self) -> list[str]:
-        """The tokens of every text added, in order (lower-cased, punctuation dropped);
-        ends the process."""
-        os.set_blocking(self._input, True)
-        self._send()
-        with contextlib.suppress(OSError):
-            self._stdin.close()
+        """The tokens of every text added, in order (lower-cased, punctuation dropped),
+        but those `arrived` gave; ends the process."""
+        if not self._stdin.closed:
+            os.set_blocking(self._input, True)
+            self._send()
+            with contextlib.suppress(OSError):
+                self._stdin.close()
         if self._process.wait() != 0:
             self._errors.seek(0)
             message = self._errors.read().decode("utf-8", "replace").strip()[-500:]
@@ -163,7 +208,7 @@ class JavaTokenizer:
         output = self._output.read().decode("utf-8").split("\n")[0::2]
         if len(output) < self._count:
             raise RuntimeError("the PTB tokenizer returned fewer lines than it was given")
-        return [_clean(line) for line in output[: self._count]]
+        return [_clean(line) for line in output[self._given : self._count]]
 
     def close(self) -> None:
         """Stop the process if it still runs (an error on the caller's side) and clean up."""
@@ -275,35 +320,89 @@ def faster_backend(count: int) -> str:
     return "ptb-java" if count >= jvm_threshold() else "ptb-python"
 
 
+class Tokenization:
+    """The tokens of `texts` (`tokenize`), begun at once and collected by `result`: plain
+    captions are tokenized while the texts are read, the JVM starts as soon as the texts
+    found to need it are enough and tokenizes them while the rest are read, and goes on
+    while the caller works on the tokens it has (`known`, then `arrived` as the JVM gives
+    them: CIDEr-D counts their n-grams). A context manager: leaving it, on an error too,
+    stops the JVM."""
+
+    ARRIVAL_BATCH = 1000  # texts the JVM has finished that `arrived` waits for: the fewer,
+    # the less is left to count when it ends, the more batches (about 1 ms each)
+
+    def __init__(self, texts: Iterable[str], backend: str = "auto") -> None:
+        if backend == "auto":
+            start_jvm_at = jvm_threshold()
+        else:
+            start_jvm_at = 1 if resolve_tokenizer(backend) == "ptb-java" else math.inf
+        self._tokens: dict[str, str] = {}  # of the texts read so far but `_rest`
+        self._rest: list[str] = []  # the texts that need PTB's rules
+        self._arrived = 0  # of them, those whose tokens `arrived` gave
+        self._java: JavaTokenizer | None = None
+        try:
+            for text in dict.fromkeys(texts):
+                plain = plain_tokens(text)
+                if plain is not None:
+                    self._tokens[text] = plain
+                    continue
+                self._rest.append(text)
+                if self._java is not None:
+                    self._java.add(text)
+                elif len(self._rest) >= start_jvm_at:
+                    self._java = JavaTokenizer()
+                    for earlier in self._rest:
+                        self._java.add(earlier)
+            if self._java is not None:
+                self._java.finish()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def known(self) -> dict[str, str]:
+        """The tokens found so far: of the texts that need no tokenizer, then those that
+        `arrived` and `result` add."""
+        return self._tokens
+
+    def arrived(self) -> dict[str, str] | None:
+        """The tokens of the next texts the JVM has finished (waits for a batch of them),
+        or None when it has no more to give: then, or without a JVM, `result` has the rest.
+        They stay in `known` and `result`."""
+        tokens = None if self._java is None else self._java.arrived(self.ARRIVAL_BATCH)
+        if tokens is None:
+            return None
+        texts = self._rest[self._arrived : self._arrived + len(tokens)]
+        self._arrived += len(tokens)
+        batch = dict(zip(texts, tokens, strict=True))
+        self._tokens.update(batch)
+        return batch
+
+    def result(self) -> dict[str, str]:
+        """The tokens of each distinct text (waits for the JVM, then ends it)."""
+        rest = self._rest[self._arrived :]
+        if rest:
+            tokens = tokenize_python(rest) if self._java is None else self._java.tokens()
+            self._tokens.update(zip(rest, tokens, strict=True))
+            self._arrived = len(self._rest)
+        return self._tokens
+
+    def close(self) -> None:
+        if self._java is not None:
+            self._java.close()
+
+    def __enter__(self) -> Tokenization:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
 def tokenize(texts: Sequence[str], backend: str = "auto") -> list[str]:
     """PTB-tokenise, lower-case and drop punctuation: plain captions directly, the others
     with `backend` (`auto`: `faster_backend` for their number; ptb-java: one Java process
     for all of them); each distinct text is tokenized once (references shared by many
-    captions, repeated captions). The JVM starts as soon as the texts found to need it
-    are enough, and tokenizes them while the rest are read."""
-    if backend == "auto":
-        start_jvm_at = jvm_threshold()
-    else:
-        start_jvm_at = 1 if resolve_tokenizer(backend) == "ptb-java" else math.inf
-    tokens: dict[str, str | None] = {}
-    rest: list[str] = []
-    java: JavaTokenizer | None = None
-    try:
-        for text in dict.fromkeys(texts):
-            tokens[text] = plain = plain_tokens(text)
-            if plain is not None:
-                continue
-            rest.append(text)
-            if java is not None:
-                java.add(text)
-            elif len(rest) >= start_jvm_at:
-                java = JavaTokenizer()
-                for earlier in rest:
-                    java.add(earlier)
-        if rest:
-            tokens.update(zip(rest, tokenize_python(rest) if java is None else java.tokens(),
-                              strict=True))
-    finally:
-        if java is not None:
-            java.close()
+    captions, repeated captions)."""
+    with Tokenization(texts, backend) as tokenization:
+        tokens = tokenization.result()
     return [tokens[text] for text in texts]
