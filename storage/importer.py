@@ -1,12 +1,16 @@
 """Import captions, references and ratings from CSV/JSONL in one all-or-nothing transaction,
-streamed: rows are checked and written a chunk at a time."""
+streamed: rows are checked and spooled a chunk at a time, and written once every row has
+passed its checks."""
 
 from __future__ import annotations
 
 import hashlib
+import pickle
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import IO
 
 from sqlalchemy import Connection, Engine, Table, bindparam, select, update
 
@@ -233,40 +237,64 @@ def _who(rating: RatingRow) -> str:
 
 
 class _Batch:
-    """The checked rows of one chunk, waiting to be written: what each adds."""
+    """The checked rows of one chunk, waiting to be written: what each adds, as plain
+    tuples (cheap to spool)."""
 
     def __init__(self) -> None:
         self.rows = 0
         self.images: list[tuple[str, str]] = []  # key, path
         self.references: list[tuple[str, tuple[str, ...]]] = []
-        self.captions: list[CaptionRow] = []
-        self.ratings: list[CaptionRow] = []
+        self.captions: list[tuple[str, str, str, str | None]] = []  # key, system, text, id
+        self.ratings: list[tuple[str, str, RatingRow]] = []  # image key, system, rating
 
     def queued(self) -> bool:
         return bool(self.images or self.references or self.captions or self.ratings)
 
 
+class _Spool:
+    """The checked chunks of an import, kept in `file` (a temporary one) until every row
+    has passed its checks: a refused file is never written, so refusing it costs one pass
+    of checks wherever its bad row is, and memory holds one chunk, not the file. Ratings
+    that rows share stay shared within a chunk (pickle keeps one copy of an object)."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file, self.chunks = file, 0
+
+    def add(self, batch: _Batch) -> None:
+        pickle.dump((batch.rows, batch.images, batch.references, batch.captions,
+                     batch.ratings), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.chunks += 1
+
+    def __iter__(self) -> Iterator[_Batch]:
+        self._file.seek(0)
+        for _ in range(self.chunks):
+            batch = _Batch()
+            (batch.rows, batch.images, batch.references, batch.captions,
+             batch.ratings) = pickle.load(self._file)
+            yield batch
+
+
 class _Pass:
     """One pass over an import's rows: each row is checked against the rows before it and
-    the database, and while no problem has been found, the checked rows are written a
-    chunk at a time (`_Writer`) inside the import's transaction; after the first problem
-    the rest is only checked, so that every problem is reported, and nothing commits."""
+    the database, and while no problem has been found, the checked rows are spooled a
+    chunk at a time (`_Spool`), to be written once every row has passed; after the first
+    problem the rest is only checked, so that every problem is reported."""
 
     def __init__(self, existing: _Existing, problems: Problems, own_problems: Problems,
-                 writer: _Writer, rejected_images: set[str]) -> None:
+                 plan: ImportPlan, spool: _Spool, rejected_images: set[str]) -> None:
         self.existing, self.problems, self.own_problems = existing, problems, own_problems
-        self.writer: _Writer | None = writer
+        self.spool: _Spool | None = spool
         self.rejected_images = rejected_images
-        self.plan = writer.plan
+        self.plan = plan
         self.workflow = _WorkflowState(existing, problems)
         self.batch = _Batch()
 
     def add(self, row: CaptionRow) -> None:
         """Check one row (its own checks passed) and queue what it adds."""
         self._check(row)
-        if self.writer is not None and (self.problems.items or self.own_problems.items):
-            self.writer = None  # refused: from here the rows are only checked
-        if self.writer is None:
+        if self.spool is not None and (self.problems.items or self.own_problems.items):
+            self.spool = None  # refused: from here the rows are only checked
+        if self.spool is None:
             if self.batch.queued():
                 self.batch = _Batch()
         else:
@@ -275,8 +303,8 @@ class _Pass:
                 self.flush()
 
     def flush(self) -> None:
-        if self.writer is not None and self.batch.rows:
-            self.writer.write(self.batch)
+        if self.spool is not None and self.batch.rows:
+            self.spool.add(self.batch)
         self.batch = _Batch()
 
     def _check(self, row: CaptionRow) -> None:
@@ -350,7 +378,7 @@ class _Pass:
             image_rows.captions[row.system] = _packed(line, hash(row.caption),
                                                       row.rating is not None)
             plan.captions += 1
-            batch.captions.append(row)
+            batch.captions.append((row.image_key, row.system, row.caption, row.caption_id))
         # Ratings
         if row.rating is not None:
             name, stage = row.rating.annotator, int(row.rating.stage)
@@ -365,7 +393,7 @@ class _Pass:
             else:
                 image_rows.ratings[rating_id] = line
                 plan.ratings += 1
-                batch.ratings.append(row)
+                batch.ratings.append((row.image_key, row.system, row.rating))
                 if name not in existing.annotators:
                     plan.annotators.add(name)
         self.workflow.add(row, key, plan)
@@ -556,10 +584,10 @@ class _Writer:
         self.references += self._references(
             (image_ids[key], position, text)
             for key, texts in batch.references for position, text in enumerate(texts))
-        self._captions((image_ids[row.image_key], row.system, row.caption, row.caption_id)
-                       for row in batch.captions)
-        self._ratings(((image_ids[row.image_key], row.system, *self._values(row.rating))
-                       for row in batch.ratings if row.rating), converted=True)
+        self._captions((image_ids[key], system, text, caption_id)
+                       for key, system, text, caption_id in batch.captions)
+        self._ratings(((image_ids[key], system, *self._values(rating))
+                       for key, system, rating in batch.ratings), converted=True)
 
     def _values(self, rating: RatingRow) -> tuple:
         """A rating's driver values, made once for the rows that share a RatingRow (the
@@ -579,7 +607,7 @@ class _Writer:
         return kept[1]
 
     def finish(self, source: Path, actor: str) -> ImportSummary:
-        """What needs every row (double-rating marks of images written earlier,
+        """What needs every row (double-rating marks of images already in the database,
         native-speaker flags, resolutions, fluency-round verdicts), then the import's
         one event: which file (its digest), what it added."""
         connection, plan = self.connection, self.plan
@@ -617,30 +645,34 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
                         rejected_images: set[str] | None = None,
                         choose_rubric: bool = False) -> ImportSummary:
     """Check rows that passed their own checks against each other, the database and
-    THUMB's protocol, and write them, all in one write transaction that locks the images
-    first: all or nothing. `rows` is iterated once on each attempt of the transaction (a
-    list, or `_FileRows`, which reads its file afresh); while it is read, `problems` gets
-    the problems of the rows it leaves out and `rejected_images` their image keys (those
-    images are not reported as unknown). On any problem raise InputError listing every one
-    and leave the database unchanged. With `choose_rubric`, `rubric` becomes the project's
-    rubric in the same transaction."""
+    THUMB's protocol, and once every row has passed, write them, all in one write
+    transaction that locks the images first: all or nothing. `rows` is iterated once on
+    each attempt of the transaction (a list, or `_FileRows`, which reads its file afresh);
+    while it is read, `problems` gets the problems of the rows it leaves out and
+    `rejected_images` their image keys (those images are not reported as unknown). On any
+    problem raise InputError listing every one and leave the database unchanged. With
+    `choose_rubric`, `rubric` becomes the project's rubric in the same transaction."""
     rejected = rejected_images if rejected_images is not None else set()
 
     def write(connection: Connection) -> ImportSummary:
         if choose_rubric:
             register_rubric(connection, rubric, choose=True)
         existing = _Existing(connection)
-        writer = _Writer(connection, existing, ImportPlan(set_ids=set_ids or {}),
-                         rubric=rubric)
+        plan = ImportPlan(set_ids=set_ids or {})
         found = Problems(problems.file)  # afresh on each attempt
-        checks = _Pass(existing, found, problems, writer, rejected)
-        with large_cache(connection):
+        with tempfile.TemporaryFile(prefix="thumb-import-") as spooled:
+            spool = _Spool(spooled)
+            checks = _Pass(existing, found, problems, plan, spool, rejected)
             for row in rows:
                 checks.add(row)
             checks.finish()
             if problems.items or found.items:
                 raise InputError([*problems.items, *found.items])
             checks.flush()
+            writer = _Writer(connection, existing, plan, rubric=rubric)
+            with large_cache(connection):
+                for batch in spool:
+                    writer.write(batch)
             return writer.finish(problems.file, actor)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
@@ -702,9 +734,10 @@ def import_captions(
     leave the database unchanged. Image paths must stay inside the file's folder unless
     `allow_outside_images`. Ratings are read and stored under `rubric`, which becomes the
     project's rubric; by default, under the project's rubric. The file is streamed in one
-    pass that writes its rows a chunk at a time in one transaction, rolled back on any
-    problem: what is held is one chunk of rows, and the keys and lines of those before it
-    that the checks compare with."""
+    pass of checks that spools its rows a chunk at a time; they are written in the same
+    transaction once every row has passed, so a refused file writes nothing: what is held
+    is one chunk of rows, and the keys and lines of those before it that the checks
+    compare with."""
     path = Path(path)
     chosen = rubric
     rubric = chosen or project_rubric(engine)

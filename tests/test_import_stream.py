@@ -1,9 +1,9 @@
-"""An import is streamed: its rows are checked and written a chunk at a time inside one
-transaction, so that what it holds is one chunk of rows, not the file. It stays all or
-nothing wherever the bad row is (rows written before it are rolled back, on SQLite and on
-PostgreSQL), and it stops writing at the first problem: the rest of the file is only
-checked, so that every problem is still reported. The chunk is made small here so that a
-few dozen rows span many chunks."""
+"""An import is streamed: its rows are checked and spooled a chunk at a time, and written a
+chunk at a time inside one transaction once every row has passed, so that what it holds
+is one chunk of rows, not the file. A bad row anywhere leaves the database unchanged (on
+SQLite and on PostgreSQL) and nothing is written at all; the rest of the file is still
+checked, so that every problem is reported. The chunk is made small here so that a few
+dozen rows span many chunks."""
 
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ def test_rows_are_written_a_chunk_at_a_time(engine, tmp_path, monkeypatch):
 def test_a_bad_row_anywhere_leaves_the_database_unchanged(engine, tmp_path, monkeypatch,
                                                           where):
     """A bad first, middle or last row, or a last row that repeats an earlier rating (a
-    problem only the rows before it show): chunks before it were written and are rolled
-    back; none is written after it."""
+    problem only the rows before it show): the file is refused before any chunk is
+    written."""
     records = rows(tmp_path)
     import_captions(engine, write(tmp_path / "first.csv", records[:5]), actor="t")
     before = database_dump(engine)
@@ -124,7 +124,7 @@ def test_a_bad_row_anywhere_leaves_the_database_unchanged(engine, tmp_path, monk
         import_captions(engine, path, actor="t")
     assert [(p.file, p.line) for p in refused.value.problems] == [(path, bad_line)]
     assert words in refused.value.problems[0].message
-    assert sum(written) == (bad_line - 2) // CHUNK * CHUNK  # the full chunks before it
+    assert written == []
     assert database_dump(engine) == before
 
 
@@ -158,17 +158,18 @@ def test_rows_are_held_a_chunk_at_a_time(tmp_path, monkeypatch, refused):
 
 
 def kept_bytes_per_row(folder: Path) -> float:
-    """What the import keeps of each row before the last chunk, measured with tracemalloc
-    between a file and one three times its size (the first import untraced: what it
-    loads). Run in a fresh interpreter, where no earlier test's state is traced."""
+    """What the import keeps of each row once every chunk is written (the rows spooled
+    meanwhile are on disk), measured with tracemalloc between a file and one three times
+    its size (the first import untraced: what it loads). Run in a fresh interpreter, where
+    no earlier test's state is traced."""
     importer.INSERT_CHUNK = CHUNK
     kept: list[int] = []
-    finish = importer._Pass.finish
+    finish = importer._Writer.finish
 
-    def measured(self: importer._Pass) -> None:
+    def measured(self: importer._Writer, source: Path, actor: str) -> importer.ImportSummary:
         gc.collect()
         kept.append(tracemalloc.get_traced_memory()[0])
-        finish(self)
+        return finish(self, source, actor)
 
     sizes = (ROWS, 2_000, 6_000)
     for size in sizes:
@@ -176,7 +177,7 @@ def kept_bytes_per_row(folder: Path) -> float:
         path = write(folder / str(size) / "all.csv", rows(folder / str(size), size))
         engine = open_database(folder / str(size) / "project.db")
         if size != sizes[0]:
-            importer._Pass.finish = measured
+            importer._Writer.finish = measured
             tracemalloc.start()
         try:
             import_captions(engine, path, actor="t")
@@ -188,9 +189,9 @@ def kept_bytes_per_row(folder: Path) -> float:
 
 @pytest.mark.slow
 def test_what_is_kept_of_each_row_is_small(tmp_path):
-    """Of the rows before the last chunk the import keeps only what the checks compare
-    with (keys, lines, hashes): at most 400 bytes a row (a million rows: 400 MB at most;
-    the tuples it kept per row before took about 430)."""
+    """Of the rows it has written the import keeps only what the checks compare with
+    (keys, lines, hashes) and the ids of the images: at most 400 bytes a row (a million
+    rows: 400 MB at most; the tuples it kept per row before took about 430)."""
     script = ("import sys; from pathlib import Path; "
               "from tests.test_import_stream import kept_bytes_per_row; "
               "print(kept_bytes_per_row(Path(sys.argv[1])))")
