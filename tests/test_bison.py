@@ -4,6 +4,7 @@ caption-metric choices, and embedding each distinct image and caption once."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -67,8 +68,10 @@ def test_sample_items_import_onto_the_sample_images(engine):
     ('{"bison_id": "y", "caption": "A.", "image_a": "a", "image_b": "b", "true_image": "a",'
      ' "score": 1}\n', 1, "jsonl:1: unknown column(s): score"),
 ])
-def test_bad_own_format_names_line_and_writes_nothing(engine, tmp_path, content, line, words):
-    bad = SAMPLE_CSV.parent / f"tmp-bad-{tmp_path.name}.jsonl"
+def test_bad_own_format_names_line_and_writes_nothing(engine, content, line, words):
+    # beside the sample images it names; a name of its own: each xdist worker numbers its
+    # tmp_path folders from 0, so their names repeat across workers
+    bad = SAMPLE_CSV.parent / f"tmp-bad-{uuid.uuid4().hex}.jsonl"
     bad.write_text(content, encoding="utf-8")
     before = database_dump(engine)
     try:
