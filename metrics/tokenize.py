@@ -192,7 +192,8 @@ class JavaTokenizer:
 
     def tokens(self) -> list[str]:
         """The tokens of every text added, in order (lower-cased, punctuation dropped),
-        but those `arrived` gave; ends the process."""
+        but those `arrived` gave (none once it has given them all); ends the process, checks
+        that it succeeded and keeps the class-data archive its first run wrote."""
         if not self._stdin.closed:
             os.set_blocking(self._input, True)
             self._send()
@@ -204,11 +205,14 @@ class JavaTokenizer:
             raise RuntimeError(f"the PTB tokenizer failed: {message}")
         if self._archiving is not None and self._archiving[0].is_file():
             self._archiving[0].replace(self._archiving[1])  # whole or not at all
-        self._output.seek(0)
-        output = self._output.read().decode("utf-8").split("\n")[0::2]
-        if len(output) < self._count:
+        self._output.seek(self._read)  # what `arrived` has not read: whole lines on
+        rest = self._output.read()
+        output = (self._lines + rest.decode("utf-8").split("\n"))[0::2]
+        remaining = self._count - self._given
+        if len(output) < remaining:
             raise RuntimeError("the PTB tokenizer returned fewer lines than it was given")
-        return [_clean(line) for line in output[self._given : self._count]]
+        self._read, self._lines, self._given = self._read + len(rest), [], self._count
+        return [_clean(line) for line in output[:remaining]]
 
     def close(self) -> None:
         """Stop the process if it still runs (an error on the caller's side) and clean up."""
@@ -379,9 +383,10 @@ class Tokenization:
         return batch
 
     def result(self) -> dict[str, str]:
-        """The tokens of each distinct text (waits for the JVM, then ends it)."""
+        """The tokens of each distinct text (waits for the JVM, then ends it: also after
+        `arrived` gave every text's, so that its exit is checked and its archive kept)."""
         rest = self._rest[self._arrived :]
-        if rest:
+        if self._java is not None or rest:
             tokens = tokenize_python(rest) if self._java is None else self._java.tokens()
             self._tokens.update(zip(rest, tokens, strict=True))
             self._arrived = len(self._rest)

@@ -86,17 +86,22 @@ def test_an_error_while_the_jvm_works_stops_it(monkeypatch):
 
 
 @needs_java
-def test_tokens_taken_as_the_jvm_gives_them_are_those_of_one_call(monkeypatch):
+def test_tokens_taken_as_the_jvm_gives_them_are_those_of_one_call(monkeypatch, tmp_path):
+    """Batch by batch, the tokens of one call; and once every batch is given, the process
+    is still ended as one call ends it: its class-data archive kept for the next run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(Tokenization, "ARRIVAL_BATCH", 300)
     texts = [text for text in dict.fromkeys(generated_captions(3_000, seed=5))
              if plain_tokens(text) is None]  # more than a pipe holds
-    expected = dict(zip(texts, tokenize_java(texts), strict=True))
     with Tokenization(texts, "ptb-java") as tokenization:
         given: dict[str, str] = {}
         while (batch := tokenization.arrived()) is not None:
             assert batch and not given.keys() & batch.keys()
             given.update(batch)
         tokens = tokenization.result()
+        assert tokenization.result() == tokens  # nothing is given twice
+    assert list((tmp_path / "thumb-tui").glob("ptb-tokenizer-*.jsa"))
+    expected = dict(zip(texts, tokenize_java(texts), strict=True))
     assert given == tokens == expected
 
 
