@@ -137,16 +137,18 @@ def _idf_table(df: sparse.csr_matrix, log_size: np.ndarray
     if df.shape[0] * df.shape[1] <= DENSE_IDF_CELLS:
         table = log_size[:, None] - np.log(np.maximum(1.0, df.toarray()))
         return lambda rows, columns: table[rows, columns]
+    from metrics.rankings import sorted_positions  # the rare case: not at start-up
+
     df.sort_indices()
     width = np.int64(df.shape[1])
     keys = np.repeat(np.arange(df.shape[0], dtype=np.int64), np.diff(df.indptr)) * width \
         + df.indices
 
     def lookup(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-        wanted = rows.astype(np.int64) * width + columns
-        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
-        found = np.zeros(len(wanted)) if not len(keys) else np.where(
-            keys[at] == wanted, df.data[at], 0.0)
+        at = sorted_positions(keys, rows.astype(np.int64) * width + columns)
+        found = np.zeros(len(at))
+        stored = at >= 0
+        found[stored] = df.data[at[stored]]
         return log_size[rows] - np.log(np.maximum(1.0, found))
 
     return lookup
