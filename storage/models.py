@@ -74,7 +74,8 @@ class Caption(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of caption_one_per_system (0013)
+    image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
     system: str
     text: str
     external_id: str | None = Field(default=None, unique=True)
@@ -91,7 +92,8 @@ class ImageReference(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of reference_position_unique (0013)
+    image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
     position: int
     text: str
 
@@ -141,7 +143,8 @@ class Rating(RatingValues, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of rating_unique (0013)
+    caption_id: int = Field(foreign_key="caption.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
     stage: int
 
@@ -157,7 +160,8 @@ class ImageFlag(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of image_flag_once (0013)
+    image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", ondelete="RESTRICT")
     reason: str
     created_at: datetime = _timestamp()
@@ -274,7 +278,8 @@ class Assignment(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of assignment_unique (0013)
+    image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
     stage: int
     shuffle_seed: int
@@ -302,7 +307,8 @@ class MetricScore(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of metric_score_unique (0013)
+    caption_id: int = Field(foreign_key="caption.id", ondelete="RESTRICT")
     metric: str = Field(index=True)
     signature: str = Field(index=True)
     value: float | None = None
@@ -342,7 +348,8 @@ class BisonAnswer(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    item_id: int = Field(foreign_key="bison_item.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of bison_answer_unique (0013)
+    item_id: int = Field(foreign_key="bison_item.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
     left_image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
     answer: str | None = None
@@ -360,7 +367,8 @@ class BisonPrediction(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    item_id: int = Field(foreign_key="bison_item.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of bison_prediction_unique (0013)
+    item_id: int = Field(foreign_key="bison_item.id", ondelete="RESTRICT")
     scorer: str
     signature: str = Field(index=True)
     score_a: float
@@ -477,7 +485,8 @@ class JudgmentImage(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    set_id: int = Field(foreign_key="judgment_set.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of judgment_image_key_unique (0013)
+    set_id: int = Field(foreign_key="judgment_set.id", ondelete="RESTRICT")
     key: str
     path: str | None = None
 
@@ -498,7 +507,8 @@ class JudgmentReference(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    image_id: int = Field(foreign_key="judgment_image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of judgment_reference_position_unique (0013)
+    image_id: int = Field(foreign_key="judgment_image.id", ondelete="RESTRICT")
     position: int
     text: str
     external_id: str | None = None
@@ -522,7 +532,8 @@ class JudgmentCaption(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    set_id: int = Field(index=True)
+    # indexed as the first column of judgment_caption_id_per_image (0013)
+    set_id: int
     image_id: int = Field(index=True)
     text: str
     external_id: str | None = None
@@ -555,7 +566,8 @@ class JudgmentScore(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     set_id: int = Field(index=True)
-    caption_id: int = Field(index=True)
+    # indexed as the first column of judgment_score_one_per_judge (0013)
+    caption_id: int
     judge: str
     score: float
     scale_min: float
@@ -616,8 +628,8 @@ class JudgmentMetricScore(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    caption_id: int = Field(foreign_key="judgment_caption.id", index=True,
-                            ondelete="RESTRICT")
+    # indexed as the first column of judgment_metric_score_unique (0013)
+    caption_id: int = Field(foreign_key="judgment_caption.id", ondelete="RESTRICT")
     metric: str = Field(index=True)
     signature: str = Field(index=True)
     value: float | None = None
@@ -664,7 +676,8 @@ class MatchPair(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("image_id", "caption_id", name="match_pair_unique"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    image_id: int = Field(foreign_key="image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of match_pair_unique (0013)
+    image_id: int = Field(foreign_key="image.id", ondelete="RESTRICT")
     caption_id: int = Field(foreign_key="caption.id", index=True, ondelete="RESTRICT")
 
 
@@ -679,7 +692,8 @@ class MatchProposal(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    pair_id: int = Field(foreign_key="match_pair.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of match_proposal_unique (0013)
+    pair_id: int = Field(foreign_key="match_pair.id", ondelete="RESTRICT")
     model_id: int = Field(foreign_key="match_model.id", index=True, ondelete="RESTRICT")
     direction: str
     rank: int
@@ -711,7 +725,8 @@ class MatchBatchItem(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    batch_id: int = Field(foreign_key="match_batch.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of match_batch_item_position (0013)
+    batch_id: int = Field(foreign_key="match_batch.id", ondelete="RESTRICT")
     pair_id: int = Field(foreign_key="match_pair.id", index=True, ondelete="RESTRICT")
     position: int
     gold: str | None = None
@@ -730,7 +745,8 @@ class MatchClaim(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    batch_id: int = Field(foreign_key="match_batch.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of match_claim_unique (0013)
+    batch_id: int = Field(foreign_key="match_batch.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
     shuffle_seed: int
     status: str = "active"
@@ -774,7 +790,8 @@ class MatchVerification(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    claim_id: int = Field(foreign_key="match_claim.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of match_verification_unique (0013)
+    claim_id: int = Field(foreign_key="match_claim.id", ondelete="RESTRICT")
     item_id: int = Field(foreign_key="match_batch_item.id", index=True, ondelete="RESTRICT")
     answer: int | None = None
     seconds: float = 0.0
@@ -808,7 +825,8 @@ class PositivePair(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    set_id: int = Field(foreign_key="positive_set.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of positive_pair_unique (0013)
+    set_id: int = Field(foreign_key="positive_set.id", ondelete="RESTRICT")
     direction: str
     query_key: str
     item_key: str
@@ -877,7 +895,8 @@ class GoldCaption(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    gold_image_id: int = Field(foreign_key="gold_image.id", index=True, ondelete="RESTRICT")
+    # indexed as the first column of gold_caption_unique (0013)
+    gold_image_id: int = Field(foreign_key="gold_image.id", ondelete="RESTRICT")
     text: str
     precision_min: int
     precision_max: int
@@ -904,8 +923,8 @@ class GoldAnswer(RatingValues, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    gold_caption_id: int = Field(foreign_key="gold_caption.id", index=True,
-                                 ondelete="RESTRICT")
+    # indexed as the first column of gold_answer_unique (0013)
+    gold_caption_id: int = Field(foreign_key="gold_caption.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
 
 

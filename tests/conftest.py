@@ -51,7 +51,7 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def new_databases_from_the_template(request: pytest.FixtureRequest,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A test's new SQLite database is a copy of `migrated_template` instead of a fresh run
-    of the 12 revisions (0.2 s each time, most of the fast tests' set-up); what follows
+    of every revision (0.2 s each time, most of the fast tests' set-up); what follows
     (the schema check, every read and write) is the real code. tests/test_migrations.py
     builds its databases through the revisions as users do."""
     if request.module.__name__.endswith("test_migrations"):

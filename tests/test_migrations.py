@@ -5,13 +5,23 @@ holds every row; the migrations build exactly the schema the models describe."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, MetaData, create_engine, inspect, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    MetaData,
+    UniqueConstraint,
+    create_engine,
+    inspect,
+    select,
+    text,
+)
 from sqlalchemy.exc import IntegrityError
 
 from rubrics import THUMB_1_0
@@ -94,13 +104,37 @@ def release_rows() -> dict[str, list[dict]]:
     }
 
 
-def fill(engine: Engine) -> None:
+def insert_rows(engine: Engine, rows: dict[str, list[dict]]) -> None:
+    """Insert each table's rows (a column missing from a row is NULL) in one transaction."""
     with engine.begin() as connection:
-        for table, rows in release_rows().items():
-            columns = list(rows[0])
+        for table, table_rows in rows.items():
+            columns = list(dict.fromkeys(c for row in table_rows for c in row))
             statement = text(f"INSERT INTO {table} ({', '.join(columns)}) "
                              f"VALUES ({', '.join(':' + c for c in columns)})")
-            connection.execute(statement, [{c: row.get(c) for c in columns} for row in rows])
+            connection.execute(statement, [{c: row.get(c) for c in columns} for row in table_rows])
+
+
+def fill(engine: Engine) -> None:
+    insert_rows(engine, release_rows())
+
+
+def migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
+    """Run the revisions on `engine` up (or `down`) to `revision`, as `alembic upgrade`
+    does, with SQLite's foreign keys on as thumb-tui's engines have them."""
+    from alembic import command
+
+    from storage.migrations import _config
+
+    config = _config()
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+        config.attributes["connection"] = connection
+        try:
+            (command.downgrade if down else command.upgrade)(config, revision)
+        finally:
+            del config.attributes["connection"]
+        connection.commit()
 
 
 def snapshot(engine: Engine, tables: dict[str, list[str]]) -> dict[str, list[tuple]]:
@@ -280,21 +314,9 @@ def test_the_revisions_form_one_line_from_the_release():
 def test_judgment_sets_of_revision_0009_upgrade_keeping_every_row(tmp_path):
     """0010 rebuilds the judgment tables on SQLite (their constraints change): every row
     stays, with its id; the upgraded database has the new constraints and no other."""
-    from alembic import command
-
-    from storage.migrations import _config
-
     path = tmp_path / "0009.db"
     old = create_engine(f"sqlite:///{path}")
-    config = _config()
-    with old.connect() as connection:
-        connection.exec_driver_sql("PRAGMA foreign_keys=ON")
-        config.attributes["connection"] = connection
-        try:
-            command.upgrade(config, "0009")
-        finally:
-            del config.attributes["connection"]
-        connection.commit()
+    migrate(old, "0009")
     rows = {
         "judgment_set": [dict(id=1, name="likert", kind="score", scale_min=1.0, scale_max=5.0,
                               scale_step=1.0, source="j.csv", created_at=T0),
@@ -318,12 +340,7 @@ def test_judgment_sets_of_revision_0009_upgrade_keeping_every_row(tmp_path):
                                        value=None, undefined="no references",
                                        computed_at=T0)],
     }
-    with old.begin() as connection:
-        for table, table_rows in rows.items():
-            columns = list(dict.fromkeys(c for row in table_rows for c in row))
-            connection.execute(text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-                                    f"({', '.join(':' + c for c in columns)})"),
-                               [{c: row.get(c) for c in columns} for row in table_rows])
+    insert_rows(old, rows)
     columns = {table: [c["name"] for c in inspect(old).get_columns(table)] for table in rows}
     before = snapshot(old, columns)
     old.dispose()
@@ -362,6 +379,175 @@ def test_judgment_sets_of_revision_0009_upgrade_keeping_every_row(tmp_path):
             "INSERT INTO judgment_score (set_id, caption_id, judge, score, scale_min, "
             "scale_max, scale_step, note) VALUES (1, 1, 'jx', 2.5, 1, 5, 1, '')"))
     engine.dispose()
+
+
+# The indexes 0013 drops, each with a UNIQUE constraint of its table that begins with its
+# column (written from the models' constraints; the revision's docstring names the same).
+COVERED_IN_0013 = {
+    "ix_caption_image_id": ("caption", "image_id", "caption_one_per_system"),
+    "ix_image_reference_image_id": ("image_reference", "image_id",
+                                    "reference_position_unique"),
+    "ix_rating_caption_id": ("rating", "caption_id", "rating_unique"),
+    "ix_image_flag_image_id": ("image_flag", "image_id", "image_flag_once"),
+    "ix_assignment_image_id": ("assignment", "image_id", "assignment_unique"),
+    "ix_metric_score_caption_id": ("metric_score", "caption_id", "metric_score_unique"),
+    "ix_bison_answer_item_id": ("bison_answer", "item_id", "bison_answer_unique"),
+    "ix_bison_prediction_item_id": ("bison_prediction", "item_id", "bison_prediction_unique"),
+    "ix_judgment_image_set_id": ("judgment_image", "set_id", "judgment_image_key_unique"),
+    "ix_judgment_reference_image_id": ("judgment_reference", "image_id",
+                                       "judgment_reference_position_unique"),
+    "ix_judgment_caption_set_id": ("judgment_caption", "set_id",
+                                   "judgment_caption_id_per_image"),
+    "ix_judgment_score_caption_id": ("judgment_score", "caption_id",
+                                     "judgment_score_one_per_judge"),
+    "ix_judgment_metric_score_caption_id": ("judgment_metric_score", "caption_id",
+                                            "judgment_metric_score_unique"),
+    "ix_match_pair_image_id": ("match_pair", "image_id", "match_pair_unique"),
+    "ix_match_proposal_pair_id": ("match_proposal", "pair_id", "match_proposal_unique"),
+    "ix_match_batch_item_batch_id": ("match_batch_item", "batch_id",
+                                     "match_batch_item_position"),
+    "ix_match_claim_batch_id": ("match_claim", "batch_id", "match_claim_unique"),
+    "ix_match_verification_claim_id": ("match_verification", "claim_id",
+                                       "match_verification_unique"),
+    "ix_positive_pair_set_id": ("positive_pair", "set_id", "positive_pair_unique"),
+    "ix_gold_caption_gold_image_id": ("gold_caption", "gold_image_id", "gold_caption_unique"),
+    "ix_gold_answer_gold_caption_id": ("gold_answer", "gold_caption_id",
+                                       "gold_answer_unique"),
+}
+
+
+def unique_indexes_led_by(connection: Connection, table: str, column: str) -> set[str]:
+    """The indexes of `table`'s UNIQUE constraints whose first column is `column`, named as
+    the database names them (SQLite: sqlite_autoindex_<table>_<n>; PostgreSQL: as the
+    constraint)."""
+    if connection.dialect.name == "postgresql":
+        return {c["name"] for c in inspect(connection).get_unique_constraints(table)
+                if c["column_names"][0] == column}
+    return {name for _, name, _, origin, _ in connection.exec_driver_sql(
+                f"PRAGMA index_list({table})")
+            if origin == "u" and min(connection.exec_driver_sql(
+                f"PRAGMA index_info({name})"))[2] == column}
+
+
+def lookup_index(connection: Connection, table: str, column: str) -> str | None:
+    """The index the database reads to find `table`'s rows by `column` alone; None when it
+    reads the whole table. PostgreSQL plans with sequential scans off, as for a table too
+    large to read whole (a test's tables are tiny); call it inside a transaction."""
+    query = f"SELECT id FROM {table} WHERE {column} = 1"
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        plan = " ".join(connection.exec_driver_sql(f"EXPLAIN {query}").scalars())
+        pattern = r"Index (?:Only )?Scan (?:using|on) (\w+)"
+    else:
+        plan = " ".join(row[3] for row in connection.exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {query}"))
+        pattern = rf"SEARCH {table} USING (?:COVERING )?INDEX (\w+) \({column}=\?\)"
+    found = re.search(pattern, plan)
+    return found.group(1) if found else None
+
+
+def assert_covered_indexes_dropped(connection: Connection) -> None:
+    """0013's indexes are gone, each one's covering constraint is there and begins with
+    its column, and a look-up by that column alone reads such a constraint's index."""
+    inspector = inspect(connection)
+    for index, (table, column, constraint) in COVERED_IN_0013.items():
+        assert index not in {i["name"] for i in inspector.get_indexes(table)}
+        leading = {c["name"]: c["column_names"][0]
+                   for c in inspector.get_unique_constraints(table)}
+        assert leading.get(constraint) == column, index
+        assert lookup_index(connection, table, column) in unique_indexes_led_by(
+            connection, table, column), index
+
+
+def test_no_index_repeats_the_first_columns_of_another():
+    """An index on the columns another index or UNIQUE constraint of its table begins with
+    only costs writes: the longer one serves the same look-ups (0013 dropped such)."""
+    from sqlmodel import SQLModel
+
+    redundant = []
+    for table in SQLModel.metadata.tables.values():
+        keys = [tuple(c.name for c in index.columns) for index in table.indexes] + [
+            tuple(c.name for c in constraint.columns) for constraint in table.constraints
+            if isinstance(constraint, UniqueConstraint)]
+        for index in table.indexes:
+            columns = tuple(c.name for c in index.columns)
+            if not index.unique and any(len(key) > len(columns) and key[:len(columns)] == columns
+                                        for key in keys):
+                redundant.append(index.name)
+    assert redundant == []
+
+
+def test_revision_0013_drops_the_indexes_unique_constraints_cover(tmp_path):
+    """A 0012 database keeps every row; the look-ups by the dropped indexes' columns read
+    the UNIQUE constraints' indexes (e.g. rating by caption_id: rating_unique's)."""
+    path = tmp_path / "0012.db"
+    old = create_engine(f"sqlite:///{path}")
+    migrate(old, "0012")
+    rows = {table: rows for table, rows in release_rows().items() if table != "schema_version"}
+    rows["fluency_check"] = [{**row, "rubric": "thumb-1.0"}  # a column since 0006
+                             for row in rows["fluency_check"]]
+    insert_rows(old, rows)
+    columns = {table: names for table, names in release_columns(old).items() if table in rows}
+    before = snapshot(old, columns)
+    with old.connect() as connection:
+        found = {name for (name,) in connection.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert set(COVERED_IN_0013) <= found
+    old.dispose()
+
+    engine = open_database(path)
+    assert snapshot(engine, columns) == before
+    assert schema_differences(engine) == []
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+        assert_covered_indexes_dropped(connection)
+        assert lookup_index(connection, "rating", "caption_id") == "sqlite_autoindex_rating_1"
+    engine.dispose()
+
+
+def test_revision_0013_downgrade_recreates_the_indexes_of_0012(tmp_path):
+    def indexes(engine: Engine) -> set[tuple]:
+        with engine.connect() as connection:
+            return set(connection.exec_driver_sql(
+                "SELECT tbl_name, name, sql FROM sqlite_master WHERE type = 'index'"))
+
+    at_0012 = create_engine(f"sqlite:///{tmp_path / '0012.db'}")
+    migrate(at_0012, "0012")
+    back = open_database(tmp_path / "back.db")
+    migrate(back, "0012", down=True)
+    assert indexes(back) == indexes(at_0012)
+    assert {name for _, name, _ in indexes(back)} >= set(COVERED_IN_0013)
+    at_0012.dispose()
+    back.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
+def test_revision_0013_on_postgresql_drops_and_downgrade_recreates_the_indexes():
+    from benchmarks.races import drop_everything
+
+    def indexes() -> set[tuple]:
+        with engine.connect() as connection:
+            return set(connection.exec_driver_sql(
+                "SELECT tablename, indexname, indexdef FROM pg_indexes "
+                "WHERE schemaname = current_schema()"))
+
+    drop_everything(POSTGRES_URL)
+    engine = create_engine(POSTGRES_URL)
+    try:
+        migrate(engine, "0012")
+        at_0012 = indexes()
+        assert {name for _, name, _ in at_0012} >= set(COVERED_IN_0013)
+        assert upgrade_database(engine).from_revision == "0012"
+        with engine.begin() as connection:
+            assert_covered_indexes_dropped(connection)
+            assert lookup_index(connection, "rating", "caption_id") == "rating_unique"
+        migrate(engine, "0012", down=True)
+        assert indexes() == at_0012
+    finally:
+        engine.dispose()
+        drop_everything(POSTGRES_URL)
 
 
 DAMAGES = {
