@@ -5,12 +5,17 @@ project's rubric for new ratings (the one chosen last, THUMB 1.0 in a new databa
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 from sqlalchemy import Connection, Engine, Row, Select, select, update
+from sqlalchemy.exc import IntegrityError
 
 from rubrics import Rubric, parse_rubric
-from storage.models import RubricRange, RubricRecord, utcnow
+from storage.models import RATING_VALUE_FIELDS, RubricRange, RubricRecord, utcnow
 
 
 def _definition(rubric: Rubric) -> str:
@@ -71,3 +76,49 @@ def project_rubric(database: Engine | Connection) -> Rubric:
     (row,) = _rows(database, select(table.c.definition).where(table.c.chosen_at.is_not(None))
                    .order_by(table.c.chosen_at.desc()).limit(1))
     return _parse(row.definition)
+
+
+# A trigger of migration 0006 that checks an inserted rating's value against rubric_range:
+# its condition (on NEW) and its message.
+_RATING_INSERT_TRIGGER = re.compile(
+    r"BEFORE INSERT ON rating WHEN (?P<condition>.+?)\s+BEGIN SELECT RAISE\(ABORT, "
+    r"'(?P<message>[^']*)'\); END\s*$", re.DOTALL)
+
+
+@contextmanager
+def rating_value_triggers_suspended(connection: Connection) -> Iterator[None]:
+    """For a bulk insert of ratings into SQLite, in its write transaction: the triggers
+    that check each inserted rating's values against `rubric_range` (five look-ups a
+    rating, a third of a million-rating import's time in SQLite) are dropped, and on the
+    way out the same conditions are judged once on the distinct value combinations the
+    new ratings have, then the triggers are made again from their own stored SQL. A value
+    a rubric does not allow raises IntegrityError, as the trigger would, and the
+    transaction must then end: a rollback brings the triggers back, since SQLite's DDL is
+    transactional (so does a killed process). The write lock is held throughout, so no
+    other writer inserts without the checks. Other databases keep their triggers."""
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    triggers = [(name, sql, _RATING_INSERT_TRIGGER.search(sql))
+                for name, sql in connection.exec_driver_sql(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                    "AND tbl_name = 'rating' ORDER BY name").all()]
+    triggers = [(name, sql, found) for name, sql, found in triggers if found]
+    last_id = connection.exec_driver_sql("SELECT coalesce(max(id), 0) FROM rating").scalar()
+    for name, _, _ in triggers:
+        quoted = name.replace('"', '""')
+        connection.exec_driver_sql(f'DROP TRIGGER "{quoted}"')
+    yield
+    if triggers:
+        # each trigger's own condition, judged on the distinct new values named NEW as in it
+        columns = ", ".join(["rubric", *RATING_VALUE_FIELDS])
+        judged = " UNION ALL ".join(f"SELECT {number} FROM NEW WHERE {found['condition']}"
+                                    for number, (_, _, found) in enumerate(triggers))
+        refused = connection.exec_driver_sql(
+            f"WITH NEW AS MATERIALIZED (SELECT DISTINCT {columns} FROM rating WHERE id > ?) "
+            f"{judged} LIMIT 1", (last_id,)).scalar()
+        if refused is not None:
+            message = triggers[refused][2]["message"]
+            raise IntegrityError(f"(bulk insert) {message}", (), sqlite3.IntegrityError(message))
+    for _, sql, _ in triggers:
+        connection.exec_driver_sql(sql)
