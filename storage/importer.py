@@ -8,6 +8,7 @@ import hashlib
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -57,7 +58,16 @@ from storage.protocol import (
     refusals,
     resolution_refusal,
 )
-from storage.rubric_registry import project_rubric, register_rubric
+from storage.rubric_registry import (
+    project_rubric,
+    rating_value_triggers_suspended,
+    register_rubric,
+)
+
+# Ratings from which an import judges their values once on SQLite instead of in triggers
+# row by row (`rating_value_triggers_suspended`): below it, the triggers cost less than
+# dropping and making them again.
+BULK_RATINGS = 10_000
 
 CaptionKey = tuple[str, str]  # (image key, system)
 RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's rating
@@ -670,7 +680,9 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
                 raise InputError([*problems.items, *found.items])
             checks.flush()
             writer = _Writer(connection, existing, plan, rubric=rubric)
-            with large_cache(connection):
+            bulk = plan.ratings >= BULK_RATINGS
+            with (large_cache(connection),
+                  rating_value_triggers_suspended(connection) if bulk else nullcontext()):
                 for batch in spool:
                     writer.write(batch)
             return writer.finish(problems.file, actor)
