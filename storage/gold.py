@@ -44,7 +44,7 @@ from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from storage.db import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.images import ImagePathError, image_problem, resolve_image
+from storage.images import ImageFolder, Verdict, checked_image
 from storage.import_files import read_records
 from storage.models import (
     Annotator,
@@ -129,17 +129,10 @@ def _penalty_max(text: str, key: str, rubric: Rubric) -> float | str:
     return amount
 
 
-def _image_file(folder: Path, name: str, allow_outside: bool) -> tuple[str | None, str]:
-    """(the checked image file `name` names next to the gold file, or None; the problem,
-    or "") — the file must exist, lie in the folder (unless `allow_outside`) and open."""
-    try:
-        path = resolve_image(folder, name, allow_outside=allow_outside)
-    except ImagePathError as exc:
-        return None, str(exc)
-    problem = image_problem(path)
-    if problem is not None:
-        return None, f"image {name!r}: {problem}"
-    return str(path), ""
+def _image_file(folder: Path, name: str, allow_outside: bool) -> Verdict:
+    """The checked image file `name` names next to the gold file (`checked_image`): it
+    must exist, lie in the folder (unless `allow_outside`) and open."""
+    return checked_image(ImageFolder(folder, allow_outside=allow_outside), name)
 
 
 def read_gold(path: Path, rubric: Rubric, problems: Problems, *,

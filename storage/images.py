@@ -6,9 +6,16 @@ instead of crashing them."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import queue
 import stat
+import subprocess
+import sys
+import threading
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -136,3 +143,170 @@ def broken_reason(path: str | None) -> str:
     if path is None:
         return "no image file"
     return image_problem(path) or "the annotator sees no usable image"
+
+
+Verdict = tuple[str | None, str | None]  # (the image file, None) or (None, why it is none)
+
+
+def checked_image(folder: ImageFolder, name: str) -> Verdict:
+    """The file that image `name` names in `folder`, checked: (its path, None) when it is a
+    usable image, else (None, why not, naming it), as an import reports it at the row."""
+    try:
+        path = folder.resolve(name)
+    except ImagePathError as exc:
+        return None, str(exc)
+    problem = image_problem(path)
+    return (path, None) if problem is None else (None, f"image {name!r}: {problem}")
+
+
+@lru_cache(maxsize=8)
+def _image_folder(folder: Path, allow_outside: bool) -> ImageFolder:
+    return ImageFolder(folder, allow_outside=allow_outside)
+
+
+def checked_images(folder: Path, allow_outside: bool, names: Sequence[str]) -> list[Verdict]:
+    """`checked_image` of each of `names`: a worker process's task (see ImageChecker)."""
+    images = _image_folder(folder, allow_outside)
+    return [checked_image(images, name) for name in names]
+
+
+def spare_cpus() -> int:
+    """The CPUs this process may run on, less the one it runs on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) - 1
+    return (os.cpu_count() or 1) - 1
+
+
+def serve_image_checks() -> None:
+    """A worker process of ImageChecker: a task a line on stdin, [folder, allow_outside,
+    names] in JSON, and a line of its verdicts on stdout, until stdin closes. JSON, not
+    pickle: the names come from an untrusted file, and reading must not run anything."""
+    for line in sys.stdin.buffer:
+        folder, allow_outside, names = json.loads(line)
+        sys.stdout.buffer.write(json.dumps(
+            checked_images(Path(folder), allow_outside, names)).encode("ascii") + b"\n")
+        sys.stdout.buffer.flush()
+
+
+class _Worker:
+    """One worker process of ImageChecker and the thread that reads its verdicts as they
+    come (so that neither process ever waits on a full pipe); its tasks are answered in
+    the order they were sent, and a worker that fails answers None to every task left."""
+
+    def __init__(self) -> None:
+        # A fresh interpreter, started afresh: multiprocessing's spawn would run the
+        # importing program's own script again in it (every top-level line of a script
+        # without a __main__ guard), and a fork would copy the importing process.
+        program = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+                   "from storage.images import serve_image_checks; serve_image_checks()")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", program, json.dumps(sys.path)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.answers: queue.SimpleQueue[list[Verdict] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._read, name="thumb-image-verdicts", daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.process.stdout:  # type: ignore[union-attr]
+                self.answers.put([tuple(verdict) for verdict in json.loads(line)])
+        except (OSError, ValueError):  # a broken pipe or answer: as if it ended there
+            pass
+        self.answers.put(None)  # every task not answered yet
+
+    def send(self, task: tuple[Path, bool, list[str]]) -> bool:
+        folder, allow_outside, names = task
+        try:
+            self.process.stdin.write(json.dumps(  # type: ignore[union-attr]
+                [str(folder), allow_outside, names]).encode("ascii") + b"\n")
+            self.process.stdin.flush()  # type: ignore[union-attr]
+            return True
+        except (OSError, ValueError):  # the worker is gone
+            return False
+
+    def answer(self) -> list[Verdict] | None:
+        """The next task's verdicts, waiting for them (None for good once it failed)."""
+        answer = self.answers.get()
+        if answer is None:
+            self.answers.put(None)
+        return answer
+
+    def close(self) -> None:
+        """Let the worker finish its task and end (ended by force after 10 s)."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()  # type: ignore[union-attr]
+
+
+class ImageChecker:
+    """The image files of a large import checked in worker processes, a batch at a time,
+    ahead of the rows that name them: opening, reading and decoding a file took about a
+    third of an import's checks in its one process (threads are no faster: the GIL), and
+    the workers run them on the other CPUs. A verdict is `checked_image`'s, made elsewhere;
+    should a worker fail, the images it had are checked in this process."""
+
+    BATCH = 256  # names a task checks: a task's round trip costs far less than its work
+
+    def __init__(self, folder: ImageFolder, workers: int) -> None:
+        self.folder = folder
+        self._workers = [_Worker() for _ in range(workers)]
+        self._batch: list[str] = []  # the names of task number `_filling`
+        self._filling = 0
+        self._place: dict[str, tuple[int, int]] = {}  # name -> (its task, its index there)
+        self._answered = 0  # the tasks whose answers have been read
+        self._answers: dict[int, list[Verdict] | None] = {}  # read, not all taken
+        self._left: dict[int, int] = {}  # a task's verdicts not yet taken
+        self._sent: dict[int, bool] = {}
+        self.checked_elsewhere = 0
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._place
+
+    def ahead(self, name: str) -> None:
+        """Have `name` checked in a worker, with the next names (a batch at a time)."""
+        self._place[name] = (self._filling, len(self._batch))
+        self._batch.append(name)
+        if len(self._batch) == self.BATCH:
+            self._send()
+
+    def _send(self) -> None:
+        task, names = self._filling, self._batch
+        self._filling, self._batch = task + 1, []
+        worker = self._workers[task % len(self._workers)]
+        self._sent[task] = worker.send((self.folder.folder, self.folder.allow_outside, names))
+        self._left[task] = len(names)
+
+    def _answer(self, task: int) -> list[Verdict] | None:
+        while self._answered <= task:  # each worker answers its tasks in order
+            number = self._answered
+            sent = self._sent.pop(number)
+            worker = self._workers[number % len(self._workers)]
+            self._answers[number] = worker.answer() if sent else None
+            self._answered += 1
+        return self._answers[task]
+
+    def verdict(self, name: str) -> Verdict | None:
+        """The verdict on `name` if it was sent `ahead` (waiting for it), else None."""
+        place = self._place.pop(name, None)
+        if place is None:
+            return None
+        task, index = place
+        if task == self._filling:  # its batch is not full yet
+            self._send()
+        answer = self._answer(task)
+        self._left[task] -= 1
+        if not self._left[task]:  # the task's verdicts are all taken: let them go
+            del self._answers[task], self._left[task]
+        if answer is None:
+            return checked_image(self.folder, name)
+        self.checked_elsewhere += 1
+        return answer[index]
+
+    def close(self) -> None:
+        """End the workers (each after the task it is on)."""
+        for worker in self._workers:
+            worker.close()

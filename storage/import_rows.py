@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -14,7 +15,7 @@ from typing import TypeVar
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from rubrics.model import error_codes
-from storage.images import ImageFolder, ImagePathError, image_problem
+from storage.images import ImageChecker, ImageFolder, Verdict, checked_image, spare_cpus
 from storage.import_files import Record
 from storage.models import RATING_VALUE_FIELDS, Stage
 from storage.untrusted import FLAG, KEY, NUMBER, TEXT, TEXTS
@@ -404,14 +405,10 @@ def image_file(base_dir: Path, name: str, allow_outside: bool = False) -> str:
 
 
 def _image_file(folder: ImageFolder, name: str) -> str:
-    try:
-        path = folder.resolve(name)
-    except ImagePathError as exc:
-        raise RowError(str(exc)) from None
-    problem = image_problem(path)
+    path, problem = checked_image(folder, name)
     if problem is not None:
-        raise RowError(f"image {name!r}: {problem}")
-    return path
+        raise RowError(problem)
+    return path  # type: ignore[return-value]
 
 
 class RowReader:
@@ -425,22 +422,30 @@ class RowReader:
 
     CACHED_RATINGS = 65_536  # distinct ratings remembered (timestamped exports: all differ)
     CACHED_IMAGES = 65_536  # image files' verdicts remembered
+    # An import whose rows name more images than this has the rest checked in worker
+    # processes (`ImageChecker`), LOOKAHEAD records ahead of the row being read; a smaller
+    # one starts no process.
+    IMAGES_IN_PROCESS = 2_000
+    LOOKAHEAD = 4_096
+    IMAGE_WORKERS = 4  # at most, and no more than the spare CPUs
 
     def __init__(self, base_dir: Path, rubric: Rubric, *,
                  allow_outside_images: bool = False) -> None:
         self.rubric = rubric
         self.folder = ImageFolder(base_dir, allow_outside=allow_outside_images)
-        self._images: dict[str, tuple[str | None, str | None]] = {}  # name -> path, problem
+        self._images: dict[str, Verdict] = {}  # name -> path, problem
+        self._checker: ImageChecker | None = None
         self._ratings: dict[tuple, RatingRow | None] = {}
 
     def image_file(self, name: str) -> str:
         """`image_file` of `name`, checked on its first row only."""
         checked = self._images.get(name)
         if checked is None:
-            try:
-                checked = (sys.intern(_image_file(self.folder, name)), None)
-            except RowError as exc:
-                checked = (None, str(exc))
+            checked = self._checker and self._checker.verdict(name)
+            if checked is None:
+                checked = checked_image(self.folder, name)
+            if checked[0] is not None:
+                checked = (sys.intern(checked[0]), None)
             if len(self._images) >= self.CACHED_IMAGES:
                 self._images.clear()
             self._images[name] = checked
@@ -448,6 +453,43 @@ class RowReader:
         if problem is not None:
             raise RowError(problem)
         return path  # type: ignore[return-value]
+
+    def images_checked_ahead(self, records: Iterable[tuple[int, Record]]
+                             ) -> Iterator[tuple[int, Record]]:
+        """`records` (line, record) as they come; past IMAGES_IN_PROCESS images, the files
+        that the next LOOKAHEAD records name are sent ahead to worker processes, whose
+        verdicts `image_file` then takes (where there is a spare CPU)."""
+        workers = min(self.IMAGE_WORKERS, spare_cpus())
+        window: deque[tuple[int, Record]] = deque()
+        last, names = None, 0
+        try:
+            for item in records:
+                given = item[1].get("image")
+                if given != last:  # (the rows of an image mostly come together)
+                    last, names = given, names + 1
+                    if self._checker is None and names > self.IMAGES_IN_PROCESS and workers:
+                        self._checker = ImageChecker(self.folder, workers)
+                    if self._checker is not None:
+                        self._send_ahead(self._checker, item[1])
+                if self._checker is None:
+                    yield item
+                    continue
+                window.append(item)
+                if len(window) > self.LOOKAHEAD:
+                    yield window.popleft()
+            yield from window
+        finally:
+            if self._checker is not None:
+                self._checker.close()
+                self._checker = None
+
+    def _send_ahead(self, checker: ImageChecker, record: Record) -> None:
+        try:
+            name = _text(record, "image")
+        except RowError:  # its row reports it
+            return
+        if name and name not in self._images and name not in checker:
+            checker.ahead(name)
 
     def rating(self, record: Record) -> RatingRow | None:
         """`rating` of the record, parsed once for each distinct set of values (and types:

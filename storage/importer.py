@@ -708,8 +708,9 @@ class _FileRows:
         self.rejected.clear()
         field_problems: list[Problem] = []
         first_seen: dict[str, int] = {}
-        for line, raw in iter_records(path, schema=JSON_SCHEMA, problems=problems):
-            record = normalise_keys(raw)
+        records = ((line, normalise_keys(raw)) for line, raw in
+                   iter_records(path, schema=JSON_SCHEMA, problems=problems))
+        for line, record in self.reader.images_checked_ahead(records):
             if not first_seen.keys() >= record.keys():
                 for key in record:
                     first_seen.setdefault(key, line)
