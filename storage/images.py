@@ -203,7 +203,9 @@ class _Worker:
             [sys.executable, "-c", program, json.dumps(sys.path)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.answers: queue.SimpleQueue[list[Verdict] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._read, name="thumb-image-verdicts", daemon=True).start()
+        self._reader = threading.Thread(target=self._read, name="thumb-image-verdicts",
+                                        daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         try:
@@ -239,6 +241,7 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self._reader.join()  # it has read to the end of what the worker wrote
         self.process.stdout.close()  # type: ignore[union-attr]
 
 

@@ -8,7 +8,7 @@ import hashlib
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -710,17 +710,19 @@ class _FileRows:
         first_seen: dict[str, int] = {}
         records = ((line, normalise_keys(raw)) for line, raw in
                    iter_records(path, schema=JSON_SCHEMA, problems=problems))
-        for line, record in self.reader.images_checked_ahead(records):
-            if not first_seen.keys() >= record.keys():
-                for key in record:
-                    first_seen.setdefault(key, line)
-            try:
-                yield self.reader.row(line, record)
-            except RowError as exc:
-                problems.add(line, str(exc))
-                field_problems.append(problems.items[-1])
-                self.rejected.add(str(record.get("image_id") or record.get("image") or "")
-                                  .strip())
+        # (closed, and its image workers ended, even if the rows are not read to the end)
+        with closing(self.reader.images_checked_ahead(records)) as checked_ahead:
+            for line, record in checked_ahead:
+                if not first_seen.keys() >= record.keys():
+                    for key in record:
+                        first_seen.setdefault(key, line)
+                try:
+                    yield self.reader.row(line, record)
+                except RowError as exc:
+                    problems.add(line, str(exc))
+                    field_problems.append(problems.items[-1])
+                    self.rejected.add(str(record.get("image_id") or record.get("image") or "")
+                                      .strip())
         # (when records were left out for their own problems, their columns are unknown)
         records_left_out = len(problems.items) > len(field_problems)
         columns = Problems(path)
