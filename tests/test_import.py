@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from pathlib import Path
 
@@ -66,6 +67,9 @@ def test_sample_project_imports(engine):
         event = connection.execute(select(Event.__table__)).one()
     assert (event.actor, event.action) == ("tester", "import")
     assert json.loads(event.new_value)["captions"] == 60
+    # which file: its bytes' SHA-256 (hashed in a thread while the rows were checked)
+    assert (json.loads(event.new_value)["sha256"]
+            == hashlib.sha256(SAMPLE_CSV.read_bytes()).hexdigest())
 
 
 def test_csv_and_jsonl_import_the_same(project):
