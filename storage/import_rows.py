@@ -54,7 +54,7 @@ JSON_SCHEMA = {
     **dict.fromkeys(["double_rating", "native_english"], FLAG),
     "references": TEXTS,
 }
-REFERENCE_COLUMN = re.compile(r"^reference_(\d+)$")
+REFERENCE_COLUMN = re.compile(r"^reference_([0-9]+)$")
 _RATING_FIELDS = tuple(sorted(RATING_COLUMNS | RATING_ONLY_COLUMNS))  # what `rating` reads
 _UNSEEN = object()
 _TEXT_OR_EMPTY = {str, type(None)}  # the types of a reference_N cell
@@ -235,9 +235,14 @@ def references(record: Record) -> tuple[str, ...] | None:
 def _reference_columns(columns: tuple[str, ...]) -> tuple[str, ...]:
     """The `reference_N` columns among `columns`, by N (the same for every row of a
     CSV file)."""
-    numbered = sorted((int(match.group(1)), column) for column in columns
-                      if (match := REFERENCE_COLUMN.match(column)))
-    return tuple(column for _, column in numbered)
+    numbered = []
+    for column in columns:
+        if match := REFERENCE_COLUMN.match(column):
+            digits = match.group(1).lstrip("0")
+            # ordered as numbers without making ints of them: a header's N may have
+            # thousands of digits, more than int() converts
+            numbered.append((len(digits), digits, column))
+    return tuple(column for _, _, column in sorted(numbered))
 
 
 def rating(record: Record, rubric: Rubric) -> RatingRow | None:

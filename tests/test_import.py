@@ -20,7 +20,7 @@ from storage import (
     open_database,
     project_status,
 )
-from storage.models import FluencyCheck, Resolution
+from storage.models import FluencyCheck, ImageReference, Resolution
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png
 
@@ -489,3 +489,17 @@ def test_a_file_that_cannot_be_read_has_no_line_number(tmp_path, engine):
     missing = tmp_path / "nope.csv"
     with pytest.raises(InputError, match=rf"^{missing}: cannot read file"):
         import_captions(engine, missing, actor="t")
+
+
+def test_reference_columns_are_ordered_by_their_number_however_long(project, engine):
+    """reference_N in N's order, 10 after 9, even for an N of more digits than int()
+    converts (found by benchmarks/fuzz_imports.py: it ended in a ValueError)."""
+    huge = "reference_" + "9" * 5_000
+    source = write_csv(project / "c.csv", ["image", "system", "caption", huge, "reference_10",
+                                           "reference_9", "reference_010"],
+                       [["img/a.png", "Human", "A dog.", "last", "ten", "nine", "ten too"]])
+    import_captions(engine, source, actor="t")
+    with engine.connect() as connection:
+        texts = connection.execute(select(ImageReference.__table__.c.text)
+                                   .order_by(ImageReference.__table__.c.position)).scalars()
+        assert list(texts) == ["nine", "ten too", "ten", "last"]
