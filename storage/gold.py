@@ -78,7 +78,8 @@ OPTIONAL = ("path", *PENALTY_KEYS)
 GOLD_SCHEMA = {"image": KEY, "path": TEXT, "caption": TEXT,
                **dict.fromkeys(SCORE_KEYS, KEY), **dict.fromkeys(PENALTY_KEYS, NUMBER),
                "reason": TEXT}
-_RANGE = re.compile(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?")
+# (levels of at most 9 digits: int() refuses a number of thousands, and no scale is so wide)
+_RANGE = re.compile(r"\s*(-?\d{1,9})\s*(?:-\s*(-?\d{1,9})\s*)?")
 
 
 # --- the gold file ---------------------------------------------------------------------

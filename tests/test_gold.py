@@ -131,6 +131,19 @@ def test_import_refusals_name_the_line_and_change_nothing(engine, tmp_path, text
     assert database_dump(engine) == before
 
 
+@pytest.mark.parametrize(("cells", "named"), [("9" * 5000 + ",3", "precision"),
+                                              ("4,2-" + "9" * 5000, "recall")],
+                         ids=["precision", "recall"])
+def test_a_level_of_thousands_of_digits_is_refused_at_its_line(engine, tmp_path, cells,
+                                                               named):
+    """(found by benchmarks/fuzz_imports.py: int() refuses so many digits with ValueError)"""
+    text = f"image,caption,precision,recall,reason\ng1,A dog.,{cells},r\n"
+    with pytest.raises(InputError) as refused:
+        import_gold(engine, gold_file(tmp_path, text, "bad.csv"), actor="lead")
+    assert (f"bad.csv:2: {named} must be a level of the rubric's scale 1-5"
+            in str(refused.value).replace(str(tmp_path) + "/", ""))
+
+
 @pytest.mark.slow
 def test_importing_the_same_gold_twice_is_refused(engine, tmp_path):
     path = gold_file(tmp_path)
