@@ -9,8 +9,9 @@ fresh process whose peak resident memory (interpreter and libraries included) an
 time are measured, with those of the image workers it starts (their CPU time, and their
 memory sampled: the peak printed is the sum of both peaks); on a shared machine the wall
 time depends on the load, the CPU time much less. The rows name 200,000 distinct valid
-PNG files (5 systems per image), each of which the import decodes once. The million-row runs run once each (minutes in all); the
-release import is the best of 3. Prints figures next to targets; asserts nothing."""
+PNG files (5 systems per image), each of which the import decodes once. The million-row
+runs run once each (minutes in all); the release import is the best of 3. Prints figures
+next to targets; asserts nothing."""
 
 from __future__ import annotations
 
