@@ -255,8 +255,15 @@ class ImageChecker:
     BATCH = 256  # names a task checks: a task's round trip costs far less than its work
 
     def __init__(self, folder: ImageFolder, workers: int) -> None:
+        """Start `workers` processes; OSError if one cannot start (none is left running)."""
         self.folder = folder
-        self._workers = [_Worker() for _ in range(workers)]
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(workers):
+                self._workers.append(_Worker())
+        except (OSError, ValueError) as exc:  # no interpreter to start (an embedded Python)
+            self.close()
+            raise OSError(f"image workers cannot start: {exc}") from exc
         self._batch: list[str] = []  # the names of task number `_filling`
         self._filling = 0
         self._place: dict[str, tuple[int, int]] = {}  # name -> (its task, its index there)

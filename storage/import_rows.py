@@ -473,7 +473,10 @@ class RowReader:
                 if given != last:  # (the rows of an image mostly come together)
                     last, names = given, names + 1
                     if self._checker is None and names > self.IMAGES_IN_PROCESS and workers:
-                        self._checker = ImageChecker(self.folder, workers)
+                        try:
+                            self._checker = ImageChecker(self.folder, workers)
+                        except OSError:  # then this process checks every image
+                            workers = 0
                     if self._checker is not None:
                         self._send_ahead(self._checker, item[1])
                 if self._checker is None:

@@ -125,3 +125,16 @@ def test_a_missing_image_is_reported_at_its_line_either_way(folder_of_images, ba
     assert str(in_workers.value) == str(here.value)
     assert f"captions.csv:{bad_line}: image file not found: missing.png" in str(here.value)
     assert database_dump(engine) == before
+
+
+def test_an_import_whose_workers_cannot_start_checks_its_images_itself(
+        folder_of_images, workers_started, monkeypatch):
+    def no_interpreter(*args: object, **kwargs: object) -> None:
+        raise OSError("no such file: the interpreter")
+
+    monkeypatch.setattr("storage.images.subprocess.Popen", no_interpreter)
+    source = folder_of_images / "captions.csv"
+    source.write_text(rows(60), encoding="utf-8")
+    summary = import_captions(open_database(folder_of_images / "project.db"), source,
+                              actor="t")
+    assert (summary.images, summary.captions, workers_started) == (60, 60, [])
