@@ -44,7 +44,7 @@ from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from storage.db import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.images import ImageFolder, Verdict, checked_image
+from storage.images import ImageFolder, checked_image
 from storage.import_files import read_records
 from storage.models import (
     Annotator,
@@ -130,12 +130,6 @@ def _penalty_max(text: str, key: str, rubric: Rubric) -> float | str:
     return amount
 
 
-def _image_file(folder: Path, name: str, allow_outside: bool) -> Verdict:
-    """The checked image file `name` names next to the gold file (`checked_image`): it
-    must exist, lie in the folder (unless `allow_outside`) and open."""
-    return checked_image(ImageFolder(folder, allow_outside=allow_outside), name)
-
-
 def read_gold(path: Path, rubric: Rubric, problems: Problems, *,
               allow_outside_images: bool = False) -> list[GoldRow]:
     """The gold captions of a CSV or JSONL file: image (a key of the gold image, never a
@@ -157,6 +151,8 @@ def read_gold(path: Path, rubric: Rubric, problems: Problems, *,
     seen: dict[tuple[str, str], int] = {}
     paths: dict[str, tuple[str | None, int]] = {}
     unknown_at: dict[str, int] = {}
+    # image files next to the gold file: inside its folder (unless allowed out), and open
+    images = ImageFolder(path.parent, allow_outside=allow_outside_images)
     for line, record in records:
         for column in sorted(set(record) - known):
             unknown_at.setdefault(column, line)
@@ -191,8 +187,7 @@ def read_gold(path: Path, rubric: Rubric, problems: Problems, *,
                     penalties[key] = got_max
         image_path: str | None = None
         if values["path"]:
-            image_path, problem = _image_file(path.parent, values["path"],
-                                              allow_outside_images)
+            image_path, problem = checked_image(images, values["path"])
             if problem:
                 found.append(problem)
         key = (values["image"], values["caption"])

@@ -99,11 +99,12 @@ def rating_value_triggers_suspended(connection: Connection) -> Iterator[None]:
     if connection.dialect.name != "sqlite":
         yield
         return
-    triggers = [(name, sql, _RATING_INSERT_TRIGGER.search(sql))
-                for name, sql in connection.exec_driver_sql(
-                    "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
-                    "AND tbl_name = 'rating' ORDER BY name").all()]
-    triggers = [(name, sql, found) for name, sql, found in triggers if found]
+    triggers = []  # (name, its SQL, its condition and message)
+    for name, sql in connection.exec_driver_sql(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+            "AND tbl_name = 'rating' ORDER BY name").all():
+        if found := _RATING_INSERT_TRIGGER.search(sql):
+            triggers.append((name, sql, found))
     last_id = connection.exec_driver_sql("SELECT coalesce(max(id), 0) FROM rating").scalar()
     for name, _, _ in triggers:
         quoted = name.replace('"', '""')
