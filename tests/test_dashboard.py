@@ -104,6 +104,19 @@ def test_status_command_table_and_json(midway):
     assert runner.invoke(app, ["--db", str(db), "status", "--format", "xml"]).exit_code == 2
 
 
+def test_status_shows_a_long_annotator_name_whole_at_80_columns(midway):
+    _, db = midway
+    name = "maximiliane-schneider-of-the-caption-team"
+    assert runner.invoke(app, ["--db", str(db), "annotator", name]).exit_code == 0
+    shown = runner.invoke(app, ["--db", str(db), "status"], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert max(map(len, shown.output.splitlines())) <= 80
+    table = shown.output[shown.output.index("Annotators"):]
+    folded = "".join(line.split("│")[1].strip() for line in table.splitlines()
+                     if line.count("│") > 2)  # the annotator column, row after row
+    assert name in folded
+
+
 def test_next_prints_the_commands_to_run(midway):
     _, db = midway
     result = runner.invoke(app, ["--db", str(db), "next", "--annotator", "bob"])

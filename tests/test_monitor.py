@@ -49,7 +49,7 @@ from tests.test_workflow import rate_everything
 from thumb_tui.app import ThumbApp
 from thumb_tui.cli import app as cli
 from thumb_tui.screens import monitor as monitor_module
-from thumb_tui.screens.monitor import BUSY, MonitorScreen, MonitorSettings
+from thumb_tui.screens.monitor import BUSY, MonitorScreen, MonitorSettings, agreement_view
 
 midway = test_dashboard.midway  # the fixture: a project in the middle of the protocol
 FIXED_TIME = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC: the time the monitor shows
@@ -652,6 +652,29 @@ def test_agreement_waits_for_enough_images_then_is_alpha_with_a_ci():
                                        "--double)"}
     assert {f.note for f in agreement_so_far(pairs.iloc[:0], marked=6)} == {
         "too few: 0 of 5 images"}
+
+
+def test_the_agreement_panel_keeps_its_labels_and_whole_note_at_80_columns():
+    """At 80x24 the panel's text is 75 columns wide: a long "too few" note wraps in its
+    own column instead of squeezing the dimension and level to "ordi…"."""
+    from rich.console import Console
+
+    from metrics.campaign import AgreementFigure
+
+    note = "too few: 0 of 5 images (only 0 marked: thumb assign --double)"
+    figures = [AgreementFigure(dimension, level, None, None, None, 0, 0, note)
+               for dimension in ("precision", "recall") for level in ("ordinal", "interval")]
+    console = Console(width=75, file=io.StringIO(), record=True)
+    console.print(agreement_view(figures))
+    lines = console.export_text().splitlines()
+    labelled = [line.split()[:2] for line in lines if line.split()[:1] in (["P"], ["R"])]
+    assert labelled == [["P", "ordinal"], ["P", "interval"], ["R", "ordinal"],
+                        ["R", "interval"]]
+    assert max(map(len, lines)) <= 75 and "…" not in "".join(lines)
+    first = next(n for n, line in enumerate(lines) if line.split()[:1] == ["P"])
+    notes = [line.split()[3:] if line.split()[:1] in (["P"], ["R"]) else line.split()
+             for line in lines[first:]]  # the note column: after P/R, level and "-"
+    assert " ".join(word for words in notes for word in words) == " ".join([note] * 4)
 
 
 def test_alerts_cross_the_thresholds_and_need_enough_captions():

@@ -217,8 +217,9 @@ def _annotator_table(board: Dashboard) -> Table:
     gold = ("gold",) if board.gold_captions else ()  # right/answered, accuracy
     for column in ("annotator", "stage 1", "review", "resolved", "fluency", "BISON", *gold,
                    "waiting"):
-        table.add_column(column, justify="left" if column in ("annotator", "waiting")
-                         else "right")
+        text = column in ("annotator", "waiting")  # a long name folds, never cut to "maximili…"
+        table.add_column(column, justify="left" if text else "right",
+                         overflow="fold" if text else "ellipsis")
     for person in board.annotators:
         waiting = "\n".join(f"{w.command} {w.count}" for w in person.waiting) or "-"
         name = for_markup(person.name, newlines=False) + (" (native)" if person.native_english

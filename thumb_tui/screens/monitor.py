@@ -229,9 +229,13 @@ def pipeline_table(stages: list[StageProgress]) -> Table:
 
 def agreement_view(figures: list[AgreementFigure]) -> Group:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    for column, justify in (("", "left"), ("α", "left"), ("value", "right"),
-                            ("90% CI", "left"), ("on", "left")):
-        table.add_column(column, justify=justify, no_wrap=True)
+    # The label, level and value columns keep their width at 80 columns; a long note
+    # ("too few: … thumb assign --double") wraps in its own column instead of squeezing them.
+    for column, justify, width in (("", "left", 1), ("α", "left", len("interval")),
+                                   ("value", "right", len("value"))):
+        table.add_column(column, justify=justify, no_wrap=True, min_width=width)
+    table.add_column("90% CI", justify="left", overflow="fold")
+    table.add_column("on", justify="left", no_wrap=True)
     warnings: list[str] = []
     for figure in figures:
         label = SHORT_DIMENSION.get(figure.dimension, figure.dimension)
