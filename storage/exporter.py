@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import Engine, Select, and_, func, not_, select
 
-from rubrics import PENALTY_KEYS
+from rubrics import PENALTY_KEYS, Rubric
 from rubrics.escape import for_spreadsheet
 from storage.models import (
     RATING_VALUE_FIELDS,
@@ -32,6 +33,50 @@ RATING_COLUMNS = [
     "created_at", "updated_at", "native_english", "resolution_reasons", "resolution_note",
 ]
 FLUENCY_ROUND_COLUMNS = ["fluency_round", "fluency_round_type", "fluency_round_by"]
+# Penalty amounts are kept to 6 decimal places (a sum of errors is rounded so); a total's
+# digits beyond them are binary noise: 0.7 * 3 + 0.3 * 3 is 2.9999999999999996.
+STORED_DECIMALS = 6
+
+
+def without_float_noise(value: float) -> float:
+    """A score as written in a file: 3.0 and 2.6, never 2.9999999999999996 (`round` keeps
+    the sign of -0.0, which the THUMB release writes for no penalty)."""
+    return round(value, STORED_DECIMALS)
+
+
+def image_path_in_export(path: str | None, folder: Path) -> str | None:
+    """An image's stored path as an export in `folder` writes it: relative to that folder,
+    as import resolves it (a stored relative path, which import never made, as it is)."""
+    if path is None or not os.path.isabs(path):
+        return path
+    return os.path.relpath(path, folder)
+
+
+@dataclass(frozen=True)
+class ImagesOutside:
+    """Image paths that an export names outside its own folder (through `..`), which
+    `thumb import` refuses unless --allow-outside-images: the paths as written, and the
+    deepest folder that holds every image of the project, where an export would need
+    no such option."""
+
+    paths: list[str]
+    holding_folder: str
+
+
+def images_outside(engine: Engine, out: Path) -> ImagesOutside | None:
+    """The image paths of an export written at `out` that lead out of its folder; None
+    when every one stays inside."""
+    folder = out.resolve().parent
+    image = Image.__table__
+    with engine.connect() as connection:
+        stored = [path for path in connection.execute(
+            select(image.c.path).where(image.c.path.is_not(None)).order_by(image.c.id)
+        ).scalars() if os.path.isabs(path)]
+    written = [image_path_in_export(path, folder) for path in stored]
+    outside = [path for path in written if path.split(os.sep, 1)[0] == os.pardir]
+    if not outside:
+        return None
+    return ImagesOutside(outside, os.path.commonpath([os.path.dirname(p) for p in stored]))
 
 
 def _unused_columns(engine: Engine, signatures: set[str]) -> list[str]:
@@ -67,18 +112,13 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
         captions = pd.read_sql(query, connection)
         workflow = pd.read_sql(_workflow_query(), connection)
     captions["double_rating"] = captions["double_rating"].astype(bool)
-    base = out.resolve().parent
-
-    def relative(path: object) -> object:
-        if not isinstance(path, str) or not os.path.isabs(path):
-            return path
-        return os.path.relpath(path, base)
-
-    captions["image"] = captions["image"].map(relative)
+    folder = out.resolve().parent
+    captions["image"] = captions["image"].map(lambda path: image_path_in_export(path, folder))
     references = references_by_image(engine)
     captions["references"] = captions["image_id"].map(lambda key: references.get(key, []))
     ratings = ratings_frame(engine).rename(columns={"caption_id": "caption_pk"})
     ratings = complete_rows(ratings)  # see in_progress_ratings
+    ratings["total"] = ratings["total"].map(without_float_noise)
     ratings["stage"] = ratings["stage"].map(lambda s: Stage(s).label)
     for column in ("created_at", "updated_at"):
         ratings[column] = pd.to_datetime(ratings[column], utc=True).map(
@@ -121,6 +161,18 @@ def in_progress_ratings(engine: Engine) -> int:
         return int(connection.execute(
             select(func.count()).where(not_(complete_clause(rating)))
         ).scalar())
+
+
+def exported_rubrics(engine: Engine) -> list[Rubric]:
+    """The rubrics of the ratings an export writes (the complete ones). `thumb import`
+    reads a file's ratings on the rubric it is given (the importing project's, THUMB 1.0
+    in a new database), not on the file's `rubric` column."""
+    rating = Rating.__table__
+    with engine.connect() as connection:
+        signatures = connection.execute(
+            select(rating.c.rubric).where(complete_clause(rating)).distinct()).scalars()
+        stored = stored_rubrics(connection)
+        return [stored[signature] for signature in sorted(signatures)]
 
 
 def image_seconds(engine: Engine) -> pd.DataFrame:

@@ -5,24 +5,40 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, select
 
 from rubrics import THUMB_1_0
 from storage.errors import Problems
+from storage.exporter import without_float_noise
 from storage.import_files import Record, read_records
 from storage.import_rows import CaptionRow, RowError, image_file, rating
 from storage.importer import ImportSummary, import_caption_rows
 from storage.models import Caption, Image
 from storage.rating_frames import final_scores, references_by_image
+from storage.rubric_registry import project_rubric, stored_rubrics
 from storage.untrusted import KEY, NUMBER, TEXT, TEXTS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 THUMB_ANNOTATOR = "thumb-1.0"
-THUMB_FIELDS = ("sys", "seg_id", "set_id", "hyp", "image", "p", "r", "fl", "inc", "con",
+# A line's keys as the release spells them, in its order (the reader takes any case).
+RELEASE_KEYS = ("SYS", "seg_id", "set_id", "hyp", "image", "P", "R", "Fl", "Inc", "Con",
                 "human_score")
+THUMB_FIELDS = tuple(key.lower() for key in RELEASE_KEYS)
+RELEASE_SPELLING = dict(zip(THUMB_FIELDS, RELEASE_KEYS, strict=True))
+# set_id is an image's index in the Karpathy test split: null for an image outside it, as
+# a thumb-tui project's own images are. Every other key needs a value.
+NULLABLE_FIELDS = frozenset({"set_id"})
 RELEASE_SCHEMA = {"sys": TEXT, "seg_id": KEY, "set_id": KEY, "hyp": TEXT, "image": TEXT,
                   **dict.fromkeys(["p", "r", "fl", "inc", "con", "human_score"], NUMBER)}
 REFERENCES_SCHEMA = {"seg_id": KEY, "set_id": KEY, "refs": TEXTS}
+
+
+class NotThumbRubric(ValueError):
+    """The thumb-jsonl export was asked of scores that are not on THUMB 1.0's rubric."""
 
 
 def _read_references(path: Path) -> dict[str, tuple[str, ...]]:
@@ -47,11 +63,22 @@ def _read_references(path: Path) -> dict[str, tuple[str, ...]]:
     return references
 
 
+def _absent_keys(record: Record) -> str | None:
+    """What the line lacks, in the release's spelling: keys that are not there at all, and
+    keys whose value is null (or an empty text) where the release always has one."""
+    missing = [RELEASE_SPELLING[key] for key in THUMB_FIELDS if key not in record]
+    empty = [RELEASE_SPELLING[key] for key in THUMB_FIELDS
+             if key in record and record[key] is None and key not in NULLABLE_FIELDS]
+    found = ([f"missing key(s): {', '.join(missing)}"] if missing else []) + (
+        [f"null or empty value(s): {', '.join(empty)}"] if empty else [])
+    return "; ".join(found) or None
+
+
 def _caption_row(line: int, record: Record, images_dir: Path | None,
                  allow_outside_images: bool) -> CaptionRow:
-    missing = [key for key in THUMB_FIELDS if record.get(key) is None]
-    if missing:
-        raise RowError(f"missing key(s): {', '.join(missing)}")
+    absent = _absent_keys(record)
+    if absent is not None:
+        raise RowError(absent)
     image_name = str(record["image"])
     image_path = image_name
     if images_dir is not None:
@@ -82,12 +109,15 @@ def _caption_row(line: int, record: Record, images_dir: Path | None,
     )
 
 
-def _set_id(value: object) -> int:
-    """The release's set_id: a whole number (JSON gives an int; a digit string is taken)."""
+def _set_id(value: object) -> int | None:
+    """The release's set_id: a whole number (JSON gives an int; a digit string is taken),
+    or None for null (an image outside the Karpathy test split)."""
+    if value is None:
+        return None
     if isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit()
                                   and len(value) <= 9):
         return int(value)
-    raise RowError(f"set_id must be a whole number, not {value!r}")
+    raise RowError(f"set_id must be a whole number or null, not {value!r}")
 
 
 def import_thumb(
@@ -106,7 +136,7 @@ def import_thumb(
     references = _read_references(references_path)
     problems = Problems(path)
     rows: list[CaptionRow] = []
-    set_ids: dict[str, int] = {}
+    set_ids: dict[str, int | None] = {}
     for line, record in read_records(path, fmt="jsonl", schema=RELEASE_SCHEMA,
                                      problems=problems):
         try:
@@ -124,15 +154,46 @@ def import_thumb(
         rows.append(replace(row, references=references[row.image_key]))
     problems.raise_if_any()
     return import_caption_rows(engine, rows, problems, actor=actor, rubric=THUMB_1_0,
-                               set_ids=set_ids)
+                               set_ids={key: value for key, value in set_ids.items()
+                                        if value is not None})
+
+
+def _check_thumb_rubric(engine: Engine, scores: pd.DataFrame) -> None:
+    """Refuse scores that are not on THUMB 1.0: the release's human_score is (P + R) / 2
+    minus penalties on its scales, which another rubric's numbers would only pretend to
+    be. Both the project's rubric and every exported rating's must be THUMB 1.0's."""
+    stored = stored_rubrics(engine)
+    others = sorted(signature for signature in set(scores["rubric"])
+                    if stored[signature] != THUMB_1_0)
+    project = project_rubric(engine)
+    if project == THUMB_1_0 and not others:
+        return
+    why = []
+    if project != THUMB_1_0:
+        why.append(f"this project's rubric is {project.signature} ({project.title})")
+    if others:
+        count = int(scores["rubric"].isin(others).sum())
+        why.append(f"{count} final score(s) are on rubric {', '.join(others)}")
+    raise NotThumbRubric(
+        "--format thumb-jsonl writes the THUMB 1.0 release, whose human_score is (P + R) / 2 "
+        f"minus penalties on THUMB 1.0's scales, but {' and '.join(why)}. Export it with "
+        "--format csv, jsonl or parquet (they keep each rating's rubric)")
+
+
+def _release_line(record: dict[str, object]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
 
 
 def export_thumb(
     engine: Engine, out: str | Path, references_out: str | Path | None = None
 ) -> int:
     """Write final scores in the release format (line order = import order); return lines.
-    Penalties are written as negative numbers and 0 as -0.0, as the release does."""
+    Penalties are written as negative numbers and 0 as -0.0, every number without binary
+    noise (3.5, 2.6), and set_id null for an image outside the Karpathy test split, as the
+    release and `import_thumb` read them. Raises NotThumbRubric, writing nothing, for a
+    project or scores not on THUMB 1.0."""
     scores = final_scores(engine)
+    _check_thumb_rubric(engine, scores)
     image, caption = Image.__table__, Caption.__table__
     with engine.connect() as connection:
         images = {
@@ -145,32 +206,21 @@ def export_thumb(
     lines = []
     for row in scores.itertuples(index=False):
         image_row = images[row.caption_id]
-        record = {
-            "SYS": row.system,
-            "seg_id": image_row.key,
-            "set_id": image_row.set_id,
-            "hyp": row.caption,
-            "image": Path(image_row.path).name if image_row.path else None,
-            "P": float(row.precision),
-            "R": float(row.recall),
-            "Fl": -float(row.fluency),
-            "Inc": -float(row.inclusive),
-            "Con": -float(row.conciseness),
-            "human_score": float(row.total),
-        }
-        lines.append(json.dumps(record, ensure_ascii=False))
-    Path(out).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        values = (row.system, image_row.key, image_row.set_id, row.caption,
+                  Path(image_row.path).name if image_row.path else None,
+                  *(without_float_noise(float(value)) for value in (
+                      row.precision, row.recall, -row.fluency, -row.inclusive,
+                      -row.conciseness, row.total)))
+        lines.append(_release_line(dict(zip(RELEASE_KEYS, values, strict=True))))
+    Path(out).write_text("".join(lines), encoding="utf-8")
     if references_out is not None:
         seen: dict[str, int | None] = {}
         for image_row in images.values():
             seen.setdefault(image_row.key, image_row.set_id)
         references = references_by_image(engine)
         Path(references_out).write_text(
-            "".join(
-                json.dumps({"seg_id": key, "set_id": seen[key], "refs": refs},
-                           ensure_ascii=False) + "\n"
-                for key, refs in references.items()
-            ),
+            "".join(_release_line({"seg_id": key, "set_id": seen[key], "refs": refs})
+                    for key, refs in references.items()),
             encoding="utf-8",
         )
     return len(lines)

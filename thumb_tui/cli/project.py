@@ -35,6 +35,8 @@ from thumb_tui.cli.common import (
 )
 
 if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
+    from sqlalchemy import Engine
+
     from storage.dashboard import AnnotatorProgress, Dashboard
 
 app = typer.Typer()
@@ -111,8 +113,9 @@ def export_command(
     with Outputs(force) as files:
         temporary = files.file(out, fmt=fmt)
         if fmt == "thumb-jsonl":
-            count = storage.export_thumb(engine, temporary, references_out and files.file(
-                references_out, "--references-out"))
+            with value_errors():
+                count = storage.export_thumb(engine, temporary, references_out and files.file(
+                    references_out, "--references-out"))
         else:
             from reports.exports import export_project, signatures_path
 
@@ -123,11 +126,34 @@ def export_command(
             signatures = signatures if written_signatures else None
     typer.echo(f"wrote {count} rows to {out}"
                + (f" (metric signatures in {signatures})" if signatures else ""))
-    from storage.exporter import in_progress_ratings
+    if fmt != "thumb-jsonl":
+        _say_what_import_needs(engine, out)
 
-    if fmt != "thumb-jsonl" and (pending := in_progress_ratings(engine)):
+
+def _say_what_import_needs(engine: Engine, out: Path) -> None:
+    """Notes on what an export leaves out or what importing it needs: ratings in progress;
+    ratings on another rubric than THUMB 1.0, which `thumb import` reads on THUMB 1.0's
+    scales unless given their rubric; image paths leading out of the file's folder, which
+    it refuses unless --allow-outside-images (SECURITY.md)."""
+    from rubrics import THUMB_1_0
+    from storage.exporter import exported_rubrics, images_outside, in_progress_ratings
+
+    if pending := in_progress_ratings(engine):
         typer.echo(f"note: {pending} rating(s) in progress (P or R not set yet) are not "
                    "exported")
+    if others := [rubric for rubric in exported_rubrics(engine) if rubric != THUMB_1_0]:
+        named = ", ".join(f"{rubric.signature} ({rubric.title})" for rubric in others)
+        typer.echo(printable(
+            f"note: the ratings are on rubric {named}; `thumb import` reads a file's ratings "
+            "on the importing project's rubric (THUMB 1.0 in a new database) unless given "
+            "--rubric, so import this file with --rubric and that rubric's file",
+            newlines=False))
+    if outside := images_outside(engine, out):
+        typer.echo(printable(
+            f"note: {len(outside.paths)} image path(s) in {out} lead out of its folder (the "
+            f"first: {outside.paths[0]}); `thumb import` refuses them unless you add "
+            "--allow-outside-images (for a file you trust, like this one), or export into "
+            f"{outside.holding_folder} or a folder above it", newlines=False))
 
 
 @app.command("status")
