@@ -34,11 +34,10 @@ from metrics.positives import (
     PositiveSet,
     normalize_id,
     positive_set_from_pairs,
-    shown,
 )
 from metrics.retrieval import RelevanceView
-from metrics.untrusted import ID_KINDS, REAL_KINDS, Npz, check_array, regular_file
-from rubrics.escape import MAX_TEXT_CHARS, text_refusal
+from metrics.untrusted import ID_KINDS, REAL_KINDS, Npz, check_array
+from rubrics.escape import text_refusal
 
 RELEVANCE_METRICS = ("cider-d", "spice-approx")
 
@@ -223,56 +222,6 @@ def pairwise_relevance(captions: Sequence[str], references: Sequence[Sequence[st
 
 
 # --- human agreement (the NCS paper's Table 1 analysis) --------------------------------
-
-JUDGMENT_COLUMNS = ("image_id", "caption_id", "grade")
-
-
-def read_judgments(path: Path) -> pd.DataFrame:
-    """Graded human judgments of image-caption pairs from a CSV with the columns
-    image_id, caption_id, grade (e.g. CxC's 0-5 similarity ratings, or match-verification
-    answers mapped to numbers); several grades of one pair are averaged later. Ids are
-    checked like every imported text (`normalize_id`: no control character, at most
-    20,000 characters). Problems name the file and line."""
-    import csv
-
-    path = regular_file(path, RelevanceError)
-    rows = []
-    reader = None
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            missing = set(JUDGMENT_COLUMNS) - set(reader.fieldnames or ())
-            if missing:
-                raise RelevanceError(f"{path}:1: missing column(s) "
-                                     f"{', '.join(sorted(missing))}")
-            for row in reader:
-                line = reader.line_num
-                try:
-                    grade = float(row["grade"])
-                except (TypeError, ValueError):
-                    raise RelevanceError(f"{path}:{line}: the grade {shown(row['grade'])} "
-                                         "is not a number") from None
-                pair = []
-                for column in ("image_id", "caption_id"):
-                    try:
-                        pair.append(normalize_id(row[column] or ""))
-                    except (TypeError, ValueError) as error:
-                        raise RelevanceError(f"{path}:{line}: {column}: {error}") from None
-                if not np.isfinite(grade):
-                    raise RelevanceError(f"{path}:{line}: the grade must be a finite number")
-                rows.append((*pair, grade))
-    except csv.Error as error:
-        line = reader.reader.line_num if reader is not None else 1  # where it stopped
-        message = (f"a field of more than {csv.field_size_limit():,} characters (a text has "
-                   f"at most {MAX_TEXT_CHARS:,})" if "field limit" in str(error)
-                   else f"malformed CSV: {error}")
-        raise RelevanceError(f"{path}:{max(line, 1)}: {message}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise RelevanceError(f"{path}: cannot read: {error}") from None
-    if not rows:
-        raise RelevanceError(f"{path}: no judgments")
-    return pd.DataFrame(rows, columns=list(JUDGMENT_COLUMNS))
-
 
 def human_agreement(judgments: pd.DataFrame, scorers: Mapping[str, np.ndarray], *,
                     bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> pd.DataFrame:

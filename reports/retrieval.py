@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from metrics.confidence import CI_METHOD, few_units
 from metrics.positives import (
     SHIPPED_NAMES,
+    Id,
     PositiveSet,
     normalize_id,
     positive_files,
@@ -99,6 +100,22 @@ class Target:
     folds: tuple[PositiveSet, ...] = ()
     relevance: RelevanceMatrix | None = None
     universe: tuple[frozenset, frozenset] | None = None  # known (images, captions)
+
+    def known_ids(self) -> tuple[frozenset, frozenset]:
+        """(images, captions) this target can say something about: a matrix's rows and
+        columns, the universe of a set that has one (a shipped set's COCO split, the
+        project), else every id its folds name."""
+        if self.relevance is not None:
+            return frozenset(self.relevance.images), frozenset(self.relevance.captions)
+        if self.universe is not None:
+            return self.universe
+        images = {i for fold in self.folds for i in fold.image_to_captions}
+        images.update(i for fold in self.folds for items in fold.caption_to_images.values()
+                      for i in items)
+        captions = {c for fold in self.folds for c in fold.caption_to_images}
+        captions.update(c for fold in self.folds for items in fold.image_to_captions.values()
+                        for c in items)
+        return frozenset(images), frozenset(captions)
 
 
 def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Target]:
@@ -392,11 +409,45 @@ def metric_label(row: object) -> str:
     return f"{row.positives} {name}{suffix}"
 
 
+# Signature fields that never change a stored value: which cut-offs, m and NCS averaging
+# were asked for (each metric's label names its own) and how its CI was computed. Every
+# other field does (the set and its contents, PMRP's cap, the thumb-tui version), and a
+# field added later does too, until it is named here.
+NOT_VALUE_FIELDS = frozenset({"k", "m", "ncs", "bootstrap", "ci", "interval", "seed"})
+
+
+def value_basis(signature: str) -> tuple[tuple[str, str], ...]:
+    """What a stored result's value depends on besides its model and metric, from its
+    signature (`retrieval|positives:LABEL#DIGEST|k:…|…`): (("content", DIGEST), and every
+    field outside NOT_VALUE_FIELDS). The label is left out (a relevance matrix's records
+    are labelled by their view) and the digest read after the last `#`, since a set's
+    name may hold `#` or `|` but no later field does."""
+    content, _, rest = signature.rpartition("#")[2].partition("|")
+    fields = (field.partition(":") for field in rest.split("|") if field)
+    return (("content", content),
+            *((key, value) for key, _, value in fields if key not in NOT_VALUE_FIELDS))
+
+
+@dataclass(frozen=True)
+class ModelComparison:
+    """`ranks`: model, metric, value, rank (only the models scored under each metric);
+    `tau`: Kendall τ-b between the metrics' rankings; `versions`: for each positive set or
+    matrix whose stored results differ in what they were computed on (another content
+    digest, PMRP cap or thumb-tui version), each version's label and the models scored
+    on it (those versions are ranked apart)."""
+
+    ranks: pd.DataFrame
+    tau: pd.DataFrame
+    versions: dict[str, list[tuple[str, list[str]]]]
+
+
 def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
-               ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(models x metrics values with each metric's rank of the model, Kendall τ-b between
-    the metrics' rankings of the models). Uses `direction` (and rsum); the latest stored
-    value per model and metric."""
+               ) -> ModelComparison:
+    """Rank the models under every metric of `direction` (and rsum), from the latest
+    stored value per model and metric. Only results computed on the same version of a
+    set are ranked together: a set stored with several versions (its contents changed
+    between evaluations, say) has one metric row per version, labelled with what tells
+    them apart (`project (content:5472d2f8aa) recall@1`). A metric needs two models."""
     frame = results_frame(engine)
     if positives:
         frame = frame[frame["positives"].isin(list(positives))]
@@ -405,14 +456,46 @@ def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
     if models < 2:
         raise ValueError(f"comparing needs at least two evaluated models, found {models}; "
                          "evaluate more with `thumb retrieval evaluate`")
+    bases = [value_basis(s) for s in frame["signature"]]
+    labels = _version_labels(list(zip(frame["positives"], bases, strict=True)))
+    frame = frame.assign(positives=[labels[key] for key in zip(frame["positives"], bases,
+                                                               strict=True)])
     frame = frame.assign(label=[metric_label(r) for r in frame.itertuples(index=False)])
     wide = frame.drop_duplicates(["model", "label"], keep="last").pivot(
         index="model", columns="label", values="value")
     wide = wide[[c for c in dict.fromkeys(frame["label"]) if wide[c].notna().sum() >= 2]]
+    if wide.empty:
+        raise ValueError("no metric was computed for two models on the same version of a "
+                         "set; evaluate more models on it")
     ranks = wide.rank(ascending=False, method="average")
-    table = wide.stack().rename("value").reset_index().merge(
-        ranks.stack().rename("rank").reset_index(), on=["model", "label"])
-    return table.rename(columns={"label": "metric"}), kendall_matrix(wide)
+    table = wide.stack().dropna().rename("value").reset_index().merge(
+        ranks.stack().dropna().rename("rank").reset_index(), on=["model", "label"])
+    versions: dict[str, list[tuple[str, list[str]]]] = {}
+    for (name, _), label in labels.items():
+        if label != name:
+            scored = frame.loc[frame["positives"] == label, "model"]
+            versions.setdefault(name, []).append((label, list(dict.fromkeys(scored))))
+    return ModelComparison(table.rename(columns={"label": "metric"}), kendall_matrix(wide),
+                           versions)
+
+
+def _version_labels(keys: Sequence[tuple[str, tuple[tuple[str, str], ...]]]
+                    ) -> dict[tuple[str, tuple[tuple[str, str], ...]], str]:
+    """Each (set label, value basis) its label in a comparison: the set's own where it has
+    one basis, else the set's with the fields that tell its bases apart,
+    `project (content:5472d2f8aa)`, `pm (cap:none)`."""
+    by_name: dict[str, list[tuple[tuple[str, str], ...]]] = {}
+    for name, basis in dict.fromkeys(keys):
+        by_name.setdefault(name, []).append(basis)
+    labels = {}
+    for name, group in by_name.items():
+        fields = [dict(basis) for basis in group]
+        differing = [key for key in dict.fromkeys(k for f in fields for k in f)
+                     if len({f.get(key) for f in fields}) > 1]
+        for basis, shown_fields in zip(group, fields, strict=True):
+            parts = ", ".join(f"{key}:{shown_fields.get(key, 'none')}" for key in differing)
+            labels[(name, basis)] = f"{name} ({parts})" if differing else name
+    return labels
 
 
 def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
@@ -435,11 +518,77 @@ def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
 
 # --- human agreement -------------------------------------------------------------------
 
+JUDGMENT_COLUMNS = ("image_id", "caption_id", "grade")
+
+
+def read_judgments(path: Path, targets: Sequence[Target] = ()) -> pd.DataFrame:
+    """Graded human judgments of image-caption pairs, one grade per pair, from a CSV with
+    the columns image_id, caption_id, grade (e.g. CxC's 0-5 similarity ratings averaged
+    over raters, or match-verification answers mapped to numbers). The file is read as
+    every import reads one (`storage.import_files`), ids spelt by `normalize_id`; a pair
+    graded twice (naming the earlier line) and an image or caption that one of `targets`
+    does not know are refused. Every problem of the file, each at its line, is raised at
+    once in an InputError; nothing is returned then."""
+    import pandas as pd
+
+    from storage.errors import Problems
+    from storage.import_files import read_records
+    from storage.import_rows import RowError, _number
+
+    problems = Problems(path)
+    records = read_records(path, "csv", problems=problems)
+    missing = [c for c in JUDGMENT_COLUMNS if records and c not in records[0][1]]
+    if missing:
+        problems.add(1, f"missing column(s) {', '.join(missing)}")
+        problems.raise_if_any()
+    known = [(target.label, *target.known_ids()) for target in targets]
+    first_line: dict[tuple, int] = {}
+    rows = []
+    for line, record in records:
+        messages: list[str] = []
+        image, caption = (_judged_id(record, column, messages)
+                          for column in ("image_id", "caption_id"))
+        try:
+            grade = _number(record, "grade")
+            if grade is None:
+                messages.append("grade is missing")
+        except RowError as error:
+            messages.append(str(error))
+        if image is not None and caption is not None:
+            first = first_line.setdefault((image, caption), line)
+            if first != line:
+                messages.append(f"the pair ({shown(image)}, {shown(caption)}) is graded "
+                                f"already at line {first}")
+        for kind, value, position in (("image", image, 1), ("caption", caption, 2)):
+            lacking = [k[0] for k in known if value is not None and value not in k[position]]
+            if lacking:
+                messages.append(f"{kind} {shown(value)} is not in {', '.join(lacking)}")
+        for message in messages:
+            problems.add(line, message)
+        if not messages:
+            rows.append((image, caption, grade))
+    problems.raise_if_any()
+    return pd.DataFrame(rows, columns=list(JUDGMENT_COLUMNS))
+
+
+def _judged_id(record: Mapping[str, object], column: str, messages: list[str]) -> Id | None:
+    """The record's id in `column`, or None with its problem added to `messages`."""
+    if record[column] is None:
+        messages.append(f"{column} is missing")
+        return None
+    try:
+        return normalize_id(record[column])
+    except ValueError as error:
+        messages.append(f"{column}: {error}")
+        return None
+
+
 def relevance_agreement(judgments: pd.DataFrame, targets: Sequence[Target], *,
                         bootstrap: int = 1000, ci: float = 0.95, seed: int = 0
                         ) -> pd.DataFrame:
     """How well Recall-style (binary: is the pair a positive of the set) and NCS-style (φ
-    of a relevance matrix) relevance follow graded human judgments of the same pairs."""
+    of a relevance matrix) relevance follow graded human judgments of the same pairs, as
+    `read_judgments(path, targets)` gives them (every pair known to every target)."""
     from metrics.relevance import human_agreement
 
     pairs = list(zip(judgments["image_id"], judgments["caption_id"], strict=True))
@@ -449,10 +598,6 @@ def relevance_agreement(judgments: pd.DataFrame, targets: Sequence[Target], *,
             matrix = target.relevance
             row = {image: i for i, image in enumerate(matrix.images)}
             column = {caption: j for j, caption in enumerate(matrix.captions)}
-            missing = [p for p in pairs if p[0] not in row or p[1] not in column]
-            if missing:
-                raise ValueError(f"the relevance matrix {target.label} lacks {len(missing)} "
-                                 f"judged pair(s), e.g. {missing[0]!r}")
             scorers[f"{target.label} (graded)"] = np.array(
                 [matrix.values[row[i], column[c]] for i, c in pairs])
         else:

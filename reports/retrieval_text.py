@@ -5,6 +5,7 @@ never sent) and then `rich.text.Text` (no markup) or Markdown escaping."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -203,7 +204,7 @@ def rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         by_model = part.set_index("model")
         rows.append([f"({number + 1}) {printable(str(metric), newlines=False)}", *(
             f"{_percent(by_model.loc[m, 'value'])} (#{by_model.loc[m, 'rank']:g})"
-            if m in by_model.index else "" for m in models)])
+            if m in by_model.index else UNDEFINED for m in models)])
     return ["metric", *(printable(str(m), newlines=False) for m in models)], rows
 
 
@@ -263,6 +264,40 @@ def comparison_tables(ranks: pd.DataFrame, tau: pd.DataFrame) -> list[Table]:
 def comparison_table(ranks: pd.DataFrame, tau: pd.DataFrame, *, out: Path | None = None
                      ) -> None:
     _print(Group(*comparison_tables(ranks, tau)), out)
+
+
+def versions_note(versions: dict[str, list[tuple[str, list[str]]]]) -> str | None:
+    """Which models were scored on which version of a set, where a set has several
+    (`reports.retrieval.ModelComparison.versions`), or None."""
+    if not versions:
+        return None
+    lines = ["note: results computed on different versions of a set are ranked apart:"]
+    for versioned in versions.values():
+        lines += [f"  {printable(label, newlines=False)}: "
+                  + ", ".join(printable(model, newlines=False) for model in models)
+                  for label, models in versioned]
+    lines.append("a version scored for fewer than two models is not ranked; evaluate the "
+                 "models on the set as it is now to compare them all")
+    return "\n".join(lines)
+
+
+def json_records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """The frame's rows as JSON-ready records: a value that is not a finite number (an
+    undefined τ or correlation, a missing count) becomes None, written as null."""
+    return [{key: _json_value(value) for key, value in row.items()}
+            for row in frame.to_dict(orient="records")]
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return None if value is pd.NA else value
+
+
+def json_text(payload: object) -> str:
+    """JSON that every parser reads: a NaN or infinity left in `payload` is a bug caught
+    here (ValueError), never written as `NaN`, which is not JSON."""
+    return json.dumps(payload, indent=1, allow_nan=False)
 
 
 def tau_warning(ranks: pd.DataFrame) -> str | None:

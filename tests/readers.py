@@ -376,10 +376,12 @@ def _errors() -> dict[str, type[BaseException]]:
     from metrics.rankings import RankingsError
     from metrics.relevance import RelevanceError
     from rubrics import RubricError
+    from storage.errors import InputError
     from thumb_tui.keymap import KeymapError
 
     return {"positives": PositivesError, "rankings": RankingsError,
-            "relevance": RelevanceError, "rubric": RubricError, "keymap": KeymapError}
+            "relevance": RelevanceError, "rubric": RubricError, "keymap": KeymapError,
+            "input": InputError}
 
 
 def _read(module: str, name: str) -> Callable[[Path], object]:
@@ -494,9 +496,10 @@ def build_readers() -> list[Reader]:
         Reader("relevance matrix", ("metrics.relevance:read_relevance",), "r.npz",
                relevance_npz, RELEVANCE_TEXTS, "binary",
                read=_read("metrics.relevance", "read_relevance"), error=errors["relevance"]),
-        Reader("graded judgments CSV", ("metrics.relevance:read_judgments",), "j.csv",
+        Reader("graded judgments CSV", ("reports.retrieval:read_judgments",
+                                        "storage.import_files:_lines"), "j.csv",
                agreement_csv, AGREEMENT_TEXTS, "text",
-               read=_read("metrics.relevance", "read_judgments"), error=errors["relevance"]),
+               read=_read("reports.retrieval", "read_judgments"), error=errors["input"]),
         # --- image files (checked at import; the screens ask again) ---
         Reader("image file", images, "img.png", lambda t: _png_bytes(), (), "binary",
                read=_image, error=ImageRefused),

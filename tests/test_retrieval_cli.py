@@ -323,8 +323,8 @@ def test_agreement_of_binary_and_graded_relevance_with_human_grades(project):
     truth = {(str(i), str(c)) for i, c in phi["ground_truth"]}
     rng = np.random.default_rng(0)
     rows, graded, binary, grades = [], [], [], []
-    for _ in range(150):
-        i, c = int(rng.integers(len(images))), int(rng.integers(len(captions)))
+    for pair in rng.choice(len(images) * len(captions), 150, replace=False):  # one grade
+        i, c = divmod(int(pair), len(captions))  # per pair
         grade = round(float(phi["values"][i, c]) + rng.normal(0, 0.5), 3)
         rows.append(f"{images[i]},{captions[c]},{grade}")
         graded.append(phi["values"][i, c])
@@ -416,3 +416,116 @@ def test_a_positive_set_stored_by_thumb_match_is_evaluated_by_name(project):
     records = {(r["metric"], r["direction"], r["k"]): r for r in json.loads(result.output)}
     assert records[("map@r", "i2t", None)]["n"] == 5
     assert records[("map@r", "t2i", None)]["n"] == 8
+
+
+def _strict_json(text: str) -> object:
+    """JSON as every parser reads it: `NaN` or `Infinity` (Python's extension) fail."""
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_compare_ranks_only_results_on_the_same_contents_of_a_set(project):
+    db, folder = project
+    old = {seed: _lists(db, folder, seed) for seed in (10, 11)}
+    for name, seed in (("A", 10), ("B", 11)):
+        i2t, t2i = old[seed]
+        assert _evaluate(db, "--name", name, "--i2t", str(i2t), "--t2i", str(t2i),
+                         "--positives", "project", "--bootstrap", "0").exit_code == 0
+    more = folder / "more.csv"
+    more.write_text("image_id,system,caption\nimg01,NewSys,A new caption.\n")
+    assert runner.invoke(app, ["--db", db, "import", str(more)]).exit_code == 0
+    i2t, t2i = _lists(db, folder, 12)  # over the 61 captions the project has now
+    for name in ("C", "D"):
+        assert _evaluate(db, "--name", name, "--i2t", str(i2t), "--t2i", str(t2i),
+                         "--positives", "project", "--bootstrap", "0").exit_code == 0
+    compared = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "json"])
+    assert compared.exit_code == 0, compared.output
+    payload = _strict_json(compared.stdout)
+    models_of: dict[str, set[str]] = {}
+    for record in payload["ranks"]:
+        models_of.setdefault(record["metric"], set()).add(record["model"])
+    assert {frozenset(models) for models in models_of.values()} == {
+        frozenset("AB"), frozenset("CD")}  # never A or B beside C or D
+    versions = payload["versions"]["project"]
+    assert [v["models"] for v in versions] == [["A", "B"], ["C", "D"]]
+    assert all(v["label"].startswith("project (content:") for v in versions)
+    labels = [v["label"] for v in versions]
+    assert all(sum(m.startswith(f"{label} ") for label in labels) == 1 for m in models_of)
+    assert "ranked apart" in compared.stderr and "C, D" in compared.stderr
+    ranked = runner.invoke(app, ["--db", db, "retrieval", "compare", "--direction", "i2t"])
+    assert "project recall@1 " not in ranked.stdout  # no row without its version
+
+
+def test_a_model_not_scored_under_a_metric_is_a_dash_and_json_null_never_nan(project):
+    db, folder = project
+    # A and B rank alike: recall@10 ties them, so its τ with every metric is undefined
+    for name, seed, ks in (("A", 20, "1,5,10"), ("B", 20, "1,5,10"), ("C", 22, "1,5")):
+        i2t, t2i = _lists(db, folder, seed)
+        assert _evaluate(db, "--name", name, "--i2t", str(i2t), "--t2i", str(t2i),
+                         "--positives", "project", "--k", ks, "--bootstrap", "0"
+                         ).exit_code == 0
+    compared = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", "json"])
+    payload = _strict_json(compared.stdout)
+    ranked = {(r["model"], r["metric"]) for r in payload["ranks"]}
+    assert ("A", "project recall@10") in ranked and ("C", "project recall@10") not in ranked
+    assert all(r["value"] is not None and r["rank"] is not None for r in payload["ranks"])
+    tau = {row["metric"]: row for row in payload["kendall_tau_b"]}
+    assert tau["project recall@10"]["project recall@1"] is None
+    for fmt in ("table", "md", "latex"):
+        shown = runner.invoke(app, ["--db", db, "retrieval", "compare", "--format", fmt])
+        assert shown.exit_code == 0, shown.output
+        assert "nan" not in shown.stdout.lower()
+        row = next(line for line in shown.stdout.splitlines() if "recall@10" in line)
+        assert row.rstrip(" |\\").endswith("—"), row  # C's cell: a dash alone
+
+
+def test_agreement_reports_every_problem_of_the_judgments_at_its_line(project):
+    db, folder = project
+    judgments = folder / "p.csv"
+    judgments.write_text("image_id,caption_id,grade\n"
+                         "img01,img01/Human,5\n"
+                         "img01,img01/Human,4\n"  # the same pair again
+                         "imgXX,img01/Human,3\n"  # no such image
+                         "img02,img02/Nobody,3\n"  # no such caption
+                         "img02,img02/Human,high\n"
+                         "img03,img03/Human,\n"
+                         ",img04/Human,1\n")
+    result = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
+                                 str(judgments), "--positives", "project"])
+    assert result.exit_code == 2
+    assert "nothing was computed" in result.output
+    for line, message in ((3, "the pair ('img01', 'img01/Human') is graded already at "
+                              "line 2"),
+                          (4, "image 'imgXX' is not in project"),
+                          (5, "caption 'img02/Nobody' is not in project"),
+                          (6, "grade must be a number, not 'high'"),
+                          (7, "grade is missing"),
+                          (8, "image_id is missing")):
+        assert f"{judgments}:{line}: {message}" in result.output, result.output
+    assert f"{judgments}:2:" not in result.output
+    judgments.write_text("image_id,caption_id,grade\nimg01,img01/Human,5\n"
+                         "img02,img02/Human,2\nimg02,img01/Human,1\n")
+    good = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
+                               str(judgments), "--positives", "project", "--bootstrap", "0",
+                               "--format", "json"])
+    assert good.exit_code == 0, good.output
+    assert {r["n"] for r in _strict_json(good.stdout)} == {3}
+
+
+def test_judged_ids_must_be_known_to_a_positives_folder_too(tmp_path):
+    from metrics.positives import positive_set, write_positive_dir
+    from reports.retrieval import read_judgments, resolve_positives
+    from storage.errors import InputError
+
+    write_positive_dir(positive_set("mine", {1: [10, 11]}, {10: [1], 11: [1]}),
+                       tmp_path / "p")
+    targets = resolve_positives(None, [str(tmp_path / "p")])
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("image_id,caption_id,grade\n1,10,3\n2,10,1\n1,12,0\n")
+    with pytest.raises(InputError) as refused:
+        read_judgments(judgments, targets)
+    assert [(p.line, p.message) for p in refused.value.problems] == [
+        (3, "image 2 is not in mine"), (4, "caption 12 is not in mine")]
+    assert read_judgments(judgments).shape == (3, 3)  # no target: any id

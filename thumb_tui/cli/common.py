@@ -262,8 +262,20 @@ ActorOption = Annotated[
 ]
 CiOption = Annotated[float, typer.Option("--ci", callback=_check_ci,
                                          help="Confidence level of the bootstrap CIs.")]
-BootstrapOption = Annotated[int, typer.Option("--bootstrap", min=0,
-                                              help="Bootstrap resamples of images.")]
+
+
+def bootstrap_option(unit: str) -> object:
+    """The --bootstrap option of a command whose CIs resample `unit`: one option, its help
+    naming what is drawn (an analysis of ratings draws images, a retrieval evaluation
+    queries)."""
+    return Annotated[int, typer.Option("--bootstrap", min=0,
+                                       help=f"Bootstrap resamples of {unit}.")]
+
+
+BootstrapOption = bootstrap_option("images")  # the rating and judgment analyses' unit
+QueriesBootstrapOption = bootstrap_option("queries")  # retrieval evaluation
+ItemsBootstrapOption = bootstrap_option("items")  # BISON
+PairsBootstrapOption = bootstrap_option("verified pairs")  # match verifiers' agreement
 SeedOption = Annotated[int, typer.Option("--seed")]
 ImageModeOption = Annotated[
     str, typer.Option("--image-mode", help="auto, tgp, sixel, halfcell, unicode or none.")

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from rubrics.escape import for_markup
+from storage.errors import InputError
 from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
     ForceOption,
     Outputs,
+    QueriesBootstrapOption,
     SeedOption,
     fail,
     output_file,
@@ -43,9 +45,13 @@ def _integers(text: str, option: str) -> tuple[int, ...]:
 def evaluate_command(
     name: Annotated[str, typer.Option("--name", help="The model's name.")],
     i2t: Annotated[Path | None, typer.Option(
-        "--i2t", help="Image→caption ranked lists: JSON {image id: [caption ids…]}.")] = None,
+        "--i2t",
+        help=for_markup("Image→caption ranked lists: JSON {image id: [caption ids…]}.")
+    )] = None,
     t2i: Annotated[Path | None, typer.Option(
-        "--t2i", help="Caption→image ranked lists: JSON {caption id: [image ids…]}.")] = None,
+        "--t2i",
+        help=for_markup("Caption→image ranked lists: JSON {caption id: [image ids…]}.")
+    )] = None,
     scores: Annotated[Path | None, typer.Option(
         "--scores", help="Similarity matrix: .npz (scores, image_ids, caption_ids) or "
                          ".parquet (image_id, caption_id, score).")] = None,
@@ -74,7 +80,7 @@ def evaluate_command(
              "computes the paper's tables) or per-query (the paper's Eq. 5: each query's "
              "ratio, averaged; queries whose ideal top-K is all 0 are left out of the "
              "mean and of n). The signature records it.")] = "ratio",
-    bootstrap: BootstrapOption = 1000,
+    bootstrap: QueriesBootstrapOption = 1000,
     ci: Annotated[float, typer.Option("--ci", help="Confidence level of the CIs.")] = 0.95,
     seed: SeedOption = 0,
     output: Annotated[str, typer.Option("--format", help="table, md or json.")] = "table",
@@ -140,16 +146,15 @@ def evaluate_command(
             actor=by or os_login(), replace=replace)
     except ValueError as error:  # PositivesError, RankingsError, RelevanceError, …
         fail(str(error))
-    if output == "json":
-        write_or_echo(json.dumps(records, indent=1), out, "the results", force=force)
-    else:
-        from reports.retrieval_text import results_markdown, results_table
+    from reports.retrieval_text import json_text, results_markdown, results_table
 
-        if output == "md":
-            write_or_echo(results_markdown(records, ci=ci), out, "the results", force=force)
-        else:
-            with written(out, force=force) as path:
-                results_table(records, ci=ci, out=path)
+    if output == "json":
+        write_or_echo(json_text(records), out, "the results", force=force)
+    elif output == "md":
+        write_or_echo(results_markdown(records, ci=ci), out, "the results", force=force)
+    else:
+        with written(out, force=force) as path:
+            results_table(records, ci=ci, out=path)
     if output != "json" or out is not None:
         reused = len(targets) - computed
         typer.echo(f"{name.strip()}: {computed} set(s) computed, {reused} read back "
@@ -223,13 +228,22 @@ def compare_command(
     force: ForceOption = False,
 ) -> None:
     """Rank the evaluated models under every metric, with Kendall τ-b between metrics (an
-    undefined τ, where a metric ties every model, shows as —)."""
+    undefined τ, where a metric ties every model, shows as —; so does a model not scored
+    under a metric). Only results computed on the same version of a set are ranked
+    together: when a set's contents changed between evaluations (new captions in the
+    project, an edited positives folder, a rebuilt relevance matrix), or its PMRP cap or
+    the thumb-tui version differ, each version gets its own rows, labelled with what tells
+    them apart (`project (content:5472d2f8aa) recall@1`), and a note says which models
+    were scored on which; a version scored for one model only is not ranked."""
     from reports.retrieval import comparison
     from reports.retrieval_text import (
         comparison_markdown,
         comparison_table,
         draw_tau,
+        json_records,
+        json_text,
         tau_warning,
+        versions_note,
     )
 
     if output not in (*FORMATS, "latex"):
@@ -239,13 +253,18 @@ def compare_command(
     output_file(out, force=force, fmt=output)
     output_file(plot, "--plot", force=force)
     with value_errors():
-        ranks, tau = comparison(state.existing_engine, positives, direction)
-    if (warning := tau_warning(ranks)) is not None:
-        typer.echo(warning, err=True)
+        compared = comparison(state.existing_engine, positives, direction)
+    ranks, tau = compared.ranks, compared.tau
+    for note in (versions_note(compared.versions), tau_warning(ranks)):
+        if note is not None:
+            typer.echo(note, err=True)
     if output == "json":
-        payload = {"ranks": ranks.to_dict(orient="records"),
-                   "kendall_tau_b": tau.reset_index(names="metric").to_dict(orient="records")}
-        write_or_echo(json.dumps(payload, indent=1), out, "the comparison", force=force)
+        payload = {"ranks": json_records(ranks),
+                   "kendall_tau_b": json_records(tau.reset_index(names="metric")),
+                   "versions": {name: [{"label": label, "models": models}
+                                       for label, models in versioned]
+                                for name, versioned in compared.versions.items()}}
+        write_or_echo(json_text(payload), out, "the comparison", force=force)
     elif output == "md":
         write_or_echo(comparison_markdown(ranks, tau), out, "the comparison", force=force)
     elif output == "latex":
@@ -264,7 +283,8 @@ def compare_command(
 @app.command("agreement")
 def agreement_command(
     judgments: Annotated[Path, typer.Option(
-        "--judgments", help="CSV of graded pairs: image_id, caption_id, grade.")],
+        "--judgments", help="CSV of graded pairs: image_id, caption_id, grade (one "
+                            "grade per pair).")],
     positives: Annotated[list[str] | None, typer.Option(
         "--positives", help="Binary relevance from these sets (repeat).")] = None,
     relevance: Annotated[list[Path] | None, typer.Option(
@@ -276,11 +296,24 @@ def agreement_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     force: ForceOption = False,
 ) -> None:
-    """Correlate binary and graded relevance with human grades (NCS paper, Table 1)."""
+    """Correlate binary and graded relevance with human grades (NCS paper, Table 1). The
+    judgments give one grade per pair (average several raters' first), and every image and
+    caption must be known to every set and matrix compared; every problem of the file is
+    listed, each at its line, and nothing is computed while there is one."""
     from metrics.positives import PositivesError
-    from metrics.relevance import RelevanceError, read_judgments
-    from reports.retrieval import relevance_agreement, resolve_positives, resolve_relevance
-    from reports.retrieval_text import agreement_markdown, agreement_table
+    from metrics.relevance import RelevanceError
+    from reports.retrieval import (
+        read_judgments,
+        relevance_agreement,
+        resolve_positives,
+        resolve_relevance,
+    )
+    from reports.retrieval_text import (
+        agreement_markdown,
+        agreement_table,
+        json_records,
+        json_text,
+    )
 
     if output not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}")
@@ -293,13 +326,14 @@ def agreement_command(
     try:
         targets = resolve_positives(engine, positives or []) + resolve_relevance(relevance
                                                                                  or [])
-        table = relevance_agreement(read_judgments(judgments), targets,
+        table = relevance_agreement(read_judgments(judgments, targets), targets,
                                     bootstrap=bootstrap, ci=ci, seed=seed)
+    except InputError as refused:
+        fail(f"the judgments were refused; nothing was computed.\n{refused}")
     except (PositivesError, RelevanceError, ValueError) as error:
         fail(str(error))
     if output == "json":
-        records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
-        write_or_echo(json.dumps(records, indent=1), out, "the agreement", force=force)
+        write_or_echo(json_text(json_records(table)), out, "the agreement", force=force)
     elif output == "md":
         write_or_echo(agreement_markdown(table, ci), out, "the agreement", force=force)
     else:
