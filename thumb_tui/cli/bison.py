@@ -14,12 +14,13 @@ from thumb_tui.cli.common import (
     ActorOption,
     AllowDownloadOption,
     AnnotatorOption,
-    BootstrapOption,
     CiOption,
     ImageModeOption,
+    ItemsBootstrapOption,
     OutsideImagesOption,
     SeedOption,
     database_for_import,
+    fail,
     image_mode,
     known_annotator,
     model_hub,
@@ -28,6 +29,8 @@ from thumb_tui.cli.common import (
     stop_if_empty,
     value_errors,
 )
+
+REPORT_FORMATS = ("table", "json")  # `bison report`'s: its help, check and error message
 
 app = typer.Typer(help="BISON: binary image selection by annotators and models.",
                   no_args_is_help=True)
@@ -103,12 +106,15 @@ def bison_evaluate_command(
 
 @app.command("report")
 def bison_report_command(
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
-    bootstrap: BootstrapOption = 1000,
+    fmt: Annotated[str, typer.Option("--format", help=" or ".join(REPORT_FORMATS) + ".")
+                   ] = "table",
+    bootstrap: ItemsBootstrapOption = 1000,
     ci: CiOption = 0.90,
     seed: SeedOption = 0,
 ) -> None:
     """Human accuracy, model and baseline accuracy, human-model agreement."""
+    if fmt not in REPORT_FORMATS:
+        fail(f"--format must be one of {', '.join(REPORT_FORMATS)}, not {fmt!r}")
     from reports.bison import bison_report
     from reports.text import bison_text
 
