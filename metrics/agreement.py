@@ -16,6 +16,14 @@ import pandas as pd
 
 WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
+# The two annotators of a compared pair of ratings: two columns, never one joined text,
+# since a name may hold any separator; both None in a record over every pair of a kind.
+PAIR_COLUMNS = ["annotator_a", "annotator_b"]
+
+
+def over_every_pair(records: pd.DataFrame) -> pd.Series:
+    """Which of `agreement_table`'s records are over every pair of their kind."""
+    return records[PAIR_COLUMNS].isna().all(axis=1)
 
 
 class UndefinedStatistic(ValueError):
@@ -325,28 +333,30 @@ def _within_one(first: np.ndarray, second: np.ndarray, binary: bool) -> float:
 def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0.90,
                     seed: int = 0, scales: Mapping[str, Sequence[float]] | None = None
                     ) -> pd.DataFrame:
-    """Tidy records {dimension, pair, kind, statistic, value, ci_low, ci_high, n (captions),
-    images, note, ci_warning}: per annotator pair and overall (`all`), BCa bootstrap CIs
-    resampling images (`metrics.confidence`; the jackknife leaves one image out), with
-    `ci_warning` saying why a CI deserves less trust (few images; the estimate at the edge
-    of its resamples).
+    """Tidy records {dimension, annotator_a, annotator_b, kind, statistic, n (captions),
+    images, value, ci_low, ci_high, note, ci_warning}: per annotator pair and overall (both
+    annotators None: every pair of that kind), BCa bootstrap CIs resampling images
+    (`metrics.confidence`; the jackknife leaves one image out), with `ci_warning` saying
+    why a CI deserves less trust (few images; the estimate at the edge of its resamples).
 
-    `pairs`: one row per caption and compared pair of ratings, with columns kind, pair,
-    image and `<dimension>_a`, `<dimension>_b` for each dimension compared. `scales`: each
-    ordinal dimension's categories (a rubric's levels), so that kappa counts the levels
-    nobody used; `fluency_error` is the yes/no dimension."""
+    `pairs`: one row per caption and compared pair of ratings, with columns kind,
+    annotator_a, annotator_b, image and `<dimension>_a`, `<dimension>_b` for each dimension
+    compared. `scales`: each ordinal dimension's categories (a rubric's levels), so that
+    kappa counts the levels nobody used; `fluency_error` is the yes/no dimension."""
     from metrics.confidence import bca_ci, check_ci
 
     check_ci(ci)
     records: list[dict[str, object]] = []
     if pairs.empty:
-        return pd.DataFrame(columns=["dimension", "pair", "kind", "statistic", "value",
-                                     "ci_low", "ci_high", "n", "images", "note",
-                                     "ci_warning"])
+        return pd.DataFrame(columns=["dimension", *PAIR_COLUMNS, "kind", "statistic", "n",
+                                     "images", "value", "ci_low", "ci_high", "note",
+                                     "ci_warning"])  # the records' order
     rng = np.random.default_rng(seed)
-    dimensions = [c.removesuffix("_a") for c in pairs.columns if c.endswith("_a")]
+    dimensions = [c.removesuffix("_a") for c in pairs.columns
+                  if c.endswith("_a") and c not in PAIR_COLUMNS]
     for kind, of_kind in pairs.groupby("kind"):
-        for pair, subset in [("all", of_kind), *of_kind.groupby("pair")]:
+        for annotators, subset in [((None, None), of_kind), *of_kind.groupby(PAIR_COLUMNS)]:
+            pair = dict(zip(PAIR_COLUMNS, annotators, strict=True))
             unique_images, image_of_row = np.unique(subset["image"].to_numpy(),
                                                     return_inverse=True)
             resampled_records, sums = [], []
@@ -356,7 +366,7 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
                 binary = dimension == "fluency_error"
                 statistics = _statistics(a, b, binary, (scales or {}).get(dimension))
                 for name, (estimate_of, sums_of) in statistics.items():
-                    record = {"dimension": dimension, "pair": pair, "kind": kind,
+                    record = {"dimension": dimension, **pair, "kind": kind,
                               "statistic": name, "n": len(a), "images": len(unique_images),
                               "value": None, "ci_low": None, "ci_high": None, "note": None,
                               "ci_warning": None}
@@ -374,7 +384,7 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
                     records.append(record)
                 for (x, y), count in pd.Series(list(zip(a, b, strict=True))).value_counts(
                         ).sort_index().items():
-                    records.append({"dimension": dimension, "pair": pair, "kind": kind,
+                    records.append({"dimension": dimension, **pair, "kind": kind,
                                     "statistic": f"confusion:{x:g}->{y:g}", "n": len(a),
                                     "images": len(unique_images), "value": float(count),
                                     "ci_low": None, "ci_high": None, "note": None,

@@ -22,9 +22,11 @@ from reports.retrieval_text import rank_rows, tau_rows
 from reports.tables import Report, reference_systems, score_labels
 from reports.text import (
     KIND_LABELS,
+    NO_PAIRS,
     confusion_axes,
     confusion_matrices,
     dimension_labels,
+    pair_blocks,
     pair_label,
     statistics_rows,
 )
@@ -343,34 +345,29 @@ def agreement_document(agreement: pd.DataFrame, *, ci: float, bootstrap: int,
     labels = dimension_labels(rubric)
     intro = (f"{ci:.0%} BCa bootstrap CIs over images, {bootstrap} resamples." if bootstrap
              else "No CIs (--bootstrap 0).")
-    body = [for_latex(intro)]
-    confusion = agreement["statistic"].str.startswith("confusion:")
+    body = [for_latex(intro), *([] if len(agreement) else ["", for_latex(NO_PAIRS)])]
     number = 0
-    for kind, of_kind in agreement[~confusion].groupby("kind", sort=False):
+    for kind, of_kind in agreement.groupby("kind", sort=False):
         body.append(rf"\subsection*{{{for_latex(KIND_LABELS.get(str(kind), str(kind)))}}}")
-        pairs = of_kind.groupby("pair", sort=False)
-        for pair, part in pairs:
-            if pair == "all" and pairs.ngroups == 2:
-                continue  # one pair of annotators: "all pairs" would repeat it
+        for annotators, part in pair_blocks(of_kind):
             number += 1
             first = part.iloc[0]
-            rows, notes = statistics_rows(part, labels)
+            confusion = part["statistic"].str.startswith("confusion:")
+            rows, notes = statistics_rows(part[~confusion], labels)
             body.append(LatexTable(
                 f"agreement-{number}",
-                for_latex(f"{pair_label(str(pair))}: {first['n']} captions, "
+                for_latex(f"{pair_label(annotators)}: {first['n']} captions, "
                           f"{first['images']} images"),
                 ["Statistic", *map(for_latex, labels.values())],
                 [[for_latex(row[0]), *map(numeric, row[1:])] for row in rows],
                 notes=[for_latex(f"({i}) {note}") for i, note in enumerate(notes, 1)]
             ).latex())
-            matrices = agreement[confusion & (agreement["kind"] == kind)
-                                 & (agreement["pair"] == pair)]
             for index, (label, names, counts) in enumerate(
-                    confusion_matrices(matrices, rubric, labels)):
+                    confusion_matrices(part[confusion], rubric, labels)):
                 body.append(LatexTable(
                     f"agreement-{number}-confusion-{index + 1}",
-                    for_latex(f"{label}, {pair_label(str(pair))} "
-                              f"({confusion_axes(str(kind), str(pair))})"),
+                    for_latex(f"{label}, {pair_label(annotators)} "
+                              f"({confusion_axes(str(kind), annotators)})"),
                     [for_latex(label), *map(for_latex, names)],
                     [[for_latex(str(cell)) for cell in row] for row in counts]).latex())
     return document("Agreement between annotators", body)

@@ -2,18 +2,23 @@
 --plot`, the report's print figures), imported only when such a figure is asked for, and
 made safe for stored text: every label goes through `plot_label`, mathtext and TeX are off
 (`$x$` is shown as typed, an unbalanced `$` cannot fail a plot), and what matplotlib warns
-(a glyph missing from the font) is passed on with its message made printable."""
+is passed on once, made printable, its warning per character the font lacks merged into one
+per font."""
 
 from __future__ import annotations
 
+import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
 from rubrics.escape import printable
 
 PLOT_LABEL_CHARS = 80  # a longer label is cut (…): a figure stays readable
+SHOWN_GLYPHS = 8  # the characters a font lacks that its note names
+# matplotlib warns once per character a font has no glyph for, naming it by code point
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from font\(s\) (.+?)\.?")
 
 
 def plot_label(text: str) -> str:
@@ -41,6 +46,26 @@ def pyplot(needed_by: str, **settings: object) -> Iterator[ModuleType]:
             {"text.parse_math": False, "text.usetex": False, **settings}):
         warnings.simplefilter("always")
         yield plt
-    for warning in {printable(str(w.message), newlines=False): w for w in caught}.values():
-        warnings.warn(printable(str(warning.message), newlines=False),
-                      category=warning.category, stacklevel=3)
+    for note in plot_notes(str(warning.message) for warning in caught):
+        warnings.warn(note, UserWarning, stacklevel=3)
+
+
+def plot_notes(messages: Iterable[str]) -> list[str]:
+    """What matplotlib warned, each message once and printable, on one line; its warnings
+    for the characters a font lacks (one per character, a CJK system name gives dozens) as
+    one line per font that names them."""
+    notes: list[str] = []
+    missing: dict[str, list[str]] = {}
+    for message in messages:
+        match = _MISSING_GLYPH.fullmatch(message)
+        if match is None:
+            notes.append(message)
+        else:
+            missing.setdefault(match[2], []).append(chr(int(match[1])))
+    for font, characters in missing.items():
+        unique = list(dict.fromkeys(characters))
+        shown = " ".join(unique[:SHOWN_GLYPHS]) + (" …" if len(unique) > SHOWN_GLYPHS else "")
+        notes.append(f"the font {font} has no glyph for {len(unique)} character"
+                     f"{'' if len(unique) == 1 else 's'} of the labels ({shown}): the figures "
+                     "show them as empty boxes")
+    return list(dict.fromkeys(printable(note, newlines=False) for note in notes))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from metrics.agreement import over_every_pair
 from reports.numbers import ci_bounds, mean_with_ci
 from reports.tables import Report, score_labels
 
@@ -222,7 +223,7 @@ def _agreement(report: Report) -> AgreementFact | None:
     records = report.agreement
     if records.empty:
         return None
-    overall = records[(records["pair"] == "all")
+    overall = records[over_every_pair(records)
                       & (records["statistic"] == AGREEMENT_STATISTIC)]
     kinds = list(dict.fromkeys(overall["kind"]))
     if not kinds:

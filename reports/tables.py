@@ -136,8 +136,9 @@ def missing_tables(images: int, has_human: bool, has_metrics: bool) -> list[dict
     """For each group of tables that cannot be computed yet: what is missing and the
     command that produces it (none when every table can be)."""
     if images == 0:
-        return [{"key": "captions", "tables": "every table", "missing": "no captions yet",
-                 "command": "thumb import CAPTIONS.csv"}]
+        return [{"key": "captions", "tables": "the THUMB tables (systems, metric means, "
+                                              "correlations, agreement)",
+                 "missing": "no captions yet", "command": "thumb import CAPTIONS.csv"}]
     notes = []
     if not has_human:
         notes.append({"key": "human", "tables": "human scores per system, strictly best / "

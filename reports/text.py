@@ -4,13 +4,16 @@ with long signatures and explanations moved under the tables instead of into eve
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 from rich.cells import cell_len
 from tabulate import tabulate
 
+from metrics.agreement import PAIR_COLUMNS, over_every_pair
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds
 from reports.render import (
@@ -23,12 +26,13 @@ from reports.render import (
 )
 from reports.retrieval_text import TERMINAL_WIDTH
 from rubrics import THUMB_1_0, Rubric
-from rubrics.escape import printable
+from rubrics.escape import for_markdown, printable
 
 KIND_LABELS = {
     "blind": "blind double rating: two independent stage-1 ratings",
     "stage1-vs-stage2": "stage 1 vs stage 2: the second annotator SAW the first's scores",
 }
+NO_PAIRS = "No pairs of ratings to compare yet (blind double ratings or stage 2)."
 STATISTICS = ("kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "alpha_interval",
               "exact", "within_1", "change_rate")
 
@@ -37,8 +41,28 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def pair_label(pair: str) -> str:
-    return "all pairs" if pair == "all" else pair.replace("|", " & ")
+def pair_blocks(of_kind: pd.DataFrame) -> Iterator[tuple[tuple[str, str] | None, pd.DataFrame]]:
+    """One kind's agreement records by compared pair: every pair together first (no
+    annotators), unless there is one pair of annotators, which that block would repeat,
+    then each pair with its two annotators."""
+    overall = over_every_pair(of_kind)
+    pairs = of_kind[~overall].groupby(PAIR_COLUMNS, sort=False)
+    if pairs.ngroups != 1:
+        yield None, of_kind[overall]
+    for (first, second), part in pairs:
+        yield (str(first), str(second)), part
+
+
+def quoted(name: str) -> str:
+    """A stored name in double quotes, its own quotes and backslashes escaped, so that two
+    names joined in one label read as two whatever characters they hold (`"a|b" & "c"`);
+    the caller still escapes the label for its medium."""
+    return json.dumps(name, ensure_ascii=False)
+
+
+def pair_label(annotators: tuple[str, str] | None) -> str:
+    """`"ann" & "bob"`, or `all pairs` for the records over every pair."""
+    return "all pairs" if annotators is None else " & ".join(map(quoted, annotators))
 
 
 def dimension_labels(rubric: Rubric) -> dict[str, str]:
@@ -59,21 +83,21 @@ def agreement_text(report: pd.DataFrame, *, markdown: bool, ci: float,
     labels = dimension_labels(rubric)
     lines = [f"Agreement ({ci:.0%} BCa bootstrap CIs over images, {bootstrap} resamples)"
              if bootstrap else "Agreement (no CIs: --bootstrap 0)", ""]
-    confusion = report["statistic"].str.startswith("confusion:")
-    for kind, of_kind in report[~confusion].groupby("kind", sort=False):
+    if report.empty:
+        return "\n".join([*lines, NO_PAIRS])
+    escape = for_markdown if markdown else (lambda text: printable(text, newlines=False))
+    for kind, of_kind in report.groupby("kind", sort=False):
         lines += [("## " if markdown else "") + KIND_LABELS.get(str(kind), str(kind)), ""]
-        pairs = of_kind.groupby("pair", sort=False)
-        for pair, part in pairs:
-            if pair == "all" and pairs.ngroups == 2:
-                continue  # one pair of annotators: "all pairs" would repeat it
+        for annotators, part in pair_blocks(of_kind):
             first = part.iloc[0]
-            lines += [("### " if markdown else "") + f"{pair_label(str(pair))}: "
-                      f"{first['n']} caption{'' if first['n'] == 1 else 's'}, "
-                      f"{first['images']} image{'' if first['images'] == 1 else 's'}", ""]
-            lines += _statistics_table(part, markdown, labels)
-            matrices = report[confusion & (report["kind"] == kind)
-                              & (report["pair"] == pair)]
-            lines += _confusion_lines(matrices, str(kind), str(pair), markdown, rubric, labels)
+            lines += [("### " if markdown else "") + escape(
+                f"{pair_label(annotators)}: "
+                f"{first['n']} caption{'' if first['n'] == 1 else 's'}, "
+                f"{first['images']} image{'' if first['images'] == 1 else 's'}"), ""]
+            confusion = part["statistic"].str.startswith("confusion:")
+            lines += _statistics_table(part[~confusion], markdown, labels)
+            lines += _confusion_lines(part[confusion], str(kind), annotators, markdown,
+                                      rubric, labels, escape)
     return "\n".join(lines)
 
 
@@ -136,13 +160,14 @@ def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
     return lines + ([""] if notes else [])
 
 
-def confusion_axes(kind: str, pair: str) -> str:
-    """What the rows and columns of a pair's confusion matrices are."""
+def confusion_axes(kind: str, annotators: tuple[str, str] | None) -> str:
+    """What the rows and columns of a pair's confusion matrices are (stored names quoted,
+    not yet escaped for a medium)."""
     if kind == "stage1-vs-stage2":
         return "rows: stage 1, columns: stage 2"
-    if pair == "all":
+    if annotators is None:
         return "rows: first annotator by name, columns: second"
-    first, second = pair.split("|", 1)
+    first, second = map(quoted, annotators)
     return f"rows: {first}, columns: {second}"
 
 
@@ -169,15 +194,16 @@ def confusion_matrices(matrices: pd.DataFrame, rubric: Rubric, labels: dict[str,
     return blocks
 
 
-def _confusion_lines(matrices: pd.DataFrame, kind: str, pair: str, markdown: bool,
-                     rubric: Rubric, labels: dict[str, str]) -> list[str]:
+def _confusion_lines(matrices: pd.DataFrame, kind: str, annotators: tuple[str, str] | None,
+                     markdown: bool, rubric: Rubric, labels: dict[str, str],
+                     escape: Callable[[str], str]) -> list[str]:
     """Counts of (first rating, second rating) as matrices, side by side in the terminal."""
     if matrices.empty:
         return []
     blocks = [markdown_table(pd.DataFrame(rows, columns=[label, *names]), index=False)
               if markdown else _matrix_text(label, names, rows)
               for label, names, rows in confusion_matrices(matrices, rubric, labels)]
-    title = f"Confusion matrices ({confusion_axes(kind, pair)}):"
+    title = escape(f"Confusion matrices ({confusion_axes(kind, annotators)}):")
     if markdown:
         return [title, "", *(line for block in blocks for line in (block, ""))]
     return [title, "", *_side_by_side(blocks), ""]

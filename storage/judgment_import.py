@@ -445,8 +445,10 @@ def import_judgments(
         problems.items = [Problem(path, 1, f"empty file: expected a header with the columns "
                                            f"{columns_text(kind)}")]
         problems.raise_if_any()
+    read_problems = len(problems.items)
     _check_columns(records, kind, path, problems)
-    problems.raise_if_any()
+    if len(problems.items) > read_problems:  # wrong columns: every row would repeat it
+        problems.raise_if_any()
     rows = []
     for line, record in records:
         try:
@@ -459,11 +461,17 @@ def import_judgments(
         except RowError as exc:
             problems.add(line, str(exc))
     plan = _plan(rows, problems)
-    refs = read_references(Path(references)) if references is not None else {}
+    refs: dict[str, tuple[Reference, ...]] = {}
     if references is not None:
-        for key, (line, _) in plan.images.items():
-            if key not in refs:
-                problems.add(line, f"image {key!r} has no references in {Path(references)}")
+        try:
+            refs = read_references(Path(references))
+        except InputError as refused:  # listed with the judgment file's own problems
+            problems.items += refused.problems
+        else:
+            for key, (line, _) in plan.images.items():
+                if key not in refs:
+                    problems.add(line, f"image {key!r} has no references in "
+                                       f"{Path(references)}")
     problems.raise_if_any()
     with write_transaction(engine) as connection:
         table = JudgmentSet.__table__

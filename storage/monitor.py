@@ -28,7 +28,7 @@ RATING_COLUMNS = ["rating_id", "annotator", "stage", "image_id", "image", "doubl
                   "caption_id", *SCORE_KEYS, "seconds", "image_seconds", "sequence"]
 
 
-PAIR_COLUMNS = ["image", "caption_id", "pair",
+PAIR_COLUMNS = ["image", "caption_id", "annotator_a", "annotator_b",
                 *[f"{key}_{side}" for key in SCORE_KEYS for side in ("a", "b")]]
 
 

@@ -210,7 +210,8 @@ def project_status(engine: Engine) -> dict[str, object]:
 def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
     """One row per caption and compared pair of ratings: kind (`blind`: the two blind
     stage-1 ratings of a double-rated image; `stage1-vs-stage2`: the reviewed stage-1
-    rating and its review), pair, image, and for each dimension the two values
+    rating and its review), the two annotators (`annotator_a`, `annotator_b`: two columns,
+    since a name may hold any separator), image, and for each dimension the two values
     (`<dimension>_a`, `<dimension>_b`). Images flagged as broken are left out, as in the
     report."""
     import pandas as pd
@@ -226,8 +227,8 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
 
     def pair_row(kind: str, caption_id: int, a: dict, b: dict) -> dict[str, object]:
         row: dict[str, object] = {"kind": kind, "caption_id": caption_id,
-                                  "image": a["image_id"],
-                                  "pair": f"{a['annotator']}|{b['annotator']}"}
+                                  "image": a["image_id"], "annotator_a": a["annotator"],
+                                  "annotator_b": b["annotator"]}
         for dimension in dimensions:
             row[f"{dimension}_a"] = float(a[dimension])
             row[f"{dimension}_b"] = float(b[dimension])

@@ -201,7 +201,7 @@ def test_bootstrap_is_reproducible_with_a_seed(tmp_path):
     pd.testing.assert_frame_equal(first, again)
     assert not first["ci_low"].equals(other["ci_low"])
     kappa = first[(first.statistic == "kappa") & (first.dimension == "precision")
-                  & (first.pair == "all")].iloc[0]
+                  & first.annotator_a.isna()].iloc[0]
     assert kappa["ci_low"] <= kappa["value"] <= kappa["ci_high"]
 
 
@@ -249,12 +249,12 @@ def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path)
     report = agreement_report(engine, bootstrap=10)
     text = agreement_text(report, markdown=False, ci=0.9, bootstrap=10)
     assert max(len(line) for line in text.splitlines()) <= 80
-    assert "alice & bob" in text and "all pairs" not in text  # one pair: no repeat
+    assert '"alice" & "bob"' in text and "all pairs" not in text  # one pair: no repeat
     number = text.split("undefined (")[-1].split(")")[0]  # within-1 of fluency>0, last
     assert f"({number}) within-1 is not meaningful for a yes/no dimension" in text
     precision = report[(report["dimension"] == "precision")
                        & report["statistic"].str.startswith("confusion:")
-                       & (report["pair"] == "all")]
+                       & report["annotator_a"].isna()]
     off_diagonal = {s: v for s, v in zip(precision["statistic"], precision["value"],
                                          strict=True)
                     if s.split(":")[1].split("->")[0] != s.split("->")[1]}
@@ -265,7 +265,7 @@ def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path)
     row = next(line.split() for line in matrix[1:] if line.split()[0] == first)
     assert int(row[header.index(second)]) == off_diagonal[f"confusion:{first}->{second}"]
     markdown = agreement_text(report, markdown=True, ci=0.9, bootstrap=10)
-    assert "### alice & bob" in markdown and "| kappa " in markdown
+    assert '### "alice" &amp; "bob"' in markdown and "| kappa " in markdown
 
 
 def test_agreement_text_counts_one_image_in_the_singular(tmp_path):
@@ -279,3 +279,41 @@ def test_agreement_text_counts_one_image_in_the_singular(tmp_path):
     report = agreement_report(engine, bootstrap=10).assign(n=1, images=1)
     text = agreement_text(report, markdown=False, ci=0.9, bootstrap=10)
     assert "1 caption, 1 image" in text and "1 images" not in text
+
+
+@pytest.mark.slow
+def test_a_pair_is_two_annotators_however_their_names_read(tmp_path):
+    """Two columns in the tidy output, each name quoted and escaped for its medium in the
+    rendered ones: "a|b" and "<i>c</i>" never read as three people or as markup."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from tests.conftest import SAMPLE_CSV
+    from thumb_tui.cli import app
+
+    ratings = (SAMPLE_CSV.parent / "example_ratings.csv").read_text(encoding="utf-8")
+    renamed = tmp_path / "ratings.csv"
+    renamed.write_text(ratings.replace(",ann-a,", ",a|b,").replace(",ann-b,", ",<i>c</i>,"),
+                       encoding="utf-8")
+    db = str(tmp_path / "a.db")
+
+    def thumb(*args: str) -> str:
+        result = CliRunner().invoke(app, ["--db", db, *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    thumb("import", str(SAMPLE_CSV))
+    thumb("import", str(renamed))
+    records = json.loads(thumb("agreement", "--format", "json", "--bootstrap", "0"))
+    assert {(r["annotator_a"], r["annotator_b"]) for r in records} == {
+        (None, None), ("a|b", "<i>c</i>")}  # every pair together, then the one pair
+    assert "pair" not in records[0]
+    header = thumb("agreement", "--format", "csv", "--bootstrap", "0").splitlines()[0]
+    assert header.split(",")[1:3] == ["annotator_a", "annotator_b"]
+    assert '"a|b" & "<i>c</i>": 60 captions' in thumb("agreement", "--bootstrap", "0")
+    markdown = thumb("agreement", "--format", "md", "--bootstrap", "0")
+    assert '### "a|b" &amp; "&lt;i&gt;c&lt;/i&gt;": 60 captions' in markdown
+    assert "<i>" not in markdown
+    latex = thumb("agreement", "--format", "latex", "--bootstrap", "0")
+    assert r'\caption{"a|b" \& "<i>c</i>": 60 captions, 15 images}' in latex

@@ -126,7 +126,8 @@ def rating_pairs() -> pd.DataFrame:
     n = 60
     precision = rng.integers(1, 6, n)
     return pd.DataFrame({
-        "kind": ["blind"] * n, "pair": ["ann/bob"] * (n // 2) + ["ann/cy"] * (n // 2),
+        "kind": ["blind"] * n, "annotator_a": ["ann"] * n,
+        "annotator_b": ["bob"] * (n // 2) + ["cy"] * (n // 2),
         "image": np.repeat(np.arange(20), 3),
         "precision_a": precision,
         "precision_b": np.where(rng.random(n) < 0.6, precision, rng.integers(1, 6, n)),

@@ -163,6 +163,47 @@ def test_a_pairwise_set_and_its_refusals(engine, tmp_path):
     assert database_dump(engine) == before
 
 
+@pytest.mark.parametrize("kind", ["score", "pairwise"])
+def test_a_control_character_is_reported_with_every_other_problem(engine, tmp_path, kind):
+    """A text the reader refuses (here an escape sequence) leaves its row out, and the
+    rows' own problems are still found in the same pass, as `thumb import` does."""
+    if kind == "score":
+        text = ("image_id,caption,judge,score\n1,A cat.,j1,3\n1,A cat.,j1,4\n2,A dog.,j1,7\n"
+                "3,,j2,2\n5,A \x1b[2Jcat.,j2,2\n")
+        expected = ["3: judge 'j1' already judged this caption at line 2",
+                    "4: score must be on the scale 1-4 (whole numbers), not '7'",
+                    "5: caption is missing"]
+    else:
+        text = ("image_id,caption_a,caption_b,judge,choice\n1,A,B,j1,a\n1,B,A,j1,b\n"
+                "2,A,A,j1,a\n3,A,B,j2,left\n5,A \x1b[2J,B,j2,a\n")
+        expected = ["3: judge 'j1' already judged this pair at line 2",
+                    "4: caption_a and caption_b are the same caption",
+                    "5: choice must be a, b or tie, not 'left'"]
+    bad = write(tmp_path / "bad.csv", text)
+    with pytest.raises(InputError) as caught:
+        import_judgments(engine, bad, name="bad", kind=kind, actor="t",
+                         scale=Scale.parse("1-4") if kind == "score" else None)
+    caption = "caption" if kind == "score" else "caption_a"
+    assert str(caught.value).splitlines() == [
+        *(f"{bad}:{line}" for line in expected),
+        f"{bad}:6: {caption}: control character U+001B is not allowed (only tab and newline "
+        "are)"]
+
+
+def test_the_references_problems_are_listed_with_the_judgments_ones(engine, tmp_path):
+    bad = write(tmp_path / "bad.csv",
+                SCORES.replace("1,A cat sleeps.,j2,2", "1,A cat sleeps.,j2,5"))
+    references = write(tmp_path / "refs.csv", "image_id,reference\n1,A \x1b[2Jdog.\n2,\n")
+    with pytest.raises(InputError) as caught:
+        import_judgments(engine, bad, name="likert", kind="score", scale=Scale.parse("1-4"),
+                         references=references, actor="t")
+    assert str(caught.value).splitlines() == [
+        f"{bad}:6: score must be on the scale 1-4 (whole numbers), not '5'",
+        f"{references}:2: reference: control character U+001B is not allowed (only tab and "
+        "newline are)",
+        f"{references}:3: reference is missing"]
+
+
 def test_a_pairwise_file_imported_as_a_score_set_says_so(engine, tmp_path):
     with pytest.raises(InputError, match="use --kind pairwise"):
         import_judgments(engine, write(tmp_path / "p.csv", PAIRS), name="x", kind="score",

@@ -104,7 +104,7 @@ def test_one_p_only_then_export_report_and_agreement(tmp_path):
     session.set_values(session.open_image(0)[0], {"precision": 4}, image_index=0, focus=0)
     engine.dispose()
     assert "1 rating(s) in progress" in thumb(db, "export", "--out", str(tmp_path / "e.csv"))
-    assert "no pairs of ratings" in thumb(db, "agreement")
+    assert "No pairs of ratings" in thumb(db, "agreement")
     out = thumb(db, "report", "--out", str(tmp_path / "r"))  # issue #26: exit 0, not 2
     assert "not computed yet" in out
 

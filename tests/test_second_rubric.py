@@ -215,7 +215,7 @@ async def test_the_second_rubric_end_to_end(tmp_path):
     assert re.search(r"statistic +A +V +Total\n", agreement.output)  # no fluency>0 column
     assert "fluency" not in agreement.output
     assert "A    1    2    3    4    V    1    2    3    4\n" in agreement.output  # 1-4 only
-    assert "alice & bob: 4 captions, 1 image" in agreement.output
+    assert '"alice" & "bob": 4 captions, 1 image' in agreement.output
     records = agreement_report(engine, bootstrap=0)
     assert set(records["dimension"]) == {"precision", "recall", "total",
                                          *(f for f in records["dimension"] if ":" in f)}

@@ -334,9 +334,11 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     assert result.exit_code == 0, result.output
     records = json.loads(out.read_text(encoding="utf-8"))
     assert {r["kind"] for r in records} == {"blind", "stage1-vs-stage2"}
-    assert set(records[0]) == {"dimension", "pair", "kind", "statistic", "value", "ci_low",
-                               "ci_high", "n", "images", "note", "ci_warning"}
-    blind = [r for r in records if r["kind"] == "blind" and r["pair"] == "alice|bob"
+    assert set(records[0]) == {"dimension", "annotator_a", "annotator_b", "kind", "statistic",
+                               "value", "ci_low", "ci_high", "n", "images", "note",
+                               "ci_warning"}
+    blind = [r for r in records if r["kind"] == "blind"
+             and (r["annotator_a"], r["annotator_b"]) == ("alice", "bob")
              and r["dimension"] == "precision" and r["statistic"] == "kappa_quadratic"]
     assert blind and blind[0]["n"] == 12
     status = CliRunner().invoke(app, ["--db", db, "status"])

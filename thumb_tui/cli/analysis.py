@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +29,10 @@ from thumb_tui.cli.common import (
     write_or_echo,
 )
 
+# Each command's formats, one list for its help, its check and its error message.
+AGREEMENT_FORMATS = ("table", "csv", "json", "md", "latex")
+REPORT_FORMATS = ("md", "html", "json", "latex")
+
 app = typer.Typer()
 metrics_app = typer.Typer(help="Automatic metrics: compute and list stored scores.",
                           no_args_is_help=True)
@@ -36,7 +41,7 @@ app.add_typer(metrics_app, name="metrics")
 
 @app.command("agreement")
 def agreement_command(
-    fmt: Annotated[str, typer.Option("--format", help="table, csv, json, md or latex.")
+    fmt: Annotated[str, typer.Option("--format", help=", ".join(AGREEMENT_FORMATS) + ".")
                    ] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     bootstrap: BootstrapOption = 1000,
@@ -47,19 +52,21 @@ def agreement_command(
 ) -> None:
     """Agreement on P, R, "fluency penalty > 0" and Total: Cohen's kappa (plain, linear,
     quadratic), Krippendorff's alpha (ordinal, interval), exact and within-1 agreement,
-    change rate, confusion matrices; per pair and overall, with bootstrap CIs."""
+    change rate, confusion matrices; per pair and overall, with bootstrap CIs.
+
+    With no pairs yet the output is still written: CSV with its header, JSON an empty
+    list, the other formats saying so."""
     from reports.agreement import agreement_report
-    from reports.text import agreement_text
+    from reports.text import NO_PAIRS, agreement_text
     from storage.rubric_registry import project_rubric
 
-    if fmt not in ("table", "csv", "json", "md", "latex"):
-        fail("--format must be table, csv, json, md or latex")
+    if fmt not in AGREEMENT_FORMATS:
+        fail(f"--format must be one of {', '.join(AGREEMENT_FORMATS)}, not {fmt!r}")
     output_file(out, force=force, fmt=fmt)
     engine = state.existing_engine
     report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
-    if report.empty:
-        typer.echo("no pairs of ratings to compare yet (blind double ratings or stage 2)")
-        return
+    if report.empty and fmt in ("json", "csv"):  # the data cannot say it: a note beside
+        typer.echo(NO_PAIRS, err=True)
     if fmt == "json":
         text = report.to_json(orient="records", indent=1)
     elif fmt == "csv":
@@ -81,8 +88,8 @@ def agreement_command(
 @app.command("report")
 def report_command(
     fmt: Annotated[str, typer.Option(
-        "--format", help="md, html, json or latex (report.tex, which \\inputs each "
-                         "booktabs table from tables/).")] = "md",
+        "--format", help=f"{', '.join(REPORT_FORMATS)} (latex: report.tex, which \\inputs "
+                         "each booktabs table from tables/).")] = "md",
     out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = Path(
         "thumb-report"),
     exclude_system: Annotated[
@@ -103,6 +110,8 @@ def report_command(
 
     The folder is made if its parent exists; a report file or figure that is there already
     is replaced only with --force."""
+    if fmt not in REPORT_FORMATS:
+        fail(f"--format must be one of {', '.join(REPORT_FORMATS)}, not {fmt!r}")
     if print_figures and fmt not in ("md", "html"):
         fail("--print-figures goes with --format md or html (the reports with figures)")
     if fmt == "latex":  # the LaTeX renderer (and its tables' modules) only for LaTeX
@@ -114,7 +123,7 @@ def report_command(
                           expect=[f"{name}.tex" for name in latex.REPORT_TABLES])
     else:
         output_folder(out, force=force, expect=[f"report.{fmt}"])
-    with collector_paused(), value_errors():
+    with collector_paused(), value_errors(), warnings.catch_warnings(record=True) as caught:
         from reports.render import write_report
         from reports.tables import build_report
 
@@ -129,6 +138,8 @@ def report_command(
     from reports.render import missing_lines
 
     typer.echo(f"report written to {path}")
+    for message in dict.fromkeys(str(warning.message) for warning in caught):
+        typer.echo(f"note: {printable(message, newlines=False)}", err=True)  # no source lines
     for line in missing_lines(report):  # an early project: what is still to do
         typer.echo(f"not computed yet: {line}")
 
@@ -181,7 +192,8 @@ def metrics_compute_command(
             typer.echo(f"warning: {problem}", err=True)
     options = MetricOptions(keep_self_references=keep_self_references, clean=clean,
                             **metric_settings)
-    with Progress(console=console, transient=True) as bar:
+    # a bar only where it can be redrawn: elsewhere Rich ends it with an empty line
+    with Progress(console=console, transient=True, disable=not console.is_interactive) as bar:
         tasks: dict[str, int] = {}
 
         def report(name: str, done: int, total: int) -> None:

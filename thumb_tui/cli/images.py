@@ -10,6 +10,9 @@ from rubrics import printable
 from storage.events import os_login
 from thumb_tui.cli.common import ActorOption, fail, known_annotator, state
 
+# What taking back an image's last flag changes, true whether or not it has been rated.
+UNFLAGGED = "it is no longer kept out of the queues, review, agreement and the report"
+
 app = typer.Typer(help="The lead's image commands (unflag an image flagged as broken).")
 
 
@@ -21,8 +24,9 @@ def unflag_command(
     = None,
     by: ActorOption = "",
 ) -> None:
-    """Take back the broken-image flags of an image: it goes back to review, into the
-    report and to its flagger's queue; each removal is logged with who made it."""
+    """Take back the broken-image flags of an image: once none is left it is no longer kept
+    out of the annotators' queues, review, agreement and the report (whether it has been
+    rated or not); each removal is logged with who made it."""
     from storage.image_flags import UnflagError, unflag
 
     engine = state.existing_engine
@@ -37,4 +41,4 @@ def unflag_command(
 
     typer.echo(f"{printable(image, newlines=False)}: removed the broken-image flag of "
                f"{names(removed)}; " + (f"it stays flagged by {names(still)}" if still else
-                                        "it goes to review and into the report again"))
+                                        UNFLAGGED))

@@ -44,6 +44,12 @@ PASSED_ON = ("fluency", "conciseness", "inclusive", "note", "undo", "toggle-dime
              "scroll-text-down", "scroll-text-up")
 
 
+def all_done(count: int) -> str:
+    """What the screen says once every disagreement of the session is resolved."""
+    settled = "the disagreement" if count == 1 else f"the {count} disagreements"
+    return f"all done: {settled} of this session {'is' if count == 1 else 'are'} resolved; q quits"
+
+
 class ReasonList(SelectionList[str]):
     """Unticked reasons show an empty box rather than a dimmed X, so ticked and unticked
     differ without colour too."""
@@ -249,8 +255,7 @@ class ResolveScreen(RatingScreen):
                 return
             self.reasons[item.caption_id] = result
             self.say("reasons saved" if len(self.reasons) < len(self.queue) else
-                     f"all done: the {len(self.queue)} disagreements of this session are "
-                     "resolved; q quits")
+                     all_done(len(self.queue)))
             self.redraw()
 
         ticked = self.reasons.get(item.caption_id) or [
@@ -291,8 +296,7 @@ class ResolveScreen(RatingScreen):
         open_here = [n + 1 for n, item in enumerate(self.queue)
                      if item.caption_id not in self.reasons]
         if not open_here:
-            return (f"all done: the {len(self.queue)} disagreements of this session are "
-                    "resolved; q quits")
+            return all_done(len(self.queue))
         return (f"last disagreement; still to resolve: {', '.join(map(str, open_here[:8]))}"
                 + (" …" if len(open_here) > 8 else "") + " ([ goes back)")
 
