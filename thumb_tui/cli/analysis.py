@@ -19,11 +19,11 @@ from thumb_tui.cli.common import (
     RawOption,
     SeedOption,
     collector_paused,
-    console,
     fail,
     model_hub,
     output_file,
     output_folder,
+    progress_bar,
     state,
     value_errors,
     write_or_echo,
@@ -177,8 +177,6 @@ def metrics_compute_command(
     clean: str | None = None, judgments: str | None = None, allow_download: bool = False,
     **metric_settings: object,
 ) -> None:
-    from rich.progress import Progress
-
     if clean not in (None, "thumb", "none"):
         fail(f"--clean must be thumb or none, not {clean!r}")
     model_hub(allow_download)
@@ -192,8 +190,7 @@ def metrics_compute_command(
             typer.echo(f"warning: {problem}", err=True)
     options = MetricOptions(keep_self_references=keep_self_references, clean=clean,
                             **metric_settings)
-    # a bar only where it can be redrawn: elsewhere Rich ends it with an empty line
-    with Progress(console=console, transient=True, disable=not console.is_interactive) as bar:
+    with progress_bar() as bar:
         tasks: dict[str, int] = {}
 
         def report(name: str, done: int, total: int) -> None:

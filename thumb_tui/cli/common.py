@@ -27,10 +27,19 @@ from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them fro
 )
 
 if TYPE_CHECKING:  # SQLAlchemy and the tables load when a command opens the database
+    from rich.progress import Progress
     from sqlalchemy import Engine
     from textual.app import App
 
 console = Console()
+
+
+def progress_bar() -> Progress:
+    """A transient progress bar on the commands' console; none where the console cannot
+    redraw one (a pipe, a file), since there Rich would end it with an empty line."""
+    from rich.progress import Progress
+
+    return Progress(console=console, transient=True, disable=not console.is_interactive)
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -19,6 +19,7 @@ from thumb_tui.cli.common import (
     SeedOption,
     fail,
     output_file,
+    progress_bar,
     state,
     value_errors,
     write_or_echo,
@@ -198,9 +199,7 @@ def relevance_command(
         fail(f"--metric must be one of {', '.join(RELEVANCE_METRICS)}")
     target = out or Path(f"relevance-{metric}.npz")
     output_file(target, may_exist=True)  # kept or replaced: project_relevance decides
-    from rich.progress import Progress
-
-    with value_errors(), Progress(transient=True) as progress, Outputs(force) as files:
+    with value_errors(), progress_bar() as progress, Outputs(force) as files:
         task = progress.add_task("scoring captions against every image", total=None)
         temporary = files.file(target, may_exist=True)
         matrix, built = project_relevance(
