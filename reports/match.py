@@ -409,9 +409,9 @@ def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
 TABLE2_TITLE = (
     "Existing positive sets against the verified pairs: ECCV Caption Table 2 (its\n"
     "section 3.3). Per query: r' = its judged positives in the set, t = its verified\n"
-    "positives. precision = mean of |r' ∩ t| / |r'| over queries_kept (r' not empty);\n"
-    "recall = mean of 1 - |t \\ r'| / |t| over recall_queries (t not empty too;\n"
-    "recall_dropped: kept queries without a verified positive).")
+    "positives. precision = mean of |r' ∩ t| / |r'| over queries_kept (r' not\n"
+    "empty); recall = mean of 1 - |t \\ r'| / |t| over recall_queries (t not empty\n"
+    "too; recall_dropped: kept queries without a verified positive).")
 POOLED_TITLE = (
     "The same sets pooled over pairs (not the paper's definition): pooled_precision =\n"
     "hits / judged, pooled_recall = hits / verified_positives (the verified positives\n"
@@ -554,15 +554,37 @@ def clip_digest(clip_model: str) -> str:
     return model_label(clip_model)
 
 
+MISSING = "-"  # a value a match table does not have
+NOTE_COLUMNS = 30  # the width a text column after the row's names wraps at in the terminal
+
+
 def frame_text(frame: pd.DataFrame) -> str:
-    """A table for the terminal; stored text (names) shown with control bytes escaped."""
+    """A table for the terminal; stored text (names) shown with control bytes escaped.
+    Wider than 80 columns, it is split into tables of fewer columns, each repeating the
+    leading text columns that name a row (`reports.text.fitted`)."""
     from tabulate import tabulate
+
+    from reports.text import fitted
 
     if frame.empty:
         return "(none)"
-    rows = [[printable(v, newlines=False) if isinstance(v, str) else None if pd.isna(v) else v
-             for v in row] for row in frame.itertuples(index=False, name=None)]
-    return tabulate(rows, headers=list(frame.columns), floatfmt=".3f", missingval="-")
+    shown = frame.map(lambda v: printable(v, newlines=False) if isinstance(v, str)
+                      else None if pd.isna(v) else v)
+    text = [pd.api.types.infer_dtype(frame[column], skipna=True) == "string"
+            for column in frame.columns]
+    keys = max(1, text.index(False) if False in text else len(text))
+    wrapped = {column for column, is_text in zip(frame.columns[keys:], text[keys:],
+                                                  strict=True) if is_text}
+
+    def table(columns: list[str]) -> str:  # a note wraps in its column: NOTE_COLUMNS wide
+        widths = [NOTE_COLUMNS if column in wrapped else None for column in columns]
+        rows = [[MISSING if column in wrapped and pd.isna(value) else value  # wrapping
+                 for column, value in zip(columns, row, strict=True)]  # writes NaN as is
+                for row in shown[columns].itertuples(index=False, name=None)]
+        return tabulate(rows, headers=columns, floatfmt=".3f", missingval=MISSING,
+                        maxcolwidths=widths)
+
+    return "\n\n".join(fitted(list(frame.columns), table, keys=max(keys, 1)))
 
 
 def match_status(engine: Engine) -> str:

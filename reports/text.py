@@ -281,22 +281,18 @@ def terminal_text(value: object) -> str:
     return printable(str(value), newlines=False)
 
 
-def _fitted(frame: pd.DataFrame, width: int = TERMINAL_WIDTH) -> list[str]:
-    """The table, split into several (each repeating the first column) when it is wider
-    than the terminal's 80 columns."""
-    def text(columns: list[str]) -> str:
-        return tabulate(frame[columns], headers="keys", showindex=False,
-                        disable_numparse=True)
-
-    first, rest = frame.columns[0], list(frame.columns[1:])
+def fitted(columns: list[str], render: Callable[[list[str]], str], *, keys: int = 1,
+           width: int = TERMINAL_WIDTH) -> list[str]:
+    """`render(columns)`, or where that is wider than the terminal's 80 columns, several
+    tables of the columns in turn, each repeating the first `keys` (what names a row)."""
+    head, rest = columns[:keys], columns[keys:]
     chunks: list[list[str]] = [[]]
     for column in rest:
-        candidate = [first, *chunks[-1], column]
-        if chunks[-1] and _width(text(candidate)) > width:
+        if chunks[-1] and _width(render([*head, *chunks[-1], column])) > width:
             chunks.append([column])
         else:
             chunks[-1].append(column)
-    return [text([first, *chunk]) for chunk in chunks]
+    return [render([*head, *chunk]) for chunk in chunks]
 
 
 def judgment_text(report: JudgmentReport) -> str:
@@ -310,7 +306,13 @@ def judgment_text(report: JudgmentReport) -> str:
         lines += ["", hint]
     for title, frame, notes in judgment_frames(report, terminal_text):
         stacked = frame.map(lambda cell: str(cell).replace(" [", "\n["))
-        lines += ["", *textwrap.wrap(title, TERMINAL_WIDTH), *_fitted(stacked), *notes]
+
+        def table(columns: list[str], stacked: pd.DataFrame = stacked) -> str:
+            return tabulate(stacked[columns], headers="keys", showindex=False,
+                            disable_numparse=True)
+
+        lines += ["", *textwrap.wrap(title, TERMINAL_WIDTH),
+                  *fitted(list(stacked.columns), table), *notes]
     if report.signatures:
         lines += ["", "signatures:"]
         lines += [f"  {terminal_text(label)}: {signature}"

@@ -594,3 +594,29 @@ def test_npy_with_id_files_and_ranked_lists_propose_like_the_npz(tmp_path, layou
                 MatchProposal.__table__.c.direction, MatchProposal.__table__.c.rank)):
             proposed.setdefault(model_id, set()).add((pair_id, direction, rank))
     assert proposed[3] == proposed[1]  # toy-a is model 1, this run model 3
+
+
+def test_a_wide_match_table_is_split_to_80_columns_repeating_the_row_names():
+    import pandas as pd
+
+    from reports.match import frame_text
+
+    note = "undefined: fewer than 2 items in this verification round"
+    frame = pd.DataFrame({
+        "positive_set": ["original", "original"], "direction": ["i2t", "t2i"],
+        **{f"a_rather_long_column_{n}": [n + 0.25, n + 0.5] for n in range(6)},
+        "note": [note, None]})
+    text = frame_text(frame)
+    assert max(map(len, text.splitlines())) <= 80
+    tables = text.split("\n\n")
+    assert len(tables) > 1
+    for table in tables:  # each names its rows: set and direction
+        assert table.startswith("positive_set") and "direction" in table.splitlines()[0]
+        assert {"i2t", "t2i"} <= set(table.split())
+    for n in range(6):
+        assert f"{n + 0.25:.3f}" in text and f"{n + 0.5:.3f}" in text
+    rows = tables[-1].splitlines()[2:]
+    assert rows[-1].split() == ["original", "t2i", "-"]  # no note: "-", not "nan"
+    words = [word for line in rows[:-1]  # i2t's note, wrapped under its column
+             for word in (line.split()[2:] if line.startswith("original") else line.split())]
+    assert " ".join(words) == note

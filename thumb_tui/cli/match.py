@@ -4,6 +4,7 @@ Caption): models propose, humans verify on four points, verified pairs become po
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -305,9 +306,13 @@ def positives_command(
             "table2_columns": QUALITY_COLUMNS,
             "agreement": json.loads(result.agreement.to_json(orient="records"))}, indent=1))
         return
-    typer.echo(f"{_shown(name)}: {result.positives} verified positives of "
-               f"{result.decided} decided pairs ({result.undecided} undecided; {settings}); "
-               f"{result.rows} positives stored with the original ones")
+    from reports.retrieval_text import TERMINAL_WIDTH
+
+    typer.echo(textwrap.fill(
+        f"{_shown(name)}: {result.positives} verified positives of {result.decided} decided "
+        f"pairs ({result.undecided} undecided; {settings}); {result.rows} positives stored "
+        "with the original ones", TERMINAL_WIDTH, break_long_words=False,
+        break_on_hyphens=False))
     paper, pooled = table2_parts(result.quality)
     typer.echo(f"\n{TABLE2_TITLE}")
     _table(paper, fmt)
