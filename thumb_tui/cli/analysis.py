@@ -18,6 +18,7 @@ from thumb_tui.cli.common import (
     Outputs,
     RawOption,
     SeedOption,
+    check_format,
     collector_paused,
     fail,
     model_hub,
@@ -60,8 +61,7 @@ def agreement_command(
     from reports.text import NO_PAIRS, agreement_text
     from storage.rubric_registry import project_rubric
 
-    if fmt not in AGREEMENT_FORMATS:
-        fail(f"--format must be one of {', '.join(AGREEMENT_FORMATS)}, not {fmt!r}")
+    check_format(fmt, AGREEMENT_FORMATS)
     output_file(out, force=force, fmt=fmt)
     engine = state.existing_engine
     report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
@@ -110,8 +110,7 @@ def report_command(
 
     The folder is made if its parent exists; a report file or figure that is there already
     is replaced only with --force."""
-    if fmt not in REPORT_FORMATS:
-        fail(f"--format must be one of {', '.join(REPORT_FORMATS)}, not {fmt!r}")
+    check_format(fmt, REPORT_FORMATS)
     if print_figures and fmt not in ("md", "html"):
         fail("--print-figures goes with --format md or html (the reports with figures)")
     if fmt == "latex":  # the LaTeX renderer (and its tables' modules) only for LaTeX

@@ -19,8 +19,8 @@ from thumb_tui.cli.common import (
     ItemsBootstrapOption,
     OutsideImagesOption,
     SeedOption,
+    check_format,
     database_for_import,
-    fail,
     image_mode,
     known_annotator,
     model_hub,
@@ -113,8 +113,7 @@ def bison_report_command(
     seed: SeedOption = 0,
 ) -> None:
     """Human accuracy, model and baseline accuracy, human-model agreement."""
-    if fmt not in REPORT_FORMATS:
-        fail(f"--format must be one of {', '.join(REPORT_FORMATS)}, not {fmt!r}")
+    check_format(fmt, REPORT_FORMATS)
     from reports.bison import bison_report
     from reports.text import bison_text
 

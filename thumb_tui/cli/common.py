@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -48,6 +48,13 @@ def fail(message: str) -> NoReturn:
     Control characters in it (it may quote a file's content) are shown as escapes."""
     typer.echo(f"error: {printable(message)}", err=True)
     raise typer.Exit(2)
+
+
+def check_format(fmt: str, formats: Sequence[str]) -> None:
+    """End the command unless `fmt` is one of the command's `formats` (the same list its
+    help names)."""
+    if fmt not in formats:
+        fail(f"--format must be one of {', '.join(formats)}, not {fmt!r}")
 
 
 @contextmanager

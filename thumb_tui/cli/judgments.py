@@ -19,6 +19,7 @@ from thumb_tui.cli.common import (
     OutsideImagesOption,
     RawOption,
     SeedOption,
+    check_format,
     database_for_import,
     fail,
     output_file,
@@ -129,8 +130,7 @@ def report_command(
     from reports.render import judgment_json, judgment_sections
     from reports.text import judgment_text
 
-    if fmt not in REPORT_FORMATS:
-        fail(f"--format must be one of {', '.join(REPORT_FORMATS)}")
+    check_format(fmt, REPORT_FORMATS)
     output_file(out, force=force, fmt=fmt)
     with value_errors():
         report = build_judgment_report(state.existing_engine, name, aggregate=aggregate,

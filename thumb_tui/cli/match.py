@@ -25,6 +25,7 @@ from thumb_tui.cli.common import (
     PairsBootstrapOption,
     RawOption,
     SeedOption,
+    check_format,
     fail,
     image_mode,
     known_annotator,
@@ -70,12 +71,11 @@ def match_errors() -> Iterator[None]:
 def _table(frame, fmt: str, out: Path | None = None, what: str = "table") -> None:
     from reports.match import frame_text
 
+    check_format(fmt, ("table", "json"))
     if fmt == "json":
         write_or_echo(frame.to_json(orient="records", indent=1), out, what)
-    elif fmt == "table":
-        write_or_echo(frame_text(frame), out, what)
     else:
-        fail(f"--format must be table or json, not {fmt!r}")
+        write_or_echo(frame_text(frame), out, what)
 
 
 @app.command("propose")

@@ -23,6 +23,7 @@ from thumb_tui.cli.common import (
     OutsideImagesOption,
     RawOption,
     annotator_name,
+    check_format,
     collector_paused,
     console,
     database_for_import,
@@ -168,8 +169,7 @@ def status_command(
     import dataclasses
     import json
 
-    if fmt not in ("table", "json"):
-        fail("--format must be table or json")
+    check_format(fmt, ("table", "json"))
     from storage.dashboard import dashboard
 
     board = dashboard(state.existing_engine)

@@ -17,6 +17,7 @@ from thumb_tui.cli.common import (
     Outputs,
     QueriesBootstrapOption,
     SeedOption,
+    check_format,
     fail,
     output_file,
     progress_bar,
@@ -102,8 +103,7 @@ def evaluate_command(
         resolve_relevance,
     )
 
-    if output not in FORMATS:
-        fail(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(output, FORMATS)
     if not name.strip():
         fail("--name needs a model name")
     output_file(out, force=force, fmt=output)
@@ -245,8 +245,7 @@ def compare_command(
         versions_note,
     )
 
-    if output not in (*FORMATS, "latex"):
-        fail(f"--format must be one of {', '.join(FORMATS)}, latex")
+    check_format(output, (*FORMATS, "latex"))
     if direction not in ("i2t", "t2i", "mean"):
         fail("--direction must be i2t, t2i or mean")
     output_file(out, force=force, fmt=output)
@@ -314,8 +313,7 @@ def agreement_command(
         json_text,
     )
 
-    if output not in FORMATS:
-        fail(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(output, FORMATS)
     if not (positives or relevance):
         fail("give --positives (binary relevance) and/or --relevance (graded relevance)")
     if not 0 < ci < 1:
