@@ -9,6 +9,7 @@ import asyncio
 import fcntl
 import os
 import pty
+import shutil
 import signal
 import statistics
 import struct
@@ -77,9 +78,11 @@ async def measure(db: Path, presses: int) -> None:
     print(f"presses {presses}, rating rows committed by the app: {committed}")
 
 
-def process_startup(db: Path) -> float:
+def process_startup(db: Path) -> tuple[float, float]:
     """Seconds from launching `python -m thumb_tui annotate` in an 80x24 pty until the first
-    image's title has been drawn (imports, database, first render: what a user waits for)."""
+    image's title has been drawn (imports, database, first render: what a user waits for),
+    and the CPU seconds (user + system) the process had used by then: on a shared machine
+    the wall time also counts waiting for a core."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     start = time.perf_counter()
@@ -98,10 +101,15 @@ def process_startup(db: Path) -> float:
             except OSError:  # EIO: the app ended before its first screen
                 raise SystemExit("thumb annotate ended before its first screen: "
                                  + output.decode("utf-8", "replace")[-500:]) from None
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+        process.send_signal(signal.SIGKILL)  # at once: the CPU time is the first screen's
+        _, _, usage = os.wait4(process.pid, 0)
+        process.returncode = -signal.SIGKILL
+        return wall, usage.ru_utime + usage.ru_stime
     finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+        if process.returncode is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
         os.close(master)
 
 
@@ -109,6 +117,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--captions", type=int, default=100_000)
     parser.add_argument("--presses", type=int, default=400)
+    parser.add_argument("--startups", type=int, default=5,
+                        help="process starts to time (each on a fresh copy of the database)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -119,8 +129,17 @@ def main() -> None:
         engine.dispose()
         print(f"database: {args.captions:,} captions, half of them rated by another "
               "annotator")
-        print(f"process start to first screen     {process_startup(folder / 'big.db') * 1000:8.0f}"
-              " ms  (target <= 1500 ms)")
+        starts = []
+        for number in range(args.startups):  # opening the first image claims it: a copy each
+            copy = shutil.copyfile(folder / "big.db", folder / f"start-{number}.db")
+            starts.append(process_startup(copy))
+        walls, cpus = sorted(wall for wall, _ in starts), sorted(cpu for _, cpu in starts)
+        print(f"process start to first screen     {statistics.median(walls) * 1000:8.0f} ms "
+              f"median, {walls[0] * 1000:.0f}-{walls[-1] * 1000:.0f} ms over {len(walls)} "
+              "(target <= 1500 ms)")
+        print(f"  CPU (user + system) by then     {statistics.median(cpus) * 1000:8.0f} ms "
+              f"median, {cpus[0] * 1000:.0f}-{cpus[-1] * 1000:.0f} ms; load average "
+              f"{os.getloadavg()[0]:.1f}")
         asyncio.run(measure(folder / "big.db", args.presses))
 
 

@@ -37,7 +37,6 @@ from sqlalchemy import (
     union,
     union_all,
 )
-from sqlalchemy.dialects import postgresql
 
 from rubrics import SCORE_KEYS
 from storage.image_flags import flagged_image_ids
@@ -248,6 +247,8 @@ def _queries(some: bool, served: bool) -> dict[str, Select]:
     assignment, annotator = Assignment.__table__, Annotator.__table__
     ids = bindparam("ids", expanding=True)
     if served:
+        from sqlalchemy.dialects import postgresql  # a team database's (SQLite needs none)
+
         progress = getattr(func, PROGRESS_FUNCTION)(
             bindparam("id_array", type_=postgresql.ARRAY(Integer)) if some else None
         ).table_valued(column("image_id", Integer), column("name", String),
@@ -340,15 +341,23 @@ def lock_images(connection: Connection, image_ids: Collection[int] | None = None
         _run(connection, "lock", image_ids).all()
 
 
-def read_states(connection: Connection, image_ids: Collection[int] | None = None, *,
-                lock: bool = False) -> dict[int, ImageState]:
-    """image id -> its state, for all images or those given. With `lock`, the images are
-    locked first (`lock_images`), so the state stays true until the write it guards
-    commits."""
-    if lock:
-        lock_images(connection, image_ids)
-    base = {row.id: row for row in _run(connection, "images", image_ids)}
-    sizes = dict(_run(connection, "captions", image_ids).all())
+def _takes(double_rating: bool) -> int:
+    """How many annotators rate the image at stage 1: two where it is marked for double
+    rating."""
+    return 2 if double_rating else 1
+
+
+# An image state's holders, the fields of `ImageState` from `first` to `closed`: all that
+# `refusals` reads of a state besides `takes` (not the key nor the captions).
+Holders = tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], bool]
+NOBODY: Holders = (frozenset(), frozenset(), frozenset(), frozenset(), False)
+
+
+def _read_holders(connection: Connection, image_ids: Collection[int] | None,
+                  sizes: Mapping[int, int]) -> dict[int, Holders]:
+    """image id -> its holders, for the images (all, or those given) that anyone holds or
+    that are closed; most images are held by nobody (`NOBODY`). `sizes`: image id -> its
+    number of captions, which a complete stage-1 rating covers."""
     held: dict[tuple[int, int], set[str]] = {}
     complete: dict[int, set[str]] = {}
     closed: set[int] = set()
@@ -364,16 +373,24 @@ def read_states(connection: Connection, image_ids: Collection[int] | None = None
         if released_at is None and stage <= Stage.SECOND:
             held.setdefault((image_id, stage), set()).add(name)
     touched = {image_id for image_id, _ in held} | closed
-    return {
-        image_id: ImageState(
-            row.key, 2 if row.double_rating else 1,
-            *(frozenset(held.get((image_id, stage), ())) for stage in STAGES),
-            frozenset(complete.get(image_id, ())), image_id in closed,
-            sizes.get(image_id, 0))
-        if image_id in touched else  # most images: nobody holds them (the defaults)
-        ImageState(row.key, 2 if row.double_rating else 1, captions=sizes.get(image_id, 0))
-        for image_id, row in base.items()
-    }
+    return {image_id: (*(frozenset(held.get((image_id, stage), ())) for stage in STAGES),
+                       frozenset(complete.get(image_id, ())), image_id in closed)
+            for image_id in touched}
+
+
+def read_states(connection: Connection, image_ids: Collection[int] | None = None, *,
+                lock: bool = False) -> dict[int, ImageState]:
+    """image id -> its state, for all images or those given. With `lock`, the images are
+    locked first (`lock_images`), so the state stays true until the write it guards
+    commits."""
+    if lock:
+        lock_images(connection, image_ids)
+    base = {row.id: row for row in _run(connection, "images", image_ids)}
+    sizes = dict(_run(connection, "captions", image_ids).all())
+    holders = _read_holders(connection, image_ids, sizes)
+    return {image_id: ImageState(row.key, _takes(row.double_rating),
+                                 *holders.get(image_id, NOBODY), sizes.get(image_id, 0))
+            for image_id, row in base.items()}
 
 
 def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_id: int, *,
@@ -393,18 +410,22 @@ def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_i
 def open_images(connection: Connection, annotator: str, stage: Stage) -> set[int]:
     """Images the annotator may work on at stage 1 or 2: those where `check_may_rate`
     would let them rate now; at review, none that someone flagged as broken (the review
-    queue leaves them out until the lead unflags them)."""
+    queue leaves them out until the lead unflags them). `refusals` is asked once per
+    distinct state of holders (most images share one), without building every image's
+    state."""
     if stage not in (Stage.FIRST, Stage.SECOND):
         raise ValueError("open images are defined for stages 1 and 2")
     out = flagged_image_ids(connection) if stage == Stage.SECOND else set()
-    verdicts: dict[tuple[object, ...], bool] = {}  # most images share one state of holders
+    holders = _read_holders(connection, None, dict(_run(connection, "captions", None).all()))
+    verdicts: dict[tuple[int, Holders], bool] = {}
     opened = set()
-    for image_id, state in read_states(connection).items():
-        holders = (state.takes, state.first, state.second, state.final, state.complete,
-                   state.closed)  # all that `refusals` reads: not the key nor the captions
-        if holders not in verdicts:
-            verdicts[holders] = not refusals(state, [(annotator, stage)])
-        if verdicts[holders] and image_id not in out:
+    for image_id, key, double_rating in _run(connection, "images", None):
+        takes = _takes(double_rating)
+        state = (takes, holders.get(image_id, NOBODY))
+        if state not in verdicts:
+            verdicts[state] = not refusals(ImageState(key, takes, *state[1]),
+                                           [(annotator, stage)])
+        if verdicts[state] and image_id not in out:
             opened.add(image_id)
     return opened
 

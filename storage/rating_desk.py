@@ -138,17 +138,18 @@ class Worklist:
         self.images = images
         self._captions_of = {image.id: frozenset(captions_of.get(image.id, ()))
                              for image in images}
-        self._done = {image_id: captions & frozenset(complete.get(image_id, ()))
-                      for image_id, captions in self._captions_of.items()}
+        # only the images with any caption complete: most have none when a session starts
+        self._done = {image_id: self._captions_of[image_id] & frozenset(captions)
+                      for image_id, captions in complete.items()
+                      if image_id in self._captions_of}
         self._index()
 
     def _index(self) -> None:
         """The look-ups and totals, derived from the lists above (after any change)."""
         self._index_of = {image.id: index for index, image in enumerate(self.images)}
-        self._image_of = {caption: image_id for image_id, captions in self._captions_of.items()
-                          for caption in captions}
+        self._captions_total = sum(map(len, self._captions_of.values()))
         self._captions_done = sum(map(len, self._done.values()))
-        self._images_done = sum(map(self.is_complete, self._captions_of))
+        self._images_done = sum(map(self.is_complete, self._done))
 
     def settle(self, complete: dict[int, Collection[int]]) -> None:
         """Image id -> the captions of it that are complete now, as a write read them back
@@ -156,7 +157,7 @@ class Worklist:
         for image_id, captions in complete.items():
             if image_id not in self._captions_of:
                 continue
-            was, before = self.is_complete(image_id), len(self._done[image_id])
+            was, before = self.is_complete(image_id), len(self._done.get(image_id, ()))
             self._done[image_id] = self._captions_of[image_id] & frozenset(captions)
             self._captions_done += len(self._done[image_id]) - before
             self._images_done += self.is_complete(image_id) - was
@@ -178,7 +179,7 @@ class Worklist:
 
     def is_complete(self, image_id: int) -> bool:
         captions = self._captions_of.get(image_id, frozenset())
-        return bool(captions) and len(self._done[image_id]) == len(captions)
+        return bool(captions) and len(self._done.get(image_id, ())) == len(captions)
 
     def index_of(self, image_id: int) -> int:
         return self._index_of[image_id]
@@ -188,7 +189,7 @@ class Worklist:
 
     def progress(self) -> Progress:
         return Progress(self._images_done, len(self.images), self._captions_done,
-                        len(self._image_of))
+                        self._captions_total)
 
 
 class RatingDesk:
@@ -231,7 +232,7 @@ class RatingDesk:
     def _load(self, connection: Connection, only: Collection[int] | None) -> Worklist:
         image = Image.__table__
         return self._worklist(connection, [
-            ImageItem(row.id, row.key, row.path) for row in connection.execute(
+            ImageItem(*row) for row in connection.execute(
                 select(image.c.id, image.c.key, image.c.path).order_by(image.c.id))
             if only is None or row.id in only])
 
@@ -240,10 +241,10 @@ class RatingDesk:
         caption = Caption.__table__
         shown = {item.id for item in images}
         captions_of: dict[int, list[int]] = {}
-        for row in connection.execute(select(caption.c.id, caption.c.image_id)
-                                      .order_by(caption.c.id)):
-            if row.image_id in shown:
-                captions_of.setdefault(row.image_id, []).append(row.id)
+        for image_id, caption_id in connection.execute(select(caption.c.image_id,
+                                                              caption.c.id)):
+            if image_id in shown:
+                captions_of.setdefault(image_id, []).append(caption_id)
         return Worklist(images, captions_of,
                         self._complete_in(connection, self._annotator_id, None))
 

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from storage.rating_sessions import AnnotationSession
 from thumb_tui.keymap import load_keymap
 from thumb_tui.screens.annotate import AnnotateScreen
+from thumb_tui.startup import first_screen_drawn
 
 
 class ThumbApp(App[None]):
@@ -30,5 +31,6 @@ class ThumbApp(App[None]):
             screen = AnnotateScreen(session, image_mode)
         self.first_screen = screen
 
-    def on_mount(self) -> None:
-        self.push_screen(self.first_screen)
+    async def on_mount(self) -> None:
+        await self.push_screen(self.first_screen)
+        self.call_after_refresh(first_screen_drawn)

@@ -17,6 +17,7 @@ from thumb_tui.cli.common import (
     state,
     stop_if_empty,
 )
+from thumb_tui.startup import collector_held
 
 if TYPE_CHECKING:
     from storage.models import Stage
@@ -44,6 +45,7 @@ def _rating_session(annotator: str | None, stage: Stage, native: bool | None) ->
 
 
 @app.command("annotate")
+@collector_held()
 def annotate_command(
     annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
@@ -59,6 +61,7 @@ def annotate_command(
 
 
 @app.command("review")
+@collector_held()
 def review_command(
     annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
@@ -75,6 +78,7 @@ def review_command(
 
 
 @app.command("resolve")
+@collector_held()
 def resolve_command(
     annotator: AnnotatorOption = None,
     image_mode_name: ImageModeOption = "auto",
@@ -96,6 +100,7 @@ def resolve_command(
 
 
 @app.command("fluency-round")
+@collector_held()
 def fluency_round_command(
     annotator: Annotated[str | None, typer.Option(
         "--annotator", help="A native English speaker (on a PostgreSQL team database: "

@@ -10,7 +10,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
 
 from rubrics import Rubric, for_markdown, printable
 from thumb_tui.widgets.keybar import KeyBar, key_label
@@ -108,6 +107,9 @@ class HelpScreen(ModalScreen[None]):
         self.markdown = markdown
 
     def compose(self) -> ComposeResult:
+        # loaded when help is first opened: Markdown's parser is not needed before
+        from textual.widgets import Markdown
+
         with VerticalScroll(id="help-body"):
             yield Markdown(self.markdown)
         yield KeyBar([Binding("up,down", "", "scroll", key_display="↑↓"),
