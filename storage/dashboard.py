@@ -169,6 +169,26 @@ def _caption_stages(engine: Engine, connection: Connection) -> list[StageProgres
     return stages
 
 
+def nothing_open_at_stage_one(engine: Engine, name: str) -> str:
+    """Why stage 1 opens no image to `name`, in counts of the project's images: none yet,
+    or those `name` rated through stage 1 (no longer open to them) and those the others
+    have taken or closed."""
+    annotator, image = Annotator.__table__, Image.__table__
+    with engine.connect() as connection:
+        total = connection.execute(select(func.count()).select_from(image)).scalar_one()
+        annotator_id = connection.execute(select(annotator.c.id).where(
+            annotator.c.name == name)).scalar_one_or_none()
+        finished, _ = _finished_and_started(connection)
+    if not total:
+        return ("No image is open to you at stage 1: the project has none yet (import some "
+                "with `thumb import FILE`).")
+    yours = len(finished.get((int(Stage.FIRST), annotator_id), ()))
+    return (f"No image is open to you at stage 1: of the project's {total} images, you "
+            f"rated {yours} through stage 1 (no longer open to you at this stage) and "
+            f"{total - yours} are taken or closed by other annotators. `thumb next "
+            "--annotator NAME` says what waits for you.")
+
+
 def work_for(engine: Engine, name: str) -> list[Work]:
     """What `name` can do now, each as the command to run (empty when nothing waits)."""
     annotator = Annotator.__table__

@@ -101,6 +101,24 @@ def test_annotate_needs_a_name(tmp_path):
     assert result.exit_code == 2 and "--annotator needs a name" in result.output
 
 
+def test_annotate_says_in_counts_why_no_image_is_open(tmp_path):
+    db = str(tmp_path / "e.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    from storage import open_database
+    from storage.annotators import register_annotator
+
+    register_annotator(open_database(tmp_path / "empty.db"), "zoe", None)  # no images yet
+    result = runner.invoke(app, ["--db", str(tmp_path / "empty.db"), "annotate",
+                                 "--annotator", "zoe"])
+    assert result.exit_code == 0 and "the project has none yet" in result.output
+    ratings = SAMPLE_CSV.parent / "example_ratings.csv"  # ann-a rated all 15 images
+    assert runner.invoke(app, ["--db", db, "import", str(ratings)]).exit_code == 0
+    result = runner.invoke(app, ["--db", db, "annotate", "--annotator", "ann-a"])
+    assert result.exit_code == 0
+    assert "of the project's 15 images, you rated 15 through stage 1" in result.output
+    assert "and 0 are taken or closed by other annotators" in result.output
+
+
 @pytest.mark.slow
 def test_annotator_records_native_speaker(tmp_path):
     db = str(tmp_path / "n.db")

@@ -31,6 +31,8 @@ def _rating_session(annotator: str | None, stage: Stage, native: bool | None) ->
     first); ends the command with the reason when the protocol refuses or there is nothing
     to rate."""
     from storage.annotators import register_annotator
+    from storage.dashboard import nothing_open_at_stage_one
+    from storage.models import Stage
     from storage.rating_sessions import AnnotationSession
     from thumb_tui.screens.annotate import EMPTY_QUEUE
 
@@ -40,6 +42,8 @@ def _rating_session(annotator: str | None, stage: Stage, native: bool | None) ->
             register_annotator(state.existing_engine, name, native)
         session = AnnotationSession(state.existing_engine, name, stage=stage,
                                     native_english=native)
+    if stage == Stage.FIRST and not session.images:  # say why, in counts
+        stop_if_empty(session.images, nothing_open_at_stage_one(state.existing_engine, name))
     stop_if_empty(session.images, EMPTY_QUEUE[stage])
     return session
 
