@@ -56,6 +56,29 @@ async def test_keymap_remaps_keys_and_the_key_bar_and_help_show_them(tmp_path):
         assert isinstance(app.screen, AnnotateScreen)
 
 
+def test_a_remapped_key_of_a_combined_entry_shows_every_key_it_now_has():
+    """`↑↓ caption` stands for two bindings and `1-5` for five: once the keymap changes one
+    of them the combined entry would name keys that no longer act (or hide the new one)."""
+    from rubrics import THUMB_1_0
+    from thumb_tui.screens.rating import rubric_bindings
+    from thumb_tui.widgets.keybar import remapped
+
+    bindings = rubric_bindings(screen_bindings()["annotate"], THUMB_1_0)
+
+    def bar(keymap: dict[str, str]) -> list[tuple[str, str]]:
+        return [(b.key_display or b.key, b.description)
+                for b in remapped(bindings, keymap) if b.show]
+
+    default = bar({})
+    assert ("↑↓", "caption") in default and ("1-5", "score P/R") in default
+    assert not any(description == "previous caption" for _, description in default)
+    moved = bar({"previous-caption": "ctrl+p", "score-3": "e"})
+    assert ("↓ j", "caption") in moved and ("^p", "previous caption") in moved
+    assert ("1 2 e 4 5", "score P/R") in moved
+    assert not any(keys in ("↑↓", "1-5") for keys, _ in moved)
+    assert bar({"fluency": "v"}).count(("↑↓", "caption")) == 1  # others stay combined
+
+
 @pytest.mark.parametrize(("text", "problem"), [
     ('[keymap]\nflunecy = "v"\n', "unknown binding id 'flunecy'"),
     ('[keymap]\nfluency = 3\n', "fluency must be keys as text"),

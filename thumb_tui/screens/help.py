@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from rubrics import Rubric, for_markdown, printable
-from thumb_tui.widgets.keybar import KeyBar, key_label
+from thumb_tui.widgets.keybar import KeyBar, display_keys
 
 # The rubric's texts come from a file someone else wrote (or from the database): each goes
 # into the Markdown escaped for where it stands, so that it shows as exactly its text and
@@ -89,7 +89,7 @@ def keys_markdown(keys: list[Binding]) -> str:
     lines = ["", "", "## Keys", "",
              "Remap a key by its id in `~/.config/thumb-tui/keymap.toml` (under "
              "`$XDG_CONFIG_HOME`), e.g. `[keymap]` then `fluency = \"v\"`.", ""]
-    lines += [f"- {code(key_label(b))}: {inline(b.description)}"
+    lines += [f"- {code(display_keys(b.key))}: {inline(b.description)}"
               + (f" (id {code(b.id)})" if b.id else "")
               for b in keys if b.show or b.id]
     return "\n".join(lines)

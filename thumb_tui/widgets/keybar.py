@@ -36,10 +36,35 @@ def display_keys(keys: str) -> str:
     return " ".join(shown)
 
 
+# Hidden bindings whose keys a shown one's key_display stands for too ("↑↓": next and
+# previous caption; "[ ]": next and previous image), by id: hidden -> shown.
+SHOWN_WITH = {
+    "previous-caption": "next-caption", "scroll-text-up": "scroll-text-down",
+    "previous-image": "next-image", "previous-disagreement": "next-disagreement",
+    "match-previous": "match-next", "monitor-up": "monitor-down",
+    "monitor-page-up": "monitor-page-down", "bison-previous": "bison-next",
+    "round-previous": "round-next",
+}
+SCORE_PREFIX = "score-"  # the digit keys, shown as one range (`1-5`)
+
+
 def remapped(bindings: list[Binding], keymap: Mapping[str, str]) -> list[Binding]:
-    """The bindings with the user's keys (by binding id) in place of the defaults."""
-    return [replace(b, key=keymap[b.id], key_display=display_keys(keymap[b.id]))
-            if b.id in keymap else b for b in bindings]
+    """The bindings with the user's keys (by binding id) in place of the defaults. A
+    combined entry whose keys the keymap changes no longer stands for its pair: where
+    either of a pair is remapped, both are shown, each with its own keys (`↓ j caption`,
+    `^p previous caption`); where a score key is, the range shows every score key in
+    order (`1 2 e 4 5`)."""
+    with_keys = [replace(b, key=keymap[b.id], key_display=display_keys(keymap[b.id]))
+                 if b.id in keymap else b for b in bindings]
+    ids = {b.id for b in with_keys if b.id}
+    apart = {both for hidden, shown in SHOWN_WITH.items() if {hidden, shown} <= ids
+             and (hidden in keymap or shown in keymap) for both in (hidden, shown)}
+    scores = [b for b in with_keys if b.id and b.id.startswith(SCORE_PREFIX)]
+    score_keys = (" ".join(display_keys(b.key) for b in scores)
+                  if any(b.id in keymap for b in scores) else None)
+    return [replace(b, show=True, key_display=display_keys(b.key)) if b.id in apart else
+            replace(b, key_display=score_keys) if score_keys and b in scores and b.show
+            else b for b in with_keys]
 
 
 def user_keymap(node: DOMNode) -> Mapping[str, str]:
