@@ -113,10 +113,13 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
             continue
         if "\r" in text:  # a quoted cell keeps its line breaks, as newlines
             row = [cell.replace("\r\n", "\n") for cell in row]
-        # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was;
-        # an empty one is None
-        cells = [(from_spreadsheet(cell) if cell[:1] == "'" else cell) or None
-                 for cell in map(str.strip, row)]
+        # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was
+        # (looked for only in a row that has a `'`); an empty one is None
+        if "'" in text:
+            cells = [(from_spreadsheet(cell) if cell[:1] == "'" else cell) or None
+                     for cell in map(str.strip, row)]
+        else:
+            cells = [cell.strip() or None for cell in row]
         yield start, dict(zip(columns, cells, strict=True)), names_clean and clean_source(text)
 
 

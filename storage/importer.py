@@ -52,6 +52,7 @@ from storage.models import (
     utcnow,
 )
 from storage.protocol import (
+    Breach,
     ImageState,
     Write,
     is_complete,
@@ -70,6 +71,10 @@ from storage.rubric_registry import (
 # row by row (`rating_value_triggers_suspended`): below it, the triggers cost less than
 # dropping and making them again.
 BULK_RATINGS = 10_000
+
+# Distinct image states whose refusals `_check_protocol` keeps (a file whose images are
+# all held by different annotators would have one per image).
+JUDGED_STATES = 65_536
 
 CaptionKey = tuple[str, str]  # (image key, system)
 RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's rating
@@ -447,11 +452,18 @@ def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
     for image, system in existing.captions:
         if image in rated:
             systems.setdefault(image, []).append(system)
+    new_image = ImageState("", 1)
+    # the write (annotator, stage) of each rating number, made once (a file has few)
+    writes_of = [(name, Stage(stage)) for _, name, stage in plan.rating_keys]
+    # the refusals of a state and writes, made once for the images alike (most images of
+    # a large file): they judge who holds what, not which image, so the states are keyed
+    # without their image's key; at most JUDGED_STATES kept
+    judged: dict[tuple[ImageState, tuple[Write, ...]], list[Breach]] = {}
     for image in sorted(rated):
         rows = rated[image]
         lines: dict[Write, int] = {}  # (name, stage) -> its first line
-        for (_, name, stage), line in plan.image_ratings(rows):  # in the file's order
-            lines.setdefault((name, Stage(stage)), line)
+        for number, line in rows.ratings.items():  # in the file's order
+            lines.setdefault(writes_of[number], line)
         captions = [*systems.get(image, ()), *rows.captions]
 
         def complete(system: str, name: str, image: str = image,
@@ -459,13 +471,19 @@ def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
             return (plan.rating_ids.get((system, name, int(Stage.FIRST))) in rows.ratings
                     or ((image, system), name) in existing.complete_first)
 
-        before = existing.states.get(image, ImageState(image, 1))
+        before = existing.states.get(image, new_image)
         raters = before.first | {name for name, stage in lines if stage == Stage.FIRST}
         after = replace(
-            before, takes=2 if image in plan.double_images else before.takes,
+            before, key="", takes=2 if image in plan.double_images else before.takes,
             complete=frozenset(name for name in raters
                                if all(complete(system, name) for system in captions)))
-        for breach in refusals(after, list(lines), resolutions=False):
+        writes = tuple(lines)
+        breaches = judged.get((after, writes))
+        if breaches is None:
+            if len(judged) >= JUDGED_STATES:
+                judged.clear()
+            breaches = judged[after, writes] = refusals(after, writes, resolutions=False)
+        for breach in breaches:
             taking_part = [lines[w] for w in breach.writes if w in lines]
             if taking_part:
                 problems.add(max(taking_part), f"image {image!r}: {breach.detail}")
