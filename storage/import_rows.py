@@ -37,8 +37,10 @@ WORKFLOW_COLUMNS = {
     "fluency_round_by",
 }
 RATING_ONLY_COLUMNS = {"native_english", "resolution_reasons", "resolution_note"}
-# Columns our own export writes that carry no input: accepted and ignored on import.
+# Columns our own export writes that carry no input: accepted and ignored on import, but
+# for a rating's `rubric`, which must be the import's (RUBRIC_COLUMN).
 DERIVED_COLUMNS = {"total", "rubric", "image_seconds"}
+RUBRIC_COLUMN = "rubric"
 # Per-caption metric scores an export may carry (`metric:cider-d (pooled)`): ignored too.
 METRIC_COLUMN_PREFIX = "metric:"
 ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
@@ -55,7 +57,8 @@ JSON_SCHEMA = {
     "references": TEXTS,
 }
 REFERENCE_COLUMN = re.compile(r"^reference_([0-9]+)$")
-_RATING_FIELDS = tuple(sorted(RATING_COLUMNS | RATING_ONLY_COLUMNS))  # what `rating` reads
+# what `rating` reads
+_RATING_FIELDS = tuple(sorted(RATING_COLUMNS | RATING_ONLY_COLUMNS | {RUBRIC_COLUMN}))
 _TEXT_OR_EMPTY = {str, type(None)}  # the types of a reference_N cell
 T = TypeVar("T")
 
@@ -269,6 +272,7 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     created_at = check(timestamp, record, "created_at")
     updated_at = check(timestamp, record, "updated_at")
     reasons = check(resolution_reasons, record, stage, rubric)
+    check(_same_rubric, record, rubric)
     problems.raise_if_any()
     return RatingRow(
         annotator=sys.intern(annotator),
@@ -337,6 +341,16 @@ def fluency_round(record: Record, rubric: Rubric) -> FluencyRoundRow | None:
     except RowError as exc:
         raise RowError(f"fluency_round: {exc}") from None
     return FluencyRoundRow(checker, amount, types)
+
+
+def _same_rubric(record: Record, rubric: Rubric) -> None:
+    """A rating whose `rubric` column (an export writes it) names another rubric than the
+    import's would be read on the wrong scales: 2 on a 1-4 scale is not 2 on THUMB's 1-5."""
+    named = _text(record, RUBRIC_COLUMN)
+    if named is not None and named != rubric.signature:
+        raise RowError(f"this rating is on rubric {named!r}, but the import reads ratings "
+                       f"on {rubric.signature!r}: import the file with --rubric and "
+                       f"{named!r}'s rubric file")
 
 
 def _stage(record: Record) -> Stage:

@@ -137,10 +137,18 @@ def test_an_export_on_another_rubric_says_to_import_it_with_that_rubric(tmp_path
     exported = runner.invoke(app, ["--db", str(tmp_path / "app.db"), "export", "--out",
                                    str(out)])
     assert exported.exit_code == 0
-    assert ("note: the ratings are on rubric pr4-1 (PR-4 (test rubric)); `thumb import` reads "
-            "a file's ratings on the importing project's rubric (THUMB 1.0 in a new "
-            "database) unless given --rubric, so import this file with --rubric and that "
-            "rubric's file") in " ".join(exported.output.split())
+    assert ("note: the ratings are on rubric pr4-1 (PR-4 (test rubric)); `thumb import` "
+            "refuses a rating on another rubric than the importing project's (THUMB 1.0 in "
+            "a new database), so import this file with --rubric and that rubric's file"
+            ) in " ".join(exported.output.split())
+    on_thumb = tmp_path / "thumb.db"  # read on THUMB 1.0's scales, 4 would be another score
+    refused = runner.invoke(app, ["--db", str(on_thumb), "import", str(out),
+                                  "--allow-outside-images"])
+    assert refused.exit_code == 2 and not on_thumb.exists()
+    lines = [line for line in refused.output.splitlines() if "rubric" in line]
+    assert len(lines) == 4 and all(
+        "this rating is on rubric 'pr4-1', but the import reads ratings on 'thumb-1.0': "
+        "import the file with --rubric and 'pr4-1''s rubric file" in line for line in lines)
     again = tmp_path / "again.db"
     imported = runner.invoke(app, ["--db", str(again), "import", str(out), "--rubric",
                                    str(pr4), "--allow-outside-images"])

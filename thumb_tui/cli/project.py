@@ -145,9 +145,9 @@ def _say_what_import_needs(engine: Engine, out: Path) -> None:
     if others := [rubric for rubric in exported_rubrics(engine) if rubric != THUMB_1_0]:
         named = ", ".join(f"{rubric.signature} ({rubric.title})" for rubric in others)
         typer.echo(printable(
-            f"note: the ratings are on rubric {named}; `thumb import` reads a file's ratings "
-            "on the importing project's rubric (THUMB 1.0 in a new database) unless given "
-            "--rubric, so import this file with --rubric and that rubric's file",
+            f"note: the ratings are on rubric {named}; `thumb import` refuses a rating on "
+            "another rubric than the importing project's (THUMB 1.0 in a new database), so "
+            "import this file with --rubric and that rubric's file",
             newlines=False))
     if outside := images_outside(engine, out):
         typer.echo(printable(
