@@ -23,7 +23,8 @@ from rubrics import printable
 
 FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
 MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold (0.25 GiB of RGBA)
-OUTSIDE_HINT = "--allow-outside-images allows it"
+OUTSIDE_HINT = ("if you trust this file (a thumb export written in another folder is one), "
+                "add --allow-outside-images")
 
 
 class ImagePathError(ValueError):

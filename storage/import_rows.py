@@ -115,6 +115,16 @@ class RowError(ValueError):
     """A problem with one record; the caller adds file and line."""
 
 
+class ImageRefusedBefore(RowError):
+    """A record whose only problem is an image refused at an earlier record: counted at
+    that record's problem, not listed again (a file names an image on every row of its
+    captions and ratings, and one fix of the path mends them all)."""
+
+    def __init__(self, name: str, first_line: int) -> None:
+        super().__init__(f"image {name!r}, refused at line {first_line}")
+        self.first_line = first_line
+
+
 class _Collected(list[str]):
     """The problems of one record's fields, so that all of them are reported at once."""
 
@@ -456,6 +466,7 @@ class RowReader:
         self.rubric = rubric
         self.folder = ImageFolder(base_dir, allow_outside=allow_outside_images)
         self._images: dict[str, Verdict] = {}  # name -> path, problem
+        self.refused_images: dict[str, int] = {}  # name -> the line that reported it
         self._checker: ImageChecker | None = None
         # values -> their types (None: text or None only), the rating they parse to
         self._ratings: dict[tuple, tuple[tuple[type, ...] | None, RatingRow | None]] = {}
@@ -542,9 +553,13 @@ class RowReader:
         image_key = _text(record, "image_id") or image_path
         if image_key is None:
             problems.append("image (a path) or image_id is required")
-        resolved = None
+        resolved, refused_before = None, None
         if image_path is not None:
-            resolved = problems.check(self.image_file, image_path)
+            refused_before = self.refused_images.get(image_path)
+            if refused_before is None:
+                resolved = problems.check(self.image_file, image_path)
+                if resolved is None:
+                    self.refused_images[image_path] = line
         system = _text(record, "system")
         caption = _text(record, "caption")
         if system is None:
@@ -556,6 +571,8 @@ class RowReader:
         double_rating = problems.check(flag, record, "double_rating")
         verdict = problems.check(fluency_round, record, self.rubric)
         problems.raise_if_any()
+        if refused_before is not None:
+            raise ImageRefusedBefore(image_path, refused_before)  # type: ignore[arg-type]
         return CaptionRow(
             line=line,
             image_key=sys.intern(image_key),  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from storage.import_rows import (
     JSON_SCHEMA,
     CaptionRow,
     FluencyRoundRow,
+    ImageRefusedBefore,
     RatingRow,
     RowError,
     RowReader,
@@ -744,6 +745,8 @@ class _FileRows:
         path, problems = self.path, self.problems
         problems.items.clear()
         self.rejected.clear()
+        self.reader.refused_images.clear()
+        repeats: dict[int, tuple[int, int]] = {}  # an image's first line -> rows, last line
         field_problems: list[Problem] = []
         first_seen: dict[str, int] = {}
         records = ((line, normalise_keys(raw)) for line, raw in
@@ -756,11 +759,17 @@ class _FileRows:
                         first_seen.setdefault(key, line)
                 try:
                     yield self.reader.row(line, record)
+                except ImageRefusedBefore as repeat:
+                    rows, _ = repeats.get(repeat.first_line, (0, line))
+                    repeats[repeat.first_line] = (rows + 1, line)
+                    self.rejected.add(str(record.get("image_id") or record.get("image")
+                                          or "").strip())
                 except RowError as exc:
                     problems.add(line, str(exc))
                     field_problems.append(problems.items[-1])
                     self.rejected.add(str(record.get("image_id") or record.get("image") or "")
                                       .strip())
+        _count_repeats(problems, field_problems, repeats)
         # (when records were left out for their own problems, their columns are unknown)
         records_left_out = len(problems.items) > len(field_problems)
         columns = Problems(path)
@@ -776,6 +785,19 @@ class _FileRows:
             fields = set(field_problems)
             raise InputError([*(p for p in problems.items if p not in fields),
                               *columns.items])
+
+
+def _count_repeats(problems: Problems, field_problems: list[Problem],
+                   repeats: dict[int, tuple[int, int]]) -> None:
+    """Each refused image's problem, at the first row naming it, says how many more rows
+    name it (they are left out, not listed: `ImageRefusedBefore`)."""
+    for index, problem in enumerate(problems.items):
+        if problem.line in repeats and problem in field_problems:
+            rows, last = repeats.pop(problem.line)
+            counted = replace(problem, message=f"{problem.message}; {rows} more row"
+                              f"{'s name' if rows > 1 else ' names'} this image, the last "
+                              f"at line {last}")
+            field_problems[field_problems.index(problem)] = problems.items[index] = counted
 
 
 def import_captions(

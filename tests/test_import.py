@@ -503,3 +503,25 @@ def test_reference_columns_are_ordered_by_their_number_however_long(project, eng
         texts = connection.execute(select(ImageReference.__table__.c.text)
                                    .order_by(ImageReference.__table__.c.position)).scalars()
         assert list(texts) == ["nine", "ten too", "ten", "last"]
+
+
+def test_a_refused_image_is_listed_once_at_its_first_row_with_its_other_rows_counted(tmp_path):
+    good_png(tmp_path / "ok.png")
+    lines = ["image,system,caption,annotator,stage,precision,recall",
+             "gone.png,A,one,ann,1,5,5",  # line 2: the image's problem
+             "gone.png,B,two,ann,1,4,4",
+             "ok.png,A,fine,ann,1,3,3",
+             "gone.png,C,three,ann,1,3,3",  # line 5: the last row naming it alone
+             "gone.png,D,four,ann,7,3,3"]  # line 6: a problem of its own, listed
+    source = tmp_path / "c.csv"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    engine = open_database(tmp_path / "p.db")
+    before = database_dump(engine)
+    with pytest.raises(InputError) as refused:
+        import_captions(engine, source, actor="t")
+    found = [(p.line, p.message) for p in refused.value.problems]
+    assert [line for line, _ in found] == [2, 6]
+    assert found[0][1].startswith("image file not found: gone.png")
+    assert found[0][1].endswith("; 2 more rows name this image, the last at line 5")
+    assert found[1][1] == "stage must be 1, 2 or final, not '7'"
+    assert database_dump(engine) == before
