@@ -11,7 +11,6 @@ from sqlalchemy import Engine, select
 
 from rubrics import THUMB_1_0
 from storage.errors import Problems
-from storage.exporter import without_float_noise
 from storage.import_files import Record, read_records
 from storage.import_rows import CaptionRow, RowError, image_file, rating
 from storage.importer import ImportSummary, import_caption_rows
@@ -192,6 +191,8 @@ def export_thumb(
     noise (3.5, 2.6), and set_id null for an image outside the Karpathy test split, as the
     release and `import_thumb` read them. Raises NotThumbRubric, writing nothing, for a
     project or scores not on THUMB 1.0."""
+    from storage.exporter import without_float_noise  # with pandas: only for an export
+
     scores = final_scores(engine)
     _check_thumb_rubric(engine, scores)
     image, caption = Image.__table__, Caption.__table__

@@ -35,3 +35,15 @@ def test_help_lists_every_command_without_loading_the_database_layer() -> None:
     listed = "\n".join(help_lines)
     for command in ("report", "metrics", "team", "db", "retrieval", "import", "status"):
         assert f" {command} " in listed, command
+
+
+def test_the_import_paths_load_no_analysis_library() -> None:
+    """An import (`import_captions`, `import_thumb`) and what a screen's session loads need
+    neither pandas nor SciPy: each would add about 0.5 s and 60 MB to every import and
+    every annotator's start (a module that needs one imports it where it is used)."""
+    probe = ("import sys; import storage.importer, storage.thumb_release, "
+             "storage.rating_sessions; print(*sorted(m for m in ('pandas', 'scipy', "
+             "'pyarrow') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    assert done.stdout.split() == []
