@@ -63,3 +63,17 @@ def test_every_bootstrap_option_names_what_its_command_resamples():
     assert with_bootstrap == set(BOOTSTRAP_UNITS)
     for path, unit in BOOTSTRAP_UNITS.items():
         assert f"Bootstrap resamples of {unit}." in _shown(path), path
+
+
+def test_a_command_help_paragraph_wraps_to_the_terminal_not_to_the_source():
+    """Typer keeps the line breaks of every paragraph but a help text's first, so a
+    docstring wrapped at 100 columns broke mid-sentence in any other terminal."""
+    path = ("report",)
+    assert "\n" in (COMMANDS[path].callback.__doc__ or "").split("\n\n", 1)[1]  # in source
+    output = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).output
+    assert ("The folder is made if its parent exists; a report file or figure that is there "
+            "already is replaced only with --force.") in output
+    for path, command in COMMANDS.items():  # lists and indented lines keep their breaks
+        for paragraph in (command.help or "").split("\n\n"):
+            lines = paragraph.splitlines()
+            assert len(lines) == 1 or any(line[:1] in "-* " for line in lines), path

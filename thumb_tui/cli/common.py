@@ -4,6 +4,7 @@ way to end a command with an error."""
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -76,11 +77,33 @@ def collector_paused() -> Iterator[None]:
 INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL: the role may not read or write a table
 
 
+def reflowed(text: str) -> str:
+    """A docstring's help as paragraphs that the terminal wraps: Typer's help keeps the line
+    breaks of every paragraph but the first, which then break mid-sentence at any other
+    width than the source's. A paragraph of list items or indented lines keeps them."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        paragraph if any(line[:1] in ("-", "*", " ", "\b") for line in paragraph.splitlines())
+        else " ".join(paragraph.split("\n")) for paragraph in paragraphs)
+
+
+def _reflow_help(group: object) -> None:
+    """`reflowed` help for every command under `group`, sub-groups included."""
+    for command in getattr(group, "commands", {}).values():
+        if command.help:
+            command.help = reflowed(command.help)
+        _reflow_help(command)
+
+
 class SafeGroup(TyperGroup):
     """The root command group: an operating-system or database error that reaches it (a
     folder that does not exist, a full disk, a server that went away) ends the command in
     one line with exit status 2, never a traceback; so do an unusable keymap file and a
     database that other processes kept locked through every attempt."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        _reflow_help(self)
 
     def invoke(self, ctx: typer.Context) -> object:
         """Run the command; if it fails in any way (an error, a refusal, Ctrl-C), a
