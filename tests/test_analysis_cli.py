@@ -149,3 +149,18 @@ def test_report_print_figures_notes_missing_glyphs_in_one_line(tmp_path):
     assert result.stderr.splitlines() == [
         "note: the font DejaVu Sans has no glyph for 4 characters of the labels "
         "(人 类 模 型): the figures show them as empty boxes"]
+
+
+def test_library_warnings_become_one_note_line_each_without_source_lines(capsys):
+    import warnings
+
+    from thumb_tui.cli.common import warnings_as_notes
+
+    with warnings_as_notes():
+        for _ in range(3):
+            warnings.warn("Glyph 20154 missing from font(s) DejaVu Sans.", UserWarning,
+                          stacklevel=1)
+        warnings.warn("another \x1b[2J one", UserWarning, stacklevel=1)
+    assert capsys.readouterr().err.splitlines() == [
+        "note: Glyph 20154 missing from font(s) DejaVu Sans.",
+        "note: another \\x1b[2J one"]

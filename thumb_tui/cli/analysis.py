@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +26,7 @@ from thumb_tui.cli.common import (
     progress_bar,
     state,
     value_errors,
+    warnings_as_notes,
     write_or_echo,
 )
 
@@ -122,7 +122,7 @@ def report_command(
                           expect=[f"{name}.tex" for name in latex.REPORT_TABLES])
     else:
         output_folder(out, force=force, expect=[f"report.{fmt}"])
-    with collector_paused(), value_errors(), warnings.catch_warnings(record=True) as caught:
+    with collector_paused(), value_errors(), warnings_as_notes():
         from reports.render import write_report
         from reports.tables import build_report
 
@@ -137,8 +137,6 @@ def report_command(
     from reports.render import missing_lines
 
     typer.echo(f"report written to {path}")
-    for message in dict.fromkeys(str(warning.message) for warning in caught):
-        typer.echo(f"note: {printable(message, newlines=False)}", err=True)  # no source lines
     for line in missing_lines(report):  # an early project: what is still to do
         typer.echo(f"not computed yet: {line}")
 

@@ -59,6 +59,19 @@ def check_format(fmt: str, formats: Sequence[str]) -> None:
 
 
 @contextmanager
+def warnings_as_notes() -> Iterator[None]:
+    """The warnings a library raises in the block (a font without a glyph, say), each
+    printed once after it as a `note:` line on stderr, without the source file and line
+    that Python's own display adds."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        yield
+    for message in dict.fromkeys(str(warning.message) for warning in caught):
+        typer.echo(f"note: {printable(message, newlines=False)}", err=True)
+
+
+@contextmanager
 def collector_paused() -> Iterator[None]:
     """Run a short, allocation-heavy command without Python's cyclic garbage collector:
     its full collections walk every object the imports made (pandas, SQLAlchemy), and

@@ -23,6 +23,7 @@ from thumb_tui.cli.common import (
     progress_bar,
     state,
     value_errors,
+    warnings_as_notes,
     write_or_echo,
     written,
 )
@@ -273,7 +274,8 @@ def compare_command(
         with written(out, force=force) as path:
             comparison_table(ranks, tau, out=path)
     if plot is not None:
-        with value_errors(), written(plot, force=force, option="--plot") as path:
+        with value_errors(), warnings_as_notes(), written(plot, force=force,
+                                                          option="--plot") as path:
             draw_tau(tau, path)
         typer.echo(f"wrote the τ heat map to {plot}", err=True)
 
