@@ -185,3 +185,20 @@ def test_an_annotator_without_a_recorded_language_is_said_so_plainly(tmp_path):
     assert result.exit_code == 0
     assert "gil: native language not recorded (--native or --non-native records it)" in (
         result.output)
+
+
+def test_printed_commands_and_titles_never_show_a_database_password(tmp_path):
+    from thumb_tui.cli.common import State
+
+    url = State()
+    url.db = "postgresql+psycopg://lead:s3cret@db.example:5432/thumb"
+    assert url.shown_db == "postgresql+psycopg://lead:***@db.example:5432/thumb"
+    assert "s3cret" not in url.db_option
+    db = str(tmp_path / "n.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    runner.invoke(app, ["--db", db, "annotator", "bea"])
+    given = runner.invoke(app, ["--db", db, "next", "--annotator", "bea"])
+    assert given.output.startswith(f"thumb --db {db} annotate --annotator bea")
+    from_environment = runner.invoke(app, ["next", "--annotator", "bea"],
+                                     env={"THUMB_DB": db})  # found again the same way
+    assert from_environment.output.startswith("thumb annotate --annotator bea")

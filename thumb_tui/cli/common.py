@@ -175,6 +175,32 @@ class State:
         self._engines = []
 
     @property
+    def shown_db(self) -> str:
+        """--db as shown to the user: a URL without its password."""
+        from storage.db import is_url
+
+        if not is_url(self.db):
+            return self.db
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            return make_url(self.db).render_as_string(hide_password=True)
+        except ArgumentError:
+            return "(a database URL that cannot be read)"
+
+    @property
+    def db_option(self) -> str:
+        """` --db DB` for a command line we print, or nothing where the database would be
+        found again without it: the default file, or THUMB_DB (a password in it stays in
+        the environment, never on a printed command line)."""
+        import shlex
+
+        if self.db == "thumb.db" or os.environ.get("THUMB_DB") == self.db:
+            return ""
+        return f" --db {shlex.quote(self.shown_db)}"
+
+    @property
     def engine(self) -> Engine:
         """The database, created if it does not exist yet (import), its schema brought up
         to date (SQLite) or refused (an older PostgreSQL schema: `thumb db upgrade`)."""
@@ -459,7 +485,7 @@ def known_annotator(annotator: str | None) -> str:
     if name in known:
         return name
     shown = printable(name, newlines=False)
-    database = "" if state.db == "thumb.db" else f" --db {shlex.quote(state.db)}"
+    database = state.db_option
     close = difflib.get_close_matches(name, known, n=1)
     listed = ", ".join(printable(other, newlines=False) for other in known[:KNOWN_LISTED])
     if len(known) > KNOWN_LISTED:

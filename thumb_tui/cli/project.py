@@ -190,7 +190,7 @@ MAX_SYSTEMS_LISTED = 12  # beyond this, one summary line (all of them: --format 
 
 
 def _overview_table(board: Dashboard) -> Table:
-    table = Table(title=f"thumb-tui project: {for_markup(state.db, newlines=False)}",
+    table = Table(title=f"thumb-tui project: {for_markup(state.shown_db, newlines=False)}",
                   show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -282,9 +282,8 @@ def next_command(annotator: AnnotatorOption = None) -> None:
     if not work:
         typer.echo(f"Nothing waits for {printable(name, newlines=False)} now.")
         return
-    database = "" if state.db == "thumb.db" else f" --db {shlex.quote(state.db)}"
     for item in work:
-        typer.echo(f"thumb{database} {item.command} --annotator {shlex.quote(name)}"
+        typer.echo(f"thumb{state.db_option} {item.command} --annotator {shlex.quote(name)}"
                    f"    # {item.description}")
 
 
