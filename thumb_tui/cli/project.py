@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 import storage
@@ -237,15 +238,22 @@ def _pipeline_table(board: Dashboard) -> Table:
     return table
 
 
+WAITING_WORD = "fluency-round"  # the longest word of the waiting column
+
+
 def _annotator_table(board: Dashboard) -> Table:
+    # no vertical rules: eight columns of whole words fit 80 columns
     table = Table(title="Annotators (images done +open; captions resolved and checked)",
-                  caption="waiting: what each can do now (thumb next --annotator NAME)")
+                  caption="waiting: what each can do now (thumb next --annotator NAME)",
+                  box=box.SIMPLE_HEAD, show_edge=False)
     gold = ("gold",) if board.gold_captions else ()  # right/answered, accuracy
     for column in ("annotator", "stage 1", "review", "resolved", "fluency", "BISON", *gold,
                    "waiting"):
-        text = column in ("annotator", "waiting")  # a long name folds, never cut to "maximili…"
-        table.add_column(column, justify="left" if text else "right",
-                         overflow="fold" if text else "ellipsis")
+        # whole words: a long name folds (never cut to "maximili…"), the header and the
+        # commands waiting (`fluency-round 56`) keep their width
+        table.add_column(column, justify="left" if column in ("annotator", "waiting")
+                         else "right", overflow="fold" if column == "annotator" else "ellipsis",
+                         min_width=len(WAITING_WORD) if column == "waiting" else len(column))
     for person in board.annotators:
         waiting = "\n".join(f"{w.command} {w.count}" for w in person.waiting) or "-"
         name = for_markup(person.name, newlines=False) + (" (native)" if person.native_english
