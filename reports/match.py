@@ -5,6 +5,7 @@ positive sets, the paper's Table 2 and model-bias analyses, and the eccv-caption
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -554,7 +555,11 @@ def clip_digest(clip_model: str) -> str:
     return model_label(clip_model)
 
 
-MISSING = "-"  # a value a match table does not have
+MISSING = "-"  # a value a match table does not have (undefined: no query to average)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 NOTE_COLUMNS = 30  # the width a text column after the row's names wraps at in the terminal
 
 
@@ -578,9 +583,8 @@ def frame_text(frame: pd.DataFrame) -> str:
 
     def table(columns: list[str]) -> str:  # a note wraps in its column: NOTE_COLUMNS wide
         widths = [NOTE_COLUMNS if column in wrapped else None for column in columns]
-        rows = [[MISSING if column in wrapped and pd.isna(value) else value  # wrapping
-                 for column, value in zip(columns, row, strict=True)]  # writes NaN as is
-                for row in shown[columns].itertuples(index=False, name=None)]
+        rows = [[MISSING if _missing(value) else value for value in row]  # tabulate would
+                for row in shown[columns].itertuples(index=False, name=None)]  # write nan
         return tabulate(rows, headers=columns, floatfmt=".3f", missingval=MISSING,
                         maxcolwidths=widths)
 

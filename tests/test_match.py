@@ -604,6 +604,7 @@ def test_a_wide_match_table_is_split_to_80_columns_repeating_the_row_names():
     note = "undefined: fewer than 2 items in this verification round"
     frame = pd.DataFrame({
         "positive_set": ["original", "original"], "direction": ["i2t", "t2i"],
+        "recall": [0.5, float("nan")],  # undefined: no query to average
         **{f"a_rather_long_column_{n}": [n + 0.25, n + 0.5] for n in range(6)},
         "note": [note, None]})
     text = frame_text(frame)
@@ -615,6 +616,7 @@ def test_a_wide_match_table_is_split_to_80_columns_repeating_the_row_names():
         assert {"i2t", "t2i"} <= set(table.split())
     for n in range(6):
         assert f"{n + 0.25:.3f}" in text and f"{n + 0.5:.3f}" in text
+    assert "nan" not in text and "0.500" in text
     rows = tables[-1].splitlines()[2:]
     assert rows[-1].split() == ["original", "t2i", "-"]  # no note: "-", not "nan"
     words = [word for line in rows[:-1]  # i2t's note, wrapped under its column
