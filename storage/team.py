@@ -47,7 +47,8 @@ from storage.protocol import (
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
 DEFAULT_PREFIX = "thumb"  # thumb_owner, thumb_lead, thumb_annotator
 TEAM_FUNCTION = "thumb_team_roles"  # returns the group roles `init_team` made
-_SEARCH_PATH = "SET search_path = public, pg_temp"
+TEAM_SCHEMA = "public"  # where a team database's tables are (grants and functions name it)
+_SEARCH_PATH = f"SET search_path = {TEAM_SCHEMA}, pg_temp"
 
 # What an annotator may read: these columns where not all (the system that wrote a
 # caption; a gold caption's key), of the rows that READ_ROWS chooses where it names the
@@ -211,11 +212,13 @@ def _owner_of_everything(connection: Connection, roles: TeamRoles) -> list[str]:
         text("SELECT quote_ident(current_user)")).scalar_one()
     statements = [] if _role_exists(connection, roles.owner) else [f"CREATE ROLE {owner} NOLOGIN"]
     statements += [f"GRANT {owner} TO {me}", f"GRANT {_quote(connection, roles.lead)} TO {me}",
-                   f"GRANT CREATE, USAGE ON SCHEMA public TO {owner}"]
+                   f"GRANT CREATE, USAGE ON SCHEMA {TEAM_SCHEMA} TO {owner}"]
     tables = connection.execute(text(
-        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'")).scalars()
+        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = :schema"),
+        {"schema": TEAM_SCHEMA}).scalars()
     sequences = connection.execute(text(
-        "SELECT quote_ident(sequencename) FROM pg_sequences WHERE schemaname = 'public'"))
+        "SELECT quote_ident(sequencename) FROM pg_sequences WHERE schemaname = :schema"),
+        {"schema": TEAM_SCHEMA})
     statements += [f"ALTER TABLE {name} OWNER TO {owner}" for name in tables]
     statements += [f"ALTER SEQUENCE {name} OWNER TO {owner}" for name in sequences.scalars()]
     return statements
@@ -227,16 +230,16 @@ def _entry(connection: Connection, roles: TeamRoles) -> list[str]:
     groups = f"{_quote(connection, roles.lead)}, {_quote(connection, roles.annotator)}"
     database = connection.execute(text("SELECT quote_ident(current_database())")).scalar_one()
     return [f"GRANT CONNECT ON DATABASE {database} TO {groups}",
-            f"GRANT USAGE ON SCHEMA public TO {groups}"]
+            f"GRANT USAGE ON SCHEMA {TEAM_SCHEMA} TO {groups}"]
 
 
 def _grants(connection: Connection, roles: TeamRoles) -> list[str]:
     """What each group may do to the tables; the policies then choose the rows."""
     lead, annotator = _quote(connection, roles.lead), _quote(connection, roles.annotator)
-    statements = [f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
+    statements = [f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {TEAM_SCHEMA} "
                   f"TO {lead}",
-                  f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {lead}, {annotator}",
-                  f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {annotator}",
+                  f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {TEAM_SCHEMA} TO {lead}, {annotator}",
+                  f"REVOKE ALL ON ALL TABLES IN SCHEMA {TEAM_SCHEMA} FROM {annotator}",
                   f"GRANT SELECT ON alembic_version TO {annotator}",
                   # image rows are locked FOR UPDATE; the policy refuses any real change
                   f"GRANT UPDATE (double_rating) ON image TO {annotator}",
@@ -246,7 +249,8 @@ def _grants(connection: Connection, roles: TeamRoles) -> list[str]:
         statements.append(f"GRANT SELECT{listed} ON {table} TO {annotator}")
     for table in OWN_ROWS:
         statements.append(f"GRANT SELECT, INSERT, UPDATE ON {table} TO {annotator}")
-    statements.append(f"GRANT DELETE ON image_flag TO {annotator}")  # `u`: one's own flag
+    # `u` takes back one's own flag; a resolver's reasons go when their final values change
+    statements.append(f"GRANT DELETE ON image_flag, resolution TO {annotator}")
     for function in PREDICATES:
         statements += [f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC",
                        f"GRANT EXECUTE ON FUNCTION {function} TO {lead}, {annotator}"]
@@ -285,6 +289,8 @@ def _policies(connection: Connection, roles: TeamRoles) -> list[str]:
         policy(table, "thumb_annotator_changes", "UPDATE", annotator, own, own)
     policy("image_flag", "thumb_annotator_takes_back", "DELETE", annotator,
            "annotator_id = thumb_me()")
+    policy("resolution", "thumb_annotator_withdraws", "DELETE", annotator,
+           "resolver_id = thumb_me()")
     policy("image", "thumb_annotator_locks", "UPDATE", annotator, READ_ROWS["image"], "false")
     policy("event_log", "thumb_annotator_adds", "INSERT", annotator, None, "true")
     policy("event_log", "thumb_annotator_reads", "SELECT", annotator,
@@ -299,6 +305,13 @@ def init_team(engine: Engine, roles: TeamRoles) -> None:
     roles (CREATEROLE)."""
     _postgresql(engine)
     with engine.begin() as connection:
+        schema = connection.execute(text("SELECT current_schema()")).scalar_one()
+        if schema != TEAM_SCHEMA:
+            raise TeamError(
+                f"a team database keeps its project in the schema {TEAM_SCHEMA!r} (its roles' "
+                f"grants and the functions that serve each annotator name it), but this "
+                f"connection's tables are in {schema!r}: use a database of its own for the "
+                f"project, in its schema {TEAM_SCHEMA!r}")
         for name in (roles.lead, roles.annotator):
             if not _role_exists(connection, name):
                 _run_all(connection, [f"CREATE ROLE {_quote(connection, name)} NOLOGIN"])

@@ -479,3 +479,35 @@ def test_an_annotator_is_told_what_waits_and_which_commands_are_a_leads(team):
     assert "on a team database this command is a lead's" in result.output
     as_lead = team.engine("lead").url.render_as_string(hide_password=False)
     assert runner.invoke(app, ["--db", as_lead, "status"]).exit_code == 0
+
+
+def test_a_team_outside_the_public_schema_is_refused_in_one_clear_line() -> None:
+    """The grants and the functions that serve each annotator name `public`: a project
+    in another schema is refused before any role is made, saying what to do."""
+    if not URL:
+        pytest.skip("THUMB_TEST_POSTGRES is not set")
+    import secrets
+
+    from storage import open_database
+    from storage.team import TeamError, TeamRoles, init_team
+
+    schema = f"elsewhere_{secrets.token_hex(4)}"
+    admin = create_engine(URL)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    url = make_url(URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    engine = open_database(url.render_as_string(hide_password=False))
+    roles = TeamRoles.named(f"t{secrets.token_hex(4)}")
+    try:
+        with pytest.raises(TeamError, match=f"in the schema 'public'.*are in '{schema}'"):
+            init_team(engine, roles)
+        with admin.connect() as connection:
+            made = connection.execute(text("SELECT count(*) FROM pg_roles WHERE rolname IN "
+                                           "(:a, :b, :c)"), {"a": roles.owner,
+                                           "b": roles.lead, "c": roles.annotator}).scalar()
+        assert made == 0
+    finally:
+        engine.dispose()
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
