@@ -167,12 +167,12 @@ def _first_line(error: object) -> str:
 
 class State:
     db: str = "thumb.db"
-    # the SQLite file this command created (None: none), and the engines opened on it
+    # the SQLite file this command created (None: none), and the engine opened on each --db
     _created: Path | None = None
-    _engines: list[Engine]
+    _engines: dict[str, Engine]
 
     def __init__(self) -> None:
-        self._engines = []
+        self._engines = {}
 
     @property
     def shown_db(self) -> str:
@@ -244,18 +244,23 @@ class State:
             fail(f"--db {self.db!r} is not a database URL")
 
     def _open(self, *, must_exist: bool) -> Engine:
-        """Open --db, or end the command in one line saying what is wrong with it."""
+        """Open --db, or end the command in one line saying what is wrong with it. Once
+        per command: later calls get the same engine, never a second look at the file
+        (`_sqlite_file`) while this process has it open."""
         from sqlalchemy.exc import SQLAlchemyError
 
         from storage.db import open_database
         from storage.migrations import SchemaError
 
+        opened = self._engines.get(self.db)
+        if opened is not None:
+            return opened
         shown = self._check(must_exist=must_exist)
         self._claim_new_file()
         try:
             engine = open_database(self.db, on_upgrade=lambda upgrade: typer.echo(
                 f"note: {upgrade}", err=True))
-            self._engines.append(engine)
+            self._engines[self.db] = engine
             return engine
         except SchemaError as exc:
             fail(str(exc))
@@ -279,24 +284,24 @@ class State:
 
     def forget_new_database(self) -> None:
         """A new command begins: nothing created yet."""
-        self._created, self._engines = None, []
+        self._created, self._engines = None, {}
 
     def close_databases(self) -> None:
         """The command ended: close its engines, so that SQLite folds the write-ahead log
         into the database file now (not whenever the engine happens to be collected: a
         copy of the file made later would lack what the log still held)."""
-        for engine in self._engines:
+        for engine in self._engines.values():
             engine.dispose()
-        self._engines = []
+        self._engines = {}
 
     def remove_new_database(self) -> None:
         """The command failed: remove the database file it created (with its -wal, -shm and
         -journal files), unless another process has written to it meanwhile (its event
         log is not empty: the failed command's own writes were rolled back)."""
         path, self._created = self._created, None
-        for engine in self._engines:
+        for engine in self._engines.values():
             engine.dispose()
-        self._engines = []
+        self._engines = {}
         if path is None or not path.exists() or _written_to(path):
             return
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -320,7 +325,10 @@ def _written_to(path: Path) -> bool:
 
 
 def _sqlite_file(path: Path) -> bool:
-    """An empty file (SQLite makes it a database) or one with SQLite's header."""
+    """An empty file (SQLite makes it a database) or one with SQLite's header. Only before
+    this process opens the file: closing any descriptor of a file drops all of the
+    process's POSIX locks on it, SQLite's included, and without its shared lock another
+    process that closes the database deletes the write-ahead log still in use here."""
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     return header in (b"", SQLITE_HEADER)
