@@ -472,9 +472,45 @@ def import_positives(engine: Engine, name: str, directory: Path | None, *, actor
             source = f"{directory.resolve()}#{scores_digest(directory)}"
     except PositivesError as exc:
         raise MatchError(str(exc)) from None
-    maps = {"i2t": {str(q): [str(i) for i in v] for q, v in found.image_to_captions.items()},
-            "t2i": {str(q): [str(i) for i in v] for q, v in found.caption_to_images.items()}}
+    images, captions = ({}, {}) if directory is None else _id_renames(directory)
+    maps = {"i2t": {images.get(str(q), str(q)): [captions.get(str(i), str(i)) for i in v]
+                    for q, v in found.image_to_captions.items()},
+            "t2i": {captions.get(str(q), str(q)): [images.get(str(i), str(i)) for i in v]
+                    for q, v in found.caption_to_images.items()}}
     return source, store_positive_set(engine, name, maps, source=source, actor=actor)
+
+
+IDS_SUFFIX = "_ids.json"  # beside an eccv-json export whose keys are not integers
+
+
+def _id_renames(directory: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The (images, captions) maps from database id back to project key that
+    `export_eccv` writes beside a set whose keys are not integers (`PREFIX_ids.json`, the
+    prefix of the set's files), or empty maps where there is none. Read as any file we
+    import: a malformed one is refused, naming it."""
+    from metrics.positives import IMAGE_TO_CAPTION, positive_files, shown
+    from metrics.untrusted import load_json, regular_file
+    from rubrics.escape import text_refusal
+
+    prefix = positive_files(directory)[0].name.removesuffix(IMAGE_TO_CAPTION)
+    path = directory / f"{prefix}{IDS_SUFFIX}"
+    if not path.exists():
+        return {}, {}
+    try:
+        regular_file(path)
+        data = load_json(path.read_text(encoding="utf-8"), path, MatchError, flat=True)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MatchError(f"{path}: cannot be read: {exc}") from None
+    maps = data.values() if isinstance(data, dict) else ()
+    if (not isinstance(data, dict) or not set(data) <= {"images", "captions"}
+            or not all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values())
+                       for m in maps)):
+        raise MatchError(f"{path}: expected {{\"images\": {{id: key}}, \"captions\": "
+                         "{id: key}}, as `thumb match export` writes it")
+    for key in (key for m in maps for key in m.values()):
+        if (problem := text_refusal(key)) is not None:
+            raise MatchError(f"{path}: the key {shown(key)}: {problem}")
+    return data.get("images", {}), data.get("captions", {})
 
 
 def export_eccv(engine: Engine, name: str, out: Path) -> list[Path]:

@@ -281,6 +281,14 @@ def test_project_keys_export_as_database_ids_with_a_map_back(tmp_path):
     back = json.loads((out / "mine_ids.json").read_text())
     assert back["images"][str(image_id["img01"])] == "img01"
     assert back["captions"][str(caption_id["img02/Human"])] == "img02/Human"
+    result = thumb(db, "match", "import-positives", "again", out)  # the map applied back
+    assert result.exit_code == 0, result.output
+    from storage.match import load_positive_set
+
+    assert load_positive_set(engine, "again") == load_positive_set(engine, "mine")
+    (out / "mine_ids.json").write_text('{"images": {"1": 7}}')
+    result = thumb(db, "match", "import-positives", "broken", out)
+    assert result.exit_code == 2 and "mine_ids.json: expected" in result.output
     mixed = write_positives(tmp_path / "mixed", "mixed",
                             {"999": ["img01/Human"], "img01": ["img01/Human"]}, {})
     assert thumb(db, "match", "import-positives", "mixed", mixed).exit_code == 0
