@@ -6,12 +6,14 @@ lead's commands, by import and by the sessions; one annotator's interactive work
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Table, select, update
+from sqlalchemy import Connection, Engine, Table, delete, select, update
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
 from rubrics.model import error_codes
@@ -20,6 +22,7 @@ from storage.events import log_change
 from storage.models import (
     Annotator,
     Caption,
+    Event,
     FluencyCheck,
     Image,
     Rating,
@@ -41,6 +44,8 @@ from storage.protocol import (
 from storage.rubric_registry import stored_rubrics
 
 COMPARED = (*SCORE_KEYS, *PENALTY_KEYS)
+# what a fluency verdict sets, logged with each so that its undo puts back what was there
+FLUENCY_CHECK_FIELDS = ("checker_id", "fluency", "fluency_type", "rubric")
 
 
 def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None
@@ -201,11 +206,40 @@ def record_resolution(engine: Engine, caption_ids: int | Sequence[int], resolver
                 rating.c.stage == int(Stage.FINAL), complete_clause(rating))).first()
             if final is None:
                 raise ProtocolError("set the final P and R before the reasons")
-            _upsert_logged(connection, table, caption_id, resolver, "reasons",
+            _upsert_logged(connection, table, caption_id, resolver, ("reasons",),
                            {"reasons": ",".join(reasons), "note": note,
                             "resolver_id": resolver_id})
 
     run_write(engine, resolve)
+
+
+def withdraw_resolution(connection: Connection, caption_id: int, resolver_id: int,
+                        resolver: str) -> bool:
+    """The resolver's reasons for the caption no longer stand: they said why the final
+    values were right, and the values have changed. Their resolution row goes, logged
+    (reasons old -> null), in the caller's transaction, so the caption is unresolved until
+    they give reasons again. Returns whether there was one to withdraw."""
+    table = Resolution.__table__
+    row = connection.execute(select(table.c.id, table.c.reasons).where(
+        table.c.caption_id == caption_id, table.c.resolver_id == resolver_id)).one_or_none()
+    if row is None:
+        return False
+    connection.execute(delete(table).where(table.c.id == row.id))
+    log_change(connection, actor=resolver, action="delete", table=table.name, row_id=row.id,
+               old={"reasons": row.reasons}, new={"reasons": None})
+    return True
+
+
+def recorded_reasons(engine: Engine, caption_id: int, resolver: str) -> list[str]:
+    """The reason codes the resolver has stored for the caption (none: not resolved by
+    them, or withdrawn since)."""
+    table, annotator = Resolution.__table__, Annotator.__table__
+    with engine.connect() as connection:
+        reasons = connection.execute(
+            select(table.c.reasons).join(annotator, annotator.c.id == table.c.resolver_id)
+            .where(table.c.caption_id == caption_id, annotator.c.name == resolver)
+        ).scalar_one_or_none()
+    return reasons.split(",") if reasons else []
 
 
 def _image_of(connection: Connection, caption_id: int) -> int:
@@ -215,8 +249,10 @@ def _image_of(connection: Connection, caption_id: int) -> int:
 
 
 def _upsert_logged(connection: Connection, table: Table, caption_id: int, actor: str,
-                   logged: str, values: dict[str, object]) -> None:
-    """Insert or replace the caption's row of `table` and log the `logged` field's change."""
+                   logged: Sequence[str], values: dict[str, object],
+                   change_id: str | None = None) -> None:
+    """Insert or replace the caption's row of `table` and log the `logged` fields' change
+    (old values null where the row is new), as `change_id` where given."""
     old = connection.execute(select(table).where(table.c.caption_id == caption_id)
                              ).one_or_none()
     if old is None:
@@ -229,8 +265,8 @@ def _upsert_logged(connection: Connection, table: Table, caption_id: int, actor:
             raise ProtocolError("someone else has just recorded this for the caption: the "
                                 "database refuses to change their row")
     log_change(connection, actor=actor, action="update", table=table.name, row_id=row_id,
-               old={logged: None if old is None else old._mapping[logged]},
-               new={logged: values[logged]})
+               old={field: None if old is None else old._mapping[field] for field in logged},
+               new={field: values[field] for field in logged}, change_id=change_id)
 
 
 @dataclass(frozen=True)
@@ -275,11 +311,12 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
 
 
 def record_fluency_check(engine: Engine, caption_ids: int | Sequence[int], checker: str,
-                         fluency: float, fluency_type: str | None) -> None:
+                         fluency: float, fluency_type: str | None) -> str:
     """Store (or replace) a native speaker's fluency verdict on the caption or the
     identical captions given (all in one transaction); only native speakers may
     (`may_check_fluency`), after a complete review, with an amount and error types that
-    the review's rubric allows (`Rubric.penalty_problem`; ValueError otherwise)."""
+    the review's rubric allows (`Rubric.penalty_problem`; ValueError otherwise). Returns
+    the change's id, which `take_back_fluency_check` undoes."""
     table, annotator, rating = FluencyCheck.__table__, Annotator.__table__, Rating.__table__
     ids = [caption_ids] if isinstance(caption_ids, int) else list(caption_ids)
 
@@ -301,8 +338,52 @@ def record_fluency_check(engine: Engine, caption_ids: int | Sequence[int], check
             problem = rubrics[reviewed.rubric].penalty_problem("fluency", fluency, codes)
             if problem is not None:
                 raise ValueError(problem)
-            _upsert_logged(connection, table, caption_id, checker, "fluency",
+            _upsert_logged(connection, table, caption_id, checker, FLUENCY_CHECK_FIELDS,
                            {"checker_id": row.id, "fluency": fluency,
-                            "fluency_type": fluency_type, "rubric": reviewed.rubric})
+                            "fluency_type": fluency_type, "rubric": reviewed.rubric},
+                           change_id)
 
+    change_id = uuid.uuid4().hex
     run_write(engine, check)
+    return change_id
+
+
+def fluency_verdict(engine: Engine, caption_id: int) -> tuple[float, str | None] | None:
+    """The fluency penalty and error types a native speaker gave the caption, if any."""
+    table = FluencyCheck.__table__
+    with engine.connect() as connection:
+        row = connection.execute(select(table.c.fluency, table.c.fluency_type)
+                                 .where(table.c.caption_id == caption_id)).one_or_none()
+    return None if row is None else (row.fluency, row.fluency_type)
+
+
+def take_back_fluency_check(engine: Engine, change_id: str, checker: str) -> list[int]:
+    """Undo the verdict that `change_id` recorded: each caption's check back as it was
+    before (gone where there was none), in one transaction, logged as an undo that
+    reverts the change. Returns the captions taken back: none where the change is undone
+    already."""
+    table, event = FluencyCheck.__table__, Event.__table__
+
+    def undo(connection: Connection) -> list[int]:
+        if connection.execute(select(event.c.id).where(event.c.reverts == change_id)
+                              .limit(1)).first() is not None:
+            return []
+        before: dict[int, dict[str, object]] = {}
+        for row_id, field, old in connection.execute(
+                select(event.c.row_id, event.c.field_name, event.c.old_value).where(
+                    event.c.change_id == change_id, event.c.table_name == table.name)):
+            before.setdefault(row_id, {})[field] = json.loads(old)
+        rows = connection.execute(select(table).where(table.c.id.in_(before))).all()
+        lock_images(connection, {_image_of(connection, row.caption_id) for row in rows})
+        for row in rows:
+            now = {field: row._mapping[field] for field in FLUENCY_CHECK_FIELDS}
+            if before[row.id]["fluency"] is None:  # there was no verdict before
+                connection.execute(delete(table).where(table.c.id == row.id))
+            else:
+                connection.execute(update(table).where(table.c.id == row.id)
+                                   .values(**before[row.id]))
+            log_change(connection, actor=checker, action="undo", table=table.name,
+                       row_id=row.id, old=now, new=before[row.id], reverts=change_id)
+        return [row.caption_id for row in rows]
+
+    return run_write(engine, undo)

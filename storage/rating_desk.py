@@ -89,13 +89,16 @@ class CaptionGroup:
 
 @dataclass(frozen=True)
 class Undone:
-    """What an undo took back: the `fields` of one change to a caption group (`caption_id`
-    one caption it touched), or, with `flag`, the annotator's broken-image flag."""
+    """What an undo took back: the `fields` of one change to caption groups (`caption_id`
+    one caption it touched, `caption_ids` all of them: an action on several groups, like
+    accepting a whole image, is one change), or, with `flag`, the annotator's
+    broken-image flag."""
 
     image_id: int
     fields: list[str]
     caption_id: int | None = None
     flag: bool = False
+    caption_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,8 +210,12 @@ class RatingDesk:
         listed: Callable[[Connection], Collection[int] | None] = lambda _: None,
         seed_source: Callable[[], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        after_write: Callable[[Connection, int, int, Collection[str]], None] | None = None,
     ) -> None:
+        """`after_write(connection, annotator id, caption id, fields)`: the stage's rule
+        on a change to a caption's rating (an edit or an undo), run in its transaction."""
         self.engine, self.annotator, self.stage, self.rubric = engine, annotator, stage, rubric
+        self._after_write = after_write
         self._native_english = native_english
         self._seed_source = seed_source or (lambda: secrets.randbits(31))
         self._clock = clock
@@ -510,25 +517,40 @@ class RatingDesk:
 
     def set_values(self, group: CaptionGroup, values: dict[str, object], *,
                    image_index: int, focus: int) -> CaptionGroup:
-        self.validate(values, group.values)
-        changed = {f: v for f, v in values.items() if group.values.get(f) != v}
-        if not changed:
-            return group
+        return self.set_many([(group, values)], image_index=image_index, focus=focus)[0]
+
+    def set_many(self, changes: Sequence[tuple[CaptionGroup, dict[str, object]]], *,
+                 image_index: int, focus: int) -> list[CaptionGroup]:
+        """Apply each (group, values) of one action on the image `image_index` in one
+        transaction and one change, so one undo takes all of it back; returns the groups
+        as they are now (a group the values leave as it was comes back unchanged)."""
+        for group, values in changes:
+            self.validate(values, group.values)
+        changed = [{f: v for f, v in values.items() if group.values.get(f) != v}
+                   for group, values in changes]
+        if not any(changed):
+            return [group for group, _ in changes]
         image_id = self.images[image_index].id
         elapsed = self._elapsed(image_id)
         change_id = uuid.uuid4().hex
+        caption_ids = [caption_id for (group, _), new in zip(changes, changed, strict=True)
+                       if new for caption_id in group.caption_ids]
 
         def write(connection: Connection, me: int) -> dict[int, set[int]]:
             check_may_rate(connection, self.annotator, self.stage, image_id)
-            for caption_id in group.caption_ids:
-                self._write(connection, me, caption_id, changed, change_id, action="update")
+            for (group, _), new in zip(changes, changed, strict=True):
+                if not new:
+                    continue
+                for caption_id in group.caption_ids:
+                    self._write(connection, me, caption_id, new, change_id, action="update")
             self.save_time_and_focus(connection, me, image_id, focus, elapsed)
             return self._complete_in(connection, me, select(Caption.__table__.c.image_id)
-                                     .where(Caption.__table__.c.id.in_(group.caption_ids)))
+                                     .where(Caption.__table__.c.id.in_(caption_ids)))
 
         self.worklist.settle(self.write(write))
         self.remember("rating", change_id)
-        return replace(group, values={**group.values, **changed})
+        return [replace(group, values={**group.values, **new})
+                for (group, _), new in zip(changes, changed, strict=True)]
 
     def _write(self, connection: Connection, annotator_id: int, caption_id: int,
                values: dict[str, object], change_id: str, *, action: str,
@@ -558,6 +580,8 @@ class RatingDesk:
             )
         log_change(connection, actor=self.annotator, action=action, table="rating",
                    row_id=rating_id, old=old, new=values, change_id=change_id, reverts=reverts)
+        if self._after_write is not None:
+            self._after_write(connection, annotator_id, caption_id, values.keys())
 
     def remember(self, kind: str, change_id: str) -> None:
         """Record a change of this session for undo (`kind`: one with an undoer)."""
@@ -629,7 +653,8 @@ class RatingDesk:
         caption_id = next(iter(caption_of.values()))
         with self.engine.connect() as connection:
             image_id = images_of(connection, [caption_id]).pop()
-        return Undone(image_id, fields, caption_id)
+        return Undone(image_id, fields, caption_id,
+                      caption_ids=tuple(sorted(set(caption_of.values()))))
 
 
 def images_of(connection: Connection, caption_ids: Iterable[int]) -> set[int]:
@@ -718,6 +743,12 @@ class DeskFront:
         ProtocolError where the protocol refuses, DatabaseBusy when the database stays
         locked; nothing is written then."""
         return self.desk.set_values(group, values, image_index=image_index, focus=focus)
+
+    def set_many(self, changes: Sequence[tuple[CaptionGroup, dict[str, object]]], *,
+                 image_index: int, focus: int) -> list[CaptionGroup]:
+        """`set_values` for several groups of the open image as one action: one
+        transaction, and one change that one undo takes back whole."""
+        return self.desk.set_many(changes, image_index=image_index, focus=focus)
 
     def undo(self) -> Undone | None:
         """Revert the latest change of this session not yet undone: a rating change (the

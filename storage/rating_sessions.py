@@ -17,22 +17,26 @@ registered by their first write, in its transaction."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from sqlalchemy import Connection, Engine, Row, select, update
 
 from rubrics import Rubric
 from storage.annotators import is_native_speaker, register_annotator
 from storage.gold import GoldFront, is_gold, seeds_for
-from storage.models import Assignment, Caption, Rating, Stage, utcnow
+from storage.models import RATING_VALUE_FIELDS, Assignment, Caption, Rating, Stage, utcnow
 from storage.project_queues import (
     Disagreement,
     FluencyItem,
     disagreements,
     fluency_queue,
+    fluency_verdict,
     primary_first_ratings,
     record_fluency_check,
     record_resolution,
+    recorded_reasons,
+    take_back_fluency_check,
+    withdraw_resolution,
 )
 from storage.protocol import ProtocolError, check_may_rate, open_images
 from storage.rating_desk import (
@@ -187,7 +191,21 @@ class ResolutionSession(DeskFront):
     they neither rated nor reviewed), their final-stage values and the reasons."""
 
     def __init__(self, engine: Engine, resolver: str, *, rubric: Rubric | None = None) -> None:
-        self.desk = RatingDesk(engine, resolver, Stage.FINAL, rubric or project_rubric(engine))
+        self.desk = RatingDesk(engine, resolver, Stage.FINAL, rubric or project_rubric(engine),
+                               after_write=self._values_changed)
+
+    def _values_changed(self, connection: Connection, resolver_id: int, caption_id: int,
+                        fields: Collection[str]) -> None:
+        """The reasons say why the final values are right: a change to the values (taking
+        the other side, typing new ones, an undo; not the note) withdraws them in the
+        same transaction, and the caption waits for reasons again."""
+        if not set(fields).isdisjoint(RATING_VALUE_FIELDS):
+            withdraw_resolution(connection, caption_id, resolver_id, self.annotator)
+
+    def recorded_reasons(self, caption_id: int) -> list[str]:
+        """This resolver's reasons that stand for the caption's final values (none:
+        unresolved)."""
+        return recorded_reasons(self.engine, caption_id, self.annotator)
 
     def open_image(self, index: int) -> list[CaptionGroup]:
         """The image's captions with this resolver's final values (nothing is claimed)."""
@@ -215,7 +233,8 @@ class ResolutionSession(DeskFront):
 
 class FluencyRoundSession:
     """A native English speaker's fluency round: the captions waiting for it and the
-    verdicts, each setting the final fluency penalty of a caption and its twins."""
+    verdicts, each setting the final fluency penalty of a caption and its twins; undo
+    takes back this session's verdicts, last first (never an earlier session's)."""
 
     def __init__(self, engine: Engine, checker: str, rubric: Rubric | None = None) -> None:
         if not is_native_speaker(engine, checker):
@@ -223,12 +242,29 @@ class FluencyRoundSession:
                                 "(set it with `thumb annotator NAME --native`)")
         self.engine, self.checker = engine, checker
         self.rubric = rubric or project_rubric(engine)
+        self._changes: list[str] = []  # this session's verdicts, oldest first
 
     def queue(self) -> list[FluencyItem]:
         return fluency_queue(self.engine)
 
     def record(self, item: FluencyItem, fluency: float, types: str | None) -> None:
-        record_fluency_check(self.engine, item.caption_ids, self.checker, fluency, types)
+        self._changes.append(record_fluency_check(self.engine, item.caption_ids,
+                                                  self.checker, fluency, types))
+
+    def undo(self) -> list[int]:
+        """Take back the last verdict of this session not undone yet: the captions it was
+        on (none when nothing is left to undo), each back to the verdict before it, or
+        to none."""
+        while self._changes:
+            if undone := take_back_fluency_check(self.engine, self._changes[-1], self.checker):
+                self._changes.pop()
+                return undone
+            self._changes.pop()
+        return []
+
+    def verdict(self, caption_id: int) -> tuple[float, str | None] | None:
+        """The fluency penalty and error types stored for the caption, if any."""
+        return fluency_verdict(self.engine, caption_id)
 
     def image_of(self, item: FluencyItem) -> tuple[str, str | None]:
         """The key and file path of the image the caption describes."""

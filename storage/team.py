@@ -249,8 +249,9 @@ def _grants(connection: Connection, roles: TeamRoles) -> list[str]:
         statements.append(f"GRANT SELECT{listed} ON {table} TO {annotator}")
     for table in OWN_ROWS:
         statements.append(f"GRANT SELECT, INSERT, UPDATE ON {table} TO {annotator}")
-    # `u` takes back one's own flag; a resolver's reasons go when their final values change
-    statements.append(f"GRANT DELETE ON image_flag, resolution TO {annotator}")
+    # `u` takes back one's own flag or fluency verdict; a resolver's reasons go when their
+    # final values change
+    statements.append(f"GRANT DELETE ON image_flag, resolution, fluency_check TO {annotator}")
     for function in PREDICATES:
         statements += [f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC",
                        f"GRANT EXECUTE ON FUNCTION {function} TO {lead}, {annotator}"]
@@ -291,6 +292,8 @@ def _policies(connection: Connection, roles: TeamRoles) -> list[str]:
            "annotator_id = thumb_me()")
     policy("resolution", "thumb_annotator_withdraws", "DELETE", annotator,
            "resolver_id = thumb_me()")
+    policy("fluency_check", "thumb_annotator_takes_back", "DELETE", annotator,
+           "checker_id = thumb_me()")
     policy("image", "thumb_annotator_locks", "UPDATE", annotator, READ_ROWS["image"], "false")
     policy("event_log", "thumb_annotator_adds", "INSERT", annotator, None, "true")
     policy("event_log", "thumb_annotator_reads", "SELECT", annotator,

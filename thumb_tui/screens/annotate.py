@@ -324,11 +324,25 @@ class AnnotateScreen(RatingScreen):
         self.update_focus()
 
     def action_accept_all(self) -> None:
+        """Accept the stage-1 values of every caption of the image not reviewed yet: one
+        action, saved as one change, so one undo takes all of it back."""
         self.cursor.settled()
-        for index, group in enumerate(self.groups):
-            if group.reference is not None and not is_started(group.values):
-                self.cursor.focused(index)
-                self.change(reviewed_values(group))
+        pending = [index for index, group in enumerate(self.groups)
+                   if group.reference is not None and not is_started(group.values)]
+        if not pending:
+            self.say("every caption of this image is reviewed already")
+        elif (saved := self.commit_many([(self.groups[index],
+                                          reviewed_values(self.groups[index]))
+                                         for index in pending])) is not None:
+            for index, group in zip(pending, saved, strict=True):
+                self.groups[index] = group
+                self.cards[index].set_group(group)
+            self.cursor.focused(pending[-1])
+            self.fit_cards_later()
+            self.update_title()
+            self.say(f"accepted stage 1 on {len(pending)} caption"
+                     f"{'s' if len(pending) > 1 else ''}; u undoes "
+                     f"{'them all' if len(pending) > 1 else 'it'}")
         self.update_focus()
 
 

@@ -100,10 +100,14 @@ class CaptionCursor:
         self.focus_index, self.scored_index = done + 1, done
         return done
 
-    def scored(self, groups: Sequence[Scored]) -> int | None:
+    def scored(self, groups: Sequence[Scored], *, correcting: bool = False) -> int | None:
         """Stage 1, after the focused dimension was saved: the other dimension when it is
-        still missing, else the next caption on the first dimension it lacks. Returns the
-        caption done when the focus moved on to the next."""
+        still missing, else the next caption on the first dimension it lacks. A caption
+        that was complete before the score is being corrected: that goes P, R, then the
+        next caption (`scored_in_order`), so two digits correct its P and R wherever it
+        stands. Returns the caption done when the focus moved on to the next."""
+        if correcting:
+            return self.scored_in_order()
         self.scored_index = None
         missing = next_missing(groups[self.focus_index])
         if missing is not None:

@@ -37,6 +37,7 @@ class FluencyRoundScreen(KeyBarScreen):
         # the rubric names the penalty: see shown_bindings
         Binding("f", "add_error", "add fluency error", id="round-add"),
         Binding("x", "no_errors", "no fluency errors", id="round-fluent"),
+        Binding("u", "undo", "undo", id="round-undo"),
         Binding("right_square_bracket,pagedown", "step(1)", "next", key_display="[ ]",
                 id="round-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous", show=False,
@@ -131,6 +132,28 @@ class FluencyRoundScreen(KeyBarScreen):
     def action_no_errors(self) -> None:
         if self.queue and self.save(0.0, None):
             self.action_step(1)
+
+    def action_undo(self) -> None:
+        """Take back this session's last verdict and go back to its caption, whose
+        verdict is then the one before it, or none."""
+        try:
+            undone = self.session.undo()
+        except DatabaseBusy:
+            self.say(busy("undo"))
+            return
+        position = next((n for n, item in enumerate(self.queue)
+                         if not set(item.caption_ids).isdisjoint(undone)), None)
+        if position is None:
+            self.say("nothing to undo in this session")
+            return
+        self.position = position
+        caption_id = self.queue[position].caption_id
+        if (verdict := self.session.verdict(caption_id)) is None:
+            self.verdicts.pop(caption_id, None)
+        else:
+            self.verdicts[caption_id] = verdict
+        self.say(f"undid the verdict on {position + 1}/{len(self.queue)}")
+        self.redraw()
 
     def action_step(self, step: int) -> None:
         if self.queue:

@@ -11,9 +11,10 @@ edit starts from, the status words, the stage's own keys) is the screen's `STAGE
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding
@@ -41,6 +42,7 @@ from thumb_tui.widgets.image_view import open_in_viewer
 from thumb_tui.widgets.keybar import KeyBarScreen, key_label
 
 PENALTY_ACTIONS = (*PENALTY_KEYS, "note")
+T = TypeVar("T")
 
 
 
@@ -234,11 +236,22 @@ class RatingScreen(KeyBarScreen):
         return key_label(binding)
 
     def commit(self, group: CaptionGroup, values: dict[str, object]) -> CaptionGroup | None:
-        """Save through the session; when the protocol refuses or the database stays busy,
-        say so (nothing was written) and return None."""
+        """Save through the session; None (said why) where nothing was written."""
+        return self.saving(lambda: self.session.set_values(
+            group, values, image_index=self.image_index, focus=self.focus_index))
+
+    def commit_many(self, changes: Sequence[tuple[CaptionGroup, dict[str, object]]]
+                    ) -> list[CaptionGroup] | None:
+        """Save changes to several groups of the open image as one action (one undo takes
+        it all back); None (said why) where nothing was written."""
+        return self.saving(lambda: self.session.set_many(
+            changes, image_index=self.image_index, focus=self.focus_index))
+
+    def saving(self, save: Callable[[], T]) -> T | None:
+        """Run a save; when the protocol refuses or the database stays busy, say so
+        (nothing was written) and return None."""
         try:
-            return self.session.set_values(group, values, image_index=self.image_index,
-                                           focus=self.focus_index)
+            return save()
         except DatabaseBusy:
             self.say(busy())
         except (ValueError, PermissionError) as exc:
@@ -294,13 +307,15 @@ class RatingScreen(KeyBarScreen):
 
     def set_score(self, value: int) -> None:
         """Score the highlighted dimension, then move on as the stage orders it (stage 1:
-        the other dimension while it is missing, else the next caption; review: P, R, then
-        the next caption)."""
+        the other dimension while it is missing, else the next caption; review, and a
+        correction of a complete caption: P, R, then the next caption)."""
         if self.group is None:
             return
+        correcting = self.group.complete
         self.cursor.settled()
         if self.change({self.dimension: value}):
-            self.say_advanced(self.STAGE.after_score(self.cursor, self.groups))
+            self.say_advanced(self.STAGE.after_score(self.cursor, self.groups,
+                                                     correcting=correcting))
         self.update_focus()
 
     def action_toggle_dimension(self) -> None:
@@ -439,7 +454,10 @@ class RatingScreen(KeyBarScreen):
         known = field_labels(self.session.rubric)
         labels = ", ".join(dict.fromkeys(known.get(f, f) for f in result.fields))
         key = printable(self.session.images[index].key, newlines=False)
-        where = (f"caption {position + 1}/{len(self.groups)} of " if position is not None
+        touched = sum(1 for group in self.groups
+                      if not set(group.caption_ids).isdisjoint(result.caption_ids))
+        where = (f"{touched} captions of " if touched > 1 else
+                 f"caption {position + 1}/{len(self.groups)} of " if position is not None
                  else "")
         self.say(f"undid {labels} on {where}{key}")
 

@@ -158,6 +158,7 @@ class ResolveScreen(RatingScreen):
     def show_item(self) -> None:
         item = self.item
         self.groups = [self.session.group_for_caption(item.caption_id)]
+        self.sync_reasons()  # an undo may have changed the values since
         # each disagreement starts on P, whatever its final values lack
         self.cursor.opened(self.session.image_index_of_caption(item.caption_id), self.groups,
                            dimension=FIRST)
@@ -214,17 +215,31 @@ class ResolveScreen(RatingScreen):
 
     def change(self, values: dict[str, object], index: int | None = None) -> bool:
         """Commit a change to the final values of the current disagreement."""
+        had_reasons = bool(self.reasons.get(self.item.caption_id))
         new = self.commit(self.groups[0], values)
         if new is None:
             return False
         self.groups[0] = new
+        self.sync_reasons()
         done = bool(self.reasons.get(self.item.caption_id))
         if done and "note" in values and not self.save_resolution(
                 self.reasons[self.item.caption_id]):  # the note goes too
             return False
-        self.say("saved" if done else "saved; now r: the reasons, to resolve it")
+        if had_reasons and not done:
+            self.say("saved; new values, so the reasons were withdrawn: r gives them again")
+        else:
+            self.say("saved" if done else "saved; now r: the reasons, to resolve it")
         self.redraw()
         return True
+
+    def sync_reasons(self) -> None:
+        """The current disagreement's reasons as stored: a change to its final values
+        withdraws them (the session's rule), so the screen reads them back."""
+        caption_id = self.item.caption_id
+        if recorded := self.session.recorded_reasons(caption_id):
+            self.reasons[caption_id] = recorded
+        else:
+            self.reasons.pop(caption_id, None)
 
     def load_image(self, index: int, focus: int = 0) -> None:
         """Undo may point at another caption: show the disagreement it belongs to."""

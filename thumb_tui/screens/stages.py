@@ -49,10 +49,14 @@ class RatingStage:
     from_reference: bool = False
     keys: tuple[Binding, ...] = ()
 
-    def after_score(self, cursor: CaptionCursor, groups: Sequence[Scored]) -> int | None:
-        """Move the cursor on after the focused dimension was saved; the caption done when
-        the focus moved on to the next (the screen says so), else None."""
-        return cursor.scored_in_order() if self.in_order else cursor.scored(groups)
+    def after_score(self, cursor: CaptionCursor, groups: Sequence[Scored], *,
+                    correcting: bool = False) -> int | None:
+        """Move the cursor on after the focused dimension was saved (`correcting`: on a
+        caption complete before it); the caption done when the focus moved on to the
+        next (the screen says so), else None."""
+        if self.in_order:
+            return cursor.scored_in_order()
+        return cursor.scored(groups, correcting=correcting)
 
     def first_values(self, group: Reviewed, values: dict[str, object]) -> dict[str, object]:
         """The values to save for a change of `group`: at review, a caption not started
