@@ -1,7 +1,7 @@
-"""Defects a new-user trial found on the rating screens, each driven with Pilot at 80x24
-and asserted on the database: reasons that outlive the final values they justified, an
-accept-all that one undo only partly took back, a correction of the last caption that
-sent both digits to its P, and a fluency round without undo."""
+"""Corrections and undo on the rating screens, each driven with Pilot at 80x24 and
+asserted on the database: reasons withdrawn when the final values they justified change,
+an accept-all that one undo takes back whole, a correction that goes P then R (the last
+caption included), and undo in the fluency round."""
 
 from __future__ import annotations
 
