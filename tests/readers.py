@@ -279,6 +279,17 @@ def _positives_setup(folder: Path) -> None:
     (folder / "p" / "mine_caption_to_image.json").write_text('{"img01/Human": ["img01"]}')
 
 
+def ids_map_json(t: tuple[str, ...]) -> bytes:
+    """`thumb match export`'s map back from database ids to project keys."""
+    return _json_bytes({"images": {"1": t[0]}, "captions": {"2": t[1], "3": t[2]}}, 1)
+
+
+def _exported_positives_setup(folder: Path) -> None:
+    (folder / "p").mkdir()
+    (folder / "p" / "mine_image_to_caption.json").write_text('{"1": [2, 3]}')
+    (folder / "p" / "mine_caption_to_image.json").write_text('{"2": [1]}')
+
+
 RANKED_TEXTS = ("img-1", "c1", "c2", "xy")
 
 
@@ -449,6 +460,11 @@ def build_readers() -> list[Reader]:
                "p/mine_image_to_caption.json", positives_json, POSITIVE_TEXTS, "json",
                command=("match", "import-positives", "mine", "{dir}/p"),
                setup=_positives_setup),
+        Reader("positive set id map (thumb match import-positives)",
+               ("reports.match:_id_renames",), "p/mine_ids.json", ids_map_json,
+               POSITIVE_TEXTS, "json", command=("match", "import-positives", "mine",
+                                                "{dir}/p"),
+               setup=_exported_positives_setup),
         # --- rubrics and keymaps (TOML) ---
         Reader("rubric TOML", ("rubrics.model:load_rubric", "rubrics.schema:read_toml"),
                "rubric.toml", _toml_template(_rubric_text(), RUBRIC_TEXTS), RUBRIC_TEXTS,
