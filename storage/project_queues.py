@@ -21,6 +21,7 @@ from storage.db import run_write
 from storage.events import log_change
 from storage.models import (
     Annotator,
+    Assignment,
     Caption,
     Event,
     FluencyCheck,
@@ -35,6 +36,7 @@ from storage.protocol import (
     check_may_rate,
     complete_clause,
     group_identical,
+    has_rated,
     is_complete,
     lock_images,
     may_check_fluency,
@@ -112,6 +114,51 @@ def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> Dou
         return result
 
     return run_write(engine, assign)
+
+
+def release_untouched_claims(engine: Engine, annotator: str, *, actor: str,
+                             image_key: str | None = None) -> list[str]:
+    """Give up the claims `annotator` holds at stages 1 and 2 on images they have rated
+    nothing of at that stage (a session killed before it could give them up itself), so
+    that others may take the images; only the image `image_key`'s, where given. A claim
+    with a rating stays: a rated image stays its annotator's. Each claim is judged again
+    under its image's lock, as a session takes one, and each release is logged. Returns
+    the keys of the images released. ValueError for an unknown annotator or image."""
+    assignment, image, person = Assignment.__table__, Image.__table__, Annotator.__table__
+
+    def release(connection: Connection) -> list[str]:
+        annotator_id = connection.execute(select(person.c.id).where(
+            person.c.name == annotator)).scalar_one_or_none()
+        if annotator_id is None:
+            raise ValueError(f"no annotator {annotator!r} in this project")
+        query = (select(assignment.c.id, assignment.c.image_id, assignment.c.stage,
+                        image.c.key).join(image, image.c.id == assignment.c.image_id)
+                 .where(assignment.c.annotator_id == annotator_id,
+                        assignment.c.stage.in_([int(Stage.FIRST), int(Stage.SECOND)]),
+                        assignment.c.released_at.is_(None)))
+        if image_key is not None:
+            if connection.execute(select(image.c.id).where(image.c.key == image_key)
+                                  ).first() is None:
+                raise ValueError(f"no image {image_key!r} in this project")
+            query = query.where(image.c.key == image_key)
+        held = connection.execute(query).all()
+        lock_images(connection, {row.image_id for row in held})
+        released = []
+        for row in held:
+            still_held = connection.execute(select(assignment.c.released_at).where(
+                assignment.c.id == row.id)).scalar_one() is None
+            if not still_held or has_rated(connection, annotator_id, row.image_id, row.stage):
+                continue
+            now = utcnow()
+            connection.execute(update(assignment).where(assignment.c.id == row.id)
+                               .values(released_at=now))
+            log_change(connection, actor=actor, action="release", table=assignment.name,
+                       row_id=row.id, old={"released_at": None},
+                       new={"released_at": now.isoformat()})
+            released.append(row.key)
+        return sorted(released)
+
+    return run_write(engine, release)
 
 
 @dataclass(frozen=True)

@@ -393,6 +393,16 @@ def read_states(connection: Connection, image_ids: Collection[int] | None = None
             for image_id, row in base.items()}
 
 
+def has_rated(connection: Connection, annotator_id: int, image_id: int, stage: int) -> bool:
+    """Whether the annotator has any rating of the image's captions at `stage`: a claim on
+    an image with none is untouched, and may be given up."""
+    rating, caption = Rating.__table__, Caption.__table__
+    return connection.execute(
+        select(rating.c.id).join(caption, rating.c.caption_id == caption.c.id)
+        .where(caption.c.image_id == image_id, rating.c.annotator_id == annotator_id,
+               rating.c.stage == int(stage)).limit(1)).first() is not None
+
+
 def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_id: int, *,
                    lock: bool = True) -> None:
     """Raise ProtocolError (ImageTaken when another annotator holds the image) unless the

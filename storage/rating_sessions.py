@@ -19,12 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 
-from sqlalchemy import Connection, Engine, Row, select, update
+from sqlalchemy import Connection, Engine, Row, update
 
 from rubrics import Rubric
 from storage.annotators import is_native_speaker, register_annotator
 from storage.gold import GoldFront, is_gold, seeds_for
-from storage.models import RATING_VALUE_FIELDS, Assignment, Caption, Rating, Stage, utcnow
+from storage.models import RATING_VALUE_FIELDS, Assignment, Stage, utcnow
 from storage.project_queues import (
     Disagreement,
     FluencyItem,
@@ -38,7 +38,7 @@ from storage.project_queues import (
     take_back_fluency_check,
     withdraw_resolution,
 )
-from storage.protocol import ProtocolError, check_may_rate, open_images
+from storage.protocol import ProtocolError, check_may_rate, has_rated, open_images
 from storage.rating_desk import (
     EMPTY_RATING,
     RATING_FIELDS,
@@ -107,12 +107,8 @@ class Claims:
     def release_if_untouched(self, connection: Connection, annotator_id: int,
                              image_id: int) -> None:
         """Leaving an image without having rated any of it gives up the claim on it."""
-        table, rating, caption = Assignment.__table__, Rating.__table__, Caption.__table__
-        rated = connection.execute(
-            select(rating.c.id).join(caption, rating.c.caption_id == caption.c.id)
-            .where(caption.c.image_id == image_id, rating.c.annotator_id == annotator_id,
-                   rating.c.stage == int(self.desk.stage)).limit(1)).first()
-        if rated is None:
+        table = Assignment.__table__
+        if not has_rated(connection, annotator_id, image_id, self.desk.stage):
             connection.execute(update(table).where(
                 self.desk.mine(image_id, annotator_id), table.c.released_at.is_(None))
                 .values(released_at=utcnow()))

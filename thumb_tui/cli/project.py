@@ -311,6 +311,38 @@ def annotator_command(
     typer.echo(printable(f"{name}: {said[native_english]}", newlines=False))
 
 
+@app.command("release")
+def release_command(
+    annotator: Annotated[str, typer.Option(
+        "--annotator", help="Whose claims to give up (their untouched images).")],
+    image: Annotated[str | None, typer.Option(
+        "--image", help="Only this image (its key); default: every untouched claim.")]
+    = None,
+    by: ActorOption = "",
+) -> None:
+    """Give up an annotator's claims on images they have rated nothing of (stages 1 and 2).
+
+    A session that was killed keeps the image it had open: it is offered to nobody else
+    until its annotator starts the app again. The lead releases such claims here; a
+    claim with a rating stays (a rated image stays its annotator's). Each release is
+    logged."""
+    from storage.project_queues import release_untouched_claims
+
+    name = known_annotator(annotator)
+    with value_errors():
+        released = release_untouched_claims(state.existing_engine, name,
+                                            actor=by or os_login(), image_key=image)
+    shown = printable(name, newlines=False)
+    if not released:
+        typer.echo(f"{shown} holds no claim on an image they have rated nothing of"
+                   + (f" ({printable(image, newlines=False)})" if image else "") + ".")
+        return
+    typer.echo(f"released {len(released)} claim(s) of {shown}; open to others again:")
+    typer.echo(textwrap.fill(", ".join(printable(key, newlines=False) for key in released),
+                             width=78, initial_indent="  ", subsequent_indent="  ",
+                             break_on_hyphens=False))
+
+
 @app.command("assign")
 def assign_command(
     double: Annotated[float, typer.Option("--double", help="Share of images (0-1) that get a "
