@@ -22,6 +22,7 @@ COMMANDS = {
     "status": ["status"],
     "annotator": ["annotator", "ann"],
     "assign": ["assign", "--double", "0.1"],
+    "release": ["release", "--annotator", "ann"],
     "annotate": ["annotate", "--annotator", "ann", "--image-mode", "none"],
     "review": ["review", "--annotator", "ann", "--image-mode", "none"],
     "resolve": ["resolve", "--annotator", "ann", "--image-mode", "none"],
