@@ -7,7 +7,6 @@ and need only packages of a basic TeX installation."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from reports.judgments import JudgmentReport
-from reports.numbers import ci_bounds
+from reports.numbers import ci_bounds, is_missing
 from reports.render import Notes, header_value, judgment_frames
 from reports.retrieval_text import rank_rows, tau_rows
 from reports.tables import Report, reference_systems, score_labels
@@ -107,15 +106,12 @@ def best_rows(values: Sequence[float], *, among: Sequence[bool], higher: bool = 
     """The rows whose value is the best (ties included) among the rows `among` marks;
     none when no such row has a value, or when all of them tie (no penalty at all)."""
     candidates = [(v, i) for i, (v, counted) in enumerate(zip(values, among, strict=True))
-                  if counted and not _missing(v)]
+                  if counted and not is_missing(v)]
     if len({v for v, _ in candidates}) < 2 and len(candidates) > 1:
         return set()
     best = (max if higher else min)((v for v, _ in candidates), default=None)
     return {i for v, i in candidates if v == best}
 
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 _MINUS = re.compile(r"(?<![\w.])-(?=\d)")  # a hyphen that begins a number
@@ -128,13 +124,13 @@ def numeric(text: str) -> str:
 
 
 def _number(value: float, digits: int) -> str:
-    return "--" if _missing(value) else numeric(f"{value:.{digits}f}")
+    return "--" if is_missing(value) else numeric(f"{value:.{digits}f}")
 
 
 def _column(values: Sequence[float], digits: int, among: Sequence[bool], *,
             higher: bool = True) -> list[str]:
     """The values printed to `digits`, the best among `among` in bold."""
-    best = best_rows([round(v, digits) if not _missing(v) else v for v in values],
+    best = best_rows([round(v, digits) if not is_missing(v) else v for v in values],
                      among=among, higher=higher)
     return [bold(_number(v, digits)) if i in best else _number(v, digits)
             for i, v in enumerate(values)]
@@ -185,7 +181,7 @@ def table2(report: Report) -> LatexTable:
     totals = _column(list(systems["total"]), 2, among)
     intervals = systems.reindex(columns=["total_ci_low", "total_ci_high", "total_ci_warning"])
     # Total and its CI printed to the same digits: the rounding keeps Total inside
-    columns.append([total if _missing(low) else
+    columns.append([total if is_missing(low) else
                     total + numeric(f" [{low:.2f}, {high:.2f}]{notes.mark(warning)}")
                     for total, (low, high, warning) in zip(
                         totals, intervals.itertuples(index=False), strict=True)])
@@ -258,8 +254,8 @@ def correlations(report: Report) -> LatexTable:
     notes = Notes()
     rows = []
     for record in report.correlations.to_dict(orient="records"):
-        cell = "--" if _missing(record["r"]) else f"{record['r']:.3f}"
-        if not _missing(record.get("ci_low")):
+        cell = "--" if is_missing(record["r"]) else f"{record['r']:.3f}"
+        if not is_missing(record.get("ci_low")):
             cell += f" {ci_bounds(record['ci_low'], record['ci_high'])}"
         rows.append([for_latex(str(record["metric"])),
                      for_latex(labels.get(record["dimension"], str(record["dimension"]))),
@@ -385,7 +381,7 @@ def judgment_document(report: JudgmentReport) -> str:
         text = [index == 0 or column == "note" for index, column in enumerate(frame.columns)]
         body.append(LatexTable(
             f"judgments-{number}", for_latex(title), [for_latex(str(c)) for c in frame.columns],
-            [[(for_latex if is_text else numeric)("" if _missing(cell) else str(cell))
+            [[(for_latex if is_text else numeric)("" if is_missing(cell) else str(cell))
               for cell, is_text in zip(row, text, strict=True)]
              for row in frame.itertuples(index=False)],
             notes=[for_latex(note) for note in notes]).latex())

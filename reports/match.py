@@ -5,7 +5,6 @@ positive sets, the paper's Table 2 and model-bias analyses, and the eccv-caption
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from metrics.positives import (
     write_positive_dir,
 )
 from metrics.signature import format_signature
+from reports.numbers import is_missing
 from rubrics import printable
 from rubrics.match import DEFAULT_RULE
 from storage.match import (
@@ -497,7 +497,7 @@ def _id_renames(directory: Path) -> tuple[dict[str, str], dict[str, str]]:
     if not path.exists():
         return {}, {}
     try:
-        regular_file(path)
+        regular_file(path, MatchError)
         data = load_json(path.read_text(encoding="utf-8"), path, MatchError, flat=True)
     except (OSError, UnicodeDecodeError) as exc:
         raise MatchError(f"{path}: cannot be read: {exc}") from None
@@ -592,10 +592,6 @@ def clip_digest(clip_model: str) -> str:
 
 
 MISSING = "-"  # a value a match table does not have (undefined: no query to average)
-
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 NOTE_COLUMNS = 30  # the width a text column after the row's names wraps at in the terminal
 
 
@@ -609,8 +605,7 @@ def frame_text(frame: pd.DataFrame) -> str:
 
     if frame.empty:
         return "(none)"
-    shown = frame.map(lambda v: printable(v, newlines=False) if isinstance(v, str)
-                      else None if pd.isna(v) else v)
+    shown = frame.map(lambda v: printable(v, newlines=False) if isinstance(v, str) else v)
     text = [pd.api.types.infer_dtype(frame[column], skipna=True) == "string"
             for column in frame.columns]
     keys = max(1, text.index(False) if False in text else len(text))
@@ -619,12 +614,12 @@ def frame_text(frame: pd.DataFrame) -> str:
 
     def table(columns: list[str]) -> str:  # a note wraps in its column: NOTE_COLUMNS wide
         widths = [NOTE_COLUMNS if column in wrapped else None for column in columns]
-        rows = [[MISSING if _missing(value) else value for value in row]  # tabulate would
+        rows = [[MISSING if is_missing(value) else value for value in row]  # tabulate would
                 for row in shown[columns].itertuples(index=False, name=None)]  # write nan
         return tabulate(rows, headers=columns, floatfmt=".3f", missingval=MISSING,
                         maxcolwidths=widths)
 
-    return "\n\n".join(fitted(list(frame.columns), table, keys=max(keys, 1)))
+    return "\n\n".join(fitted(list(frame.columns), table, keys=keys))
 
 
 def match_status(engine: Engine) -> str:

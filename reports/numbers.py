@@ -6,6 +6,11 @@ from __future__ import annotations
 import math
 
 
+def is_missing(value: object) -> bool:
+    """A value a table has not got: None, or NaN (pandas' missing number)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def ci_bounds(low: float, high: float, digits: int = 2) -> str:
     """`[low, high]` rounded outwards (down, up) to `digits`: a value printed with more
     digits than its interval must not seem to fall outside it (0.698 [0.70, 1.00])."""

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from metrics.retrieval import ncs_label_suffix
+from reports.numbers import is_missing
 from reports.plotting import plot_label, pyplot
 from rubrics.escape import for_markdown, printable
 
@@ -26,7 +27,7 @@ UNDEFINED = "—"  # a value that cannot be computed (a τ over constant ranking
 
 
 def _percent(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if is_missing(value):
         return UNDEFINED
     return f"{100 * float(value):.1f}"
 

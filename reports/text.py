@@ -5,7 +5,6 @@ with long signatures and explanations moved under the tables instead of into eve
 from __future__ import annotations
 
 import json
-import math
 import textwrap
 from collections.abc import Callable, Iterator
 
@@ -15,7 +14,7 @@ from tabulate import tabulate
 
 from metrics.agreement import PAIR_COLUMNS, over_every_pair
 from reports.judgments import JudgmentReport, metrics_hint
-from reports.numbers import ci_bounds
+from reports.numbers import ci_bounds, is_missing
 from reports.render import (
     Notes,
     header_value,
@@ -36,9 +35,6 @@ NO_PAIRS = "No pairs of ratings to compare yet (blind double ratings or stage 2)
 STATISTICS = ("kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "alpha_interval",
               "exact", "within_1", "change_rate")
 
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def pair_blocks(of_kind: pd.DataFrame) -> Iterator[tuple[tuple[str, str] | None, pd.DataFrame]]:
@@ -122,17 +118,17 @@ def statistics_rows(part: pd.DataFrame, labels: dict[str, str], separator: str =
                 row.append("")
                 continue
             record = match.iloc[0]
-            if _missing(record["value"]):
+            if is_missing(record["value"]):
                 row.append("undefined " + footnote(
                     str(record["note"]).removeprefix("undefined: ")))
                 continue
             cell = f"{record['value']:.3f}"
-            if not _missing(record["ci_low"]):
+            if not is_missing(record["ci_low"]):
                 warning = record.get("ci_warning")
-                if not _missing(warning):
+                if not is_missing(warning):
                     cell += " " + footnote(str(warning))
                 cell += separator + ci_bounds(record["ci_low"], record["ci_high"])
-            elif not _missing(record["note"]):
+            elif not is_missing(record["note"]):
                 cell += " " + footnote(str(record["note"]))
             row.append(cell)
         rows.append(row)

@@ -3,7 +3,6 @@ way to end a command with an error."""
 
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 import sys
@@ -77,14 +76,12 @@ def collector_paused() -> Iterator[None]:
     its full collections walk every object the imports made (pandas, SQLAlchemy), and
     while `thumb report` loads its modules and reads thousands of rows they cost it 0.3 s
     of its 1.5. Reference counting still frees everything that is not in a cycle; the
-    collector is back on (if it was on) when the block ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    collector is back on (if it was on) when the block ends: `collector_held` of a
+    command that draws no screen."""
+    from thumb_tui.startup import collector_held
+
+    with collector_held():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL: the role may not read or write a table
@@ -239,9 +236,10 @@ class State:
             if not is_url(self.db):
                 return self.db
         try:
-            return make_url(self.db).render_as_string(hide_password=True)
+            make_url(self.db)
         except ArgumentError:
             fail(f"--db {self.db!r} is not a database URL")
+        return self.shown_db
 
     def _open(self, *, must_exist: bool) -> Engine:
         """Open --db, or end the command in one line saying what is wrong with it. Once

@@ -311,6 +311,13 @@ def annotator_command(
     typer.echo(printable(f"{name}: {said[native_english]}", newlines=False))
 
 
+def _listed(image_keys: list[str]) -> str:
+    """Image keys as an indented paragraph of the terminal's width, each shown literally."""
+    return textwrap.fill(", ".join(printable(key, newlines=False) for key in image_keys),
+                         width=78, initial_indent="  ", subsequent_indent="  ",
+                         break_on_hyphens=False)
+
+
 @app.command("release")
 def release_command(
     annotator: Annotated[str, typer.Option(
@@ -338,9 +345,7 @@ def release_command(
                    + (f" ({printable(image, newlines=False)})" if image else "") + ".")
         return
     typer.echo(f"released {len(released)} claim(s) of {shown}; open to others again:")
-    typer.echo(textwrap.fill(", ".join(printable(key, newlines=False) for key in released),
-                             width=78, initial_indent="  ", subsequent_indent="  ",
-                             break_on_hyphens=False))
+    typer.echo(_listed(released))
 
 
 @app.command("assign")
@@ -360,8 +365,7 @@ def assign_command(
                "get two blind stage-1 ratings (marks are never removed)"
                + (":" if result.marked else "."))
     if result.marked:
-        typer.echo(textwrap.fill(", ".join(result.marked), width=78, initial_indent="  ",
-                                 subsequent_indent="  ", break_on_hyphens=False))
+        typer.echo(_listed(result.marked))
     if result.seen:
         typer.echo(f"{result.seen} image(s) could not be chosen: someone has already seen "
                    "their scores (opened for review or resolution), so they cannot be "
