@@ -175,7 +175,7 @@ def nothing_open_at_stage_one(engine: Engine, name: str) -> str:
     have taken or closed."""
     annotator, image = Annotator.__table__, Image.__table__
     with engine.connect() as connection:
-        total = connection.execute(select(func.count()).select_from(image)).scalar_one()
+        total = _count(connection, image)
         annotator_id = connection.execute(select(annotator.c.id).where(
             annotator.c.name == name)).scalar_one_or_none()
         finished, _ = _finished_and_started(connection)

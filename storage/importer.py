@@ -701,11 +701,11 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
     problem raise InputError listing every one and leave the database unchanged. With
     `choose_rubric`, `rubric` becomes the project's rubric in the same transaction."""
     rejected = rejected_images if rejected_images is not None else set()
+    digest = _digest_beside(problems.file)  # once: a retried transaction reads no file twice
 
     def write(connection: Connection) -> ImportSummary:
         if choose_rubric:
             register_rubric(connection, rubric, choose=True)
-        digest = _digest_beside(problems.file)
         existing = _Existing(connection)
         plan = ImportPlan(set_ids=set_ids or {})
         found = Problems(problems.file)  # afresh on each attempt
@@ -790,14 +790,20 @@ class _FileRows:
 def _count_repeats(problems: Problems, field_problems: list[Problem],
                    repeats: dict[int, tuple[int, int]]) -> None:
     """Each refused image's problem, at the first row naming it, says how many more rows
-    name it (they are left out, not listed: `ImageRefusedBefore`)."""
-    for index, problem in enumerate(problems.items):
-        if problem.line in repeats and problem in field_problems:
-            rows, last = repeats.pop(problem.line)
-            counted = replace(problem, message=f"{problem.message}; {rows} more row"
-                              f"{'s name' if rows > 1 else ' names'} this image, the last "
-                              f"at line {last}")
-            field_problems[field_problems.index(problem)] = problems.items[index] = counted
+    name it (they are left out, not listed: `ImageRefusedBefore`). A record's problems are
+    one Problem at its line, the same object in both lists: found by line and identity,
+    not searched for (a file of 200,000 refused images has as many)."""
+    if not repeats:
+        return
+    listed_at = {id(problem): index for index, problem in enumerate(problems.items)}
+    for field_index, problem in enumerate(field_problems):
+        if problem.line not in repeats:
+            continue
+        rows, last = repeats.pop(problem.line)
+        counted = replace(problem, message=f"{problem.message}; {rows} more row"
+                          f"{'s name' if rows > 1 else ' names'} this image, the last "
+                          f"at line {last}")
+        problems.items[listed_at[id(problem)]] = field_problems[field_index] = counted
 
 
 def import_captions(
