@@ -11,6 +11,7 @@ from storage.gold import gold_accuracy, gold_count, gold_waiting
 from storage.image_flags import BrokenImage, broken_images, flagged_by, flagged_image_ids
 from storage.models import (
     Annotator,
+    Assignment,
     BisonAnswer,
     BisonItem,
     Caption,
@@ -90,8 +91,9 @@ class Dashboard:
 
 def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
     """(stage, annotator id) -> image ids they finished (every caption scored) and image
-    ids they started, from one grouped query over the ratings."""
-    caption, rating = Caption.__table__, Rating.__table__
+    ids they started: rated any of, or hold (a claim that nobody else may take, though
+    nothing is rated yet: an open screen, or a killed session's until `thumb release`)."""
+    caption, rating, claim = Caption.__table__, Rating.__table__, Assignment.__table__
     sizes = dict(connection.execute(
         select(caption.c.image_id, func.count()).group_by(caption.c.image_id)).all())
     complete = complete_clause(rating)
@@ -105,6 +107,10 @@ def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
         started.setdefault((stage, annotator_id), set()).add(image_id)
         if scored == sizes[image_id]:
             finished.setdefault((stage, annotator_id), set()).add(image_id)
+    for image_id, stage, annotator_id in connection.execute(
+            select(claim.c.image_id, claim.c.stage, claim.c.annotator_id)
+            .where(claim.c.released_at.is_(None), claim.c.stage <= int(Stage.SECOND))):
+        started.setdefault((stage, annotator_id), set()).add(image_id)
     return finished, started
 
 

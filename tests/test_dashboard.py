@@ -10,9 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from storage import import_captions, open_database
-from storage.dashboard import dashboard, work_for
+from storage.dashboard import dashboard, project_size, work_for
 from storage.models import Stage
-from storage.project_queues import assign_double, disagreements, fluency_queue
+from storage.project_queues import (
+    assign_double,
+    disagreements,
+    fluency_queue,
+    release_untouched_claims,
+)
 from storage.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 from tests.conftest import SAMPLE_CSV
@@ -67,6 +72,25 @@ def test_pipeline_per_stage(midway):
     assert (resolution.waiting, resolution.in_progress, resolution.done) == (
         len(disagreements(engine)), 0, 0) == (1, 0, 0)
     assert stages["fluency round"].waiting == len(fluency_queue(engine)) > 0
+
+
+def test_a_claimed_image_is_in_progress_not_waiting_until_released(tmp_path):
+    """An image open on someone's screen (or kept by their killed session), nothing rated
+    yet, is nobody else's to take: stage 1 counts it in progress and as its holder's open
+    image; `thumb release` gives it back to the waiting ones."""
+    engine = sample_engine(tmp_path)
+    total = project_size(engine)[0]
+    AnnotationSession(engine, "erin").open_image(0)  # the claim; the session never ends
+
+    board = dashboard(engine)
+    first = next(s for s in board.stages if s.stage == "stage 1")
+    assert (first.waiting, first.in_progress, first.done) == (total - 1, 1, 0)
+    erin = next(p for p in board.annotators if p.name == "erin")
+    assert (erin.rated_images, erin.rating_images) == (0, 1)
+
+    assert len(release_untouched_claims(engine, "erin", actor="lead")) == 1
+    first = next(s for s in dashboard(engine).stages if s.stage == "stage 1")
+    assert (first.waiting, first.in_progress, first.done) == (total, 0, 0)
 
 
 @pytest.mark.slow
