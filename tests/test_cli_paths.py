@@ -40,6 +40,7 @@ COMMANDS = {
     "gold feedback": ["gold", "feedback", "on"],
     "gold accuracy": ["gold", "accuracy"],
     "db upgrade": ["db", "upgrade"],
+    "db backup": ["db", "backup", "{out}"],
     "retrieval evaluate": ["retrieval", "evaluate", "--name", "m", "--scores", str(SAMPLE_CSV),
                            "--positives", "project"],
     "retrieval relevance": ["retrieval", "relevance", "--out", "{out}"],

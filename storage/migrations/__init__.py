@@ -17,7 +17,6 @@ ARCHITECTURE.md ("A schema change") says how to add a revision."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 
+from storage.backup import copy_sqlite
 from storage.db import begin_writing
 
 if TYPE_CHECKING:  # Alembic loads only when a database is behind the code
@@ -136,12 +136,7 @@ def _backup_sqlite(engine: Engine, revision: str) -> Path:
     source_path = Path(engine.url.database)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target_path = source_path.with_name(f"{source_path.name}.backup-{revision}-{stamp}")
-    source, target = sqlite3.connect(source_path), sqlite3.connect(target_path)
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
+    copy_sqlite(source_path, target_path)
     return target_path
 
 

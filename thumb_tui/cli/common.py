@@ -40,6 +40,8 @@ def progress_bar() -> Progress:
     from rich.progress import Progress
 
     return Progress(console=console, transient=True, disable=not console.is_interactive)
+
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -1,13 +1,19 @@
 """Database administration: `thumb db upgrade` brings the schema to this thumb-tui's and
-checks that it is whole."""
+checks that it is whole; `thumb db backup` copies a SQLite database that is in use."""
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from thumb_tui.cli.common import fail, state
+from thumb_tui.cli.common import fail, progress_bar, state
+from thumb_tui.cli.outputs import ForceOption, Outputs
 
-app = typer.Typer(help="Database administration (schema upgrades).", no_args_is_help=True)
+app = typer.Typer(help="Database administration (schema upgrades, backups).",
+                  no_args_is_help=True)
 
 
 @app.command("upgrade")
@@ -30,3 +36,42 @@ def upgrade_command() -> None:
     typer.echo(str(result))
     typer.echo("checked: every table, column, index, constraint and trigger of the schema "
                "is there")
+
+
+@app.command("backup")
+def backup_command(
+    out: Annotated[Path, typer.Argument(help="The copy to write (a new file; an existing "
+                                              "one only with --force).")],
+    force: ForceOption = False,
+) -> None:
+    """Copy the SQLite database whole (ratings, flags, gold, annotators, the event log),
+    while annotators go on rating: the copy is the database at one moment, checked page
+    by page before it is kept. Restore it by copying it over the database file once
+    nobody has the project open, or use it with --db. On PostgreSQL, use pg_dump."""
+    from storage.backup import CopyDamaged, checked_copy, copy_sqlite
+    from storage.db import sqlite_path
+
+    shown = state.require_existing()
+    source = sqlite_path(state.db)
+    if source is None:
+        fail(f"--db {shown} is a server database: back it up with the server's own tool "
+             "(PostgreSQL: pg_dump --format=custom), which copies it at one moment too")
+    taken = {Path(f"{source}{suffix}").resolve() for suffix in ("", "-wal", "-shm",
+                                                                 "-journal")}
+    if out.resolve() in taken:
+        fail(f"{out} is the database itself (or one of its files): name another file")
+    with progress_bar() as bar, Outputs(force) as files:
+        task = bar.add_task("copying the database", total=None)
+        temporary = files.file(out, "OUT")
+        try:
+            copy_sqlite(source, temporary, progress=lambda done, total: bar.update(
+                task, completed=done, total=total))
+            copied = checked_copy(temporary)
+        except CopyDamaged as exc:
+            fail(f"the database at {shown} is damaged, so no copy was kept: SQLite's "
+                 f"integrity check says: {exc}")
+        except sqlite3.Error as exc:  # a full disk, a database SQLite cannot read
+            fail(f"cannot copy the database at {shown}, so no copy was kept: {exc}")
+    revision = copied.revision or "none (not a thumb-tui database of any revision)"
+    typer.echo(f"backed up {shown} to {out}: {copied.megabytes:.1f} MB, schema revision "
+               f"{revision}, integrity check ok")
