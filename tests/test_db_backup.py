@@ -56,6 +56,7 @@ def _write_pairs(path: str, started: multiprocessing.Barrier,
     written.set()
 
 
+@pytest.mark.slow
 def test_a_copy_made_while_another_process_writes_is_one_moment(tmp_path, monkeypatch):
     source, target = tmp_path / "live.db", tmp_path / "copy.db"
     _pairs_database(source, 400)  # about 600 pages: many steps of 8
