@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,7 @@ from storage.models import (
     Caption,
     FluencyCheck,
     Image,
+    ImageFlag,
     Rating,
     Resolution,
     Stage,
@@ -33,6 +35,9 @@ RATING_COLUMNS = [
     "created_at", "updated_at", "native_english", "resolution_reasons", "resolution_note",
 ]
 FLUENCY_ROUND_COLUMNS = ["fluency_round", "fluency_round_type", "fluency_round_by"]
+# Columns whose cells are lists of objects: JSON arrays in JSON lines, their JSON text in a
+# CSV or Parquet cell (the import reads both).
+OBJECT_COLUMNS = ("image_flags",)
 # Penalty amounts are kept to 6 decimal places (a sum of errors is rounded so); a total's
 # digits beyond them are binary noise: 0.7 * 3 + 0.3 * 3 is 2.9999999999999996.
 STORED_DECIMALS = 6
@@ -112,6 +117,9 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
         captions = pd.read_sql(query, connection)
         workflow = pd.read_sql(_workflow_query(), connection)
     captions["double_rating"] = captions["double_rating"].astype(bool)
+    flags = _image_flags(engine)
+    captions.insert(captions.columns.get_loc("double_rating") + 1, "image_flags",
+                    captions["image_id"].map(lambda key: flags.get(key)))
     folder = out.resolve().parent
     captions["image"] = captions["image"].map(lambda path: image_path_in_export(path, folder))
     references = references_by_image(engine)
@@ -136,6 +144,22 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     unused = _unused_columns(engine, set(ratings["rubric"].dropna()))
     frame = frame.drop(columns=unused)
     return frame if keep_caption_pk else frame.drop(columns="caption_pk")
+
+
+def _image_flags(engine: Engine) -> dict[str, list[dict[str, str]]]:
+    """image key -> its broken-image flags, by annotator, as `image_flags` cells hold them."""
+    flag, image, annotator = ImageFlag.__table__, Image.__table__, Annotator.__table__
+    flags: dict[str, list[dict[str, str]]] = {}
+    with engine.connect() as connection:
+        for key, name, reason, flagged_at in connection.execute(
+                select(image.c.key, annotator.c.name, flag.c.reason, flag.c.created_at)
+                .join(image, flag.c.image_id == image.c.id)
+                .join(annotator, flag.c.annotator_id == annotator.c.id)
+                .order_by(image.c.key, annotator.c.name)):
+            when = flagged_at if flagged_at.tzinfo else flagged_at.replace(tzinfo=UTC)
+            flags.setdefault(key, []).append(
+                {"annotator": name, "reason": reason, "flagged_at": when.isoformat()})
+    return flags
 
 
 def _workflow_query() -> Select:
@@ -215,6 +239,12 @@ def write_frame(frame: pd.DataFrame, out: Path, fmt: str, *, raw: bool = False) 
     """Write a tidy table as CSV, JSON lines (missing values as null) or Parquet; a
     `references` list column becomes `reference_1`, `reference_2`… in CSV. CSV text cells
     are escaped for spreadsheets unless `raw` (the CSV import undoes the escape)."""
+    if fmt in ("csv", "parquet") and any(name in frame for name in OBJECT_COLUMNS):
+        frame = frame.copy()
+        for name in OBJECT_COLUMNS:
+            if name in frame:
+                frame[name] = frame[name].map(lambda cell: json.dumps(
+                    cell, ensure_ascii=False) if isinstance(cell, list) else None)
     if fmt == "csv":
         if "references" in frame:
             width = int(frame["references"].map(len).max()) if len(frame) else 0

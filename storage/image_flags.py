@@ -9,6 +9,7 @@ final scores (`storage.rating_frames.final_scores(..., flagged=False)`) call the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import ColumnElement, Connection, Engine, Select, delete, select
 
@@ -30,16 +31,18 @@ class UnflagError(ValueError):
 
 
 def flag_image(connection: Connection, image_id: int, annotator_id: int, actor: str,
-               reason: str) -> str | None:
-    """Record (once per annotator) that the image cannot be rated, and why. Returns the
-    change id of its event-log row (None when the annotator had flagged it already)."""
+               reason: str, flagged_at: datetime | None = None) -> str | None:
+    """Record (once per annotator) that the image cannot be rated, and why; when, if not
+    now (`flagged_at`: an import keeps an exported flag's time). Returns the change id of
+    its event-log row (None when the annotator had flagged it already)."""
     table = ImageFlag.__table__
     exists = connection.execute(select(table.c.id).where(
         table.c.image_id == image_id, table.c.annotator_id == annotator_id)).scalar()
     if exists is not None:
         return None
     row_id = connection.execute(table.insert().values(
-        image_id=image_id, annotator_id=annotator_id, reason=reason, created_at=utcnow())
+        image_id=image_id, annotator_id=annotator_id, reason=reason,
+        created_at=flagged_at or utcnow())
     ).inserted_primary_key[0]
     return log_change(connection, actor=actor, action="insert", table="image_flag",
                       row_id=row_id, new={"reason": reason})

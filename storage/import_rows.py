@@ -18,17 +18,29 @@ from rubrics.model import error_codes
 from storage.images import ImageChecker, ImageFolder, Verdict, checked_image, spare_cpus
 from storage.import_files import Record
 from storage.models import RATING_VALUE_FIELDS, Stage
-from storage.untrusted import FLAG, KEY, NUMBER, TEXT, TEXTS
+from storage.untrusted import (
+    FLAG,
+    KEY,
+    NUMBER,
+    OBJECTS,
+    TEXT,
+    TEXTS,
+    JsonProblem,
+    load_json,
+    text_problems,
+)
 
 CAPTION_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references"}
 RATING_COLUMNS = {
     "annotator", "stage", *RATING_VALUE_FIELDS, "note", "seconds", "created_at", "updated_at",
 }
 # Workflow state our own export writes so that a project survives export and import:
-# the image's blind double-rating mark, the annotator's native-speaker flag, a resolver's
-# reasons (on final-stage rows) and a native speaker's fluency-round verdict on the caption.
+# the image's blind double-rating mark and broken-image flags, the annotator's native-speaker
+# flag, a resolver's reasons (on final-stage rows) and a native speaker's fluency-round
+# verdict on the caption.
 WORKFLOW_COLUMNS = {
     "double_rating",
+    "image_flags",
     "native_english",
     "resolution_reasons",
     "resolution_note",
@@ -55,6 +67,7 @@ JSON_SCHEMA = {
                      "total", "image_seconds"], NUMBER),
     **dict.fromkeys(["double_rating", "native_english"], FLAG),
     "references": TEXTS,
+    "image_flags": OBJECTS,
 }
 REFERENCE_COLUMN = re.compile(r"^reference_([0-9]+)$")
 # what `rating` reads
@@ -93,6 +106,15 @@ class FluencyRoundRow:
     fluency_type: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ImageFlagRow:
+    """An annotator's report that the image cannot be rated, as an export keeps it."""
+
+    annotator: str
+    reason: str
+    flagged_at: datetime | None
+
+
 @dataclass(slots=True)
 class CaptionRow:
     """One record's checked values. Not frozen, unlike the rows it holds: a frozen
@@ -109,6 +131,7 @@ class CaptionRow:
     rating: RatingRow | None
     double_rating: bool | None = None
     fluency_round: FluencyRoundRow | None = None
+    image_flags: tuple[ImageFlagRow, ...] | None = None
 
 
 class RowError(ValueError):
@@ -353,6 +376,48 @@ def fluency_round(record: Record, rubric: Rubric) -> FluencyRoundRow | None:
     return FluencyRoundRow(checker, amount, types)
 
 
+FLAG_FIELDS = ("annotator", "reason", "flagged_at")
+
+
+def image_flags(record: Record) -> tuple[ImageFlagRow, ...] | None:
+    """The image's broken-image flags, by annotator: a JSON list of objects with
+    `annotator`, `reason` and optionally `flagged_at` (an ISO 8601 time), or its JSON text
+    (a CSV cell). Texts inside the JSON text are checked as every text of a file is."""
+    value = record.get("image_flags")
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = load_json(value)
+        except JsonProblem as exc:
+            raise RowError(f"image_flags: {exc}") from None
+        problems = text_problems(value, "image_flags")
+        if problems:
+            raise RowError("; ".join(problems))
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise RowError("image_flags must be a JSON list of objects "
+                       f"({', '.join(FLAG_FIELDS)})")
+    flags: dict[str, ImageFlagRow] = {}
+    for item in value:
+        unknown = sorted(set(item) - set(FLAG_FIELDS))
+        if unknown:
+            raise RowError(f"image_flags: unknown field(s) {', '.join(unknown)}; a flag has "
+                           f"{', '.join(FLAG_FIELDS)}")
+        name, reason = item.get("annotator"), item.get("reason")
+        if not (isinstance(name, str) and name.strip() and isinstance(reason, str)
+                and reason.strip()):
+            raise RowError("image_flags: each flag needs an annotator and a reason (texts)")
+        name = name.strip()
+        if name in flags:
+            raise RowError(f"image_flags: {name!r} flags the image twice")
+        flagged_at = timestamp({"image_flags.flagged_at": item.get("flagged_at")},
+                               "image_flags.flagged_at")
+        flags[name] = ImageFlagRow(sys.intern(name), reason.strip(), flagged_at)
+    return tuple(flags[name] for name in sorted(flags)) or None
+
+
 def _same_rubric(record: Record, rubric: Rubric) -> None:
     """A rating whose `rubric` column (an export writes it) names another rubric than the
     import's would be read on the wrong scales: 2 on a 1-4 scale is not 2 on THUMB's 1-5."""
@@ -569,6 +634,7 @@ class RowReader:
         parsed_references = problems.check(references, record)
         parsed_rating = problems.check(self.rating, record)
         double_rating = problems.check(flag, record, "double_rating")
+        flags = problems.check(image_flags, record)
         verdict = problems.check(fluency_round, record, self.rubric)
         problems.raise_if_any()
         if refused_before is not None:
@@ -584,4 +650,5 @@ class RowReader:
             rating=parsed_rating,
             double_rating=double_rating,
             fluency_round=verdict,
+            image_flags=flags,
         )

@@ -27,11 +27,13 @@ from storage.db import (
 )
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
+from storage.image_flags import flag_image
 from storage.import_files import iter_records
 from storage.import_rows import (
     JSON_SCHEMA,
     CaptionRow,
     FluencyRoundRow,
+    ImageFlagRow,
     ImageRefusedBefore,
     RatingRow,
     RowError,
@@ -46,6 +48,7 @@ from storage.models import (
     Caption,
     FluencyCheck,
     Image,
+    ImageFlag,
     ImageReference,
     Rating,
     Resolution,
@@ -119,6 +122,7 @@ class ImportSummary:
     resolutions: int = 0
     fluency_checks: int = 0
     double_images: int = 0
+    image_flags: int = 0
 
     def __str__(self) -> str:
         counts = [(self.images, "image"), (self.captions, "caption"),
@@ -126,7 +130,8 @@ class ImportSummary:
                   (self.ratings, "rating")]
         counts += [(n, word) for n, word in ((self.resolutions, "resolution"),
                                              (self.fluency_checks, "fluency-round verdict"),
-                                             (self.double_images, "double-rating mark"))
+                                             (self.double_images, "double-rating mark"),
+                                             (self.image_flags, "broken-image flag"))
                    if n]
         listed = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts)
         return f"{self.file}: {listed} imported"
@@ -192,6 +197,7 @@ class ImportPlan:
     native: dict[str, bool] = field(default_factory=dict)
     resolutions: dict[CaptionKey, RatingRow] = field(default_factory=dict)
     fluency_checks: dict[CaptionKey, FluencyRoundRow] = field(default_factory=dict)
+    image_flags: list[tuple[str, ImageFlagRow]] = field(default_factory=list)  # image key
 
     def rating_id(self, key: RatingKey) -> int:
         """The number of (system, annotator, stage), given on first sight."""
@@ -261,6 +267,11 @@ class _Existing:
             select(Resolution.__table__.c.caption_id)).scalars()}
         self.fluency_checked = {caption_key[c] for c in connection.execute(
             select(FluencyCheck.__table__.c.caption_id)).scalars()}
+        flag = ImageFlag.__table__
+        self.flags: dict[str, dict[str, str]] = {}  # image key -> annotator -> reason
+        for image_id, annotator_id, reason in connection.execute(
+                select(flag.c.image_id, flag.c.annotator_id, flag.c.reason)):
+            self.flags.setdefault(key_of[image_id], {})[name_of[annotator_id]] = reason
 
 
 def _where(row: CaptionRow) -> str:
@@ -502,12 +513,14 @@ def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
 
 
 class _WorkflowState:
-    """Checks the workflow columns of an import (double-rating marks, native-speaker
-    flags, resolutions, fluency-round verdicts) against each other and the database."""
+    """Checks the workflow columns of an import (double-rating marks, broken-image flags,
+    native-speaker flags, resolutions, fluency-round verdicts) against each other and the
+    database."""
 
     def __init__(self, existing: _Existing, problems: Problems) -> None:
         self.existing, self.problems = existing, problems
         self.double_line: dict[str, tuple[int, bool]] = {}
+        self.flags_line: dict[str, tuple[int, tuple[ImageFlagRow, ...]]] = {}
         self.native_line: dict[str, tuple[int, bool]] = {}
         self.resolution_line: dict[CaptionKey, int] = {}
         self.fluency_line: dict[CaptionKey, tuple[int, FluencyRoundRow]] = {}
@@ -521,6 +534,8 @@ class _WorkflowState:
                           f"{first[0]}")
             elif row.double_rating and row.image_key not in self.existing.double:
                 plan.double_images.add(row.image_key)
+        if row.image_flags is not None:
+            self._add_flags(row.image_key, line, row.image_flags, plan)
         rating = row.rating
         if rating is not None and rating.native_english is not None:
             name, value = rating.annotator, rating.native_english
@@ -555,6 +570,27 @@ class _WorkflowState:
                 plan.fluency_checks[key] = verdict
                 if verdict.checker not in self.existing.annotators:
                     plan.annotators.add(verdict.checker)
+
+    def _add_flags(self, image: str, line: int, flags: tuple[ImageFlagRow, ...],
+                   plan: ImportPlan) -> None:
+        """An image's flags, the same on each of its rows; a flag the database has already
+        (same annotator, same reason) is kept as it is, one with another reason refused."""
+        first = self.flags_line.setdefault(image, (line, flags))
+        if first[0] != line:
+            if first[1] != flags:
+                self.problems.add(line, f"image_flags of image {image!r} differ from line "
+                                        f"{first[0]}")
+            return
+        recorded = self.existing.flags.get(image, {})
+        for flag in flags:
+            reason = recorded.get(flag.annotator)
+            if reason is None:
+                plan.image_flags.append((image, flag))
+                if flag.annotator not in self.existing.annotators:
+                    plan.annotators.add(flag.annotator)
+            elif reason != flag.reason:
+                self.problems.add(line, f"image {image!r}: the database has {flag.annotator!r}"
+                                        f"'s broken-image flag with another reason ({reason!r})")
 
     def check_checkers(self, plan: ImportPlan) -> None:
         """Only native speakers do the fluency round; an unknown checker is recorded as one."""
@@ -676,11 +712,15 @@ class _Writer:
                     ("checker_id", "fluency", "fluency_type", "created_at", "rubric"))(
             (self.image_ids[key[0]], key[1], ids[v.checker], v.fluency, v.fluency_type,
              self.now, self.rubric.signature) for key, v in plan.fluency_checks.items())
+        for key, flag in plan.image_flags:
+            flag_image(connection, self.image_ids[key], ids[flag.annotator], actor,
+                       flag.reason, flagged_at=flag.flagged_at)
         summary = ImportSummary(
             file=source, images=len(plan.new_images), captions=plan.captions,
             references=self.references, annotators=len(plan.annotators),
             ratings=plan.ratings, resolutions=len(plan.resolutions),
-            fluency_checks=len(plan.fluency_checks), double_images=len(plan.double_images))
+            fluency_checks=len(plan.fluency_checks), double_images=len(plan.double_images),
+            image_flags=len(plan.image_flags))
         log_change(connection, actor=actor, action="import", table="import",
                    new={str(source): {"sha256": digest.result(),
                                       **{k: v for k, v in vars(summary).items()

@@ -139,8 +139,11 @@ def text_problems(value: object, name: str) -> list[str]:
 # by the row checks; JSON says the type itself, so a wrong one is refused, never coerced.
 TEXT, KEY, NUMBER, FLAG, TEXTS = ("text", "text or an integer", "a number", "true or false",
                                   "a list of texts")
+OBJECTS = "a list of objects (or its JSON text)"  # CSV cells give the JSON text
 _ACCEPTS = {
     TEXT: lambda v: isinstance(v, str),
+    OBJECTS: lambda v: isinstance(v, str) or (isinstance(v, list)
+                                               and all(isinstance(item, dict) for item in v)),
     KEY: lambda v: isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
     NUMBER: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     FLAG: lambda v: isinstance(v, bool),

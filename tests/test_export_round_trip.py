@@ -48,7 +48,7 @@ def _count(engine: Engine, model: type) -> int:
 def kept(engine: Engine) -> dict[str, object]:
     """What README says an export imported into a new database keeps."""
     image, rating, annotator = Image.__table__, Rating.__table__, Annotator.__table__
-    reference = ImageReference.__table__
+    reference, flag = ImageReference.__table__, ImageFlag.__table__
     return {
         "final": final_scores(engine).drop(columns=["rating_id", "caption_id"])
         .to_dict("records"),
@@ -59,6 +59,10 @@ def kept(engine: Engine) -> dict[str, object]:
                                         rating.c.stage, rating.c.precision, rating.c.recall,
                                         rating.c.created_at, rating.c.updated_at)
                          .join(annotator, rating.c.annotator_id == annotator.c.id)),
+        "broken-image flags": _rows(engine, select(image.c.key, annotator.c.name,
+                                                   flag.c.reason, flag.c.created_at)
+                                    .join(image, flag.c.image_id == image.c.id)
+                                    .join(annotator, flag.c.annotator_id == annotator.c.id)),
     }
 
 
@@ -68,6 +72,7 @@ def test_the_round_trip_keeps_the_ratings_and_leaves_behind_what_readme_lists(tm
     register_annotator(engine, "zoe", True)  # registered, nothing rated yet
     alice = AnnotationSession(engine, "alice", native_english=False)
     alice.flag_broken(0, "the file shows nothing")
+    AnnotationSession(engine, "yann").flag_broken(0, 'a "grey" square, [b]nothing[/b]')
     rate_everything(alice, 1)
     (tmp_path / "images").mkdir()
     shutil.copy(SAMPLE_CSV.parent / "images" / "01_red_balls.png", tmp_path / "images")
@@ -82,13 +87,14 @@ def test_the_round_trip_keeps_the_ratings_and_leaves_behind_what_readme_lists(tm
     import_captions(again, out, actor="t", allow_outside_images=True)
 
     assert kept(again) == kept(engine)
-    # What stays behind (README's list): a broken-image flag, an annotator with no rating
-    # yet, gold items with their settings, each annotator's screen state
-    for model in (ImageFlag, GoldImage, GoldCaption, GoldSetting, Assignment):
+    assert len(kept(again)["broken-image flags"]) == 2  # yann, who only flagged, came too
+    # What stays behind (README's list): an annotator who did nothing yet, gold items with
+    # their settings, each annotator's screen state
+    for model in (GoldImage, GoldCaption, GoldSetting, Assignment):
         assert _count(engine, model) > 0 and _count(again, model) == 0, model.__name__
     names = select(Annotator.__table__.c.name)
-    assert _rows(engine, names) == [("alice",), ("zoe",)]
-    assert _rows(again, names) == [("alice",)]
+    assert _rows(engine, names) == [("alice",), ("yann",), ("zoe",)]
+    assert _rows(again, names) == [("alice",), ("yann",)]
 
 
 def _project_in(folder: Path) -> Path:

@@ -20,7 +20,7 @@ from storage import (
     open_database,
     project_status,
 )
-from storage.models import FluencyCheck, ImageReference, Resolution
+from storage.models import FluencyCheck, ImageFlag, ImageReference, Resolution
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png
 
@@ -390,6 +390,30 @@ BAD_INPUTS = {
         "image,system,caption,annotator,stage,precision,recall,created_at\n"
         "img/c.png,H,A dog.,ann,1,5,4,yesterday\n", 2,
         "created_at must be an ISO 8601 time, not 'yesterday'"),
+    "malformed image_flags": (
+        "image,system,caption,image_flags\nimg/c.png,H,A dog.,[{\n", 2,
+        "image_flags: malformed JSON"),
+    "image_flags not a list": (
+        'image,system,caption,image_flags\nimg/c.png,H,A dog.,"{""annotator"": ""ann""}"\n',
+        2, "image_flags must be a JSON list of objects"),
+    "broken-image flag without a reason": (
+        'image,system,caption,image_flags\nimg/c.png,H,A dog.,"[{""annotator"": ""ann""}]"\n',
+        2, "image_flags: each flag needs an annotator and a reason"),
+    "broken-image flag with an unknown field": (
+        'image,system,caption,image_flags\nimg/c.png,H,A dog.,"[{""annotator"": ""a"", '
+        '""reason"": ""r"", ""by"": 1}]"\n', 2, "image_flags: unknown field(s) by"),
+    "a control character escaped inside image_flags": (
+        'image,system,caption,image_flags\nimg/c.png,H,A dog.,"[{""annotator"": ""a"", '
+        '""reason"": ""\\u001b[31mred""}]"\n', 2,
+        "image_flags.reason: control character U+001B is not allowed"),
+    "bad flagged_at": (
+        'image,system,caption,image_flags\nimg/c.png,H,A dog.,"[{""annotator"": ""a"", '
+        '""reason"": ""r"", ""flagged_at"": ""soon""}]"\n', 2,
+        "image_flags.flagged_at must be an ISO 8601 time, not 'soon'"),
+    "image_flags differ between an image's rows": (
+        'image,system,caption,image_flags\nimg/c.png,H,A dog.,"[{""annotator"": ""a"", '
+        '""reason"": ""r""}]"\nimg/c.png,S,A cat.,"[{""annotator"": ""a"", ""reason"": '
+        '""q""}]"\n', 3, "image_flags of image 'img/c.png' differ from line 2"),
     "bad fluency round type": (
         "image,system,caption,fluency_round_type,fluency_round_by\n"
         "img/c.png,H,A dog.,typo,dan\n", 2,
@@ -410,6 +434,36 @@ def test_bad_input_names_file_and_line_and_changes_nothing(project, kind):
         import_captions(engine, bad, actor="t")
     assert f"{bad}:{line}: " in str(caught.value)
     assert words in str(caught.value)
+    assert database_dump(engine) == before
+
+
+def test_broken_image_flags_are_imported_once_and_never_contradicted(project):
+    """An exported flag comes back with its annotator (registered by it), reason and time,
+    logged; the same flag in a later file adds nothing; another reason is refused."""
+    engine = open_database(project / "flags.db")
+    flags = json.dumps([{"annotator": "dee", "reason": "all grey",
+                         "flagged_at": "2026-03-04T05:06:07+00:00"}])
+    first = write_csv(project / "first.csv", ["image", "system", "caption", "image_flags"],
+                      [["img/a.png", "H", "A dog.", flags], ["img/a.png", "S", "A cat.", flags]])
+    summary = import_captions(engine, first, actor="lead")
+    assert summary.image_flags == 1 and summary.annotators == 1
+    with engine.connect() as connection:
+        flag = connection.execute(select(ImageFlag.__table__)).one()
+        logged = connection.execute(select(Event.__table__.c.actor).where(
+            Event.__table__.c.table_name == "image_flag")).scalars().all()
+    assert (flag.reason, flag.created_at.isoformat()[:19]) == ("all grey", "2026-03-04T05:06:07")
+    assert logged == ["lead"]
+
+    again = write_csv(project / "again.csv", ["image", "system", "caption", "image_flags"],
+                      [["img/a.png", "T", "A cow.", flags]])
+    assert import_captions(engine, again, actor="lead").image_flags == 0
+    before = database_dump(engine)
+    other = write_csv(project / "other.csv", ["image", "system", "caption", "image_flags"],
+                      [["img/a.png", "U", "A hen.", flags.replace("all grey", "cracked")]])
+    with pytest.raises(InputError, match=r"other.csv:2: image 'img/a.png': the database has "
+                                         r"'dee''s broken-image flag with another reason "
+                                         r"\('all grey'\)"):
+        import_captions(engine, other, actor="lead")
     assert database_dump(engine) == before
 
 
