@@ -138,28 +138,36 @@ def _toml_template(text: str, defaults: tuple[str, ...]) -> Callable[[tuple[str,
 
 # captions (thumb import)
 CAPTION_TEXTS = ("img/a.png", "Human", "A dog on grass.", "A dog.", "ann", "fine",
-                 "Two cats.", "Cats.")
+                 "Two cats.", "Cats.", "bea", "all grey")
+
+
+def _broken_image_flags(t: tuple[str, ...]) -> list[dict[str, str]]:
+    """The second image's broken-image flag (its texts inside the JSON of one cell)."""
+    return [{"annotator": t[8], "reason": t[9]}]
 
 
 def captions_csv(t: tuple[str, ...]) -> bytes:
     return _csv([["image", "system", "caption", "reference_1", "annotator", "stage",
-                  "precision", "recall", "note"],
-                 [t[0], t[1], t[2], t[3], t[4], "1", "4", "3", t[5]],
-                 ["img/b.png", "Human", t[6], t[7], "", "", "", "", ""]])
+                  "precision", "recall", "note", "image_flags"],
+                 [t[0], t[1], t[2], t[3], t[4], "1", "4", "3", t[5], ""],
+                 ["img/b.png", "Human", t[6], t[7], "", "", "", "", "",
+                  json.dumps(_broken_image_flags(t))]])
 
 
 def captions_jsonl(t: tuple[str, ...]) -> bytes:
     return _json_lines([
         {"image": t[0], "system": t[1], "caption": t[2], "references": [t[3], "A brown dog."],
          "annotator": t[4], "stage": "1", "precision": 4, "recall": 3, "note": t[5]},
-        {"image": "img/b.png", "system": "Human", "caption": t[6], "references": [t[7]]}])
+        {"image": "img/b.png", "system": "Human", "caption": t[6], "references": [t[7]],
+         "image_flags": _broken_image_flags(t)}])
 
 
 def captions_parquet(t: tuple[str, ...]) -> bytes:
     return _parquet({"image": [t[0], "img/b.png"], "system": [t[1], "Human"],
                      "caption": [t[2], t[6]], "reference_1": [t[3], t[7]],
                      "annotator": [t[4], None], "stage": ["1", None],
-                     "precision": [4, None], "recall": [3, None], "note": [t[5], None]})
+                     "precision": [4, None], "recall": [3, None], "note": [t[5], None],
+                     "image_flags": [None, json.dumps(_broken_image_flags(t))]})
 
 
 RELEASE_TEXTS = ("Sy", "s1", "A dog.", "a.png", "Cats.")
