@@ -128,10 +128,11 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     ratings = complete_rows(ratings)  # see in_progress_ratings
     ratings["total"] = ratings["total"].map(without_float_noise)
     ratings["stage"] = ratings["stage"].map(lambda s: Stage(s).label)
-    for column in ("created_at", "updated_at"):
-        ratings[column] = pd.to_datetime(ratings[column], utc=True).map(
-            lambda t: t.isoformat() if pd.notna(t) else None
-        )
+    for column in ("created_at", "updated_at"):  # text, even with no rating (else NaT)
+        ratings[column] = pd.Series(
+            [t.isoformat() if pd.notna(t) else None
+             for t in pd.to_datetime(ratings[column], utc=True)],
+            index=ratings.index, dtype=object)
     ratings = ratings.merge(image_seconds(engine), on=["image_id", "annotator", "stage"],
                             how="left").merge(workflow, on="rating_id", how="left")
     frame = captions.merge(

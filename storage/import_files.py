@@ -4,7 +4,8 @@ strictly."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rubrics.escape import from_spreadsheet
@@ -21,6 +22,9 @@ from storage.untrusted import (
 Record = dict[str, object]
 # (line number, record, whether its source is clean: see `storage.untrusted.clean_source`)
 Parsed = Iterator[tuple[int, Record, bool]]
+# How far a read is, (done, total): bytes of a CSV or JSON-lines file, rows of a Parquet one.
+ReadProgress = Callable[[int, int], None]
+PROGRESS_RECORDS = 16_384  # records between two progress reports
 
 
 def _unreadable(path: Path, exc: OSError | ValueError) -> InputError:
@@ -56,14 +60,26 @@ def read_text(path: Path) -> str:
         raise InputError([Problem(path, line, message)]) from exc
 
 
-def _lines(path: Path, newline: str) -> Iterator[str]:
+class _Position:
+    """How many bytes of a file its reader has taken so far (0 before it opens)."""
+
+    def __init__(self) -> None:
+        self.handle: io.TextIOWrapper | None = None
+
+    def bytes_read(self) -> int:
+        return 0 if self.handle is None or self.handle.closed else self.handle.buffer.tell()
+
+
+def _lines(path: Path, newline: str, position: _Position | None = None) -> Iterator[str]:
     """The file's lines, decoded as UTF-8 (a BOM is allowed) while they are read, so that
     a large file is never held whole. `newline` as `open()` takes it: "" ends lines at LF,
     CR and CRLF (CSV), LF at LF only (JSON lines). A bad byte is reported as `read_text`
-    reports it, with its line and column."""
+    reports it, with its line and column. `position` follows the bytes read."""
     _regular(path)
     try:
         with open(path, encoding="utf-8-sig", newline=newline) as handle:
+            if position is not None:
+                position.handle = handle
             yield from handle
     except UnicodeDecodeError:
         read_text(path)  # raises InputError naming the line
@@ -172,7 +188,7 @@ def _parquet_records(path: Path) -> Parsed:
     def plain(value: object) -> object:
         if hasattr(value, "tolist"):  # numpy arrays and scalars
             value = value.tolist()
-        if isinstance(value, float) and value != value:  # NaN
+        if not isinstance(value, (str, list, dict)) and pd.isna(value):  # NaN, NaT, NA
             return None
         return None if value == "" else value
 
@@ -185,27 +201,33 @@ FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "pa
 
 
 def iter_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] | None = None,
-                 problems: Problems) -> Iterator[tuple[int, Record]]:
+                 problems: Problems, progress: ReadProgress | None = None
+                 ) -> Iterator[tuple[int, Record]]:
     """The records of a CSV or JSON-lines file (`fmt` overrides the format the suffix gives)
     that pass the checks of untrusted input (characters, sizes; with `schema` the type of
     every field of a JSON record), read as they are needed: a large file is streamed. The
-    problems of the others go to `problems`; a file without records raises InputError."""
+    problems of the others go to `problems`; a file without records raises InputError.
+    `progress` hears how far the read is every PROGRESS_RECORDS records and at the end."""
     fmt = fmt or FORMATS.get(path.suffix.lower())
     if fmt not in {"csv", "jsonl", "parquet"}:
         raise InputError([Problem(path, 0, "unknown format: expected .csv, .jsonl or "
                                            ".parquet")])
+    position = _Position()
     if fmt == "parquet":
         _regular(path)
         records = _parquet_records(path)
         schema = None
     elif fmt == "csv":
-        records = _csv_records(_lines(path, ""), problems)
+        records = _csv_records(_lines(path, "", position), problems)
         schema = None
     else:
-        records = _jsonl_records(_lines(path, "\n"), problems)
-    found = False
+        records = _jsonl_records(_lines(path, "\n", position), problems)
+    report = _reporter(progress, path, fmt, position)
+    found = 0
     for line, record, clean in records:
-        found = True
+        found += 1
+        if found % PROGRESS_RECORDS == 0:
+            report(found, False)
         messages = [] if clean else text_problems(record, "")
         if schema is not None:
             messages += type_problems(record, schema)
@@ -215,6 +237,27 @@ def iter_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] |
             yield line, record
     if not found and (fmt == "parquet" or not problems.items):
         raise InputError([Problem(path, 1, "no records found")])
+    report(found, True)
+
+
+def _reporter(progress: ReadProgress | None, path: Path, fmt: str, position: _Position
+              ) -> Callable[[int, bool], None]:
+    """`progress` of the `records` read so far (`ended`: all of them): bytes of a CSV or
+    JSON-lines file, its size read once; a Parquet file, read whole before its first
+    record, is reported in rows at its end."""
+    if progress is None:
+        return lambda _records, _ended: None
+    if fmt == "parquet":
+        return lambda records, ended: progress(records, records) if ended else None
+    try:
+        size = path.stat().st_size
+    except OSError:  # the read says why
+        return lambda _records, _ended: None
+
+    def report(_records: int, ended: bool) -> None:
+        progress(size if ended else min(position.bytes_read(), size), size)
+
+    return report
 
 
 def read_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] | None = None,

@@ -8,7 +8,7 @@ import hashlib
 import pickle
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field, replace
@@ -79,6 +79,10 @@ BULK_RATINGS = 10_000
 # Distinct image states whose refusals `_check_protocol` keeps (a file whose images are
 # all held by different annotators would have one per image).
 JUDGED_STATES = 65_536
+
+# How far an import is: (phase, done, total), the phases in order
+ImportProgress = Callable[[str, int, int], None]
+CHECKING, WRITING = "checking rows", "writing"
 
 CaptionKey = tuple[str, str]  # (image key, system)
 RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's rating
@@ -731,7 +735,8 @@ class _Writer:
 def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Problems, *,
                         actor: str, rubric: Rubric, set_ids: dict[str, int] | None = None,
                         rejected_images: set[str] | None = None,
-                        choose_rubric: bool = False) -> ImportSummary:
+                        choose_rubric: bool = False,
+                        progress: ImportProgress | None = None) -> ImportSummary:
     """Check rows that passed their own checks against each other, the database and
     THUMB's protocol, and once every row has passed, write them, all in one write
     transaction that locks the images first: all or nothing. `rows` is iterated once on
@@ -739,7 +744,8 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
     while it is read, `problems` gets the problems of the rows it leaves out and
     `rejected_images` their image keys (those images are not reported as unknown). On any
     problem raise InputError listing every one and leave the database unchanged. With
-    `choose_rubric`, `rubric` becomes the project's rubric in the same transaction."""
+    `choose_rubric`, `rubric` becomes the project's rubric in the same transaction.
+    `progress` hears of the writing, a chunk of rows at a time (WRITING)."""
     rejected = rejected_images if rejected_images is not None else set()
     digest = _digest_beside(problems.file)  # once: a retried transaction reads no file twice
 
@@ -762,8 +768,10 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
             bulk = plan.ratings >= BULK_RATINGS
             with (large_cache(connection),
                   rating_value_triggers_suspended(connection) if bulk else nullcontext()):
-                for batch in spool:
+                for written, batch in enumerate(spool, start=1):
                     writer.write(batch)
+                    if progress is not None:
+                        progress(WRITING, written, spool.chunks)
             return writer.finish(problems.file, digest, actor)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
@@ -776,8 +784,10 @@ class _FileRows:
     `rejected`. At the end, a file whose columns are wrong raises InputError naming them
     (and the records' own problems: the fields' would only repeat the columns')."""
 
-    def __init__(self, path: Path, reader: RowReader) -> None:
+    def __init__(self, path: Path, reader: RowReader,
+                 progress: ImportProgress | None = None) -> None:
         self.path, self.reader = path, reader
+        self.progress = progress
         self.problems = Problems(path)
         self.rejected: set[str] = set()
 
@@ -789,8 +799,11 @@ class _FileRows:
         repeats: dict[int, tuple[int, int]] = {}  # an image's first line -> rows, last line
         field_problems: list[Problem] = []
         first_seen: dict[str, int] = {}
-        records = ((line, normalise_keys(raw)) for line, raw in
-                   iter_records(path, schema=JSON_SCHEMA, problems=problems))
+        progress = self.progress
+        records = ((line, normalise_keys(raw)) for line, raw in iter_records(
+            path, schema=JSON_SCHEMA, problems=problems,
+            progress=None if progress is None else (
+                lambda done, total: progress(CHECKING, done, total))))
         # (closed, and its image workers ended, even if the rows are not read to the end)
         with closing(self.reader.images_checked_ahead(records)) as checked_ahead:
             for line, record in checked_ahead:
@@ -848,7 +861,7 @@ def _count_repeats(problems: Problems, field_problems: list[Problem],
 
 def import_captions(
     engine: Engine, path: str | Path, *, actor: str, rubric: Rubric | None = None,
-    allow_outside_images: bool = False,
+    allow_outside_images: bool = False, progress: ImportProgress | None = None,
 ) -> ImportSummary:
     """Import a CSV/JSONL file of captions (and optional ratings). On any problem raise
     InputError listing every `file:line: problem` — all of them, found in one pass — and
@@ -858,11 +871,13 @@ def import_captions(
     pass of checks that spools its rows a chunk at a time; they are written in the same
     transaction once every row has passed, so a refused file writes nothing: what is held
     is one chunk of rows, and the keys and lines of those before it that the checks
-    compare with."""
+    compare with. `progress(phase, done, total)` hears how far each phase is: CHECKING
+    (bytes of the file read; rows of a Parquet file), then WRITING (chunks of rows)."""
     path = Path(path)
     chosen = rubric
     rubric = chosen or project_rubric(engine)
     rows = _FileRows(path, RowReader(path.parent, rubric,
-                                     allow_outside_images=allow_outside_images))
+                                     allow_outside_images=allow_outside_images), progress)
     return import_caption_rows(engine, rows, rows.problems, actor=actor, rubric=rubric,
-                               rejected_images=rows.rejected, choose_rubric=chosen is not None)
+                               rejected_images=rows.rejected, choose_rubric=chosen is not None,
+                               progress=progress)

@@ -17,6 +17,8 @@ from storage import (
     export_ratings,
     final_scores,
     import_captions,
+    import_files,
+    importer,
     open_database,
     project_status,
 )
@@ -465,6 +467,46 @@ def test_broken_image_flags_are_imported_once_and_never_contradicted(project):
                                          r"\('all grey'\)"):
         import_captions(engine, other, actor="lead")
     assert database_dump(engine) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_a_long_import_says_how_far_it_is(engine, tmp_path, monkeypatch, fmt):
+    """Reading: the bytes of the file read so far, up to its size (a Parquet file, read
+    whole first: its rows at the end); writing: the chunks of rows written, up to all."""
+    source = tmp_path / f"project.{fmt}"
+    export_ratings(engine_with_sample(tmp_path), source, fmt)
+    monkeypatch.setattr(import_files, "PROGRESS_RECORDS", 7)
+    monkeypatch.setattr(importer, "INSERT_CHUNK", 25)
+    heard: dict[str, list[tuple[int, int]]] = {}
+    import_captions(engine, source, actor="t", allow_outside_images=True,
+                    progress=lambda phase, done, total: heard.setdefault(phase, []).append(
+                        (done, total)))
+    assert list(heard) == [importer.CHECKING, importer.WRITING]
+    read, written = heard[importer.CHECKING], heard[importer.WRITING]
+    size = 60 if fmt == "parquet" else source.stat().st_size
+    assert read[-1] == (size, size) and {total for _, total in read} == {size}
+    assert [done for done, _ in read] == sorted(done for done, _ in read)
+    assert len(read) == (1 if fmt == "parquet" else 60 // 7 + 1)
+    assert written == [(1, 3), (2, 3), (3, 3)]  # 60 rows, 25 a chunk
+
+
+def test_missing_times_in_a_parquet_file_are_missing_values(project):
+    """A Parquet timestamp column holds NaT where a row has no rating (what pandas writes
+    for a column with no time at all): read as empty, not as a rating's field."""
+    import pandas as pd
+
+    source = project / "captions.parquet"
+    pd.DataFrame({"image": ["img/a.png", "img/b.png"], "system": ["H", "H"],
+                  "caption": ["A dog.", "Two cars."],
+                  "created_at": pd.to_datetime([None, None], utc=True)}).to_parquet(source)
+    summary = import_captions(open_database(project / "p.db"), source, actor="t")
+    assert (summary.captions, summary.ratings) == (2, 0)
+
+
+def engine_with_sample(folder: Path):
+    sample = open_database(folder / "sample.db")
+    import_captions(sample, SAMPLE_CSV, actor="t")
+    return sample
 
 
 @pytest.mark.slow

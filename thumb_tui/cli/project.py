@@ -31,12 +31,14 @@ from thumb_tui.cli.common import (
     fail,
     known_annotator,
     output_file,
+    progress_bar,
     protocol_refusals,
     state,
     value_errors,
 )
 
 if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
+    from rich.progress import TaskID
     from sqlalchemy import Engine
 
     from storage.dashboard import AnnotatorProgress, Dashboard
@@ -61,10 +63,19 @@ def import_command(
 
     with value_errors():
         chosen = None if rubric is None else load_rubric(rubric)
-    with value_errors(), database_for_import() as engine, collector_paused():
+    with (value_errors(), database_for_import() as engine, collector_paused(),
+          progress_bar() as bar):
+        phases: dict[str, TaskID] = {}
+
+        def report(phase: str, done: int, total: int) -> None:
+            if phase not in phases:
+                phases[phase] = bar.add_task(phase, total=total)
+            bar.update(phases[phase], completed=done, total=total)
+
         summary = storage.import_captions(engine, file, actor=by or os_login(),
                                           rubric=chosen,
-                                          allow_outside_images=allow_outside_images)
+                                          allow_outside_images=allow_outside_images,
+                                          progress=report)
     typer.echo(str(summary))
 
 
