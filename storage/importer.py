@@ -593,8 +593,9 @@ class _WorkflowState:
                 if flag.annotator not in self.existing.annotators:
                     plan.annotators.add(flag.annotator)
             elif reason != flag.reason:
-                self.problems.add(line, f"image {image!r}: the database has {flag.annotator!r}"
-                                        f"'s broken-image flag with another reason ({reason!r})")
+                self.problems.add(line, f"image {image!r}: the database has a broken-image "
+                                        f"flag by {flag.annotator!r} with another reason "
+                                        f"({reason!r})")
 
     def check_checkers(self, plan: ImportPlan) -> None:
         """Only native speakers do the fluency round; an unknown checker is recorded as one."""

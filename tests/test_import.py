@@ -463,7 +463,7 @@ def test_broken_image_flags_are_imported_once_and_never_contradicted(project):
     other = write_csv(project / "other.csv", ["image", "system", "caption", "image_flags"],
                       [["img/a.png", "U", "A hen.", flags.replace("all grey", "cracked")]])
     with pytest.raises(InputError, match=r"other.csv:2: image 'img/a.png': the database has "
-                                         r"'dee''s broken-image flag with another reason "
+                                         r"a broken-image flag by 'dee' with another reason "
                                          r"\('all grey'\)"):
         import_captions(engine, other, actor="lead")
     assert database_dump(engine) == before
