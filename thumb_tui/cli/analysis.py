@@ -27,6 +27,7 @@ from thumb_tui.cli.common import (
     state,
     value_errors,
     warnings_as_notes,
+    working,
     write_or_echo,
 )
 
@@ -64,7 +65,8 @@ def agreement_command(
     check_format(fmt, AGREEMENT_FORMATS)
     output_file(out, force=force, fmt=fmt)
     engine = state.existing_engine
-    report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    with working("computing agreement"):
+        report = agreement_report(engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if report.empty and fmt in ("json", "csv"):  # the data cannot say it: a note beside
         typer.echo(NO_PAIRS, err=True)
     if fmt == "json":
@@ -122,7 +124,8 @@ def report_command(
                           expect=[f"{name}.tex" for name in latex.REPORT_TABLES])
     else:
         output_folder(out, force=force, expect=[f"report.{fmt}"])
-    with collector_paused(), value_errors(), warnings_as_notes():
+    with collector_paused(), value_errors(), warnings_as_notes(), working(
+            "computing the report"):
         from reports.render import write_report
         from reports.tables import build_report
 

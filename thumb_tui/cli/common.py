@@ -42,6 +42,15 @@ def progress_bar() -> Progress:
     return Progress(console=console, transient=True, disable=not console.is_interactive)
 
 
+@contextmanager
+def working(description: str) -> Iterator[None]:
+    """A pulsing `progress_bar` while work whose length is not known runs (a report, an
+    export): the user sees that the command is at work, and at what."""
+    with progress_bar() as bar:
+        bar.add_task(description, total=None)
+        yield
+
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -35,6 +35,7 @@ from thumb_tui.cli.common import (
     protocol_refusals,
     state,
     value_errors,
+    working,
 )
 
 if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
@@ -123,7 +124,7 @@ def export_command(
     output_file(references_out, "--references-out", force=force)
     engine = state.existing_engine
     signatures = None
-    with Outputs(force) as files:
+    with Outputs(force) as files, working(f"exporting the project as {fmt}"):
         temporary = files.file(out, fmt=fmt)
         if fmt == "thumb-jsonl":
             with value_errors():
