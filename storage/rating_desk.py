@@ -601,8 +601,12 @@ class RatingDesk:
             with self.engine.connect() as connection:
                 reverted = connection.execute(select(event.c.id).where(
                     event.c.reverts == change_id).limit(1)).first() is not None
-            done = None if reverted else self._undoers[kind](change_id)
-            self._changes.pop()  # (a refusal above raised first: the change stays)
+            try:
+                done = None if reverted else self._undoers[kind](change_id)
+            except ChangedSince:
+                self._changes.pop()  # superseded: it can never be taken back
+                raise
+            self._changes.pop()  # (another refusal above raised first: the change stays)
             if done is not None:
                 return done
         return None
@@ -621,12 +625,14 @@ class RatingDesk:
         def undo(connection: Connection, me: int
                  ) -> tuple[list, dict[int, int], dict[int, set[int]]] | None:
             events = connection.execute(
-                select(event.c.row_id, event.c.field_name, event.c.old_value)
+                select(event.c.row_id, event.c.field_name, event.c.old_value,
+                       event.c.new_value)
                 .where(event.c.change_id == change_id)
                 .order_by(event.c.id.desc())
             ).all()
             if not events:
                 return None
+            _refuse_if_changed_since(connection, events)
             restore: dict[int, dict[str, object]] = {}
             for row in events:
                 restore.setdefault(row.row_id, {})[row.field_name] = json.loads(row.old_value)
@@ -655,6 +661,25 @@ class RatingDesk:
             image_id = images_of(connection, [caption_id]).pop()
         return Undone(image_id, fields, caption_id,
                       caption_ids=tuple(sorted(set(caption_of.values()))))
+
+
+class ChangedSince(ProtocolError):
+    """A change that its ratings no longer show: something changed them later (another
+    session of the same annotator, say), and undoing it would overwrite that."""
+
+
+def _refuse_if_changed_since(connection: Connection, events: Sequence[Row]) -> None:
+    """Raise ChangedSince unless each field a change set still holds what it set (read in
+    the undo's own transaction, so that no write can come between)."""
+    rating = Rating.__table__
+    current = {row.id: row._mapping for row in connection.execute(
+        select(rating).where(rating.c.id.in_({e.row_id for e in events})))}
+    for change in events:
+        now = current[change.row_id][change.field_name]
+        if now != json.loads(change.new_value):
+            raise ChangedSince(
+                f"{change.field_name} was changed since (now {now!r}), in another session or "
+                "by another command; undo would overwrite that, so this change stays")
 
 
 def images_of(connection: Connection, caption_ids: Iterable[int]) -> set[int]:
