@@ -132,6 +132,19 @@ def test_annotator_records_native_speaker(tmp_path):
     assert result.exit_code == 2 and "not recorded as a native English speaker" in result.output
 
 
+@pytest.mark.parametrize("name", ["bob\x1b[2J", "bob\u202eevil", "bob\tsmith", "a\nb"])
+def test_an_annotator_name_that_an_import_would_refuse_is_refused(tmp_path, name):
+    """A name with what `thumb import` refuses (or more than one line) would make the
+    project's export impossible to import again: refused where it is given, nothing made."""
+    db = str(tmp_path / "n.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    for command in (["annotator", name], ["annotate", "--annotator", name,
+                                          "--image-mode", "none"]):
+        result = runner.invoke(app, ["--db", db, *command])
+        assert result.exit_code == 2 and "is not allowed (a name is one line" in result.output
+    assert "bob" not in runner.invoke(app, ["--db", db, "status"]).output
+
+
 @pytest.mark.slow
 def test_agreement_md_out_says_what_it_wrote(tmp_path):
     from storage import open_database

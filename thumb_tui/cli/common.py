@@ -467,9 +467,20 @@ def image_mode(mode: str) -> str:
 
 
 def annotator_name(annotator: str) -> str:
-    if not annotator.strip():
+    """The name given, stripped: one line, without the characters an import refuses
+    (`rubrics.escape`), so that the project's export of their work can be imported."""
+    from rubrics.escape import MAX_TEXT_CHARS, codepoint, forbidden_character
+
+    name = annotator.strip()
+    if not name:
         fail("--annotator needs a name")
-    return annotator.strip()
+    refused = forbidden_character(name) or next((c for c in name if c in "\t\n"), None)
+    if refused is not None:
+        fail(f"the annotator name: {codepoint(refused)} is not allowed (a name is one line, "
+             "without tabs, control or bidirectional formatting characters)")
+    if len(name) > MAX_TEXT_CHARS:
+        fail(f"the annotator name has {len(name)} characters (at most {MAX_TEXT_CHARS})")
+    return name
 
 
 KNOWN_LISTED = 20  # names an unknown-annotator refusal lists at most
