@@ -143,6 +143,26 @@ def test_status_shows_a_long_annotator_name_whole_at_80_columns(midway):
     assert name in folded
 
 
+def test_status_with_gold_keeps_every_count_whole_at_80_columns():
+    """The gold column (answers right of answered, with the share) makes the annotator
+    table nine columns: at 80 columns still no count is cut (`annotate 16`)."""
+    from rich.console import Console
+
+    from storage.dashboard import AnnotatorProgress, Dashboard, Work
+    from thumb_tui.cli.project import _annotator_table
+
+    person = AnnotatorProgress("alice", None, 0, 0, 0, 0, 0, 0, 0,
+                               [Work("annotate", 16, "image", "to rate (stage 1)"),
+                                Work("fluency-round", 356, "caption", "for the round")],
+                               gold_answered=4, gold_correct=1)
+    board = Dashboard(15, 60, {}, [], [person], [], 0, gold_captions=4)
+    console = Console(width=80, record=True)
+    console.print(_annotator_table(board))
+    shown = console.export_text()
+    assert max(map(len, shown.splitlines())) <= 80
+    assert "annotate 16" in shown and "fluency-round 356" in shown and "1/4" in shown
+
+
 def test_next_prints_the_commands_to_run(midway):
     _, db = midway
     result = runner.invoke(app, ["--db", str(db), "next", "--annotator", "bob"])

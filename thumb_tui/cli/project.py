@@ -254,18 +254,22 @@ WAITING_WORD = "fluency-round"  # the longest word of the waiting column
 
 
 def _annotator_table(board: Dashboard) -> Table:
-    # no vertical rules: eight columns of whole words fit 80 columns
+    # no vertical rules, padding on the right only: nine columns of whole words fit 80
     table = Table(title="Annotators (images done +open; captions resolved and checked)",
                   caption="waiting: what each can do now (thumb next --annotator NAME)",
-                  box=box.SIMPLE_HEAD, show_edge=False)
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
     gold = ("gold",) if board.gold_captions else ()  # right/answered, accuracy
+    waiting_width = max([len(WAITING_WORD), *(len(f"{w.command} {w.count}")
+                                              for person in board.annotators
+                                              for w in person.waiting)])
     for column in ("annotator", "stage 1", "review", "resolved", "fluency", "BISON", *gold,
                    "waiting"):
         # whole words: a long name folds (never cut to "maximili…"), the header and the
-        # commands waiting (`fluency-round 56`) keep their width
+        # commands waiting with their counts (`fluency-round 56`) keep their width
         table.add_column(column, justify="left" if column in ("annotator", "waiting")
                          else "right", overflow="fold" if column == "annotator" else "ellipsis",
-                         min_width=len(WAITING_WORD) if column == "waiting" else len(column))
+                         min_width=waiting_width if column == "waiting" else len(column),
+                         no_wrap=column == "waiting")
     for person in board.annotators:
         waiting = "\n".join(f"{w.command} {w.count}" for w in person.waiting) or "-"
         name = for_markup(person.name, newlines=False) + (" (native)" if person.native_english
