@@ -432,10 +432,11 @@ async def test_stored_names_and_reasons_are_shown_literally(engine):
         shown = "\n".join(str(widget.render()) for widget in screen.query(Static))
         text = screen_text(app)
         assert "\x1b" not in shown and "\x9b" not in shown
-        # whole in the alerts, cut to its first characters in the table
+        # whole in the alerts, and in the table where the screen has room for it
         assert "[red]x[/red]\\x1b[2J\\x9b31m[@click=app.quit]q[/] [bold <script>: rushed" \
             in text
-        assert row_of(text, "[red]x[/red]\\…")[1] == "60"  # the name cut to 14 characters
+        assert row_of(text, "[red]x[/red]\\x1b[2J\\x9b31m[@click=app.quit]q[/]")[1:4] == [
+            "[bold", "<script>", "60"]
         assert "[b]k[/b]: broken [red]file[/red] \\x1b[2J" in text
         assert "(flagged by [red]x[/red]\\x1b[2J" in text
         await refreshed(pilot, screen)
@@ -487,13 +488,43 @@ def test_the_gold_column_only_with_gold_and_narrower_gaps_where_it_must():
 
     plain = lines(False, 75)
     assert "gold" not in plain[0] and "  s1   s2  fin" in plain[0]
-    assert lines(False, 75) == lines(False, 200)  # fits: the layout of before
+    assert lines(False, 200)[2].split()[0] == "a-very-long-annotator"  # room: whole
+    assert plain[2].split()[0].endswith("…") and max(map(len, plain)) <= 75
     narrow = lines(True, 75)
     assert max(map(len, narrow)) <= 75 and " s1  s2 fin" in narrow[0]
-    assert narrow[2].split()[6:8] == ["12/15", "80%"] and "…" not in narrow[2][15:]
+    assert narrow[2].split()[6:8] == ["12/15", "80%"]
+    assert "…" not in narrow[2].split(maxsplit=1)[1]  # only the name is cut
     assert narrow[3].split()[:7] == ["b", "3", "0", "0", "-", "-", "-"]
     wide = lines(True, 200)
     assert "  s1   s2  fin" in wide[0] and "10%  12/15 80%  -0.44" in wide[2]
+
+
+def test_names_are_whole_where_the_screen_has_room_and_cut_only_by_what_does_not_fit():
+    """Two annotators whose names share their first 14 characters look alike once cut:
+    shown whole where the table fits; a name too long for the screen is cut by what does
+    not fit, not to a fixed width."""
+    from rich.console import Console
+
+    from thumb_tui.screens.monitor import NAME_WIDTH, AnnotatorRow, AnnotatorRows
+
+    def row(name: str) -> AnnotatorRow:
+        return AnnotatorRow(name, {1: 12}, Pace(12, 1.0, 12, 1.0),
+                            Drift(12, 4.0, 4.0, 12, 4.0, 4.0))
+
+    def lines(names: list[str], width: int) -> list[str]:
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(AnnotatorRows([row(name) for name in names]))
+        return console.export_text().splitlines()
+
+    twins = lines(["annotator_team_a_1", "annotator_team_a_2"], 75)
+    assert max(map(len, twins)) <= 75
+    assert [line.split()[0] for line in twins[2:4]] == ["annotator_team_a_1",
+                                                        "annotator_team_a_2"]
+    long_name = "annotator-" + "x" * 60
+    cut = lines([long_name], 75)
+    shown = cut[2].split()[0]
+    assert max(map(len, cut)) <= 75 and shown.endswith("…")
+    assert len(shown) > NAME_WIDTH and long_name.startswith(shown[:-1])
 
 
 def test_the_reading_counts_gold(engine, tmp_path):

@@ -49,7 +49,9 @@ from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 
 BUSY = "database busy, retrying"
 SHORT_DIMENSION = {"precision": "P", "recall": "R"}
-NAME_WIDTH = 14  # a longer annotator name ends in "…" in the table (alerts show it whole)
+# An annotator name is cut (ending in "…") only where the table would not fit the screen
+# otherwise, and to no fewer characters than this (alerts show it whole).
+NAME_WIDTH = 14
 
 
 @dataclass(frozen=True)
@@ -189,28 +191,36 @@ def annotator_table(rows: list[AnnotatorRow], settings: MonitorSettings,
 
 class AnnotatorRows:
     """The per-annotator table, with two spaces between columns where it fits and one
-    where it would not (the gold column at 80 columns); cut with "…" only below that."""
+    where it would not (the gold column at 80 columns); names whole where the screen has
+    room for them, else cut with "…" by what does not fit (to NAME_WIDTH at the least)."""
 
     def __init__(self, rows: list[AnnotatorRow], gold: bool = False) -> None:
         self.rows, self.gold = rows, gold
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table = _annotator_rows(self.rows, self.gold)
         unbounded = options.update(width=10 * options.max_width)  # (get clamps to it)
-        if Measurement.get(console, unbounded, table).maximum > options.max_width:
-            table = _annotator_rows(self.rows, self.gold, padding=(0, 0))
-        yield table
+        for padding in ((0, 1), (0, 0)):
+            table = _annotator_rows(self.rows, self.gold, padding=padding)
+            excess = Measurement.get(console, unbounded, table).maximum - options.max_width
+            if excess <= 0:
+                yield table
+                return
+            names = max(literal(row.name).cell_len for row in self.rows)
+            if names - excess >= NAME_WIDTH:
+                yield _annotator_rows(self.rows, self.gold, padding, names - excess)
+                return
+        yield _annotator_rows(self.rows, self.gold, (0, 0), NAME_WIDTH)
 
 
 def _annotator_rows(rows: list[AnnotatorRow], gold: bool = False,
-                    padding: tuple[int, ...] = (0, 1)) -> Table:
+                    padding: tuple[int, ...] = (0, 1), name_width: int | None = None) -> Table:
     quality = [column for column in QUALITY_COLUMNS if gold or column[0] not in GOLD_ONLY]
     columns = [*PROGRESS_COLUMNS, *quality, *DRIFT_COLUMNS]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False, padding=padding,
                   collapse_padding=True, show_edge=False)
     for header, justify, _ in columns:
         table.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis",
-                         max_width=NAME_WIDTH if header == "annotator" else None)
+                         max_width=name_width if header == "annotator" else None)
     for row in rows:
         table.add_row(*(cell(row) for _, _, cell in columns))
     return table
