@@ -145,6 +145,19 @@ def test_an_annotator_name_that_an_import_would_refuse_is_refused(tmp_path, name
     assert "bob" not in runner.invoke(app, ["--db", db, "status"]).output
 
 
+@pytest.mark.parametrize("command", [["agreement"], ["report", "--out", "r"],
+                                     ["bison", "report"], ["judgments", "report", "j"]])
+def test_a_handful_of_resamples_is_refused_not_reported_as_an_interval(tmp_path, command):
+    """--bootstrap 1 gave a "90% CI" and a significance verdict from one draw."""
+    db = str(tmp_path / "b.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    for count in ("1", "99"):
+        result = runner.invoke(app, ["--db", db, *command, "--bootstrap", count])
+        said = " ".join(result.output.replace("│", " ").split())  # unboxed, one line
+        assert result.exit_code == 2 and "too few for a confidence interval" in said
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.slow
 def test_agreement_md_out_says_what_it_wrote(tmp_path):
     from storage import open_database
@@ -155,7 +168,7 @@ def test_agreement_md_out_says_what_it_wrote(tmp_path):
     review_with_changes(open_database(db))
     out = tmp_path / "agreement.md"
     result = runner.invoke(app, ["--db", str(db), "agreement", "--format", "md", "--out",
-                                 str(out), "--bootstrap", "10"])
+                                 str(out), "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"wrote the agreement tables to {out}"
     assert out.read_text(encoding="utf-8").startswith("Agreement")

@@ -30,7 +30,7 @@ def thumb(db: Path, *args: str) -> str:
 
 def report(db: Path, folder: Path, fmt: str) -> tuple[str, str]:
     """(the command's output, the report's text)."""
-    out = thumb(db, "report", "--format", fmt, "--out", str(folder), "--bootstrap", "20")
+    out = thumb(db, "report", "--format", fmt, "--out", str(folder), "--bootstrap", "100")
     return out, (folder / f"report.{fmt}").read_text(encoding="utf-8")
 
 

@@ -266,7 +266,7 @@ def test_project_export_carries_metric_columns_and_report_has_judgment_sections(
                                 "--allow-outside-images"])
     assert again.exit_code == 0, again.output
     report = runner.invoke(app, [*db, "report", "--format", "md", "--out",
-                                 str(tmp_path / "r"), "--bootstrap", "20"])
+                                 str(tmp_path / "r"), "--bootstrap", "100"])
     assert report.exit_code == 0, report.output
     text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "## Judgment set likert" in text and "likert: metric-human correlation" in text

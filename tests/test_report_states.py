@@ -72,7 +72,7 @@ def test_report_works_on_every_state(tmp_path, state, fmt):
     with warnings.catch_warnings():  # an undefined statistic is NaN, never a warning
         warnings.simplefilter("error", RuntimeWarning)
         out = thumb(db, "report", "--format", fmt, "--out", str(tmp_path / "report"),
-                    "--bootstrap", "50")
+                    "--bootstrap", "100")
     path = tmp_path / "report" / f"report.{fmt}"
     assert f"report written to {path}" in out
     text = path.read_text(encoding="utf-8")

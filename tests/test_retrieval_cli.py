@@ -54,7 +54,7 @@ def test_evaluate_writes_tidy_records_and_never_computes_twice(project, monkeypa
     i2t, t2i = _lists(db, folder, 0)
     out = folder / "r.json"
     args = ["--name", "random", "--i2t", str(i2t), "--t2i", str(t2i), "--positives",
-            "project", "--bootstrap", "50", "--format", "json", "--out", str(out)]
+            "project", "--bootstrap", "100", "--format", "json", "--out", str(out)]
     first = _evaluate(db, *args)
     assert first.exit_code == 0, first.output
     records = json.loads(out.read_text())
@@ -183,7 +183,7 @@ def test_relevance_then_semantic_metrics_then_compare(project):
         np.savez(path, scores=scores, image_ids=phi["image_ids"],
                  caption_ids=phi["caption_ids"])
         result = _evaluate(db, "--name", name, "--scores", str(path), "--positives",
-                           "project", "--relevance", str(relevance), "--bootstrap", "20")
+                           "project", "--relevance", str(relevance), "--bootstrap", "100")
         assert result.exit_code == 0, result.output
     table = runner.invoke(app, ["--db", db, "retrieval", "compare"])
     assert table.exit_code == 0, table.output
@@ -220,7 +220,7 @@ def test_ncs_averaging_option_stores_and_labels_each_averaging(project):
     assert built.exit_code == 0, built.output
     i2t, t2i = _lists(db, folder, 8)
     base = ["--name", "m", "--i2t", str(i2t), "--t2i", str(t2i), "--relevance",
-            str(relevance), "--k", "5", "--sr-m", "1", "--bootstrap", "20"]
+            str(relevance), "--k", "5", "--sr-m", "1", "--bootstrap", "100"]
     results = {}
     for averaging in (None, "per-query", "ratio", "per-query"):
         out = folder / f"{averaging}.json"
@@ -298,7 +298,7 @@ def test_the_report_has_a_retrieval_section(tmp_path, fmt):
     compute_metrics(engine, ["bleu"], MetricOptions(tokenizer="ptb-python"))
     i2t, t2i = _lists(db, tmp_path, 6)
     result = _evaluate(db, "--name", "<b>bold</b>", "--i2t", str(i2t), "--t2i", str(t2i),
-                       "--positives", "project", "--bootstrap", "20")
+                       "--positives", "project", "--bootstrap", "100")
     assert result.exit_code == 0, result.output
     text = write_report(build_report(engine, bootstrap=20), tmp_path / "out", fmt).read_text()
     if fmt == "json":
@@ -347,7 +347,7 @@ def test_agreement_of_binary_and_graded_relevance_with_human_grades(project):
         assert tau["ci_low"] <= tau["r"] <= tau["ci_high"] and tau["ci_warning"] is None
     shown = runner.invoke(app, ["--db", db, "retrieval", "agreement", "--judgments",
                                 str(judgments), "--relevance", str(relevance),
-                                "--bootstrap", "50", "--format", "md"]).output
+                                "--bootstrap", "100", "--format", "md"]).output
     assert "BCa" in shown and shown.count("| kendall-b | ") == 1
     assert all("[" in line for line in shown.splitlines() if line.startswith("| cider-d"))
     judgments.write_text("image_id,caption_id,grade\nimg01,img01/Human,high\n")

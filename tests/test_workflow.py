@@ -330,7 +330,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     db = str(engine.url.database)
     out = tmp_path / "agreement.json"
     result = CliRunner().invoke(app, ["--db", db, "agreement", "--format", "json",
-                                      "--out", str(out), "--bootstrap", "50"])
+                                      "--out", str(out), "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
     records = json.loads(out.read_text(encoding="utf-8"))
     assert {r["kind"] for r in records} == {"blind", "stage1-vs-stage2"}
@@ -343,7 +343,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     assert blind and blind[0]["n"] == 12
     status = CliRunner().invoke(app, ["--db", db, "status"])
     assert "resolution" in status.output and "fluency round" in status.output
-    table = CliRunner().invoke(app, ["--db", db, "agreement", "--bootstrap", "20"])
+    table = CliRunner().invoke(app, ["--db", db, "agreement", "--bootstrap", "100"])
     assert "SAW the first's scores" in table.output and "independent" in table.output
 
 

@@ -359,12 +359,28 @@ CiOption = Annotated[float, typer.Option("--ci", callback=_check_ci,
                                          help="Confidence level of the bootstrap CIs.")]
 
 
+# Fewer resamples leave a 90% interval's tails a handful of draws (5 in each at 100): an
+# "interval" and a significance verdict from 1 or 20 draws would mean nothing.
+MIN_RESAMPLES = 100
+
+
+def _resamples(count: int) -> int:
+    if 0 < count < MIN_RESAMPLES:
+        raise typer.BadParameter(
+            f"{count} resamples are too few for a confidence interval (its tails would hold "
+            f"a draw or two): give at least {MIN_RESAMPLES} (1000 or more for figures you "
+            "publish), or 0 for no intervals")
+    return count
+
+
 def bootstrap_option(unit: str) -> object:
     """The --bootstrap option of a command whose CIs resample `unit`: one option, its help
     naming what is drawn (an analysis of ratings draws images, a retrieval evaluation
-    queries)."""
-    return Annotated[int, typer.Option("--bootstrap", min=0,
-                                       help=f"Bootstrap resamples of {unit}.")]
+    queries); 0, or at least MIN_RESAMPLES."""
+    return Annotated[int, typer.Option(
+        "--bootstrap", min=0, callback=_resamples,
+        help=f"Bootstrap resamples of {unit} (0: no confidence intervals; else at least "
+             f"{MIN_RESAMPLES}).")]
 
 
 BootstrapOption = bootstrap_option("images")  # the rating and judgment analyses' unit
