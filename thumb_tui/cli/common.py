@@ -116,6 +116,32 @@ def _reflow_help(group: object) -> None:
         _reflow_help(command)
 
 
+@contextmanager
+def _ended_by_signals() -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP (`kill`, `timeout`, a closed terminal) end
+    it as Ctrl-C does, by an exception (exit status 128 + the signal's number): its
+    transaction rolls back and the outputs not yet moved into place are removed, where the
+    default would end the process mid-write, leaving temporary files and a new, empty
+    database behind. The handlers before it are put back after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (signal handlers belong to the main thread)
+        return
+
+    def end(number: int, _frame: object) -> None:
+        raise SystemExit(128 + number)
+
+    numbers = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    before = {number: signal.signal(number, end) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 class SafeGroup(TyperGroup):
     """The root command group: an operating-system or database error that reaches it (a
     folder that does not exist, a full disk, a server that went away) ends the command in
@@ -127,13 +153,15 @@ class SafeGroup(TyperGroup):
         _reflow_help(self)
 
     def invoke(self, ctx: typer.Context) -> object:
-        """Run the command; if it fails in any way (an error, a refusal, Ctrl-C), a
-        database file that it created is removed again: a failed command leaves nothing."""
+        """Run the command; if it fails in any way (an error, a refusal, Ctrl-C, SIGTERM or
+        SIGHUP), a database file that it created is removed again: a failed command leaves
+        nothing."""
         import click
 
         state.forget_new_database()
         try:
-            result = self._invoke(ctx)
+            with _ended_by_signals():
+                result = self._invoke(ctx)
         except BaseException as exc:
             if not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
                 state.remove_new_database()
