@@ -55,6 +55,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
+from storage.project_queues import COMPARED, primary_first_ratings
 from storage.protocol import (
     Breach,
     ImageState,
@@ -75,6 +76,10 @@ from storage.rubric_registry import (
 # row by row (`rating_value_triggers_suspended`): below it, the triggers cost less than
 # dropping and making them again.
 BULK_RATINGS = 10_000
+
+# Resolutions whose two stages are compared in one round of queries (each id a bound
+# parameter: SQLite takes at most 32,766 in one statement).
+RESOLUTIONS_AT_ONCE = 5_000
 
 # Distinct image states whose refusals `_check_protocol` keeps (a file whose images are
 # all held by different annotators would have one per image).
@@ -609,6 +614,32 @@ class _WorkflowState:
                                         "speaker")
 
 
+def _settling_no_disagreement(connection: Connection, plan: ImportPlan,
+                              image_ids: dict[str, int]) -> list[CaptionKey]:
+    """The resolutions of the import whose caption's stage-1 values (the primary rater's,
+    as `project_queues.primary_first_ratings` picks them) equal its stage-2 values: nothing
+    to settle. Read once the rows are written, in the import's transaction, so that the
+    ratings of the file and of the database are compared alike."""
+    caption, rating = Caption.__table__, Rating.__table__
+    keys, agreed = list(plan.resolutions), []
+    for start in range(0, len(keys), RESOLUTIONS_AT_ONCE):
+        part = keys[start:start + RESOLUTIONS_AT_ONCE]
+        wanted = {(image_ids[image], system): (image, system) for image, system in part}
+        ids = {wanted[row.image_id, row.system]: row.id for row in connection.execute(
+            select(caption.c.id, caption.c.image_id, caption.c.system).where(
+                caption.c.image_id.in_({image_id for image_id, _ in wanted})))
+            if (row.image_id, row.system) in wanted}
+        first = primary_first_ratings(connection, list(ids.values()))
+        second = {row.caption_id: row._mapping for row in connection.execute(
+            select(rating).where(rating.c.stage == int(Stage.SECOND),
+                                 rating.c.caption_id.in_(ids.values())))}
+        agreed += [key for key, caption_id in ids.items()
+                   if caption_id in first and caption_id in second
+                   and all(first[caption_id][field] == second[caption_id][field]
+                           for field in COMPARED)]
+    return agreed
+
+
 def _rating_values(rating: RatingRow) -> dict[str, object]:
     return {"stage": int(rating.stage), "note": rating.note, "seconds": rating.seconds,
             **{field: getattr(rating, field) for field in RATING_VALUE_FIELDS}}
@@ -773,6 +804,12 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
                     writer.write(batch)
                     if progress is not None:
                         progress(WRITING, written, spool.chunks)
+            for key in _settling_no_disagreement(connection, plan, writer.image_ids):
+                found.add(checks.workflow.resolution_line[key],
+                          "a resolution settles a disagreement, but this caption's stage-1 "
+                          "and stage-2 values are the same")
+            if found.items:  # (the transaction rolls back: nothing stays written)
+                raise InputError(sorted(found.items, key=lambda problem: problem.line))
             return writer.finish(problems.file, digest, actor)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)

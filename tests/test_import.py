@@ -388,6 +388,12 @@ BAD_INPUTS = {
         "image,system,caption,annotator,stage,precision,recall,resolution_reasons\n"
         "img/c.png,H,A dog.,cy,final,5,4,other\n", 2,
         "a resolution needs stage-1 and stage-2 ratings of the caption"),
+    "resolution of a caption whose two stages agree": (
+        "image,system,caption,annotator,stage,precision,recall,resolution_reasons\n"
+        "img/c.png,H,A dog.,ann,1,5,4,\nimg/c.png,H,A dog.,bea,2,5,4,\n"
+        "img/c.png,H,A dog.,cy,final,1,1,other\n", 4,
+        "a resolution settles a disagreement, but this caption's stage-1 and stage-2 "
+        "values are the same"),
     "bad timestamp": (
         "image,system,caption,annotator,stage,precision,recall,created_at\n"
         "img/c.png,H,A dog.,ann,1,5,4,yesterday\n", 2,
