@@ -39,6 +39,9 @@ demo: install
 	@$(BIN)/thumb --db $(DEMO_DB) annotator $(DEMO_ANNOTATOR) >/dev/null
 	$(BIN)/thumb --db $(DEMO_DB) status
 	$(BIN)/thumb --db $(DEMO_DB) annotate --annotator $(DEMO_ANNOTATOR)
+	@echo "Your ratings are in $(DEMO_DB) (thumb --db $(DEMO_DB) report, once you have rated"
+	@echo "enough). The report below is of the sample project with its example ratings"
+	@echo "($(DEMO_REPORT_DB)), so that every table has numbers to show:"
 	@$(MAKE) --no-print-directory demo-report
 
 demo-report: install
