@@ -115,6 +115,23 @@ def test_report_never_writes_through_a_symlink(rated_db, tmp_path):
     assert leftovers(folder) == [] and leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("fmt, link", [("md", "rep"), ("latex", "rep/tables")])
+def test_a_report_folder_that_is_a_symlink_is_refused(rated_db, tmp_path, fmt, link):
+    """A link planted as the report folder, or as the LaTeX report's tables/ inside it,
+    would send the files to the folder it names: refused, even with --force."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if link != "rep":
+        (tmp_path / "rep").mkdir()
+    (tmp_path / link).symlink_to(elsewhere)
+    for extra in ([], ["--force"]):
+        line = one_line_error(thumb(rated_db, "report", "--format", fmt, "--out",
+                                    tmp_path / "rep", "--bootstrap", 0, *extra))
+        assert f"{tmp_path / link} is a symbolic link" in line and "even with --force" in line
+    assert list(elsewhere.iterdir()) == []
+    assert leftovers(tmp_path / "rep") == [] and leftovers(tmp_path) == []
+
+
 def test_report_refuses_a_figure_that_exists_and_replaces_it_with_force(rated_db, tmp_path):
     folder = tmp_path / "rep"
     ok(thumb(rated_db, "report", "--out", folder, "--bootstrap", 0))

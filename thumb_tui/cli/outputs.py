@@ -97,7 +97,12 @@ def output_folder(path: Path, option: str = "--out", *, force: bool = False,
                   expect: Iterable[str] = ()) -> None:
     """Refuse, before any work, an output folder that is a file or whose parent folder does
     not exist (the folder itself is made), and any of the files `expect` names in it that
-    is a symbolic link or (without `force`) exists."""
+    is a symbolic link or (without `force`) exists. A folder that is a symbolic link is
+    refused (even with `force`): a link planted as a report folder, or as its `tables/`,
+    would send the files somewhere else."""
+    if path.is_symlink():
+        _fail(f"{option} {path} is a symbolic link; thumb never writes through one, even "
+              "with --force (remove the link or choose another folder)")
     if path.exists() and not path.is_dir():
         _fail(f"{option} {path} is a file, not a folder")
     if not path.exists():
@@ -215,6 +220,8 @@ class Outputs:
             for inside in sorted(folder.staging.iterdir()):
                 moves.append((inside, folder.target / inside.name, self.force, folder.option))
         try:
+            for folder in self._folders:  # (made a link since it was checked)
+                output_folder(folder.target, folder.option, force=True)
             for _, target, replace, option in moves:
                 _symlink(target, option)
                 if target.is_dir():
