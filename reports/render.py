@@ -32,25 +32,42 @@ from rubrics import Rubric, for_html, for_markdown
 FORMATS = ("md", "html", "json")
 
 
-def to_json(report: Report) -> str:
-    def records(frame: pd.DataFrame) -> list[dict]:
-        return json.loads(frame.to_json(orient="records"))
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """A table as JSON records, each number as computed (Python's shortest exact form):
+    pandas' `to_json` writes fixed decimals, at most 15, which made a Williams test's
+    p = 2.9e-11 a 0.0. A missing or infinite number is null, a time ISO 8601."""
+    return [{str(key): _json_value(value) for key, value in row.items()}
+            for row in frame.to_dict(orient="records")]
 
+
+def _json_value(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, pd.Timestamp):
+        return None if pd.isna(value) else value.isoformat()
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def to_json(report: Report) -> str:
     return json.dumps({
         "header": report.header, "signatures": report.signatures,
         "summary": summarize(report).sentences(),
-        "systems": records(report.systems), "differences": records(report.differences),
-        "strict": records(report.strict),
-        "correlations": records(report.correlations), "williams": records(report.williams),
-        "pairwise": records(report.pairwise), "table4": records(report.table4),
-        "bison": {name: records(table) for name, table in report.bison.items()},
+        "systems": json_records(report.systems),
+        "differences": json_records(report.differences),
+        "strict": json_records(report.strict),
+        "correlations": json_records(report.correlations),
+        "williams": json_records(report.williams),
+        "pairwise": json_records(report.pairwise), "table4": json_records(report.table4),
+        "bison": {name: json_records(table) for name, table in report.bison.items()},
         "judgments": [judgment_json(judgments) for judgments in report.judgments],
-        "retrieval": records(report.retrieval),
-        "agreement": records(report.agreement),
-        "progress": records(report.progress), "missing": report.missing,
+        "retrieval": json_records(report.retrieval),
+        "agreement": json_records(report.agreement),
+        "progress": json_records(report.progress), "missing": report.missing,
         "broken_images": [{"image": item.key, "flagged_by": item.annotator,
                            "reason": item.reason} for item in report.broken],
-        "gold": records(report.gold),
+        "gold": json_records(report.gold),
     }, indent=1)
 
 
@@ -665,11 +682,7 @@ def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
 
 
 def judgment_json(report: JudgmentReport) -> dict[str, object]:
-    def records(frame: pd.DataFrame) -> list[dict]:
-        # 15 decimals (pandas' default is 10): the statistics as computed, to 1e-15
-        return json.loads(frame.to_json(orient="records", double_precision=15)
-                          ) if len(frame) else []
-
     return {"header": report.header, "signatures": report.signatures,
-            "records": records(report.records), "differences": records(report.differences),
-            "agreement": records(report.agreement)}
+            "records": json_records(report.records),
+            "differences": json_records(report.differences),
+            "agreement": json_records(report.agreement)}

@@ -70,7 +70,11 @@ def agreement_command(
     if report.empty and fmt in ("json", "csv"):  # the data cannot say it: a note beside
         typer.echo(NO_PAIRS, err=True)
     if fmt == "json":
-        text = report.to_json(orient="records", indent=1)
+        import json
+
+        from reports.render import json_records
+
+        text = json.dumps(json_records(report), indent=1)
     elif fmt == "csv":
         from storage.exporter import csv_text
 

@@ -119,7 +119,8 @@ def bison_report_command(
 
     tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if fmt == "json":
-        typer.echo(json.dumps({k: json.loads(v.to_json(orient="records"))
-                               for k, v in tables.items()}, indent=1))
+        from reports.render import json_records
+
+        typer.echo(json.dumps({k: json_records(v) for k, v in tables.items()}, indent=1))
         return
     typer.echo(printable(bison_text(tables)))
