@@ -158,6 +158,29 @@ def test_a_handful_of_resamples_is_refused_not_reported_as_an_interval(tmp_path,
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("command", [["annotate"], ["bison", "annotate"]])
+def test_the_screens_refuse_to_start_without_a_terminal(tmp_path, command):
+    """With standard input and output a pipe or a file, the app waited for keys that never
+    came, writing escape codes into the file: now one line, exit 2, nothing claimed."""
+    from sqlalchemy import func, select
+
+    from storage import open_database
+    from storage.models import Assignment
+
+    db = str(tmp_path / "t.db")
+    runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
+    runner.invoke(app, ["--db", db, "bison", "import", str(SAMPLE_CSV.parent / "bison.jsonl")])
+    runner.invoke(app, ["--db", db, "annotator", "zed"])
+    result = runner.invoke(app, ["--db", db, *command, "--annotator", "zed",
+                                 "--image-mode", "none"])
+    assert result.exit_code == 2 and "need a terminal" in result.output, result.output
+    engine = open_database(db)
+    with engine.connect() as connection:
+        claims = connection.execute(select(func.count()).select_from(Assignment)).scalar()
+    engine.dispose()
+    assert claims == 0
+
+
 @pytest.mark.slow
 def test_agreement_md_out_says_what_it_wrote(tmp_path):
     from storage import open_database

@@ -471,8 +471,14 @@ def value_errors() -> Iterator[None]:
 
 def run_app(app: App) -> None:
     """Run a Textual app; end the command with the app's non-zero exit status when it
-    stopped on an unhandled error (Textual has printed the traceback)."""
-    app.run()
+    stopped on an unhandled error (Textual has printed the traceback), in one line where
+    there is no terminal to run it in."""
+    from thumb_tui.app import NoTerminal
+
+    try:
+        app.run()
+    except NoTerminal as exc:
+        fail(str(exc))
     if app.return_code:
         raise typer.Exit(app.return_code)
 
