@@ -637,7 +637,7 @@ class GoldSeeds:
                  if not answer_is_right(dict(row._mapping), dict(row._mapping))]
         if not wrong:
             return None
-        return "About the previous image: " + "; ".join(dict.fromkeys(wrong))
+        return "About the previous image: " + "\n".join(dict.fromkeys(wrong))
 
 
 # On a PostgreSQL team database (`storage.team`) an annotator's role may not read a gold

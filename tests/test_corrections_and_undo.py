@@ -152,7 +152,7 @@ async def test_fluency_round_undo_takes_back_the_last_verdict(tmp_path):
         await pilot.press("x", "f", "enter")  # 1: fluent; 2: a spelling error
         await pilot.pause()
         assert fluency_checks(engine)[second] == (0.1, "spelling")
-        await pilot.press("f", "enter")  # (the round wrapped round) 1: a spelling error
+        await pilot.press("[", "f", "enter")  # back to 1 (the round stops at 2): spelling
         await pilot.pause()
         assert fluency_checks(engine)[first] == (0.1, "spelling")
         await pilot.press("u")  # back to caption 1's verdict before: fluent

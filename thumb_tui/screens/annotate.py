@@ -23,6 +23,7 @@ from storage.protocol import ProtocolError, is_started
 from storage.rating_sessions import AnnotationSession, ImageItem
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
+from thumb_tui.screens.help import HelpScreen, paragraphs_markdown
 from thumb_tui.screens.rating import (
     CAPTION_BINDINGS,
     HELP,
@@ -97,6 +98,9 @@ class AnnotateScreen(RatingScreen):
     def __init__(self, session: AnnotationSession, image_mode: str) -> None:
         super().__init__(session, image_mode)
         self.cards: list[CaptionCard] = []
+        # the (image, caption) last stored as where the annotator is: the focus is stored
+        # again whenever it leaves it, so a killed process resumes where the focus was
+        self.stored_position: tuple[int, int] | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="annotate"):
@@ -141,9 +145,14 @@ class AnnotateScreen(RatingScreen):
             self.say(f"{refused}; nothing else is open to you" if refused else "")
             return
         self.cursor.opened(index, self.groups, focus)
-        # a gold image left answered wrongly says why, where the lead turned that on
-        self.say(f"{refused}; moving to the next" if refused else self.session.feedback()
-                 or "")
+        # a gold image left answered wrongly says why, where the lead turned that on: in
+        # a dialog read whole and closed by the annotator (the message line shows its
+        # start until the next message)
+        feedback = None if refused else self.session.feedback()
+        self.say(f"{refused}; moving to the next" if refused else feedback or "")
+        if feedback:
+            self.app.push_screen(HelpScreen(paragraphs_markdown(feedback),
+                                            subject="these notes"))
         image = self.session.images[index]
         self.query_one(ImageView).show(image.path, image.key)
         container = self.query_one("#captions", VerticalScroll)
@@ -171,10 +180,13 @@ class AnnotateScreen(RatingScreen):
         """Store where the annotator is (and the time spent) when the database lets us."""
         if not self.session.images:
             return
+        position = (self.image_index, self.focus_index)
         try:
-            self.session.remember_position(self.image_index, self.focus_index)
+            self.session.remember_position(*position)
         except DatabaseBusy:
             self.say("database busy: where you are is not saved yet")
+        else:
+            self.stored_position = position
 
     def update_title(self) -> None:
         progress = self.session.progress()
@@ -194,9 +206,13 @@ class AnnotateScreen(RatingScreen):
         bar.update(total=max(progress.captions_total, 1), progress=progress.captions_done)
 
     def update_focus(self) -> None:
-        """Redraw the focus from the cursor: the one call after every change of it."""
+        """Redraw the focus from the cursor: the one call after every change of it. A
+        focus on another caption (moved by a key, or on after a score) is stored at once:
+        a restart, even after a kill, resumes on the caption the focus is on."""
         self.draw_focus()
         self.fit_cards_later()
+        if self.groups and self.stored_position != (self.image_index, self.focus_index):
+            self.remember()
 
     def draw_focus(self) -> None:
         """Mark the focused card and dimension, and the caption the penalty keys still act
@@ -255,7 +271,6 @@ class AnnotateScreen(RatingScreen):
             return
         self.cursor.moved(step)
         self.update_focus()
-        self.remember()
 
     def focused_text(self) -> CaptionText | None:
         """The text box that the scroll keys scroll."""

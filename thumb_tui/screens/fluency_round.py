@@ -102,9 +102,9 @@ class FluencyRoundScreen(KeyBarScreen):
         caption_id = item.caption_id
         self.verdicts[caption_id] = (fluency, types)
         left = len(self.queue) - len(self.verdicts)
-        self.query_one("#round-message", Static).update(
-            "saved" + (f"; {left} to check (] next)" if left else
-                       f"; all {len(self.queue)} captions checked: q quits"))
+        last = self.position == len(self.queue) - 1
+        self.say("saved; " + (f"{left} to check (] next)" if left and not last
+                              else self.end_of_queue()))
         self.redraw()
         return True
 
@@ -125,12 +125,17 @@ class FluencyRoundScreen(KeyBarScreen):
             types = [t for t in (current[1] or "").split(",") if t]
             amount, type_text = fluency_value([*types, code], [current[0], value])
             if self.save(min(amount, self.rubric.penalty("fluency").max_total), type_text):
-                self.action_step(1)  # like x: a verdict moves on ([ goes back to add another)
+                self.move_on()  # like x: a verdict moves on ([ goes back to add another)
 
         self.app.push_screen(FluencyScreen(self.rubric, text, current[1] or "none"), chosen)
 
     def action_no_errors(self) -> None:
         if self.queue and self.save(0.0, None):
+            self.move_on()
+
+    def move_on(self) -> None:
+        """After a verdict, the next caption; the last one stays (its message stands)."""
+        if self.position < len(self.queue) - 1:
             self.action_step(1)
 
     def action_undo(self) -> None:
@@ -156,9 +161,28 @@ class FluencyRoundScreen(KeyBarScreen):
         self.redraw()
 
     def action_step(self, step: int) -> None:
-        if self.queue:
-            self.position = (self.position + step) % len(self.queue)
+        """The next or previous caption; at either end of the queue it stops and says so
+        (wrapping round hid that the round was over, and a verdict then went to the
+        first caption again)."""
+        if not self.queue:
+            return
+        target = self.position + step
+        if 0 <= target < len(self.queue):
+            self.position = target
             self.redraw()
+        elif step > 0:
+            self.say(self.end_of_queue())
+        else:
+            self.say("this is the first caption")
+
+    def end_of_queue(self) -> str:
+        """What the screen says at the last caption: what is left to check, if any."""
+        left = [number + 1 for number, item in enumerate(self.queue)
+                if item.caption_id not in self.verdicts]
+        if not left:
+            return f"all {len(self.queue)} captions checked: q quits"
+        return (f"last caption; still to check: {', '.join(map(str, left[:8]))}"
+                + (" …" if len(left) > 8 else "") + " ([ goes back)")
 
     def say(self, message: str) -> None:
         self.query_one("#round-message", Static).update(Text(message))

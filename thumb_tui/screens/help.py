@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import string
+from dataclasses import replace
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -95,16 +96,27 @@ def keys_markdown(keys: list[Binding]) -> str:
     return "\n".join(lines)
 
 
+def paragraphs_markdown(text: str) -> str:
+    """A stored text (e.g. the gold feedback, one line per answer) as Markdown that shows
+    exactly it: each of its lines a paragraph of its own."""
+    return "\n\n".join(block(line) for line in text.splitlines() if line.strip())
+
+
 class HelpScreen(ModalScreen[None]):
+    """A text to read whole (the full help, or the gold feedback), scrolled by key and
+    closed by the annotator, so nothing replaces it before it is read."""
+
     CSS_PATH = "help.tcss"
     BINDINGS = [
         Binding("escape,question_mark,q", "close", "close help", key_display="esc",
                 id="help-close"),
     ]
 
-    def __init__(self, markdown: str) -> None:
+    def __init__(self, markdown: str, *, subject: str = "help") -> None:
+        """`subject`: what the close key's description calls the text."""
         super().__init__()
         self.markdown = markdown
+        self.subject = subject
 
     def compose(self) -> ComposeResult:
         # loaded when help is first opened: Markdown's parser is not needed before
@@ -115,7 +127,8 @@ class HelpScreen(ModalScreen[None]):
         yield KeyBar([Binding("up,down", "", "scroll", key_display="↑↓"),
                       Binding("pageup,pagedown", "", "page", key_display="PgUp PgDn"),
                       Binding("home,end", "", "top/end", key_display="Home End"),
-                      *self.BINDINGS])
+                      *[replace(b, description=f"close {self.subject}")
+                        for b in self.BINDINGS]])
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

@@ -13,10 +13,17 @@ from thumb_tui.widgets.keybar import KeyBar
 
 
 class NoteScreen(ModalScreen[str | None]):
-    """Returns the new note on Enter, None on Escape."""
+    """Returns the new note on Enter, None on Escape. A caption longer than its box
+    scrolls by key (the typing goes to the note)."""
 
     CSS_PATH = "note.tcss"
-    BINDINGS = [Binding("escape", "cancel", "cancel", id="note-cancel")]
+    BINDINGS = [
+        Binding("escape", "cancel", "cancel", id="note-cancel"),
+        Binding("shift+down,pagedown", "scroll_caption(1)", "scroll caption",
+                key_display="⇧↑↓", id="note-scroll-down"),
+        Binding("shift+up,pageup", "scroll_caption(-1)", "scroll caption up", show=False,
+                id="note-scroll-up"),
+    ]
 
     def __init__(self, caption: str, note: str) -> None:
         super().__init__()
@@ -35,3 +42,6 @@ class NoteScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_scroll_caption(self, step: int) -> None:
+        self.query_one("#note-caption", CaptionText).scroll_text(step)

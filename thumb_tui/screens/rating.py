@@ -23,6 +23,7 @@ from textual.widgets import Static
 from rubrics import PENALTY_KEYS, ErrorType, Rubric, printable
 from storage.db import DatabaseBusy
 from storage.protocol import ProtocolError
+from storage.rating_desk import Undone
 from storage.rating_sessions import (
     AnnotationSession,
     CaptionGroup,
@@ -86,10 +87,12 @@ def rubric_bindings(bindings: list[Binding], rubric: Rubric) -> list[Binding]:
             level = int(binding.id.removeprefix("score-"))
             if not digits or not low <= level <= high:
                 continue
-            # the key bar shows the range once; the help lists each key by its id
-            binding = (replace(binding, description=f"score {first}/{second}",
-                               key_display=f"{low}-{high}", show=True) if level == low
-                       else replace(binding, description=f"score {level}", show=False))
+            # the key bar shows the range once; the help lists each key by its id, each
+            # with the same words
+            binding = replace(binding, description=f"score {first}/{second}",
+                              show=level == low)
+            if level == low:
+                binding = replace(binding, key_display=f"{low}-{high}")
         elif binding.id == "type-score":
             if digits:
                 continue
@@ -343,8 +346,9 @@ class RatingScreen(KeyBarScreen):
         if target is None:
             return
         index, group = target
-        current = group.values["fluency_type"] or (
-            f"{group.values['fluency']:g}" if group.values["fluency"] else "none")
+        shown = self.STAGE.current_values(group)
+        current = shown["fluency_type"] or (
+            f"{shown['fluency']:g}" if shown["fluency"] else "none")
 
         def chosen(result: tuple[str, float] | None) -> None:
             if result is None:
@@ -353,7 +357,7 @@ class RatingScreen(KeyBarScreen):
             if code == CLEAR:
                 self.change({"fluency": 0.0, "fluency_type": None}, index)
                 return
-            values = self.groups[index].values
+            values = self.STAGE.current_values(self.groups[index])
             types = [t for t in str(values["fluency_type"] or "").split(",") if t]
             amount, type_text = fluency_value([*types, code], [float(values["fluency"]), value])
             category = self.session.rubric.penalty("fluency")
@@ -382,7 +386,8 @@ class RatingScreen(KeyBarScreen):
         index, group = target
         category = self.session.rubric.penalty(key)
         cycle: list[ErrorType | None] = [None, *category.types]
-        code, amount = group.values[f"{key}_type"], group.values[key]
+        values = self.STAGE.current_values(group)
+        code, amount = values[f"{key}_type"], values[key]
         position = next((i for i, t in enumerate(cycle) if t is not None and t.code == code),
                         None)
         if position is None:  # a value without its type (e.g. imported): find it by value
@@ -445,6 +450,7 @@ class RatingScreen(KeyBarScreen):
                      f"{printable(key or 'the image', newlines=False)}")
             return
         caption_id = result.caption_id
+        consequence = self.undid(result)
         index = self.session.image_index_of_caption(caption_id)
         self.load_image(index, self.focus_index)
         position = next((position for position, group in enumerate(self.groups)
@@ -459,7 +465,13 @@ class RatingScreen(KeyBarScreen):
         where = (f"{touched} captions of " if touched > 1 else
                  f"caption {position + 1}/{len(self.groups)} of " if position is not None
                  else "")
-        self.say(f"undid {labels} on {where}{key}")
+        self.say(f"undid {labels} on {where}{key}{consequence}")
+
+    def undid(self, result: Undone) -> str:
+        """What else an undo of values took back by the screen's own rule, said after it
+        (called before the screen redraws, so its state is still from before the undo);
+        nothing here."""
+        return ""
 
     def action_open_image(self) -> None:
         if not self.session.images:

@@ -7,7 +7,7 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.strip import Strip
 from textual.widgets import Label, SelectionList, Static
@@ -19,6 +19,7 @@ from storage.db import DatabaseBusy
 from storage.models import RATING_VALUE_FIELDS
 from storage.project_queues import COMPARED, Disagreement
 from storage.protocol import is_complete, is_started
+from storage.rating_desk import Undone
 from storage.rating_sessions import ResolutionSession
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.cursor import FIRST
@@ -32,11 +33,15 @@ from thumb_tui.screens.rating import (
     score_bindings,
 )
 from thumb_tui.screens.stages import RESOLVE
-from thumb_tui.widgets.caption_card import rating_context, score_line, short
+from thumb_tui.widgets.caption_card import note_text, rating_context, score_line, short
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView
 from thumb_tui.widgets.keybar import MOVE_KEYS, KeyBar
 from thumb_tui.widgets.rubric_panel import RubricPanel
+
+# A note longer than this (in cells) is cut beside the values, so that they and the reasons
+# stay on screen; the whole note is shown under the caption, in its scrolling box.
+LONGEST_NOTE = 60
 
 # The rating keys that act here (by binding id): the digits score the final values; there
 # is one caption at a time, so no caption keys, and no typed score.
@@ -136,7 +141,7 @@ class ResolveScreen(RatingScreen):
                 with Vertical(id="left"):
                     yield ImageView(self.image_mode, id="image")
                     yield RubricPanel(self.session.rubric, id="rubric")
-                with VerticalScroll(id="captions", can_focus=False):
+                with Vertical(id="resolve-pane"):
                     yield CaptionText(id="resolve-caption")
                     yield Static(id="compare")
             yield Static(id="message")
@@ -185,12 +190,20 @@ class ResolveScreen(RatingScreen):
             (" " + self.STAGE.status_words[0 if done else 1], ""),
             (f" · {self.resolved_count}/{self.resolved_before + len(self.queue)} resolved",
              "dim")))
-        self.query_one("#resolve-caption", CaptionText).update(
-            Text(printable(group.text), style="bold"))
+        # the values and reasons stay in view under the scrolling box of the caption,
+        # which also holds the whole of each note cut short beside them
+        caption = Text(printable(group.text), style="bold")
+        notes = [(label, values["note"]) for label, values in (
+            ("stage 1", item.first), ("stage 2", item.second), ("your", group.values))
+            if note_text(values.get("note") or "").cell_len > LONGEST_NOTE]
+        for label, note in notes:
+            caption.append(f"\n\n{label} note: ", style="not bold")
+            caption.append_text(note_text(note))
+        self.query_one("#resolve-caption", CaptionText).update(caption)
         rubric = self.session.rubric
-        text = Text("\n")
+        text = Text()
         for label, values in (("stage 1", item.first), ("stage 2", item.second)):
-            text.append_text(rating_context(label, values, rubric))
+            text.append_text(rating_context(label, values, rubric, longest_note=LONGEST_NOTE))
             text.append("\n")
         text.append("final:  ")  # each value below is padded by one space
         for dimension in rubric.dimensions:
@@ -202,9 +215,10 @@ class ResolveScreen(RatingScreen):
         total = group.total(self.session.rubric)
         text.append(f"  = {total:.1f}" if total is not None else "  = -", style="bold")
         chosen = self.reasons.get(item.caption_id, [])
-        text.append(f"\n\nreasons: {short(', '.join(chosen)) or '- (press r)'}")
+        text.append(f"\nreasons: {short(', '.join(chosen)) or '- (press r)'}")
         if group.values["note"]:
-            text.append(f"\nnote: {printable(str(group.values['note']))}", style="italic")
+            text.append("\nnote: ", style="italic")
+            text.append_text(note_text(group.values["note"], LONGEST_NOTE))
         self.query_one("#compare", Static).update(text)
 
     # -- RatingScreen's hooks ------------------------------------------------------------------
@@ -244,6 +258,15 @@ class ResolveScreen(RatingScreen):
     def load_image(self, index: int, focus: int = 0) -> None:
         """Undo may point at another caption: show the disagreement it belongs to."""
         self.show_item()
+
+    def undid(self, result: Undone) -> str:
+        """An undo of final values withdraws their reasons in its transaction (the
+        session's rule), as a new value does: say so, as `change` does."""
+        if set(result.fields).isdisjoint(RATING_VALUE_FIELDS):
+            return ""  # a note alone leaves the reasons standing
+        withdrawn = [caption_id for caption_id in result.caption_ids
+                     if self.reasons.pop(caption_id, None)]
+        return "; the reasons were withdrawn with them: r gives them again" if withdrawn else ""
 
     def suggested_reason(self) -> str | None:
         """The reason the final values speak for: a side they equal, or new values."""

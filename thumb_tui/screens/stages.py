@@ -58,11 +58,23 @@ class RatingStage:
             return cursor.scored_in_order()
         return cursor.scored(groups, correcting=correcting)
 
+    def starts_from_reference(self, group: Reviewed) -> bool:
+        """Whether the group's values are still the stage-1 ones (review, nothing changed)."""
+        return self.from_reference and group.reference is not None and not is_started(
+            group.values)
+
+    def current_values(self, group: Reviewed) -> Mapping[str, object]:
+        """The values a key acts on, as the screen shows them: at review, a caption not
+        started yet has the stage-1 values (the reviewer's note stays their own), so the
+        first penalty key adds to or takes from those, as a later one would."""
+        if self.starts_from_reference(group):
+            return {**group.values, **reviewed_values(group)}
+        return group.values
+
     def first_values(self, group: Reviewed, values: dict[str, object]) -> dict[str, object]:
         """The values to save for a change of `group`: at review, a caption not started
         yet gets the stage-1 values under the change."""
-        if self.from_reference and group.reference is not None and not is_started(
-                group.values):
+        if self.starts_from_reference(group):
             return {**reviewed_values(group), **values}
         return values
 

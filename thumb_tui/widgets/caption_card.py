@@ -42,16 +42,27 @@ def penalty_kinds(values: dict[str, object], rubric: Rubric) -> str:
         for p in rubric.penalties if values[p.key] and values[f"{p.key}_type"])
 
 
-def rating_context(label: str, values: dict[str, object], rubric: Rubric) -> Text:
+def note_text(note: object, longest: int | None = None) -> Text:
+    """A stored note as literal text; with `longest`, cut to that many cells with an
+    ellipsis (where the whole note is shown elsewhere)."""
+    text = Text(printable(str(note)), style="italic")
+    if longest is not None:
+        text.truncate(longest, overflow="ellipsis")
+    return text
+
+
+def rating_context(label: str, values: dict[str, object], rubric: Rubric, *,
+                   longest_note: int | None = None) -> Text:
     """Another stage's rating as a reviewer or resolver needs it: the scores, the error
-    types and the note, e.g. `stage 1: P 4  R 3  F 0.1 ... (fluency: spelling) note: …`."""
+    types and the note (cut to `longest_note` cells, if given), e.g. `stage 1: P 4  R 3
+    F 0.1 ... (fluency: spelling) note: …`."""
     text = Text(f"{label}: {score_line(values, rubric)}")
     kinds = penalty_kinds(values, rubric)
     if kinds:
         text.append(f" ({kinds})")
     if values.get("note"):
         text.append(" note: ")
-        text.append(printable(str(values["note"])), style="italic")
+        text.append_text(note_text(values["note"], longest_note))
     return text
 
 

@@ -43,7 +43,7 @@ SHOWN_WITH = {
     "previous-image": "next-image", "previous-disagreement": "next-disagreement",
     "match-previous": "match-next", "monitor-up": "monitor-down",
     "monitor-page-up": "monitor-page-down", "bison-previous": "bison-next",
-    "round-previous": "round-next",
+    "round-previous": "round-next", "note-scroll-up": "note-scroll-down",
 }
 SCORE_PREFIX = "score-"  # the digit keys, shown as one range (`1-5`)
 
