@@ -1,9 +1,14 @@
-"""How the report prints an interval, for every renderer and the summary's sentences: one
-rule, so that a number reads the same in a table and in the sentence that cites it."""
+"""How the reports write numbers, for every renderer and the summary's sentences: one rule
+for an interval, so that a number reads the same in a table and in the sentence that
+cites it, and one for a table written as JSON."""
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def is_missing(value: object) -> bool:
@@ -27,3 +32,22 @@ def mean_with_ci(mean: float, low: float, high: float, digits: int = 2) -> str:
         return "-"
     interval = "" if math.isnan(low) else f" [{low:.{digits}f}, {high:.{digits}f}]"
     return f"{mean:.{digits}f}{interval}"
+
+
+def json_records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """A table as JSON records, each number as computed (Python's shortest exact form:
+    pandas' `to_json` writes fixed decimals, at most 15, which made a Williams test's
+    p = 2.9e-11 a 0.0); a missing or infinite number is null, a time ISO 8601."""
+    return [{str(key): _json_value(value) for key, value in row.items()}
+            for row in frame.to_dict(orient="records")]
+
+
+def _json_value(value: object) -> object:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return None if value is pd.NA or value is pd.NaT else value

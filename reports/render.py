@@ -24,30 +24,12 @@ from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.figures import WrittenFigure, draw_figures
 from reports.judgments import JudgmentReport, metrics_hint
-from reports.numbers import ci_bounds, mean_with_ci
+from reports.numbers import ci_bounds, json_records, mean_with_ci
 from reports.summary import subset_words, summarize
 from reports.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
 
 FORMATS = ("md", "html", "json")
-
-
-def json_records(frame: pd.DataFrame) -> list[dict]:
-    """A table as JSON records, each number as computed (Python's shortest exact form):
-    pandas' `to_json` writes fixed decimals, at most 15, which made a Williams test's
-    p = 2.9e-11 a 0.0. A missing or infinite number is null, a time ISO 8601."""
-    return [{str(key): _json_value(value) for key, value in row.items()}
-            for row in frame.to_dict(orient="records")]
-
-
-def _json_value(value: object) -> object:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, pd.Timestamp):
-        return None if pd.isna(value) else value.isoformat()
-    if value is pd.NA or value is pd.NaT:
-        return None
-    return value
 
 
 def to_json(report: Report) -> str:

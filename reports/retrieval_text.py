@@ -282,19 +282,6 @@ def versions_note(versions: dict[str, list[tuple[str, list[str]]]]) -> str | Non
     return "\n".join(lines)
 
 
-def json_records(frame: pd.DataFrame) -> list[dict[str, object]]:
-    """The frame's rows as JSON-ready records: a value that is not a finite number (an
-    undefined τ or correlation, a missing count) becomes None, written as null."""
-    return [{key: _json_value(value) for key, value in row.items()}
-            for row in frame.to_dict(orient="records")]
-
-
-def _json_value(value: object) -> object:
-    if isinstance(value, float | np.floating):
-        return float(value) if math.isfinite(value) else None
-    return None if value is pd.NA else value
-
-
 def json_text(payload: object) -> str:
     """JSON that every parser reads: a NaN or infinity left in `payload` is a bug caught
     here (ValueError), never written as `NaN`, which is not JSON."""

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from reports.render import json_records
+from reports.numbers import json_records
 
 
 def test_numbers_keep_their_digits_and_missing_values_are_null():

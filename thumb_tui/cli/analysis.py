@@ -72,7 +72,7 @@ def agreement_command(
     if fmt == "json":
         import json
 
-        from reports.render import json_records
+        from reports.numbers import json_records
 
         text = json.dumps(json_records(report), indent=1)
     elif fmt == "csv":

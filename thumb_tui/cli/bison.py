@@ -119,7 +119,7 @@ def bison_report_command(
 
     tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
     if fmt == "json":
-        from reports.render import json_records
+        from reports.numbers import json_records
 
         typer.echo(json.dumps({k: json_records(v) for k, v in tables.items()}, indent=1))
         return

@@ -235,12 +235,12 @@ def compare_command(
     the thumb-tui version differ, each version gets its own rows, labelled with what tells
     them apart (`project (content:5472d2f8aa) recall@1`), and a note says which models
     were scored on which; a version scored for one model only is not ranked."""
+    from reports.numbers import json_records
     from reports.retrieval import comparison
     from reports.retrieval_text import (
         comparison_markdown,
         comparison_table,
         draw_tau,
-        json_records,
         json_text,
         tau_warning,
         versions_note,
@@ -302,18 +302,14 @@ def agreement_command(
     listed, each at its line, and nothing is computed while there is one."""
     from metrics.positives import PositivesError
     from metrics.relevance import RelevanceError
+    from reports.numbers import json_records
     from reports.retrieval import (
         read_judgments,
         relevance_agreement,
         resolve_positives,
         resolve_relevance,
     )
-    from reports.retrieval_text import (
-        agreement_markdown,
-        agreement_table,
-        json_records,
-        json_text,
-    )
+    from reports.retrieval_text import agreement_markdown, agreement_table, json_text
 
     check_format(output, FORMATS)
     if not (positives or relevance):
