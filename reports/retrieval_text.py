@@ -47,6 +47,12 @@ def _warnings(records: Sequence[dict[str, object]]) -> list[str]:
         str(r["ci_warning"]) for r in records if r.get("ci_warning"))]
 
 
+def _signatures(records: Sequence[dict[str, object]]) -> list[str]:
+    """The settings that produced the values (positive set and its digest, PMRP cap, NCS
+    relevance, bootstrap, seed, version), each distinct one once, in the records' order."""
+    return [str(s) for s in dict.fromkeys(r.get("signature") for r in records) if s]
+
+
 def _metric_name(record: dict[str, object]) -> str:
     """`ncs@5`, `sr@5 m=2`, `ncs@5 per-query` (NCS averaged per query, not the default
     ratio of sums: the signature says which)."""
@@ -91,6 +97,8 @@ def results_table(records: Sequence[dict[str, object]], *, ci: float,
             title, ("positives", "metric", "direction", "value [CI]"),
             _result_pairs(of_model), labels=3)))
     tables += [Text(line) for line in _warnings(records)]
+    tables += [Text("signatures:"), *(Text(printable(f"  {signature}", newlines=False))
+                                      for signature in _signatures(records))]
     _print(Group(*tables), out)
 
 
@@ -140,9 +148,11 @@ def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def results_markdown(records: Sequence[dict[str, object]], *, ci: float) -> str:
+    signatures = "\n".join(f"- {for_markdown(s)}" for s in _signatures(records))
     return f"{_title(ci)}\n\n" + _markdown(("model", "positives", "metric", *COLUMNS),
                                           result_rows(records)) + "\n" + "".join(
-        f"\n{for_markdown(line)}\n" for line in _warnings(records))
+        f"\n{for_markdown(line)}\n" for line in _warnings(records)) + (
+        f"\nSignatures:\n\n{signatures}\n" if signatures else "")
 
 
 def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
@@ -153,7 +163,7 @@ def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
     records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
     text = _markdown(("model", "positives", "metric", *COLUMNS), result_rows(records))
     text += "".join(f"\n\n{for_markdown(line)}" for line in _warnings(records))
-    signatures = "\n".join(f"- {for_markdown(s)}" for s in dict.fromkeys(table["signature"]))
+    signatures = "\n".join(f"- {for_markdown(s)}" for s in _signatures(records))
     return [("Retrieval (values in %, [bootstrap CI over queries]; level, resamples and kind "
              "(interval) in each signature)",
              f"{text}\n\nSignatures:\n\n{signatures}")]

@@ -77,6 +77,12 @@ def test_evaluate_writes_tidy_records_and_never_computes_twice(project, monkeypa
     assert second.exit_code == 0, second.output
     assert "0 set(s) computed, 1 read back" in second.output
     assert json.loads(out.read_text()) == records
+    # the table and Markdown name the settings of their values too, as the JSON does
+    signature = records[0]["signature"]
+    for fmt in ("table", "md"):
+        shown = _evaluate(db, *args[:-4], "--format", fmt).output
+        assert "ignatures:" in shown
+        assert "".join(signature.split()) in "".join(shown.split()).replace("\\|", "|")
 
 
 @pytest.mark.slow
