@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, Engine, func, select, text, update
+from sqlalchemy import Connection, Engine, Row, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from rubrics.match import ANSWER_VALUES
@@ -84,10 +84,15 @@ def locked(engine: Engine) -> Iterator[Connection]:
     write it guards see the same database (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
     transaction lock)."""
     with write_transaction(engine) as connection:
-        if connection.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                               {"key": _PG_CLAIM_LOCK})
+        _serialise_claims(connection)
         yield connection
+
+
+def _serialise_claims(connection: Connection) -> None:
+    """Take the claims' lock in this write transaction (PostgreSQL: an advisory
+    transaction lock; SQLite's write transaction holds the database already)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_CLAIM_LOCK})
 
 
 # -- the collection -------------------------------------------------------------------------
@@ -397,9 +402,13 @@ class MatchSession:
         self._batch_number = 0
         counts = match_counts(engine)
         self._answered, self._needed = counts["answers"], counts["needed"]
-        with locked(engine) as connection:
+
+        def open_work(connection: Connection) -> int | None:
+            _serialise_claims(connection)
             self._take_hold(connection, take_over=take_over)
-            claim_id = self._open_claim(connection) or self._claim_new(connection)
+            return self._open_claim(connection) or self._claim_new(connection)
+
+        claim_id = run_write(engine, open_work)
         self._load(claim_id if claim_id is not None else self._last_claim())
 
     # -- the hold: one process per annotator --------------------------------------------------
@@ -519,10 +528,14 @@ class MatchSession:
         """The annotator's next batch, loaded: a batch of theirs with pairs left to answer
         (one open batch at a time), else the first batch that still needs verifiers and
         that they have not held, checked and claimed in one locked transaction that also
-        checks this session's hold (HoldLost). None when there is none."""
-        with locked(self.engine) as connection:
+        checks this session's hold (HoldLost). None when there is none. DatabaseBusy when
+        other processes held the database through every attempt (nothing was claimed)."""
+        def claim(connection: Connection) -> int | None:
+            _serialise_claims(connection)
             self._check_hold(connection)
-            claim_id = self._open_claim(connection) or self._claim_new(connection)
+            return self._open_claim(connection) or self._claim_new(connection)
+
+        claim_id = run_write(self.engine, claim)
         if claim_id is not None:
             self._load(claim_id)
         return claim_id
@@ -556,25 +569,29 @@ class MatchSession:
 
     def show(self, index: int) -> None:
         """The annotator now looks at pair `index`: time from here counts towards it, and a
-        restart comes back to it."""
+        restart comes back to it (stored at once, one short try: when the database is busy
+        or the hold is lost, the next answer or move stores it)."""
         self._shown = (self.items[index].item_id, self._clock())
         self.focus = index
-        if index != self._stored_focus:
-            self._store_focus(index)
-
-    def _store_focus(self, index: int, connection: Connection | None = None) -> None:
-        if connection is None:  # only while this session holds the annotator's work
-            with write_transaction(self.engine) as own:
-                try:
-                    self._check_hold(own)
-                except HoldLost:
-                    return
-                self._store_focus(index, own)
+        if index == self._stored_focus:
             return
+
+        def store(connection: Connection) -> bool:
+            try:  # only while this session holds the annotator's work
+                self._check_hold(connection)
+            except HoldLost:
+                return False
+            self._write_focus(connection, index)
+            return True
+
+        with suppress(DatabaseBusy):
+            if run_write(self.engine, store, attempts=1):
+                self._stored_focus = index
+
+    def _write_focus(self, connection: Connection, index: int) -> None:
         connection.execute(update(MatchClaim.__table__)
                            .where(MatchClaim.__table__.c.id == self.claim_id)
                            .values(focus=index))
-        self._stored_focus = index
 
     def _elapsed(self, item_id: int) -> float:
         if self._shown is None or self._shown[0] != item_id:
@@ -594,37 +611,53 @@ class MatchSession:
     def answer(self, index: int, value: int) -> int | None:
         """Record `value` (1-4) for pair `index` with the time spent on it, commit it with an
         event-log row, and return the batch's next unanswered pair (None when the batch is
-        complete), stored in the same transaction as where the annotator now is."""
+        complete), stored in the same transaction as where the annotator now is.
+        DatabaseBusy when other processes held the database through every attempt: nothing
+        was written, and the time spent on the pair counts towards the next attempt."""
         if value not in ANSWER_VALUES:
             raise ValueError(f"answer must be 1-4, not {value!r}")
         view = self.items[index]
         count = len(self.items)
         following = next((i % count for i in range(index + 1, index + count)
                           if self.items[i % count].answer is None), None)
-        with write_transaction(self.engine) as connection:
+        shown = self._shown
+        seconds = self._elapsed(view.item_id)
+
+        def save(connection: Connection) -> int | None:
             self._check_hold(connection)
             self._check_active(connection)
-            old = self._write(connection, view.item_id, value, self._elapsed(view.item_id),
+            old = self._write(connection, self.claim_id, view.item_id, value, seconds,
                               uuid.uuid4().hex, action="update")
             if following is not None:
-                self._store_focus(following, connection)
+                self._write_focus(connection, following)
+            return old
+
+        try:
+            old = run_write(self.engine, save)
+        except Exception:  # nothing was written
+            self._shown = shown
+            raise
+        if following is not None:
+            self._stored_focus = following
         if old is None:
             self._answered += 1
         self.items[index] = PairView(view.item_id, view.image_key, view.image_path,
                                      view.caption, value)
         return following
 
-    def _write(self, connection: Connection, item_id: int, value: int | None, seconds: float,
-               change_id: str, *, action: str, reverts: str | None = None) -> int | None:
-        """Upsert the answer, add the seconds, log old -> new. Returns the old answer."""
+    def _write(self, connection: Connection, claim_id: int | None, item_id: int,
+               value: int | None, seconds: float, change_id: str, *, action: str,
+               reverts: str | None = None) -> int | None:
+        """Upsert the answer in claim `claim_id`, add the seconds, log old -> new. Returns
+        the old answer."""
         table = MatchVerification.__table__
         now = utcnow()
         row = connection.execute(select(table.c.id, table.c.answer).where(
-            table.c.claim_id == self.claim_id, table.c.item_id == item_id)).one_or_none()
+            table.c.claim_id == claim_id, table.c.item_id == item_id)).one_or_none()
         if row is None:
             old = None
             row_id = connection.execute(table.insert().values(
-                claim_id=self.claim_id, item_id=item_id, answer=value, seconds=seconds,
+                claim_id=claim_id, item_id=item_id, answer=value, seconds=seconds,
                 created_at=now, updated_at=now)).inserted_primary_key[0]
         else:
             old, row_id = row.answer, row.id
@@ -637,11 +670,13 @@ class MatchSession:
 
     def undo(self) -> int | None:
         """Revert this annotator's latest answer not yet undone (switching to its batch if
-        needed). Returns the index of the pair it touched, or None if nothing is left."""
+        needed). Returns the index of the pair it touched, or None if nothing is left.
+        DatabaseBusy when other processes held the database through every attempt."""
         event, verification = Event.__table__, MatchVerification.__table__
         claim = MatchClaim.__table__
         undone = select(event.c.reverts).where(event.c.reverts.is_not(None))
-        with write_transaction(self.engine) as connection:
+
+        def revert(connection: Connection) -> tuple[Row, int | None] | None:
             self._check_hold(connection)
             last = connection.execute(
                 select(event.c.change_id, event.c.row_id, event.c.old_value)
@@ -660,12 +695,16 @@ class MatchSession:
                 raise ProtocolError("that answer's batch was reassigned after quality "
                                     "control")
             previous = json.loads(last.old_value)
-            switched = target.claim_id != self.claim_id
-            self.claim_id = target.claim_id
-            self._write(connection, target.item_id, previous, 0.0, uuid.uuid4().hex,
-                        action="undo", reverts=last.change_id)
+            self._write(connection, target.claim_id, target.item_id, previous, 0.0,
+                        uuid.uuid4().hex, action="undo", reverts=last.change_id)
+            return target, previous
+
+        reverted = run_write(self.engine, revert)
+        if reverted is None:
+            return None
+        target, previous = reverted
         self._answered += (previous is not None) - (target.answer is not None)
-        if switched:
+        if target.claim_id != self.claim_id:
             self._load(target.claim_id)
         index = next(i for i, v in enumerate(self.items) if v.item_id == target.item_id)
         view = self.items[index]

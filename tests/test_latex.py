@@ -201,8 +201,8 @@ def test_the_latex_report_replaces_nothing_without_force(project, tmp_path):
 
 
 @pytest.mark.parametrize("command", [
-    ["agreement", "--bootstrap", 50],
-    ["judgments", "report", "j & 50%", "--bootstrap", 50],
+    ["agreement", "--bootstrap", 100],
+    ["judgments", "report", "j & 50%", "--bootstrap", 100],
 ])
 def test_agreement_and_a_judgment_set_in_latex_compile(project, tmp_path, command):
     out = tmp_path / "tables.tex"

@@ -186,7 +186,7 @@ def test_positives_merge_report_table_2_and_bias(tmp_path):
                 session.answer(index, 1 + (index + len(name)) % 4)
             if session.claim_next() is None:
                 break
-    result = thumb(db, "match", "positives", "--bootstrap", 20, "--format", "json")
+    result = thumb(db, "match", "positives", "--bootstrap", 100, "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     verified = load_positive_set(engine, "verified")

@@ -44,7 +44,7 @@ def screen_bindings() -> dict[str, list[Binding]]:
     """Every screen and dialog by name, with its bindings."""
     from thumb_tui.screens.annotate import AnnotateScreen, ReviewScreen
     from thumb_tui.screens.bison import BisonScreen
-    from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
+    from thumb_tui.screens.confirm_flag import ChooseBrokenScreen, ConfirmFlagScreen
     from thumb_tui.screens.entry import EntryScreen
     from thumb_tui.screens.fluency import FluencyScreen
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
@@ -58,7 +58,8 @@ def screen_bindings() -> dict[str, list[Binding]]:
                "reasons": ReasonScreen, "fluency round": FluencyRoundScreen,
                "BISON": BisonScreen, "fluency": FluencyScreen, "note": NoteScreen,
                "help": HelpScreen, "match": MatchScreen, "entry": EntryScreen,
-               "flag": ConfirmFlagScreen, "monitor": MonitorScreen}
+               "flag": ConfirmFlagScreen, "flag image": ChooseBrokenScreen,
+               "monitor": MonitorScreen}
     return {name: list(screen.BINDINGS) for name, screen in screens.items()}
 
 

@@ -33,6 +33,7 @@ from thumb_tui.cli.common import (
     output_file,
     output_folder,
     protocol_refusals,
+    run_app,
     state,
     write_or_echo,
 )
@@ -212,7 +213,7 @@ def annotate_command(
             typer.echo("No batch to verify: none is left that needs you (create some with "
                        "`thumb match batches`).")
             raise typer.Exit(0)
-        ThumbApp(screen=MatchScreen(session, mode)).run()
+        run_app(ThumbApp(screen=MatchScreen(session, mode)))
     finally:
         session.close()
 

@@ -16,8 +16,9 @@ from storage.bison import BisonSession, BisonView
 from storage.db import DatabaseBusy
 from storage.images import image_problem
 from thumb_tui.screens.busy import busy
-from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
+from thumb_tui.screens.confirm_flag import SIDES, ChooseBrokenScreen
 from thumb_tui.screens.help import HelpScreen, keys_markdown
+from thumb_tui.screens.rating import CAPTION_BINDINGS
 from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView, open_in_viewer
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
@@ -45,6 +46,8 @@ class BisonScreen(KeyBarScreen):
                 id="bison-next"),
         Binding("left_square_bracket,pageup", "step(-1)", "previous item", show=False,
                 id="bison-previous"),
+        # the rating screens' keys and ids: one keymap entry scrolls a long caption anywhere
+        *(b for b in CAPTION_BINDINGS if b.action.startswith("scroll_text")),
         Binding("o", "open_images", "open", id="bison-open"),
         Binding("question_mark", "help", "help", key_display="?", id="bison-help"),
         Binding("q", "quit_app", "quit", id="bison-quit"),
@@ -99,9 +102,10 @@ class BisonScreen(KeyBarScreen):
             (f"answer: {view.answer or '-'}  ", "dim"),
             ("all done" if len(self.answered) == total else
              f"{len(self.answered)}/{total} answered", "")))
-        self.query_one("#bison-query", CaptionText).update(
-            Text(f"Which image does this caption describe?\n{printable(view.query)}",
-                 style="bold"))
+        query = self.query_one("#bison-query", CaptionText)
+        query.update(Text(f"Which image does this caption describe?\n{printable(view.query)}",
+                          style="bold"))
+        query.scroll_home(animate=False)
         self.query_one("#bison-left-image", ImageView).show(view.left[2], view.left[1])
         self.query_one("#bison-right-image", ImageView).show(view.right[2], view.right[1])
 
@@ -127,29 +131,26 @@ class BisonScreen(KeyBarScreen):
         self.show()
 
     def action_flag_broken(self) -> None:
-        """Ask, then flag the item's broken image(s) — those the check finds broken, else
-        both, as the annotator says — and move on to the next item."""
+        """Ask which image is broken (each listed with what the file check found), flag
+        the one the annotator picks, or both, and move on to the next item."""
         if self.view is None:
             return
         view = self.view
-        sides = (view.left, view.right)
-        found = {image_id: image_problem(path) if path else "no image file"
-                 for image_id, _, path in sides}
-        reasons = {image_id: reason for image_id, reason in found.items() if reason}
-        if not reasons:
-            reasons = {image_id: "the annotator sees no usable image" for image_id in found}
-        keys = " and ".join(key for image_id, key, _ in sides if image_id in reasons)
+        images = dict(zip(SIDES, (view.left, view.right), strict=True))
+        problems = {side: image_problem(path) if path else "no image file"
+                    for side, (_, _, path) in images.items()}
 
-        def answered(flag: bool | None) -> None:
-            if flag:
-                self.flag_broken(view, reasons)
-            else:
-                self.say(f"{keys} is not flagged")
+        def chosen(sides: tuple[str, ...] | None) -> None:
+            if sides is None:
+                self.say("nothing flagged")
+                return
+            self.flag_broken(view, {images[side][0]: problems[side] or
+                                    "the annotator sees no usable image" for side in sides})
 
-        self.app.push_screen(ConfirmFlagScreen(
-            keys, "; ".join(dict.fromkeys(reasons.values())),
-            "It is recorded with the reason; the lead's `thumb image unflag` takes it back."),
-            answered)
+        self.app.push_screen(ChooseBrokenScreen(
+            {side: (key, problems[side]) for side, (_, key, _) in images.items()},
+            "A flagged image leaves your rating queue, review and the report (for everyone) "
+            "until the lead's `thumb image unflag` takes it back."), chosen)
 
     def flag_broken(self, view: BisonView, reasons: dict[int, str]) -> None:
         sides = (view.left, view.right)
@@ -163,8 +164,18 @@ class BisonScreen(KeyBarScreen):
             self.index += 1
         self.show()
         self.query_one("#bison-message", Static).update(Text(printable(
-            f"flagged {' and '.join(keys)} as broken ({'; '.join(reasons.values())})",
+            f"flagged {' and '.join(keys)} as broken "
+            f"({'; '.join(dict.fromkeys(reasons.values()))})",
             newlines=False)))
+
+    def action_scroll_text(self, step: int) -> None:
+        """Scroll the caption when it is longer than its box."""
+        query = self.query_one("#bison-query", CaptionText)
+        if not query.is_cut:
+            self.say("the whole caption is shown")
+        elif not query.scroll_text(step):
+            self.say("at the end of the caption" if step > 0 else
+                     "at the start of the caption")
 
     def action_step(self, step: int) -> None:
         """The next or previous item; stops at either end and says so."""

@@ -12,39 +12,57 @@ from textual.widgets import ProgressBar, Static
 
 from rubrics import printable
 from rubrics.match import ANSWERS, answer_label
+from storage.db import DatabaseBusy
 from storage.match import HOLD_HEARTBEAT_S, MatchSession
 from storage.project_queues import ProtocolError
-from thumb_tui.screens.help import HelpScreen
+from thumb_tui.screens.busy import busy
+from thumb_tui.screens.help import HelpScreen, code, keys_markdown
+from thumb_tui.screens.rating import CAPTION_BINDINGS
+from thumb_tui.widgets.caption_text import CaptionText
 from thumb_tui.widgets.image_view import ImageView, open_in_viewer
-from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
+from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen, display_keys
 
 QUESTION = "Does this caption describe the image?"
+ANSWER_IDS = tuple(f"match-answer-{a.value}" for a in ANSWERS)
+DEFAULT_ANSWER_KEYS = "1-4"  # how the key bar shows the answer keys while they are the digits
 
 
 def match_help_markdown(keys: list[Binding]) -> str:
-    """The four answers with definitions and examples, what happens to them, the keys."""
-    lines = ["# Match verification", "", f"**{QUESTION}** Look at the whole image (`o` "
-             "opens it full size) and read the caption; answer how well it describes the "
-             "image.", ""]
-    for answer in ANSWERS:
-        lines += [f"## {answer.value} · {answer.label}", "", answer.definition, "",
-                  f"*Example:* {answer.example}", ""]
+    """The four answers with definitions and examples, what happens to them, and the keys
+    as they are bound (after the user's keymap), each with its id."""
+    key = {b.id: code(display_keys(b.key)) for b in keys if b.id}
+    lines = ["# Match verification", "", f"**{QUESTION}** Look at the whole image "
+             f"({key['match-open-image']} opens it full size) and read the caption; answer "
+             "how well it describes the image.", ""]
+    for answer, answer_id in zip(ANSWERS, ANSWER_IDS, strict=True):
+        lines += [f"## {answer.value} · {answer.label} (key {key[answer_id]})", "",
+                  answer.definition, "", f"*Example:* {answer.example}", ""]
     lines += ["## What happens to your answers", "",
-              "- Each answer is saved the moment you press the key; `u` undoes your last "
-              "one. Closing the app (or losing the connection) loses nothing: you come back "
-              "to the same pair.",
+              f"- Each answer is saved the moment you press its key; {key['match-undo']} "
+              "undoes your last one. Closing the app (or losing the connection) loses "
+              "nothing: you come back to the same pair.",
               "- Pairs come in batches. A few pairs in every batch have a known answer and "
               "check that answers are careful; a wrong answer there sends the batch for "
               "checking.",
               "- Time per pair is recorded; there is no time limit, but very fast answers "
-              "are reviewed.", "", "## Keys", ""]
-    lines += [f"- `{b.key_display or b.key}`: {b.description}" for b in keys if b.show]
-    return "\n".join(lines)
+              "are reviewed."]
+    return "\n".join(lines) + keys_markdown(keys)
 
 
 def _answer_bindings() -> list[Binding]:
-    return [Binding(str(a.value), f"answer({a.value})", "answer", key_display="1-4",
-                    show=a.value == 1, id=f"match-answer-{a.value}") for a in ANSWERS]
+    """One key per answer, each with its id; the key bar shows them as one entry
+    (`MatchScreen.key_bar_bindings`), the help each with its answer."""
+    return [Binding(str(a.value), f"answer({a.value})", f"answer {a.value} · {a.label}",
+                    show=False, id=answer_id)
+            for a, answer_id in zip(ANSWERS, ANSWER_IDS, strict=True)]
+
+
+def answer_keys(bindings: list[Binding]) -> str:
+    """How the key bar shows the four answer keys: `1-4`, or after a keymap each key as
+    bound, in answer order (`y 2 3 4`)."""
+    keys = [display_keys(b.key) for b in bindings if b.id in ANSWER_IDS]
+    digits = [str(a.value) for a in ANSWERS]
+    return DEFAULT_ANSWER_KEYS if keys == digits else " ".join(keys)
 
 
 class MatchScreen(KeyBarScreen):
@@ -53,6 +71,8 @@ class MatchScreen(KeyBarScreen):
         *_answer_bindings(),
         Binding("down,j", "move(1)", "pair", key_display="↑↓", id="match-next"),
         Binding("up,k", "move(-1)", "previous pair", show=False, id="match-previous"),
+        # the rating screens' keys and ids: one keymap entry scrolls a long caption anywhere
+        *(b for b in CAPTION_BINDINGS if b.action.startswith("scroll_text")),
         Binding("g", "next_unanswered", "next unanswered", id="match-next-unanswered"),
         Binding("u", "undo", "undo", id="match-undo"),
         Binding("o", "open_image", "open", id="match-open-image"),
@@ -75,10 +95,21 @@ class MatchScreen(KeyBarScreen):
                 yield ImageView(self.image_mode, id="match-image")
                 with Vertical(id="match-right"):
                     yield Static(QUESTION, id="match-question")
-                    yield Static(id="match-caption")
+                    yield CaptionText(id="match-caption")
                     yield Static(id="match-scale")
             yield Static(id="match-message")
-        yield KeyBar(self.BINDINGS)
+        yield KeyBar(self.key_bar_bindings())
+
+    def key_bar_bindings(self) -> list[Binding]:
+        """The screen's keys as bound, the four answer keys as one entry (`1-4 answer`)."""
+        bindings = self.shown_bindings
+        answers = ",".join(b.key for b in bindings if b.id in ANSWER_IDS)
+        return [Binding(answers, "", "answer", key_display=answer_keys(bindings)),
+                *bindings]
+
+    def key_of(self, binding_id: str) -> str:
+        """The keys bound to `binding_id` as the key bar writes them (after a keymap)."""
+        return next(display_keys(b.key) for b in self.shown_bindings if b.id == binding_id)
 
     def on_mount(self) -> None:
         self.set_interval(HOLD_HEARTBEAT_S, self.keep_alive)
@@ -88,7 +119,11 @@ class MatchScreen(KeyBarScreen):
             return
         self.show(self.index)
         if self.session.batch_complete:
-            self.say("every batch is done, thank you (u undoes your last answer; q quits)")
+            self.say(f"every batch is done, thank you ({self.key_of('match-undo')} undoes "
+                     f"your last answer; {self.key_of('match-quit')} quits)")
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_caption)
 
     # -- display ----------------------------------------------------------------------------
 
@@ -97,16 +132,29 @@ class MatchScreen(KeyBarScreen):
         self.session.show(index)
         view = self.session.items[index]
         self.query_one(ImageView).show(view.image_path, view.image_key)
-        self.query_one("#match-caption", Static).update(Text(printable(view.caption),
-                                                              style="bold"))
+        caption = self.query_one("#match-caption", CaptionText)
+        caption.update(Text(printable(view.caption), style="bold"))
+        caption.scroll_home(animate=False)
         scale = Text()
-        for answer in ANSWERS:
+        for answer, answer_id in zip(ANSWERS, ANSWER_IDS, strict=True):
             chosen = answer.value == view.answer
-            scale.append(f" {answer.value} ", style="bold reverse" if chosen else "bold")
+            scale.append(f" {printable(self.key_of(answer_id), newlines=False)} ",
+                         style="bold reverse" if chosen else "bold")
             scale.append(f" {answer.label}" + ("  ◀ your answer" if chosen else "") + "\n",
                          style="bold" if chosen else "")
         self.query_one("#match-scale", Static).update(scale)
         self.update_title()
+        self.call_after_refresh(self.fit_caption)
+
+    def fit_caption(self) -> None:
+        """Cap the caption's box at the room the question and the answer scale leave, so
+        the scale stays on screen; the rest of a long caption scrolls. Deferred to after a
+        refresh: it reads the rendered heights."""
+        room = self.query_one("#match-right").content_region.height
+        caption = self.query_one("#match-caption", CaptionText)
+        caption.limit_height(room - caption.styles.margin.height - sum(
+            self.query_one(f"#match-{part}").outer_size.height
+            for part in ("question", "scale")))
 
     def update_title(self) -> None:
         progress = self.session.progress()
@@ -143,22 +191,35 @@ class MatchScreen(KeyBarScreen):
         except ProtocolError as exc:
             self.say(f"not saved: {exc}")
             return
+        except DatabaseBusy:
+            self.say(busy("answer"))
+            return
         if following is not None:
             self.say(f"saved: {answer_label(value)}")
             self.show(following)
-            return
+        else:
+            self.open_next_batch(f"saved: {answer_label(value)} · ")
+
+    def open_next_batch(self, said: str) -> None:
+        """The batch is complete: claim the next one and show it, or say why not (after
+        `said`, what the key that got here did)."""
         try:
             claimed = self.session.claim_next()
         except ProtocolError as exc:
-            self.say(f"saved: {answer_label(value)} · no next batch here: {exc}")
+            self.say(f"{said}no next batch here: {exc}")
+            self.show(self.index)
+            return
+        except DatabaseBusy:
+            self.say(f"{said}database busy, the next batch did not open — press "
+                     f"{self.key_of('match-next-unanswered')} to try again")
             self.show(self.index)
             return
         if claimed is not None:
-            self.say(f"saved: {answer_label(value)} · batch complete; here is the next one")
+            self.say(f"{said}batch complete; here is the next one")
             self.show(self.session.focus)
         else:
-            self.say(f"saved: {answer_label(value)} · every batch is done, thank you "
-                     "(q quits)")
+            self.say(f"{said}every batch is done, thank you "
+                     f"({self.key_of('match-quit')} quits)")
             self.show(self.index)
 
     def action_move(self, step: int) -> None:
@@ -170,15 +231,27 @@ class MatchScreen(KeyBarScreen):
             return
         following = self.session.next_unanswered(self.index)
         if following is None:
-            self.say("every pair of this batch is answered")
+            self.open_next_batch("every pair of this batch is answered · ")
         else:
             self.show(following)
+
+    def action_scroll_text(self, step: int) -> None:
+        """Scroll the caption when it is longer than its box."""
+        caption = self.query_one("#match-caption", CaptionText)
+        if not caption.is_cut:
+            self.say("the whole caption is shown")
+        elif not caption.scroll_text(step):
+            self.say("at the end of the caption" if step > 0 else
+                     "at the start of the caption")
 
     def action_undo(self) -> None:
         try:
             index = self.session.undo()
         except ProtocolError as exc:
             self.say(f"cannot undo: {exc}")
+            return
+        except DatabaseBusy:
+            self.say(busy("undo"))
             return
         if index is None:
             self.say("nothing to undo")
@@ -192,7 +265,7 @@ class MatchScreen(KeyBarScreen):
             self.say(open_in_viewer(view.image_path, view.image_key))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(match_help_markdown(self.BINDINGS)))
+        self.app.push_screen(HelpScreen(match_help_markdown(self.shown_bindings)))
 
     def action_quit_app(self) -> None:
         self.app.exit()
