@@ -171,11 +171,8 @@ class BisonScreen(KeyBarScreen):
     def action_scroll_text(self, step: int) -> None:
         """Scroll the caption when it is longer than its box."""
         query = self.query_one("#bison-query", CaptionText)
-        if not query.is_cut:
-            self.say("the whole caption is shown")
-        elif not query.scroll_text(step):
-            self.say("at the end of the caption" if step > 0 else
-                     "at the start of the caption")
+        if said := query.scrolled(step):
+            self.say(said)
 
     def action_step(self, step: int) -> None:
         """The next or previous item; stops at either end and says so."""

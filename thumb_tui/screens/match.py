@@ -238,11 +238,8 @@ class MatchScreen(KeyBarScreen):
     def action_scroll_text(self, step: int) -> None:
         """Scroll the caption when it is longer than its box."""
         caption = self.query_one("#match-caption", CaptionText)
-        if not caption.is_cut:
-            self.say("the whole caption is shown")
-        elif not caption.scroll_text(step):
-            self.say("at the end of the caption" if step > 0 else
-                     "at the start of the caption")
+        if said := caption.scrolled(step):
+            self.say(said)
 
     def action_undo(self) -> None:
         try:

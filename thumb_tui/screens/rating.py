@@ -330,10 +330,8 @@ class RatingScreen(KeyBarScreen):
         text = self.focused_text()
         if text is None:
             return
-        if not text.is_cut:
-            self.say("the whole caption is shown")
-        elif not text.scroll_text(step):
-            self.say("at the end of the caption" if step > 0 else "at the start of the caption")
+        if said := text.scrolled(step):
+            self.say(said)
 
     def penalty_group(self) -> tuple[int, CaptionGroup] | None:
         """The caption the penalty and note keys act on, with its index."""

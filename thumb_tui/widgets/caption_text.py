@@ -53,3 +53,12 @@ class CaptionText(VerticalScroll, can_focus=False):
         lines = max(self.size.height - 1, 1)
         self.scroll_to(y=self.scroll_y + step * lines, animate=False, immediate=True)
         return self.scroll_y != before
+
+    def scrolled(self, step: int) -> str | None:
+        """Scroll by most of a page (the screens' scroll keys); what to tell the user when
+        that moved nothing, else None."""
+        if not self.is_cut:
+            return "the whole caption is shown"
+        if not self.scroll_text(step):
+            return "at the end of the caption" if step > 0 else "at the start of the caption"
+        return None
