@@ -674,6 +674,10 @@ def _parquet_matrix(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 values, skipna=False) != "string":
             raise RankingsError(f"{path}: {column} must hold integers or strings (not "
                                 f"{values.dtype}, nulls or other values)")
+    scores = frame["score"].to_numpy(dtype=np.float64)
+    if not np.isfinite(scores).all():  # (a NaN would read as a missing pair below)
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise RankingsError(f"{path}: {NOT_FINITE} (row {row + 1}: {scores[row]})")
     table = frame.pivot_table(index="image_id", columns="caption_id", values="score",
                               aggfunc="count")
     if len(frame) != table.size or table.isna().any().any() or (table.to_numpy() != 1).any():
@@ -683,6 +687,7 @@ def _parquet_matrix(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 _EXACT = 2**53  # integers beyond it are not all exact in float64
+NOT_FINITE = "scores must be finite numbers"
 
 
 def check_scores(scores: object, images: object, captions: object, source: str
@@ -719,7 +724,7 @@ def check_scores(scores: object, images: object, captions: object, source: str
                                 "exactly; save the scores as float64")
         matrix = matrix.astype(np.float64)
     elif not np.isfinite(matrix).all():
-        raise RankingsError(f"{source}: scores must be finite numbers")
+        raise RankingsError(f"{source}: {NOT_FINITE}")
     return matrix, ids[0], ids[1]
 
 

@@ -297,8 +297,9 @@ def test_project_keys_export_as_database_ids_with_a_map_back(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem", ["shape", "keys", "nan", "clip-model", "duplicate-model",
-                                     "batch-size", "missing-file", "unknown-set"])
+@pytest.mark.parametrize("problem", ["shape", "keys", "nan", "nan-parquet", "clip-model",
+                                     "duplicate-model", "batch-size", "missing-file",
+                                     "unknown-set"])
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path, problem):
     db, engine = match_project(tmp_path)
     items = collection(engine)
@@ -309,6 +310,7 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path, problem):
     expected = {"shape": "scores has shape (15, 59), expected (15, 60)",
                 "keys": "caption id 'nope' is not caption of the project",
                 "nan": "scores must be finite numbers",
+                "nan-parquet": "bad.parquet: scores must be finite numbers (row 5: nan)",
                 "clip-model": "no-such-clip",
                 "duplicate-model": "model 'toy-a' has proposed already",
                 "batch-size": "batch size must be at least 3",
@@ -323,6 +325,16 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path, problem):
         scores = scores.copy()
         scores[1, 4] = np.nan
         np.savez(path, scores=scores, image_ids=images, caption_ids=captions)
+    elif problem == "nan-parquet":  # (a NaN had been read as a missing pair)
+        import pandas as pd
+
+        long = pd.DataFrame({"image_id": np.repeat(images, len(captions)),
+                             "caption_id": np.tile(captions, len(images)),
+                             "score": scores.ravel()})
+        long.loc[4, "score"] = np.nan
+        path = tmp_path / "bad.parquet"
+        long.to_parquet(path)
+        command[-1] = path
     elif problem == "clip-model":
         command = ["match", "propose", "--model", "clip", "--scorer", "clip",
                    "--clip-model", str(tmp_path / "no-such-clip")]
