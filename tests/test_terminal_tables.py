@@ -132,7 +132,7 @@ def rated_db(tmp_path_factory) -> Path:
 
 def test_the_agreement_tables_fit_80_columns(rated_db):
     result = CliRunner().invoke(app, ["--db", str(rated_db), "agreement", "--bootstrap",
-                                      "50"])
+                                      "100"])
     assert result.exit_code == 0, result.output
     assert "kappa_quadratic" in result.output and "Confusion matrices" in result.output
     assert_fits(result.output)
