@@ -49,8 +49,8 @@ def _pairs(data: pd.DataFrame, targets: str, raters: str, ratings: str
 
 def kappa_from_pairs(first: np.ndarray, second: np.ndarray, weights: str | None = None,
                      categories: Sequence[float] | None = None) -> float:
-    """Cohen's kappa of two label arrays; weights None, 'linear' or 'quadratic' (on the
-    index distance between categories, as scikit-learn does)."""
+    """Cohen's kappa of two label arrays; weights None, 'linear' or 'quadratic' (the
+    distance between two categories' values, or its square: see `kappa_sums`)."""
     if len(first) < 2:
         raise UndefinedStatistic("fewer than 2 items")
     value = float(total_of(kappa_sums(first, second, weights, categories)))
@@ -112,7 +112,12 @@ def kappa_sums(first: np.ndarray, second: np.ndarray, weights: str | None,
                categories: Sequence[float] | None) -> UnitSums:
     """Cohen's kappa (Cohen 1960; weighted, Cohen 1968) from each item's cell of the
     confusion matrix: kappa = 1 - sum(w * observed) / sum(w * expected), `expected` the
-    product of the observed marginals, w the disagreement weight of two categories."""
+    product of the observed marginals, w the disagreement weight of two categories: 1 for
+    any two (unweighted), or Cohen's weights from their scale values, |x - y| (linear) or
+    its square (quadratic); dividing by the range (max - min) cancels in the ratio. The
+    values, not their ranks among those observed: Totals 2.0, 2.4 and 3.5 are 0.4 and 1.1
+    apart, not 1 and 1. On equally spaced categories (a 1-5 scale) that is the index
+    distance scikit-learn's `cohen_kappa_score` uses."""
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
     labels = np.asarray(sorted(set(first) | set(second)) if categories is None
@@ -126,9 +131,9 @@ def kappa_sums(first: np.ndarray, second: np.ndarray, weights: str | None,
     k = len(labels)
     features = np.zeros((len(cells), k * k))
     features[np.arange(len(cells)), cells] = 1.0
-    grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k)))
-    weight = {None: (grid > 0).astype(float), "linear": grid.astype(float),
-              "quadratic": grid.astype(float) ** 2}[weights]
+    distance = np.abs(np.subtract.outer(labels, labels))
+    weight = {None: (distance > 0).astype(float), "linear": distance,
+              "quadratic": distance ** 2}[weights]
 
     def finish(total: np.ndarray) -> np.ndarray:
         confusion = total.reshape(*total.shape[:-1], k, k)

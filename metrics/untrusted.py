@@ -8,8 +8,8 @@ import storage, so the JSON limits and number hooks they share live in the botto
   for reading blocks until a writer comes, which may be never).
 - `load_json`: JSON within limits: nesting at most MAX_DEPTH levels, numbers written with
   at most MAX_NUMBER_CHARS characters and finite (no NaN, no Infinity, no 1e999), integers
-  of at most MAX_INTEGER_DIGITS digits; every problem is `file:line: problem` in the
-  reader's own error type.
+  of at most MAX_INTEGER_DIGITS digits, no object naming a key twice; every problem is
+  `file:line: problem` in the reader's own error type.
 - `open_npy` and `Npz`: NumPy arrays whose header (dtype, shape) is read and checked, and
   checked against the bytes the file (or zip member) really holds, before any of the data
   is read or any memory for it is allocated; never a pickle.
@@ -40,12 +40,15 @@ from rubrics.json_limits import MAX_DEPTH as MAX_DEPTH
 from rubrics.json_limits import MAX_NUMBER_CHARS as MAX_NUMBER_CHARS
 from rubrics.json_limits import (
     Refused,
+    RepeatedKey,
     integer_hook,
     line_of,
     real_hook,
     refuse_constant,
     refused_line,
+    repeated_key_problem,
     too_deep,
+    unique_keys,
 )
 
 MAX_INTEGER_DIGITS = 20  # storage.untrusted has 18 (int64 columns); ids may be uint64
@@ -77,9 +80,11 @@ def load_json(text: str, path: Path | str, error: ErrorType, *,
     `reals=False` (a real number is then never used). Nesting deeper than MAX_DEPTH
     levels is refused (a walk over the parsed value) unless `flat=True`, for files whose
     shape the caller checks to be an object of lists of ids (anything else in a list
-    refused): two levels, at no cost."""
-    hooks: dict[str, Any] = {"parse_constant": refuse_constant, "object_pairs_hook":
-                             object_pairs_hook}
+    refused): two levels, at no cost. An object naming a key twice is refused
+    (`unique_keys`), unless the caller gives an `object_pairs_hook` of its own, which
+    must then refuse it with its own words (a query named twice)."""
+    hooks: dict[str, Any] = {"parse_constant": refuse_constant,
+                             "object_pairs_hook": object_pairs_hook or unique_keys}
     if integers:
         hooks["parse_int"] = _INTEGER
     if reals:
@@ -88,6 +93,9 @@ def load_json(text: str, path: Path | str, error: ErrorType, *,
         value = json.loads(text, **hooks)
     except Refused as exc:
         raise error(f"{path}:{refused_line(text, exc)}: {exc}") from None
+    except RepeatedKey:
+        line, problem = repeated_key_problem(text)
+        raise error(f"{path}:{line}: {problem}") from None
     except json.JSONDecodeError as exc:
         raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except RecursionError:

@@ -280,7 +280,8 @@ def import_bison(engine: Engine, path: str | Path, *, actor: str,
                 problems.add(row.line, f"duplicate bison_id {row.key!r} (also line "
                                        f"{seen[row.key]})")
             seen.setdefault(row.key, row.line)
-            if row.images[0][0] == row.images[1][0]:
+            if len({_image_identity(key, image_path, known)
+                    for key, image_path in row.images}) == 1:
                 problems.add(row.line, "the two candidate images are the same")
             if row.true_key not in (row.images[0][0], row.images[1][0]):
                 problems.add(row.line, "true_image_id is not one of the candidates")
@@ -293,6 +294,13 @@ def import_bison(engine: Engine, path: str | Path, *, actor: str,
         log_change(connection, actor=actor, action="import", table="bison_item",
                    new={str(path): {"items": added}})
     return added
+
+
+def _image_identity(key: str, image_path: str | None, known: dict[str, int]) -> int | str:
+    """What makes two candidates one image, however each is named: the database id of an
+    image the database has (by key, or by the path of its file), else the file a new one
+    is made from (two keys may name one file: `a.png` and `./a.png`)."""
+    return known.get(key, image_path or key)
 
 
 def _write(connection: Connection, rows: list[ItemRow], known: dict[str, int],

@@ -162,6 +162,12 @@ def _jsonl_records(lines: Iterator[str], problems: Problems) -> Parsed:
             names[keys] = tuple(str(key).strip().lower() for key in keys)
         record = (value if names[keys] == keys
                   else dict(zip(names[keys], value.values(), strict=True)))
+        if len(record) < len(value):  # two keys alike but for letter case or spaces
+            named = names[keys]
+            twice = next(name for at, name in enumerate(named) if name in named[:at])
+            problems.add(number, f"key {twice!r} appears twice in one object (letter case "
+                                 "and spaces aside)")
+            continue
         if "" in record.values():
             record = {key: (None if item == "" else item) for key, item in record.items()}
         yield number, record, clean_source(raw)

@@ -1,8 +1,9 @@
 """Imported files are untrusted. Before any field is interpreted, every record is checked
 against hard limits — characters, text length, JSON nesting depth, digits of a number —
 and, for JSON, against the type each field must have (no coercion: a number is never
-taken for a caption). A violation is a `file:line` problem like any other; no parser
-error gets past the importer. Checks only: nothing here touches the database."""
+taken for a caption) and for a key named twice (JSON would keep the last value). A
+violation is a `file:line` problem like any other; no parser error gets past the
+importer. Checks only: nothing here touches the database."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from rubrics.json_limits import MAX_DEPTH as MAX_DEPTH
 from rubrics.json_limits import MAX_NUMBER_CHARS as MAX_NUMBER_CHARS
 from rubrics.json_limits import (
     Refused,
+    RepeatedKey,
     integer_hook,
     real_hook,
     refuse_constant,
+    refuse_repeated_keys,
     refused_line,
+    repeated_key_problem,
     too_deep,
 )
 
@@ -47,11 +51,15 @@ _DECODER = json.JSONDecoder(parse_int=integer_hook(MAX_INTEGER_DIGITS),
 
 def load_json(text: str) -> Any:
     """`json.loads` within the limits: no integer over MAX_INTEGER_DIGITS digits, no float
-    over MAX_NUMBER_CHARS characters, no NaN/Infinity, nesting at most MAX_DEPTH deep."""
+    over MAX_NUMBER_CHARS characters, no NaN/Infinity, nesting at most MAX_DEPTH deep, no
+    object naming a key twice."""
     try:
         value = _DECODER.decode(text)
+        refuse_repeated_keys(text, value)  # at a glance: a JSON line is one flat object
     except Refused as exc:
         raise JsonProblem(refused_line(text, exc), str(exc)) from None
+    except RepeatedKey:
+        raise JsonProblem(*repeated_key_problem(text)) from None
     except json.JSONDecodeError as exc:
         raise JsonProblem(exc.lineno, f"malformed JSON: {exc.msg} (column {exc.colno})"
                           ) from None
