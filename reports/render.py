@@ -103,11 +103,13 @@ def noted(frame: pd.DataFrame, notes: Notes) -> pd.DataFrame:
 
 def with_intervals(frame: pd.DataFrame, value: str, notes: Notes) -> pd.DataFrame:
     """The frame with `value` shown as `value [CI]` (and the mark of its CI warning) in
-    place of the `value`, `ci_low`, `ci_high` and `ci_warning` columns."""
+    place of the `value`, `ci_low`, `ci_high` and `ci_warning` columns; named `value`
+    alone where no row has a CI (`--bootstrap 0`)."""
     shown = frame.copy()
     shown[value] = _cells(frame, value, notes)
+    any_ci = "ci_low" in frame and frame["ci_low"].notna().any()
     return shown.drop(columns=["ci_low", "ci_high", "ci_warning"], errors="ignore").rename(
-        columns={value: f"{value} [CI]"})
+        columns={value: f"{value} [CI]" if any_ci else value})
 
 
 def _means(systems: pd.DataFrame, column: str, digits: int, notes: Notes, *,
@@ -138,7 +140,7 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric, *
     columns = [(d.key, d.short, 2) for d in rubric.dimensions]
     columns += [(p.key, p.abbreviation, 3) for p in rubric.penalties]
     for column, label, digits in [*columns, ("total", "Total", 2)]:
-        with_ci = column == "total" or (every_ci and _has_ci(systems, column))
+        with_ci = _has_ci(systems, column) and (column == "total" or every_ci)
         shown = f"{label} [CI]" if with_ci else label
         human[shown] = _means(systems, column, digits, notes, with_ci=with_ci)
     means = pd.DataFrame({metric: _means(systems, metric, 3, notes, with_ci=every_ci)
@@ -152,12 +154,27 @@ def _systems_tables(systems: pd.DataFrame, metrics: list[str], rubric: Rubric, *
             if metrics else "no metrics computed")
 
 
+def _with_cis(report: Report) -> bool:
+    """Whether the report's numbers have CIs (`--bootstrap 0` leaves them out, and the
+    headings must not promise them)."""
+    return int(report.header.get("bootstrap", 0) or 0) > 0
+
+
 def _differences_table(report: Report) -> str:
     """Every pair of systems: the difference of mean Totals with its paired CI, and whether
     the CI leaves out 0."""
     notes = Notes(for_markdown)
     table = report.differences
     ci = f"{float(report.header.get('ci', 0.9)):.0%}"
+    if not _with_cis(report):
+        shown = pd.DataFrame({"system": table["system"], "versus": table["versus"],
+                              "Δ Total": _cells(table, "difference", notes),
+                              "images": table["images"].astype(str)})
+        return ("Differences of mean Totals over the images both systems captioned (no CIs: "
+                "--bootstrap 0, so none is called significant).\n\n"
+                + markdown_table(shown, index=False, disable_numparse=True,
+                                 colalign=("left", "left", "right", "right"))
+                + notes.markdown())
     shown = pd.DataFrame({
         "system": table["system"], "versus": table["versus"],
         f"Δ Total [{ci} CI]": _cells(table, "difference", notes),
@@ -307,7 +324,9 @@ def _correlation_sections(report: Report) -> list[tuple[str, str]]:
                          + notes.markdown())
         label = labels.get(str(dimension), str(dimension))
         methods = (f"Pearson r and Spearman ρ with {ci} BCa CIs over images; Kendall τ-b "
-                   "and τ-c as point estimates.")
+                   "and τ-c as point estimates." if _with_cis(report) else
+                   "Pearson r, Spearman ρ, Kendall τ-b and τ-c as point estimates (no CIs: "
+                   "--bootstrap 0).")
         sections.append((f"Correlation with {for_markdown(label)}",
                          "\n\n".join([methods, *parts])))
     return sections
@@ -352,7 +371,8 @@ def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
     # a table that cannot be computed yet is named under "Not computed yet" instead
     sections = [
         *([] if "human" in missing else [
-            ("Systems: human scores (THUMB Table 2; CIs over images)", human)]),
+            ("Systems: human scores (THUMB Table 2"
+             + ("; CIs over images)" if _with_cis(report) else ")"), human)]),
         *([] if "human" in missing or report.differences.empty else [
             ("Differences between systems (human Total)", _differences_table(report))]),
         *([] if "metrics" in missing else [("Systems: metric means", means)]),
