@@ -80,27 +80,33 @@ def baseline_choices(items: pd.DataFrame, images: dict[int, tuple[str | None, li
                      *, seed: int = 0, sampled: int = 4) -> tuple[str, pd.DataFrame]:
     """BISON section 6: pick the image whose reference captions give the query the higher
     metric score. The query is removed from its own image's references; `sampled`
-    references are drawn (seeded) for the other image. Returns (signature, choices)."""
+    references are drawn (seeded) for the other image; query and references get THUMB's
+    clean-up, as `thumb metrics compute` gives them (`clean:thumb`). Returns (signature,
+    choices)."""
     rng = random.Random(seed)
     candidates = []
-    for item_id, query, image_a, image_b, true_image in items[
-            ["item_id", "query", "image_a", "image_b", "true_image"]].itertuples(index=False):
-        query = clean_caption(query)
-        for image in (image_a, image_b):
+    for row in items.itertuples(index=False):
+        query, true_image = clean_caption(row.query), row.true_image
+        item_name = getattr(row, "item_key", row.item_id)  # (named by their keys, if given)
+        for image, image_name in ((row.image_a, getattr(row, "image_a_key", row.image_a)),
+                                  (row.image_b, getattr(row, "image_b_key", row.image_b))):
             refs = [clean_caption(r) for r in images[image][1]]
             if image == true_image:
                 refs = [r for r in refs if r.casefold() != query.casefold()]
             else:
                 refs = rng.sample(refs, min(sampled, len(refs)))
             if not refs:
-                raise RuntimeError(f"image {image} of BISON item {item_id} has no references")
+                raise RuntimeError(
+                    f"BISON item {item_name!r}: image {image_name!r} has no reference "
+                    "captions to score the query against (import the project's captions "
+                    "with their references first: thumb import FILE)")
             # one "system" for all candidates: CIDEr-D's corpus is the whole item set
             candidates.append(CaptionItem(len(candidates), str(image), images[image][0], "bison",
                                           query, tuple(refs)))
     scores = metric.score(candidates)
     signature = format_signature(f"bison-baseline-{metric.name}", {
         "metric": metric.signature(candidates, "candidate-image").replace("|", ";"),
-        "sampled": str(sampled), "seed": str(seed)})
+        "sampled": str(sampled), "seed": str(seed), "clean": "thumb"})
     return signature, choices(items, scores[0::2], scores[1::2])
 
 

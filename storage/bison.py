@@ -424,16 +424,23 @@ class BisonSession:
 
 
 def bison_items(engine: Engine) -> tuple[pd.DataFrame, dict[int, tuple[str | None, list[str]]]]:
-    """All items (item_id, query, image_a, image_b, true_image), and image id -> (path,
-    references): what a model or a caption-metric baseline chooses from."""
+    """All items (item_id, query, image_a, image_b, true_image, and for messages the
+    item's `bison_id` and its images' keys: item_key, image_a_key, image_b_key), and image
+    id -> (path, references): what a model or a caption-metric baseline chooses from."""
     import pandas as pd
 
     item, image, ref = BisonItem.__table__, Image.__table__, ImageReference.__table__
+    image_a, image_b = image.alias("image_a"), image.alias("image_b")
     with engine.connect() as connection:
         items = pd.read_sql(select(item.c.id.label("item_id"), item.c.query,
                                    item.c.image_a_id.label("image_a"),
                                    item.c.image_b_id.label("image_b"),
-                                   item.c.true_image_id.label("true_image"))
+                                   item.c.true_image_id.label("true_image"),
+                                   item.c.key.label("item_key"),
+                                   image_a.c.key.label("image_a_key"),
+                                   image_b.c.key.label("image_b_key"))
+                            .join(image_a, item.c.image_a_id == image_a.c.id)
+                            .join(image_b, item.c.image_b_id == image_b.c.id)
                             .order_by(item.c.id), connection)
         images = {r.id: (r.path, []) for r in connection.execute(select(image.c.id,
                                                                         image.c.path))}

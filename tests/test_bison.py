@@ -3,7 +3,9 @@ caption-metric choices, and embedding each distinct image and caption once."""
 
 from __future__ import annotations
 
+import csv
 import json
+import shutil
 import uuid
 
 import numpy as np
@@ -231,7 +233,7 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
     import_bison(engine, items, actor="t")
     for metric in ("bleu", "cider-d", "rouge-l"):
         signature, scored = baseline(engine, metric, seed=1)
-        assert scored == 3 and "sampled:4" in signature
+        assert scored == 3 and "sampled:4" in signature and "clean:thumb" in signature
     tables = bison_report(engine, bootstrap=0)
     models = tables["models"]
     assert (models["accuracy"] == 1.0).all() and len(models) == 3
@@ -241,6 +243,26 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
     for signature in models["signature"]:
         assert text.count(signature) == 1  # listed once, under the tables
         assert f"  {signature.split('|')[0]}: {signature}" in text
+
+
+def test_a_baseline_without_references_names_the_item_and_the_image(tmp_path):
+    """The sample items onto images without references: the message names the item's
+    bison_id and the image's key, not the database's ids, and says what to import."""
+    shutil.copytree(SAMPLE_CSV.parent / "images", tmp_path / "images")
+    with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
+        rows = [{k: row[k] for k in ("image", "image_id", "system", "caption")}
+                for row in csv.DictReader(handle)]
+    captions = tmp_path / "captions.csv"
+    with captions.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    engine = open_database(tmp_path / "n.db")
+    import_captions(engine, captions, actor="t")
+    import_bison(engine, SAMPLE_BISON, actor="t")
+    with pytest.raises(RuntimeError, match=r"BISON item 'b01': image '[^']+' has no "
+                                           r"reference captions .* thumb import FILE"):
+        baseline(engine, "bleu")
 
 
 @pytest.mark.slow
