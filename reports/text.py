@@ -141,16 +141,19 @@ def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
     and CI-less ones point to numbered notes."""
     rows, notes = statistics_rows(part, labels, " " if markdown else "\n")
     headers = ["statistic", *labels.values()]
+    # the cells are text already (0.700, never 0.7): not parsed again as numbers
     if markdown:
-        table = markdown_table(pd.DataFrame(rows, columns=headers), index=False)
+        table = markdown_table(pd.DataFrame(rows, columns=headers), index=False,
+                               disable_numparse=True)
     else:
-        table = tabulate(rows, headers=headers, tablefmt="simple", stralign="left")
+        table = tabulate(rows, headers=headers, tablefmt="simple", stralign="left",
+                         disable_numparse=True)
         if _width(table) > TERMINAL_WIDTH:  # one row per statistic and dimension
             table = tabulate([[row[0], label, cell.replace("\n", " ")]
                               for row in rows for label, cell in zip(labels.values(), row[1:],
                                                                       strict=True) if cell],
                              headers=["statistic", "score", "value [CI]"], tablefmt="simple",
-                             stralign="left")
+                             stralign="left", disable_numparse=True)
     lines = [table, ""]
     lines += [f"({number}) {note}" for number, note in enumerate(notes, start=1)]
     return lines + ([""] if notes else [])
