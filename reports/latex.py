@@ -306,18 +306,22 @@ def _signature_items(signatures: dict[str, str]) -> list[str]:
 def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
     """report.tex: what the report covers, each table \\input from tables/, the metrics'
     signatures, and what cannot be computed yet."""
-    header = report.header
-    facts = [f"{key.replace('_', ' ')}: {header[key]}" for key in
-             ("tool", "captions", "images", "bootstrap", "ci", "ci_method", "seed")
-             if key in header]
+    from reports.render import header_value, missing_lines
+
+    # the whole header, as the other formats give it: project, systems, rubric, raters,
+    # which final scores, CIs and version
+    facts = [f"{key.replace('_', ' ')}: {header_value(value)}"
+             for key, value in report.header.items()]
     body = [*_itemize([for_latex(fact) for fact in facts])]
     body += [rf"\input{{{TABLES_FOLDER}/{table.name}}}" for table in tables]
+    if report.broken:
+        body += [r"\subsection*{Images flagged as broken (left out of the tables)}",
+                 *_itemize([for_latex(f"{item.key}: {item.reason} (flagged by "
+                                      f"{item.annotator})") for item in report.broken])]
     if report.signatures:
         body += [r"\subsection*{Signatures}",
                  *_signature_items(report.signatures)]
     if report.missing:
-        from reports.render import missing_lines
-
         body += [r"\subsection*{Not computed yet}",
                  *_itemize([for_latex(line) for line in missing_lines(report)])]
     return document("thumb-tui report", body)

@@ -152,6 +152,10 @@ def test_the_report_in_latex_bolds_the_machines_best_and_compiles(project, tmp_p
     main = (out / "report.tex").read_text(encoding="utf-8")
     names = ["table2", "metric-means", "table3", "table4", "correlations"]
     assert re.findall(r"\\input\{tables/([\w-]+)\}", main) == names
+    # the whole header, as md, html and json give it: which systems, rubric and raters
+    for fact in ("project: ", "systems: ", f"{for_latex(HOSTILE)}", "rubric: thumb-1.0",
+                 "annotators: ", "final scores: "):
+        assert fact in main, fact
     assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
         f"{name}.tex" for name in names)
     header, *rows = _table(out / "tables" / "table2.tex")
@@ -182,6 +186,23 @@ def test_the_report_in_latex_bolds_the_machines_best_and_compiles(project, tmp_p
     for name in names:
         check_tables((out / "tables" / f"{name}.tex").read_text(encoding="utf-8"))
     compiled(out, "report.tex")
+
+
+def test_the_latex_report_names_the_images_it_leaves_out(tmp_path):
+    """An image flagged as broken is out of every table: report.tex says which, as the
+    other formats do, instead of only counting the images."""
+    from storage.rating_sessions import AnnotationSession
+    from tests.app_helpers import sample_engine
+
+    engine = sample_engine(tmp_path)
+    AnnotationSession(engine, "ann").flag_broken(0, "all black & 50%")
+    engine.dispose()
+    out = tmp_path / "report"
+    ok(thumb(tmp_path / "app.db", "report", "--format", "latex", "--out", out,
+             "--bootstrap", 0))
+    main = (out / "report.tex").read_text(encoding="utf-8")
+    assert r"\subsection*{Images flagged as broken (left out of the tables)}" in main
+    assert r"all black \& 50\% (flagged by ann)" in main
 
 
 def test_the_latex_report_replaces_nothing_without_force(project, tmp_path):
