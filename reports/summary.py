@@ -110,7 +110,7 @@ class Summary:
         lines = [self.scope]
         if self.ranking:
             lines.append(f"Systems ranked by human Total ({self._ci_words()}): "
-                         + " > ".join(system.text() for system in self.ranking) + ".")
+                         + self._ranking_text() + ".")
         tested = [pair for pair in self.neighbours if not math.isnan(pair.ci_low)]
         if tested:
             apart = [pair.text() for pair in tested if pair.significant]
@@ -137,6 +137,14 @@ class Summary:
                          "section \"Not computed yet\" says what each needs and the command "
                          "that makes it.")
         return lines
+
+    def _ranking_text(self) -> str:
+        """The systems best first, `>` between two whose mean Totals differ and `=`
+        between two that tie (a tie is no ranking)."""
+        text = self.ranking[0].text()
+        for upper, lower in itertools.pairwise(self.ranking):
+            text += f" {'=' if upper.total == lower.total else '>'} {lower.text()}"
+        return text
 
     def _ci_words(self) -> str:
         if self.ranking and math.isnan(self.ranking[0].ci_low):

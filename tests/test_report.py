@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 
 import numpy as np
@@ -191,6 +192,14 @@ def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
     ranking = next(s for s in sentences if s.startswith("Systems ranked"))
     assert ranking.index(totals.index[0]) < ranking.index(totals.index[-1])
     assert f"{totals.iloc[0]:.2f}" in ranking
+    from dataclasses import replace
+
+    from reports.summary import RankedSystem
+
+    tied = replace(summary, ranking=[RankedSystem(name, total, math.nan, math.nan)
+                                     for name, total in (("S", 3.0), ("T", 3.0), ("U", 2.5))])
+    assert "S 3.00 = T 3.00 > U 2.50." in next(
+        s for s in tied.sentences() if s.startswith("Systems ranked"))  # a tie is no rank
     neighbours = next(s for s in sentences if s.startswith("Neighbours in the ranking"))
     first = summary.neighbours[0]
     assert f"{first.upper} − {first.lower} = {first.difference:+.2f}" in neighbours
