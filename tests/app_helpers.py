@@ -24,19 +24,23 @@ LONG_CAPTION = ("The photograph shows three shiny red balls of slightly differen
                 "clouds above. ") * 4 + "The end of the long caption."
 
 
-def sample_engine(folder: Path, *, marked_systems: bool = False,
+def sample_engine(folder: Path, *, marked_systems: bool = False, references: bool = True,
                   rubric: Rubric | None = None) -> Engine:
     """The sample project (under `rubric`, by default THUMB 1.0); with `marked_systems`,
     every system name starts with a token that appears nowhere else, so a test can prove no
-    screen shows one."""
+    screen shows one; without `references`, its images have none."""
     source = SAMPLE_CSV
-    if marked_systems:
+    if marked_systems or not references:
         with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))
         for row in rows:
-            row["system"] = SYSTEM_MARK + row["system"]
+            if marked_systems:
+                row["system"] = SYSTEM_MARK + row["system"]
+            if not references:
+                for column in [c for c in row if c.startswith("reference_")]:
+                    del row[column]
             row["image"] = str(SAMPLE_CSV.parent / row["image"])
-        source = folder / "marked.csv"
+        source = folder / "sample.csv"
         with source.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
             writer.writeheader()

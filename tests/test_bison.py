@@ -3,9 +3,7 @@ caption-metric choices, and embedding each distinct image and caption once."""
 
 from __future__ import annotations
 
-import csv
 import json
-import shutil
 import uuid
 
 import numpy as np
@@ -21,6 +19,7 @@ from reports.text import bison_text
 from storage import InputError, import_captions, open_database
 from storage.bison import BisonSession, import_bison
 from storage.models import BisonAnswer, BisonItem, BisonPrediction
+from tests.app_helpers import sample_engine
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png
 from tests.tiny_clip import save_tiny_clip
@@ -248,17 +247,7 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
 def test_a_baseline_without_references_names_the_item_and_the_image(tmp_path):
     """The sample items onto images without references: the message names the item's
     bison_id and the image's key, not the database's ids, and says what to import."""
-    shutil.copytree(SAMPLE_CSV.parent / "images", tmp_path / "images")
-    with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
-        rows = [{k: row[k] for k in ("image", "image_id", "system", "caption")}
-                for row in csv.DictReader(handle)]
-    captions = tmp_path / "captions.csv"
-    with captions.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    engine = open_database(tmp_path / "n.db")
-    import_captions(engine, captions, actor="t")
+    engine = sample_engine(tmp_path, references=False)
     import_bison(engine, SAMPLE_BISON, actor="t")
     with pytest.raises(RuntimeError, match=r"BISON item 'b01': image '[^']+' has no "
                                            r"reference captions .* thumb import FILE"):
