@@ -62,7 +62,8 @@ def test_every_bootstrap_option_names_what_its_command_resamples():
                       if any("--bootstrap" in getattr(p, "opts", ()) for p in command.params)}
     assert with_bootstrap == set(BOOTSTRAP_UNITS)
     for path, unit in BOOTSTRAP_UNITS.items():
-        assert f"Bootstrap resamples of {unit}." in _shown(path), path
+        assert f"Bootstrap resamples of {unit} (0: no confidence intervals" in _shown(
+            path), path
 
 
 def test_a_command_help_paragraph_wraps_to_the_terminal_not_to_the_source():

@@ -440,7 +440,7 @@ async def test_the_third_rubric_end_to_end(tmp_path):
     # the tables' header rows (the section headings cite the paper's tables: "THUMB
     # Table 2", which names the layout's source rather than the rubric)
     headers = [line for line in markdown.splitlines() if line.startswith("| ")]
-    assert re.search(r"\| system +\| +n \| +T \| +S \| +Gram \| +Bias \| +Total \[CI\] \|",
+    assert re.search(r"\| system +\| +n \| +T \| +S \| +Gram \| +Bias \| +Total \|",
                      markdown), markdown
     assert thumb_words("\n".join(headers)) == []
     assert "ts7-1" in markdown
