@@ -22,14 +22,25 @@ HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
 
 
+DRAWN_AT_ONCE = 64  # replicates per multinomial call (its integers, then floats, at once
+# would hold the whole matrix twice); the generator's stream is the same in blocks
+GATHERED_AT_ONCE = 1 << 25  # bytes of (replicates x captions) weights `weighted_sums` holds
+
+
 @lru_cache(maxsize=2)  # a report draws for one image count; judgments add another
-def _draw_counts(images: int, bootstrap: int, seed: int) -> np.ndarray:
-    """(bootstrap x images) how often each image is drawn per replicate. The draws depend
-    only on how many images there are, so every table of a report that resamples the same
-    number of images shares them: drawn once (read-only), not once per table."""
+def _draw_counts(images: int, bootstrap: int, seed: int, jackknife: bool) -> np.ndarray:
+    """(bootstrap x images) how often each image is drawn per replicate, with the rows of
+    `leave_one_out` below them where `jackknife`. The draws depend only on how many images
+    there are, so every table of a report that resamples the same number of images shares
+    them: drawn once (read-only) into one matrix, not once per table."""
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(images, np.full(images, 1 / images), size=bootstrap)
-    counts = counts.astype(float)
+    jackknife_rows = leave_one_out(images) if jackknife else np.zeros((0, images))
+    counts = np.empty((bootstrap + len(jackknife_rows), images))
+    for start in range(0, bootstrap, DRAWN_AT_ONCE):
+        size = min(DRAWN_AT_ONCE, bootstrap - start)
+        counts[start:start + size] = rng.multinomial(images, np.full(images, 1 / images),
+                                                     size=size)
+    counts[bootstrap:] = jackknife_rows
     counts.flags.writeable = False
     return counts
 
@@ -44,10 +55,7 @@ def image_draws(images: Sequence[object], bootstrap: int, seed: int, *,
     as it is: copied into Python objects first, it cost more than the draws it indexes."""
     codes, uniques = pd.factorize(images if isinstance(images, pd.Series | np.ndarray)
                                   else pd.Series(list(images)))
-    counts = _draw_counts(len(uniques), bootstrap, seed)
-    if jackknife:
-        counts = np.vstack([counts, leave_one_out(len(uniques))])
-    return codes, counts
+    return codes, _draw_counts(len(uniques), bootstrap, seed, jackknife)
 
 
 def image_weights(images: Sequence[object], bootstrap: int, seed: int, *,
@@ -57,6 +65,26 @@ def image_weights(images: Sequence[object], bootstrap: int, seed: int, *,
     `image_draws` gives them)."""
     codes, counts = image_draws(images, bootstrap, seed, jackknife=jackknife)
     return counts[:, codes]
+
+
+def weighted_sums(codes: np.ndarray, counts: np.ndarray, columns: Sequence[np.ndarray]
+                  ) -> list[np.ndarray]:
+    """`replicate_sums` of each column under the weights `counts[:, codes]` (`image_draws`,
+    `image_weights`), gathered a block of replicates at a time: the whole matrix is
+    replicates times captions, gigabytes on a large project. Each sum is the one the whole
+    matrix gives: a replicate's is its row's alone, summed in the gathered layout's order
+    (blocks of two rows or more, as einsum sums a single row another way)."""
+    replicates = len(counts)
+    step = max(2, GATHERED_AT_ONCE // (8 * max(1, len(codes))))
+    starts = list(range(0, replicates, step))
+    if len(starts) > 1 and replicates - starts[-1] == 1:  # no block of a single row
+        starts.pop()
+    sums = [np.empty(replicates) for _ in columns]
+    for start, end in zip(starts, [*starts[1:], replicates], strict=True):
+        block = counts[start:end][:, codes]
+        for total, column in zip(sums, columns, strict=True):
+            total[start:end] = replicate_sums(block, column)
+    return sums
 
 
 def bca(values: np.ndarray, estimate: float, bootstrap: int, ci: float, *,
@@ -329,16 +357,24 @@ def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence
     for some of the system's captions)."""
     rows = []
     for system, part in data.groupby("system", sort=False):
-        weights = (image_weights(part["image_id"], bootstrap, seed, jackknife=True)
-                   if bootstrap else None)
+        columns = {column: part[column].to_numpy(dtype=float)
+                   for column in (*scores, "total", *metrics)}
+        defined = [column for column, values in columns.items()
+                   if bootstrap and not np.isnan(values).any()]
+        means: dict[str, np.ndarray] = {}
+        if defined:
+            codes, counts = image_draws(part["image_id"], bootstrap, seed, jackknife=True)
+            # the draws per replicate: whole numbers, so their sum is exact in any order
+            drawn, *sums = weighted_sums(codes, counts, [np.ones(len(part)),
+                                                         *(columns[c] for c in defined)])
+            means = {column: total / drawn for column, total in zip(defined, sums,
+                                                                    strict=True)}
         row: dict[str, object] = {"system": system, "n": len(part)}
-        for column in (*scores, "total", *metrics):
-            values = part[column].to_numpy(dtype=float)
+        for column, values in columns.items():
             row[column] = float(values.mean())
-            if weights is not None and not np.isnan(values).any():
-                means = replicate_sums(weights, values) / weights.sum(axis=1)
+            if column in means:
                 (row[f"{column}_ci_low"], row[f"{column}_ci_high"],
-                 row[f"{column}_ci_warning"]) = bca(means, row[column], bootstrap, ci)
+                 row[f"{column}_ci_warning"]) = bca(means[column], row[column], bootstrap, ci)
         rows.append(row)
     return pd.DataFrame(rows).sort_values("total", ascending=False).reset_index(drop=True)
 
@@ -369,13 +405,11 @@ def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: i
                    "ci_low": np.nan, "ci_high": np.nan, "ci_warning": None,
                    "images": int(shared.sum())}
             if bootstrap:
-                weights = image_weights(images[in_pair], bootstrap, seed, jackknife=True)
+                codes, counts = image_draws(images[in_pair], bootstrap, seed, jackknife=True)
+                first_totals, firsts, second_totals, seconds = weighted_sums(
+                    codes, counts, [totals * first, first, totals * (1 - first), 1 - first])
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    replicates = (
-                        replicate_sums(weights, totals * first)
-                        / replicate_sums(weights, first)
-                        - replicate_sums(weights, totals * (1 - first))
-                        / replicate_sums(weights, 1 - first))
+                    replicates = first_totals / firsts - second_totals / seconds
                 row["ci_low"], row["ci_high"], row["ci_warning"] = bca(
                     replicates, difference, bootstrap, ci)
             rows.append(row)
@@ -448,7 +482,7 @@ def correlation_records(data: pd.DataFrame, metrics: Sequence[str],
     less trust). Each quantity is ranked once per subset; the jackknife of the BCa
     intervals is computed with the resamples, as more rows of weights."""
     records = []
-    for subset, mask in subsets.items():
+    for subset, mask in subsets.items() if metrics else ():  # no metric: nothing to draw
         part = data[mask]
         columns = codes = None
         if bootstrap:

@@ -4,6 +4,7 @@ THUMB pipeline is, what each annotator did and what waits for them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sqlalchemy import Connection, Engine, Table, func, select
 
@@ -21,8 +22,15 @@ from storage.models import (
     Resolution,
     Stage,
 )
-from storage.project_queues import disagreements, fluency_queue
+from storage.project_queues import (
+    Disagreement,
+    primary_first_ratings,
+    project_disagreements,
+    project_fluency_queue,
+    settleable_by,
+)
 from storage.protocol import (
+    ImageState,
     complete_clause,
     may_check_fluency,
     open_images,
@@ -114,6 +122,45 @@ def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
     return finished, started
 
 
+class _ProjectReads:
+    """What the pipeline's counts and every annotator's work are counted from, each a pass
+    over the project's ratings: read once per command, on first use, however many
+    annotators ask."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    @cached_property
+    def progress(self) -> tuple[dict, dict]:
+        """`_finished_and_started`."""
+        return _finished_and_started(self.connection)
+
+    @cached_property
+    def states(self) -> dict[int, ImageState]:
+        """Every image's state (`read_states`): which are past stage 1, who may resolve."""
+        return read_states(self.connection)
+
+    @cached_property
+    def reviewed(self) -> dict[int, dict[str, object]]:
+        """The stage-1 ratings that stage 2 reviewed, which both queues below compare."""
+        return primary_first_ratings(self.connection, reviewed=True)
+
+    @cached_property
+    def disagreements(self) -> list[Disagreement]:
+        """Every disagreement, resolved ones too (`Disagreement.resolved`)."""
+        return project_disagreements(self.connection, self.reviewed)
+
+    @cached_property
+    def fluency_waiting(self) -> int:
+        """Captions waiting for the fluency round."""
+        return len(project_fluency_queue(self.connection, self.reviewed))
+
+    def to_resolve(self, resolver: str) -> int:
+        """Open disagreements that `resolver` may settle."""
+        unresolved = [item for item in self.disagreements if not item.resolved]
+        return len(settleable_by(resolver, unresolved, self.states))
+
+
 def _by_stage(per_annotator: dict[tuple[int, int], set[int]], stage: Stage
               ) -> dict[int, int]:
     """image id -> how many annotators it has at `stage`."""
@@ -125,17 +172,16 @@ def _by_stage(per_annotator: dict[tuple[int, int], set[int]], stage: Stage
     return counts
 
 
-def _image_stages(connection: Connection, finished: dict, started: dict
-                  ) -> list[StageProgress]:
+def _image_stages(connection: Connection, reads: _ProjectReads) -> list[StageProgress]:
     image = Image.__table__
+    finished, started = reads.progress
     double = {row.id: bool(row.double_rating) for row in connection.execute(
         select(image.c.id, image.c.double_rating))}
     first_done, first_started = _by_stage(finished, Stage.FIRST), _by_stage(started,
                                                                             Stage.FIRST)
     second_done, second_started = _by_stage(finished, Stage.SECOND), _by_stage(
         started, Stage.SECOND)
-    ready = {image_id for image_id, state in read_states(connection).items()
-             if state.stage_one_over}
+    ready = {image_id for image_id, state in reads.states.items() if state.stage_one_over}
 
     def split(images: list[int], done: dict[int, int], begun: dict[int, int], need: int
               ) -> tuple[int, int, int]:
@@ -157,10 +203,10 @@ def _image_stages(connection: Connection, finished: dict, started: dict
     ]
 
 
-def _caption_stages(engine: Engine, connection: Connection) -> list[StageProgress]:
+def _caption_stages(connection: Connection, reads: _ProjectReads) -> list[StageProgress]:
     rating = Rating.__table__
-    every = disagreements(engine, include_resolved=True)
-    open_ = {item.caption_id for item in disagreements(engine)}
+    every = reads.disagreements
+    open_ = {item.caption_id for item in every if not item.resolved}
     begun = set(connection.execute(select(rating.c.caption_id).where(
         rating.c.stage == int(Stage.FINAL), started_clause(rating))).scalars())
     going = len(open_ & begun)
@@ -171,7 +217,7 @@ def _caption_stages(engine: Engine, connection: Connection) -> list[StageProgres
     rubric = project_rubric(connection)
     if rubric.has_penalty("fluency"):  # the native speakers' round, named as the rubric does
         stages.append(StageProgress(f"{rubric.penalty('fluency').label.lower()} round",
-                                    "captions", len(fluency_queue(engine)), 0, checked))
+                                    "captions", reads.fluency_waiting, 0, checked))
     return stages
 
 
@@ -197,50 +243,51 @@ def nothing_open_at_stage_one(engine: Engine, name: str) -> str:
 
 def work_for(engine: Engine, name: str) -> list[Work]:
     """What `name` can do now, each as the command to run (empty when nothing waits)."""
-    annotator = Annotator.__table__
     with engine.connect() as connection:
-        row = connection.execute(select(annotator.c.id, annotator.c.native_english)
-                                 .where(annotator.c.name == name)).one_or_none()
-        finished, _ = _finished_and_started(connection)
-        listed = open_images(connection, name, Stage.FIRST)  # what their session lists
-        if row is None:  # a newcomer may take any image not full
-            rateable = listed
-            reviewable: set[int] = set()
-            checks_fluency = False
-        else:
-            skip = flagged_by(connection, row.id)
-            rateable = (listed - skip - finished.get((int(Stage.FIRST), row.id), set()))
-            reviewable = (open_images(connection, name, Stage.SECOND) - skip
-                          - finished.get((int(Stage.SECOND), row.id), set()))
-            checks_fluency = may_check_fluency(row.native_english)
-        # on a team database BISON is the leads' work: an annotator's role cannot read it
-        bison = may_read(connection, BisonItem.__tablename__)
-        bison_total = connection.execute(
-            select(func.count()).select_from(BisonItem.__table__)).scalar_one() if bison else 0
-        answered = 0 if row is None or not bison else connection.execute(
-            select(func.count()).select_from(BisonAnswer.__table__).where(
-                BisonAnswer.__table__.c.annotator_id == row.id,
-                BisonAnswer.__table__.c.answer.is_not(None))).scalar_one()
-        # the gold images their stage-1 session seeds in look like any to rate
-        gold = gold_waiting(connection, name, None if row is None else row.id, len(listed))
+        return _work_for(connection, name, _ProjectReads(connection))
+
+
+def _work_for(connection: Connection, name: str, reads: _ProjectReads) -> list[Work]:
+    annotator = Annotator.__table__
+    row = connection.execute(select(annotator.c.id, annotator.c.native_english)
+                             .where(annotator.c.name == name)).one_or_none()
+    finished, _ = reads.progress
+    listed = open_images(connection, name, Stage.FIRST, reads.states)  # as a session lists
+    if row is None:  # a newcomer may take any image not full
+        rateable = listed
+        reviewable: set[int] = set()
+        checks_fluency = False
+    else:
+        skip = flagged_by(connection, row.id)
+        rateable = (listed - skip - finished.get((int(Stage.FIRST), row.id), set()))
+        reviewable = (open_images(connection, name, Stage.SECOND, reads.states) - skip
+                      - finished.get((int(Stage.SECOND), row.id), set()))
+        checks_fluency = may_check_fluency(row.native_english)
+    # on a team database BISON is the leads' work: an annotator's role cannot read it
+    bison = may_read(connection, BisonItem.__tablename__)
+    bison_total = connection.execute(
+        select(func.count()).select_from(BisonItem.__table__)).scalar_one() if bison else 0
+    answered = 0 if row is None or not bison else connection.execute(
+        select(func.count()).select_from(BisonAnswer.__table__).where(
+            BisonAnswer.__table__.c.annotator_id == row.id,
+            BisonAnswer.__table__.c.answer.is_not(None))).scalar_one()
+    # the gold images their stage-1 session seeds in look like any to rate
+    gold = gold_waiting(connection, name, None if row is None else row.id, len(listed))
     work = [
         Work("annotate", len(rateable) + gold, "image", "to rate (stage 1)"),
         Work("review", len(reviewable), "image", "to review (stage 2)"),
-        Work("resolve", len(disagreements(engine, resolver=name)) if row is not None else 0,
-             "disagreement", "to resolve"),
-        Work("fluency-round", len(fluency_queue(engine)) if checks_fluency else 0, "caption",
+        Work("resolve", reads.to_resolve(name) if row is not None else 0, "disagreement",
+             "to resolve"),
+        Work("fluency-round", reads.fluency_waiting if checks_fluency else 0, "caption",
              "for the fluency round"),
         Work("bison annotate", bison_total - answered, "BISON item", "to answer"),
     ]
     return [item for item in work if item.count]
 
 
-def _stages(engine: Engine, connection: Connection
-            ) -> tuple[list[StageProgress], dict, dict]:
-    """The pipeline per stage, with the finished and started units it was counted from."""
-    finished, started = _finished_and_started(connection)
-    stages = _image_stages(connection, finished, started) + _caption_stages(engine, connection)
-    return stages, finished, started
+def _stages(connection: Connection, reads: _ProjectReads) -> list[StageProgress]:
+    """The pipeline per stage."""
+    return _image_stages(connection, reads) + _caption_stages(connection, reads)
 
 
 def _count(connection: Connection, table: Table) -> int:
@@ -258,14 +305,16 @@ def pipeline_stages(engine: Engine) -> list[StageProgress]:
     lists that status adds (each of those reads the queues again): what the monitor and the
     report show."""
     with engine.connect() as connection:
-        return _stages(engine, connection)[0]
+        return _stages(connection, _ProjectReads(connection))
 
 
 def dashboard(engine: Engine) -> Dashboard:
     """Everything `thumb status` shows, read in a handful of grouped queries."""
     image, caption, annotator = Image.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
-        stages, finished, started = _stages(engine, connection)
+        reads = _ProjectReads(connection)
+        stages = _stages(connection, reads)
+        finished, started = reads.progress
         systems = dict(connection.execute(
             select(caption.c.system, func.count()).group_by(caption.c.system)
             .order_by(caption.c.system)).all())
@@ -285,6 +334,7 @@ def dashboard(engine: Engine) -> Dashboard:
         counts = [_count(connection, table) for table in (image, caption, BisonItem.__table__)]
         gold = {row.annotator: row for row in gold_accuracy(connection)}
         gold_captions = gold_count(connection)
+        work = {name: _work_for(connection, name, reads) for _, name, _ in people}
 
     def progress(annotator_id: int, stage: Stage) -> tuple[int, int]:
         done = finished.get((int(stage), annotator_id), set())
@@ -294,7 +344,7 @@ def dashboard(engine: Engine) -> Dashboard:
         AnnotatorProgress(name, native, *progress(annotator_id, Stage.FIRST),
                           *progress(annotator_id, Stage.SECOND),
                           resolved.get(annotator_id, 0), verdicts.get(annotator_id, 0),
-                          bison.get(annotator_id, 0), work_for(engine, name),
+                          bison.get(annotator_id, 0), work[name],
                           *((gold[name].answered, gold[name].correct) if name in gold
                             else (0, 0)))
         for annotator_id, name, native in people

@@ -10,7 +10,7 @@ import json
 import math
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, Table, delete, select, update
@@ -32,12 +32,12 @@ from storage.models import (
     utcnow,
 )
 from storage.protocol import (
+    ImageState,
     ProtocolError,
     check_may_rate,
     complete_clause,
     group_identical,
     has_rated,
-    is_complete,
     lock_images,
     may_check_fluency,
     read_states,
@@ -50,28 +50,40 @@ COMPARED = (*SCORE_KEYS, *PENALTY_KEYS)
 FLUENCY_CHECK_FIELDS = ("checker_id", "fluency", "fluency_type", "rubric")
 
 
-def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None
-                          ) -> dict[int, dict[str, object]]:
+def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None,
+                          *, reviewed: bool = False) -> dict[int, dict[str, object]]:
     """caption id -> the stage-1 rating that stage 2 reviews, where complete: the rating by
     the image's first stage-1 annotator (whose first rating of it is the earliest; the
     times travel through export and import). One annotator per image, fixed once they
-    start, so a reviewer never sees a mix of two blind raters' scores."""
+    start, so a reviewer never sees a mix of two blind raters' scores. Only on the images
+    of `caption_ids` where given; with `reviewed`, only on images with a complete stage-2
+    rating (all that a comparison with stage 2 needs: most of a large project may still be
+    at stage 1). A dict is built only for the ratings returned."""
     rating, caption = Rating.__table__, Caption.__table__
-    query = (select(rating, caption.c.image_id)
-             .join(caption, rating.c.caption_id == caption.c.id)
-             .where(rating.c.stage == int(Stage.FIRST))
-             .order_by(rating.c.created_at, rating.c.id))
+    images = []
     if caption_ids is not None:
-        images = select(caption.c.image_id).where(caption.c.id.in_(caption_ids))
-        query = query.where(caption.c.image_id.in_(images))
-    primary: dict[int, int] = {}
-    first: dict[int, dict[str, object]] = {}
-    for row in connection.execute(query):
-        if primary.setdefault(row.image_id, row.annotator_id) != row.annotator_id:
-            continue
-        if is_complete(row._mapping):
-            first[row.caption_id] = dict(row._mapping)
-    return first
+        given = caption.alias("given")
+        images.append(select(given.c.image_id).where(given.c.id.in_(caption_ids)))
+    if reviewed:
+        review, of_review = rating.alias("review"), caption.alias("of_review")
+        images.append(select(of_review.c.image_id)
+                      .join(review, review.c.caption_id == of_review.c.id)
+                      .where(review.c.stage == int(Stage.SECOND), complete_clause(review)))
+    stage_one = (rating.c.stage == int(Stage.FIRST),
+                 *(caption.c.image_id.in_(query) for query in images))
+    in_order = (rating.c.created_at, rating.c.id)
+    primary: dict[int, int] = {}  # image id -> its first stage-1 annotator
+    for image_id, annotator_id in connection.execute(
+            select(caption.c.image_id, rating.c.annotator_id)
+            .join(caption, rating.c.caption_id == caption.c.id)
+            .where(*stage_one).order_by(*in_order)):
+        primary.setdefault(image_id, annotator_id)
+    rows = connection.execute(select(rating, caption.c.image_id)
+                              .join(caption, rating.c.caption_id == caption.c.id)
+                              .where(*stage_one, complete_clause(rating)).order_by(*in_order))
+    columns = list(rows.keys())
+    return {row.caption_id: dict(zip(columns, row, strict=True)) for row in rows
+            if primary[row.image_id] == row.annotator_id}
 
 
 @dataclass(frozen=True)
@@ -169,6 +181,7 @@ class Disagreement:
     first: dict[str, object]
     second: dict[str, object]
     caption_ids: tuple[int, ...] = ()  # the caption and identical ones of its image
+    resolved: bool = False  # a complete final rating with its resolver's reasons
 
     @property
     def severity(self) -> tuple[float, float, float]:
@@ -185,37 +198,57 @@ def disagreements(engine: Engine, include_resolved: bool = False,
     """Captions whose stage-1 and stage-2 values differ, worst first; identical captions of
     an image (rated together) come once. With `resolver`: only those they may settle, on
     images they neither rated nor reviewed."""
-    rating, caption = Rating.__table__, Caption.__table__
     with engine.connect() as connection:
-        excluded: set[int] = set()
+        found = project_disagreements(connection)
         if resolver is not None:
-            excluded = {image_id for image_id, state in read_states(connection).items()
-                        if refusals(state, [(resolver, Stage.FINAL)])}
-        first = primary_first_ratings(connection)
-        resolved = set(connection.execute(
-            select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
-            select(rating.c.caption_id).where(
-                rating.c.stage == int(Stage.FINAL), complete_clause(rating))).scalars())
-        rows = connection.execute(
-            select(rating, caption.c.image_id, caption.c.text)
-            .join(caption, rating.c.caption_id == caption.c.id)
-            .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
-            .order_by(rating.c.id)
-        ).all()
-        twins = _same_text(connection, {row.image_id for row in rows})
+            found = settleable_by(resolver, found, read_states(connection))
+    return found if include_resolved else [item for item in found if not item.resolved]
+
+
+def project_disagreements(connection: Connection,
+                          first: Mapping[int, dict[str, object]] | None = None
+                          ) -> list[Disagreement]:
+    """Every caption whose stage-1 and stage-2 values differ, resolved or not (`resolved`
+    says which), worst first; identical captions of an image come once. One read of the
+    ratings for all that a command asks of the disagreements; `first` are
+    `primary_first_ratings(connection, reviewed=True)` where the caller has them."""
+    rating, caption = Rating.__table__, Caption.__table__
+    if first is None:
+        first = primary_first_ratings(connection, reviewed=True)
+    resolved = set(connection.execute(
+        select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
+        select(rating.c.caption_id).where(
+            rating.c.stage == int(Stage.FINAL), complete_clause(rating))).scalars())
+    rows = connection.execute(
+        select(rating, caption.c.image_id, caption.c.text)
+        .join(caption, rating.c.caption_id == caption.c.id)
+        .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
+        .order_by(rating.c.id)
+    ).all()
+    twins = _same_text(connection, {row.image_id for row in rows})
     found = []
     for key, group in group_identical(rows, lambda r: r.image_id, lambda r: r.text).items():
         row = next((r for r in group if r.caption_id in first), None)
-        if row is None or row.image_id in excluded:
+        if row is None:
             continue
-        second = dict(row._mapping)
-        if all(first[row.caption_id][k] == second[k] for k in COMPARED):
+        reviewed = first[row.caption_id]
+        if all(reviewed[k] == row._mapping[k] for k in COMPARED):
             continue
-        if row.caption_id in resolved and not include_resolved:
-            continue
-        found.append(Disagreement(row.caption_id, row.image_id, row.text,
-                                  first[row.caption_id], second, twins[key]))
+        found.append(Disagreement(row.caption_id, row.image_id, row.text, reviewed,
+                                  row._asdict(), twins[key], row.caption_id in resolved))
     return sorted(found, key=lambda d: d.severity, reverse=True)
+
+
+def settleable_by(resolver: str, found: Sequence[Disagreement],
+                  states: Mapping[int, ImageState]) -> list[Disagreement]:
+    """Those of `found` that `resolver` may settle (`refusals` at the final stage: on
+    images they neither rated nor reviewed), in the order given; `states` are
+    `read_states`', which the caller may share between resolvers."""
+    refused: dict[int, bool] = {}
+    for image_id in {item.image_id for item in found}:
+        refused[image_id] = image_id in states and bool(
+            refusals(states[image_id], [(resolver, Stage.FINAL)]))
+    return [item for item in found if not refused[item.image_id]]
 
 
 def _same_text(connection: Connection, image_ids: set[int]
@@ -332,21 +365,29 @@ def fluency_queue(engine: Engine) -> list[FluencyItem]:
     review is not a review yet) were both made by annotators who may not check fluency
     (`may_check_fluency`) and that no native speaker has checked yet, where the review's
     rubric has a fluency penalty."""
-    rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
     with engine.connect() as connection:
-        without_fluency = {signature for signature, rubric in stored_rubrics(connection).items()
-                           if not rubric.has_penalty("fluency")}
-        checks = {row.id: may_check_fluency(row.native_english) for row in connection.execute(
-            select(annotator.c.id, annotator.c.native_english))}
-        first = primary_first_ratings(connection)
-        checked = set(connection.execute(
-            select(FluencyCheck.__table__.c.caption_id)).scalars())
-        rows = connection.execute(
-            select(rating, caption.c.text, caption.c.image_id)
-            .join(caption, rating.c.caption_id == caption.c.id)
-            .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
-            .order_by(rating.c.caption_id)
-        ).all()
+        return project_fluency_queue(connection)
+
+
+def project_fluency_queue(connection: Connection,
+                          first: Mapping[int, dict[str, object]] | None = None
+                          ) -> list[FluencyItem]:
+    """`fluency_queue` on an open connection; `first` are `primary_first_ratings(connection,
+    reviewed=True)` where the caller has read them for the other queues too."""
+    rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
+    without_fluency = {signature for signature, rubric in stored_rubrics(connection).items()
+                       if not rubric.has_penalty("fluency")}
+    checks = {row.id: may_check_fluency(row.native_english) for row in connection.execute(
+        select(annotator.c.id, annotator.c.native_english))}
+    if first is None:
+        first = primary_first_ratings(connection, reviewed=True)
+    checked = set(connection.execute(select(FluencyCheck.__table__.c.caption_id)).scalars())
+    rows = connection.execute(
+        select(rating, caption.c.text, caption.c.image_id)
+        .join(caption, rating.c.caption_id == caption.c.id)
+        .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
+        .order_by(rating.c.caption_id)
+    ).all()
     waiting = [row for row in rows if row.caption_id not in checked
                and row.caption_id in first and row.rubric not in without_fluency
                and not checks[row.annotator_id]

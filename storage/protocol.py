@@ -417,25 +417,31 @@ def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_i
         raise found[0].error()
 
 
-def open_images(connection: Connection, annotator: str, stage: Stage) -> set[int]:
+def open_images(connection: Connection, annotator: str, stage: Stage,
+                states: Mapping[int, ImageState] | None = None) -> set[int]:
     """Images the annotator may work on at stage 1 or 2: those where `check_may_rate`
     would let them rate now; at review, none that someone flagged as broken (the review
     queue leaves them out until the lead unflags them). `refusals` is asked once per
-    distinct state of holders (most images share one), without building every image's
-    state."""
+    distinct state of holders (most images share one). `states`: every image's
+    `read_states`, where the caller has read them for several annotators (`thumb
+    status`: read once, not twice per annotator)."""
     if stage not in (Stage.FIRST, Stage.SECOND):
         raise ValueError("open images are defined for stages 1 and 2")
     out = flagged_image_ids(connection) if stage == Stage.SECOND else set()
-    holders = _read_holders(connection, None, dict(_run(connection, "captions", None).all()))
+    if states is None:
+        holders = _read_holders(connection, None,
+                                dict(_run(connection, "captions", None).all()))
+        states = {image_id: ImageState(key, _takes(double_rating),
+                                       *holders.get(image_id, NOBODY))
+                  for image_id, key, double_rating in _run(connection, "images", None)}
     verdicts: dict[tuple[int, Holders], bool] = {}
     opened = set()
-    for image_id, key, double_rating in _run(connection, "images", None):
-        takes = _takes(double_rating)
-        state = (takes, holders.get(image_id, NOBODY))
-        if state not in verdicts:
-            verdicts[state] = not refusals(ImageState(key, takes, *state[1]),
-                                           [(annotator, stage)])
-        if verdicts[state] and image_id not in out:
+    for image_id, state in states.items():
+        held = (state.takes, (state.first, state.second, state.final, state.complete,
+                              state.closed))
+        if held not in verdicts:
+            verdicts[held] = not refusals(state, [(annotator, stage)])
+        if verdicts[held] and image_id not in out:
             opened.add(image_id)
     return opened
 

@@ -213,40 +213,52 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
     rating and its review), the two annotators (`annotator_a`, `annotator_b`: two columns,
     since a name may hold any separator), image, and for each dimension the two values
     (`<dimension>_a`, `<dimension>_b`). Images flagged as broken are left out, as in the
-    report."""
+    report. Built column by column: a project has a pair per caption."""
+    import numpy as np
     import pandas as pd
 
     ratings = complete_rows(ratings_frame(engine, flagged=False))
     ratings["fluency_error"] = (ratings["fluency"] > 0).astype(float)
     caption, image = Caption.__table__, Image.__table__
     with engine.connect() as connection:
-        primary = {c: r["id"] for c, r in primary_first_ratings(connection).items()}
-        double = dict(connection.execute(
-            select(caption.c.id, image.c.double_rating)
-            .join(image, caption.c.image_id == image.c.id)).all())
-
-    def pair_row(kind: str, caption_id: int, a: dict, b: dict) -> dict[str, object]:
-        row: dict[str, object] = {"kind": kind, "caption_id": caption_id,
-                                  "image": a["image_id"], "annotator_a": a["annotator"],
-                                  "annotator_b": b["annotator"]}
-        for dimension in dimensions:
-            row[f"{dimension}_a"] = float(a[dimension])
-            row[f"{dimension}_b"] = float(b[dimension])
-        return row
-
-    rows = []
-    first = ratings[ratings["stage"] == 1]
-    for caption_id, group in first.groupby("caption_id"):
-        if double.get(caption_id) and len(group) >= 2:
-            a, b = sorted(group.head(2).to_dict("records"), key=lambda r: r["annotator"])
-            rows.append(pair_row("blind", caption_id, a, b))
+        primary = {c: r["id"] for c, r in primary_first_ratings(connection,
+                                                                reviewed=True).items()}
+        double = set(connection.execute(
+            select(caption.c.id).join(image, caption.c.image_id == image.c.id)
+            .where(image.c.double_rating.is_(True))).scalars())
+    # blind: a double-rated caption's first two complete stage-1 ratings, by annotator name
+    first = ratings[(ratings["stage"] == 1) & ratings["caption_id"].isin(double)]
+    place = first.groupby("caption_id").cumcount()
+    earlier, later = first[place == 0], first[place == 1]
+    earlier = earlier[earlier["caption_id"].isin(later["caption_id"])]
+    both, at = pd.concat([earlier, later]), np.arange(len(later))
+    swap = earlier["annotator"].to_numpy() > later["annotator"].to_numpy()
+    blind_a = both.iloc[np.where(swap, at + len(at), at)]
+    blind_b = both.iloc[np.where(swap, at, at + len(at))]
+    # stage 1 vs stage 2: each caption's first complete review and the rating it reviewed
     second = ratings[ratings["stage"] == 2].drop_duplicates("caption_id")
-    by_id = ratings.set_index("rating_id")
-    for record in second.to_dict("records"):
-        if record["caption_id"] in primary:
-            a = by_id.loc[primary[record["caption_id"]]].to_dict()
-            rows.append(pair_row("stage1-vs-stage2", record["caption_id"], a, record))
-    return pd.DataFrame(rows)
+    second = second[second["caption_id"].isin(primary)]
+    reviewed = ratings.set_index("rating_id").loc[second["caption_id"].map(primary)]
+    pairs = [_pair_columns("blind", blind_a, blind_b, dimensions),
+             _pair_columns("stage1-vs-stage2", reviewed, second, dimensions)]
+    if not any(len(part) for part in pairs):
+        return pd.DataFrame()
+    return pd.concat([part for part in pairs if len(part)], ignore_index=True)
+
+
+def _pair_columns(kind: str, a: pd.DataFrame, b: pd.DataFrame, dimensions: Sequence[str]
+                  ) -> pd.DataFrame:
+    """`rating_pairs`' rows of one kind from two frames of ratings, paired row by row."""
+    import pandas as pd
+
+    columns: dict[str, object] = {
+        "kind": kind, "caption_id": a["caption_id"].to_numpy(),
+        "image": a["image_id"].to_numpy(), "annotator_a": a["annotator"].to_numpy(),
+        "annotator_b": b["annotator"].to_numpy()}
+    for dimension in dimensions:
+        columns[f"{dimension}_a"] = a[dimension].to_numpy(dtype=float)
+        columns[f"{dimension}_b"] = b[dimension].to_numpy(dtype=float)
+    return pd.DataFrame(columns)
 
 
 def contributing_annotators(engine: Engine) -> list[str]:
