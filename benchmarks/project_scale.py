@@ -26,6 +26,8 @@ from benchmarks.table import Table, installed_environment, megabytes, seconds  #
 from storage import import_captions, open_database  # noqa: E402
 from thumb_tui.cli.common import collector_paused  # noqa: E402
 
+# Our own targets for a large project (no issue sets them): a status the lead can run at
+# will, a report well under the time its 1,000 resamples took before
 STATUS_SECONDS, REPORT_SECONDS, REPORT_BYTES = 2, 8, 600 * 2**20
 PROBE = ("import resource, sys\nsys.argv = ['thumb', *sys.argv[1:]]\n"
          "from thumb_tui.cli import app\ntry:\n    app()\nexcept SystemExit:\n    pass\n"
@@ -64,14 +66,16 @@ def main() -> None:
                             actor="bench")
         status = min((run(["--db", str(database), "status"]) for _ in range(3)),
                      key=lambda result: result[0])
-        table.add("`thumb status`", f"{seconds(status[0])} wall, {seconds(status[1])} CPU, "
+        table.add(f"`thumb status`, a project of {args.captions:,} captions (whole command)",
+                  f"{seconds(status[0])} wall, {seconds(status[1])} CPU, "
                                     f"peak {megabytes(status[2])}",
                   target=f"<= {STATUS_SECONDS} s", met=status[0] <= STATUS_SECONDS,
                   note=load())
         before = load()
         wall, cpu, peak = run(["--db", str(database), "report", "--format", "json",
                                "--out", str(folder / "report")])
-        table.add("`thumb report --format json` (one run)",
+        table.add(f"`thumb report --format json`, a project of {args.captions:,} captions "
+                  "(one run)",
                   f"{seconds(wall)} wall, {seconds(cpu)} CPU, peak {megabytes(peak)}",
                   target=f"<= {REPORT_SECONDS} s, <= {megabytes(REPORT_BYTES)}",
                   met=wall <= REPORT_SECONDS and peak <= REPORT_BYTES,

@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.table import RESULTS, installed_environment, package_version  # noqa: E402
 
-SCRIPTS = ("metrics", "cider_tokenize", "retrieval_eccv", "report_speed", "startup",
-           "import_speed", "write_latency", "suite_time")
+SCRIPTS = ("metrics", "cider_tokenize", "retrieval_eccv", "report_speed", "project_scale",
+           "startup", "import_speed", "write_latency", "suite_time")
 LIBRARIES = ("pycocoevalcap", "sacrebleu", "rouge-score", "bert-score", "torch", "numpy",
              "scipy", "SQLAlchemy")
 
