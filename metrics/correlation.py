@@ -354,7 +354,8 @@ def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence
     """THUMB Table 2: per system, the mean of each human score and penalty in `scores`
     (a rubric's), of Total and of each metric, each with a BCa bootstrap CI over images
     (`COLUMN_ci_low`, `COLUMN_ci_high`, `COLUMN_ci_warning`; none for a metric undefined
-    for some of the system's captions)."""
+    for some of the system's captions, whose mean is over the captions it is defined for:
+    an image without references leaves the text metrics' means of the others)."""
     rows = []
     for system, part in data.groupby("system", sort=False):
         columns = {column: part[column].to_numpy(dtype=float)
@@ -371,7 +372,9 @@ def system_table(data: pd.DataFrame, metrics: Sequence[str], *, scores: Sequence
                                                                     strict=True)}
         row: dict[str, object] = {"system": system, "n": len(part)}
         for column, values in columns.items():
-            row[column] = float(values.mean())
+            if column in metrics:  # over the captions the metric is defined for
+                values = values[~np.isnan(values)]
+            row[column] = float(values.mean()) if len(values) else float("nan")
             if column in means:
                 (row[f"{column}_ci_low"], row[f"{column}_ci_high"],
                  row[f"{column}_ci_warning"]) = bca(means[column], row[column], bootstrap, ci)

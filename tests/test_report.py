@@ -453,3 +453,23 @@ def test_print_figures_draw_the_svg_data_as_vector_pdf_and_300_dpi_png(sample_re
             heights = [patch.get_height() for patch in axes.patches]
             assert heights == pytest.approx(np.concatenate(list(panel.shares.values())))
         plt.close(drawn)
+
+
+def test_a_metric_undefined_for_some_captions_is_averaged_over_the_others():
+    """README: captions without references get no text-metric score, and the report
+    computes the metric's statistics on the other captions: a system's mean over its
+    defined captions (no CI for it), never a blank for the whole system."""
+    from metrics.correlation import system_table
+
+    data = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4,
+                         "image_id": ["i1", "i2", "i3", "i4"] * 2,
+                         "precision": [5, 4, 3, 4, 2, 3, 2, 3.0],
+                         "recall": [4, 4, 3, 2, 3, 2, 2, 2.0],
+                         "total": [4.5, 4, 3, 3, 2.5, 2.5, 2, 2.5],
+                         "bleu": [10.0, math.nan, 30.0, 20.0, 5.0, math.nan, 7.0, 9.0]})
+    table = system_table(data, ["bleu"], scores=["precision", "recall"], bootstrap=200,
+                         ci=0.9, seed=0).set_index("system")
+    assert table.loc["A", "bleu"] == pytest.approx((10 + 30 + 20) / 3)
+    assert table.loc["B", "bleu"] == pytest.approx((5 + 7 + 9) / 3)
+    assert "bleu_ci_low" not in table  # undefined for some captions of each: no CI
+    assert not math.isnan(table.loc["A", "total_ci_low"])
