@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Table, delete, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, Row, Table, delete, select, update
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
 from rubrics.model import error_codes
@@ -212,19 +212,14 @@ def project_disagreements(connection: Connection,
     says which), worst first; identical captions of an image come once. One read of the
     ratings for all that a command asks of the disagreements; `first` are
     `primary_first_ratings(connection, reviewed=True)` where the caller has them."""
-    rating, caption = Rating.__table__, Caption.__table__
+    rating = Rating.__table__
     if first is None:
         first = primary_first_ratings(connection, reviewed=True)
     resolved = set(connection.execute(
         select(Resolution.__table__.c.caption_id)).scalars()) & set(connection.execute(
         select(rating.c.caption_id).where(
             rating.c.stage == int(Stage.FINAL), complete_clause(rating))).scalars())
-    rows = connection.execute(
-        select(rating, caption.c.image_id, caption.c.text)
-        .join(caption, rating.c.caption_id == caption.c.id)
-        .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
-        .order_by(rating.c.id)
-    ).all()
+    rows = _complete_reviews(connection, rating.c.id)
     twins = _same_text(connection, {row.image_id for row in rows})
     found = []
     for key, group in group_identical(rows, lambda r: r.image_id, lambda r: r.text).items():
@@ -249,6 +244,17 @@ def settleable_by(resolver: str, found: Sequence[Disagreement],
         refused[image_id] = image_id in states and bool(
             refusals(states[image_id], [(resolver, Stage.FINAL)]))
     return [item for item in found if not refused[item.image_id]]
+
+
+def _complete_reviews(connection: Connection, order: ColumnElement) -> list[Row]:
+    """Every complete stage-2 rating, with its caption's image id and text, in `order`:
+    what the disagreements and the fluency round compare with stage 1."""
+    rating, caption = Rating.__table__, Caption.__table__
+    return list(connection.execute(
+        select(rating, caption.c.image_id, caption.c.text)
+        .join(caption, rating.c.caption_id == caption.c.id)
+        .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
+        .order_by(order)))
 
 
 def _same_text(connection: Connection, image_ids: set[int]
@@ -374,7 +380,7 @@ def project_fluency_queue(connection: Connection,
                           ) -> list[FluencyItem]:
     """`fluency_queue` on an open connection; `first` are `primary_first_ratings(connection,
     reviewed=True)` where the caller has read them for the other queues too."""
-    rating, caption, annotator = Rating.__table__, Caption.__table__, Annotator.__table__
+    rating, annotator = Rating.__table__, Annotator.__table__
     without_fluency = {signature for signature, rubric in stored_rubrics(connection).items()
                        if not rubric.has_penalty("fluency")}
     checks = {row.id: may_check_fluency(row.native_english) for row in connection.execute(
@@ -382,12 +388,7 @@ def project_fluency_queue(connection: Connection,
     if first is None:
         first = primary_first_ratings(connection, reviewed=True)
     checked = set(connection.execute(select(FluencyCheck.__table__.c.caption_id)).scalars())
-    rows = connection.execute(
-        select(rating, caption.c.text, caption.c.image_id)
-        .join(caption, rating.c.caption_id == caption.c.id)
-        .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
-        .order_by(rating.c.caption_id)
-    ).all()
+    rows = _complete_reviews(connection, rating.c.caption_id)
     waiting = [row for row in rows if row.caption_id not in checked
                and row.caption_id in first and row.rubric not in without_fluency
                and not checks[row.annotator_id]
