@@ -165,7 +165,8 @@ def confusion_axes(kind: str, annotators: tuple[str, str] | None) -> str:
     if kind == "stage1-vs-stage2":
         return "rows: stage 1, columns: stage 2"
     if annotators is None:
-        return "rows: first annotator by name, columns: second"
+        return ("rows: each pair's first rater (who rated the pair's first shared caption "
+                "first), columns: the other")
     first, second = map(quoted, annotators)
     return f"rows: {first}, columns: {second}"
 

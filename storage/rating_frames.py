@@ -31,6 +31,7 @@ RATING_VALUE_COLUMNS = [
 ]
 
 if TYPE_CHECKING:  # pandas loads where a frame is built: `thumb status` needs none
+    import numpy as np
     import pandas as pd
 
 
@@ -226,13 +227,15 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
         double = set(connection.execute(
             select(caption.c.id).join(image, caption.c.image_id == image.c.id)
             .where(image.c.double_rating.is_(True))).scalars())
-    # blind: a double-rated caption's first two complete stage-1 ratings, by annotator name
+    # blind: a double-rated caption's first two complete stage-1 ratings (the frame is in
+    # caption order, then by rating id: the order they were made)
     first = ratings[(ratings["stage"] == 1) & ratings["caption_id"].isin(double)]
     place = first.groupby("caption_id").cumcount()
     earlier, later = first[place == 0], first[place == 1]
     earlier = earlier[earlier["caption_id"].isin(later["caption_id"])]
     both, at = pd.concat([earlier, later]), np.arange(len(later))
-    swap = earlier["annotator"].to_numpy() > later["annotator"].to_numpy()
+    swap = _swapped_to_pair_order(earlier["annotator"].to_numpy(),
+                                  later["annotator"].to_numpy())
     blind_a = both.iloc[np.where(swap, at + len(at), at)]
     blind_b = both.iloc[np.where(swap, at, at + len(at))]
     # stage 1 vs stage 2: each caption's first complete review and the rating it reviewed
@@ -244,6 +247,21 @@ def rating_pairs(engine: Engine, dimensions: Sequence[str]) -> pd.DataFrame:
     if not any(len(part) for part in pairs):
         return pd.DataFrame()
     return pd.concat([part for part in pairs if len(part)], ignore_index=True)
+
+
+def _swapped_to_pair_order(earlier: np.ndarray, later: np.ndarray) -> np.ndarray:
+    """Which blind pairs of ratings to swap so that each pair of annotators comes in one
+    order throughout: the order of their first shared caption's two ratings. Cohen's kappa
+    needs a first and a second rater, which blind raters are not; a pair's own kappa is
+    the same either way round, but the kappa pooled over pairs is not, and an order by
+    name moved it when an annotator was renamed."""
+    import numpy as np
+
+    order: dict[frozenset[str], str] = {}  # a pair -> its first rater
+    for a, b in zip(earlier, later, strict=True):
+        order.setdefault(frozenset((a, b)), a)
+    return np.array([order[frozenset((a, b))] != a
+                     for a, b in zip(earlier, later, strict=True)], dtype=bool)
 
 
 def _pair_columns(kind: str, a: pd.DataFrame, b: pd.DataFrame, dimensions: Sequence[str]
