@@ -434,11 +434,13 @@ class ModelComparison:
     `tau`: Kendall τ-b between the metrics' rankings; `versions`: for each positive set or
     matrix whose stored results differ in what they were computed on (another content
     digest, PMRP cap or thumb-tui version), each version's label and the models scored
-    on it (those versions are ranked apart)."""
+    on it (those versions are ranked apart); `unranked`: metric -> the one model scored
+    under it (a ranking needs two)."""
 
     ranks: pd.DataFrame
     tau: pd.DataFrame
     versions: dict[str, list[tuple[str, list[str]]]]
+    unranked: dict[str, str]
 
 
 def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
@@ -463,6 +465,8 @@ def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
     frame = frame.assign(label=[metric_label(r) for r in frame.itertuples(index=False)])
     wide = frame.drop_duplicates(["model", "label"], keep="last").pivot(
         index="model", columns="label", values="value")
+    unranked = {str(c): str(wide[c].first_valid_index()) for c in dict.fromkeys(frame["label"])
+                if wide[c].notna().sum() == 1}
     wide = wide[[c for c in dict.fromkeys(frame["label"]) if wide[c].notna().sum() >= 2]]
     if wide.empty:
         raise ValueError("no metric was computed for two models on the same version of a "
@@ -476,7 +480,7 @@ def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
             scored = frame.loc[frame["positives"] == label, "model"]
             versions.setdefault(name, []).append((label, list(dict.fromkeys(scored))))
     return ModelComparison(table.rename(columns={"label": "metric"}), kendall_matrix(wide),
-                           versions)
+                           versions, unranked)
 
 
 def _version_labels(keys: Sequence[tuple[str, tuple[tuple[str, str], ...]]]

@@ -298,6 +298,18 @@ def json_text(payload: object) -> str:
     return json.dumps(payload, indent=1, allow_nan=False)
 
 
+def unranked_note(unranked: dict[str, str]) -> str | None:
+    """Which metrics the comparison leaves out, scored for one model only (a per-query
+    NCS next to ratio-of-sums ones, say), or None: said, never dropped without a word."""
+    if not unranked:
+        return None
+    listed = "; ".join(f"{printable(metric, newlines=False)} (only "
+                       f"{printable(model, newlines=False)})"
+                       for metric, model in unranked.items())
+    return (f"not ranked, scored for one model only: {listed}; evaluate another model with "
+            "the same settings to compare them")
+
+
 def tau_warning(ranks: pd.DataFrame) -> str | None:
     """Why the τ values say little, or None: over two models every defined τ is +1 or -1
     (the two rankings agree or not)."""

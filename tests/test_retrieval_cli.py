@@ -203,6 +203,18 @@ def test_relevance_then_semantic_metrics_then_compare(project):
     assert ranks[("noise", "cider-d ncs@5")] == 1.0  # the model that follows φ wins
     assert {"metric", "project map@r", "cider-d/no-gt ncs@10"} <= set(
         payload["kendall_tau_b"][0])
+    assert payload["unranked"] == []
+    # a third model with per-query NCS: its NCS rows have no partner, and are said so
+    third = _evaluate(db, "--name", "per-query", "--scores", str(folder / "4.npz"),
+                      "--positives", "project", "--relevance", str(relevance),
+                      "--bootstrap", "0", "--ncs-averaging", "per-query")
+    assert third.exit_code == 0, third.output
+    table = runner.invoke(app, ["--db", db, "retrieval", "compare"])
+    assert "not ranked, scored for one model only: cider-d ncs@1 (per-query) (only " \
+        "per-query)" in " ".join(table.stderr.split())
+    payload = json.loads(runner.invoke(app, ["--db", db, "retrieval", "compare", "--format",
+                                             "json"]).stdout)
+    assert {"metric": "cider-d ncs@5 (per-query)", "model": "per-query"} in payload["unranked"]
 
 
 def test_ncs_averaging_is_part_of_the_signature():

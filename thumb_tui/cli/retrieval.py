@@ -243,6 +243,7 @@ def compare_command(
         draw_tau,
         json_text,
         tau_warning,
+        unranked_note,
         versions_note,
     )
 
@@ -254,7 +255,8 @@ def compare_command(
     with value_errors():
         compared = comparison(state.existing_engine, positives, direction)
     ranks, tau = compared.ranks, compared.tau
-    for note in (versions_note(compared.versions), tau_warning(ranks)):
+    for note in (versions_note(compared.versions), unranked_note(compared.unranked),
+                 tau_warning(ranks)):
         if note is not None:
             typer.echo(note, err=True)
     if output == "json":
@@ -262,7 +264,9 @@ def compare_command(
                    "kendall_tau_b": json_records(tau.reset_index(names="metric")),
                    "versions": {name: [{"label": label, "models": models}
                                        for label, models in versioned]
-                                for name, versioned in compared.versions.items()}}
+                                for name, versioned in compared.versions.items()},
+                   "unranked": [{"metric": metric, "model": model}
+                                for metric, model in compared.unranked.items()]}
         write_or_echo(json_text(payload), out, "the comparison", force=force)
     elif output == "md":
         write_or_echo(comparison_markdown(ranks, tau), out, "the comparison", force=force)
