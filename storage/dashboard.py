@@ -32,6 +32,7 @@ from storage.project_queues import (
 from storage.protocol import (
     ImageState,
     complete_clause,
+    holding_clause,
     may_check_fluency,
     open_images,
     read_states,
@@ -117,7 +118,7 @@ def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
             finished.setdefault((stage, annotator_id), set()).add(image_id)
     for image_id, stage, annotator_id in connection.execute(
             select(claim.c.image_id, claim.c.stage, claim.c.annotator_id)
-            .where(claim.c.released_at.is_(None), claim.c.stage <= int(Stage.SECOND))):
+            .where(holding_clause(claim))):
         started.setdefault((stage, annotator_id), set()).add(image_id)
     return finished, started
 

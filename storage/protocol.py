@@ -20,6 +20,7 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     Connection,
+    FromClause,
     Integer,
     Result,
     Select,
@@ -74,6 +75,13 @@ def started_clause(rating: Table | None = None) -> ColumnElement[bool]:
     """`is_started` in SQL, over the rating table (or an alias of it)."""
     rating = Rating.__table__ if rating is None else rating
     return or_(*(rating.c[key].is_not(None) for key in SCORE_KEYS))
+
+
+def holding_clause(claims: FromClause | None = None) -> ColumnElement[bool]:
+    """An assignment row that holds its image (`_read_holders` in Python): a claim at
+    stage 1 or 2 not given up, over the assignment table (or a query of its columns)."""
+    claims = Assignment.__table__ if claims is None else claims
+    return and_(claims.c.released_at.is_(None), claims.c.stage <= int(Stage.SECOND))
 
 
 def complete_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -296,7 +304,7 @@ def holdable_images(name: ColumnElement[str]) -> Select:
     holders = union(  # each (image, name, stage) once
         select(ratings.c.image_id, ratings.c.name, ratings.c.stage),
         select(claims.c.image_id, claims.c.name, claims.c.stage)
-        .where(claims.c.released_at.is_(None), claims.c.stage <= int(Stage.SECOND))
+        .where(holding_clause(claims))
     ).subquery()
     counts = (select(holders.c.image_id,
                      func.count().filter(holders.c.stage == int(Stage.FIRST)).label("first"),
