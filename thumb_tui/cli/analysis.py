@@ -21,6 +21,7 @@ from thumb_tui.cli.common import (
     collector_paused,
     fail,
     model_hub,
+    named_tasks,
     output_file,
     output_folder,
     progress_bar,
@@ -195,13 +196,7 @@ def metrics_compute_command(
     options = MetricOptions(keep_self_references=keep_self_references, clean=clean,
                             **metric_settings)
     with progress_bar() as bar:
-        tasks: dict[str, int] = {}
-
-        def report(name: str, done: int, total: int) -> None:
-            if name not in tasks:
-                tasks[name] = bar.add_task(name, total=total)
-            bar.update(tasks[name], completed=done)
-
+        report = named_tasks(bar)
         with value_errors():
             if judgments is None:
                 runs = compute_metrics(state.existing_engine, names, options,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -27,7 +27,7 @@ from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them fro
 )
 
 if TYPE_CHECKING:  # SQLAlchemy and the tables load when a command opens the database
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
     from sqlalchemy import Engine
     from textual.app import App
 
@@ -40,6 +40,19 @@ def progress_bar() -> Progress:
     from rich.progress import Progress
 
     return Progress(console=console, transient=True, disable=not console.is_interactive)
+
+
+def named_tasks(bar: Progress) -> Callable[[str, int, int], None]:
+    """`report(name, done, total)` for work in named parts (the metrics computed, an
+    import's phases): a task on `bar` for each name as it first reports."""
+    tasks: dict[str, TaskID] = {}
+
+    def report(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = bar.add_task(name, total=total)
+        bar.update(tasks[name], completed=done, total=total)
+
+    return report
 
 
 @contextmanager

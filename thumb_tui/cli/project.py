@@ -30,6 +30,7 @@ from thumb_tui.cli.common import (
     database_for_import,
     fail,
     known_annotator,
+    named_tasks,
     output_file,
     progress_bar,
     protocol_refusals,
@@ -39,7 +40,6 @@ from thumb_tui.cli.common import (
 )
 
 if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
-    from rich.progress import TaskID
     from sqlalchemy import Engine
 
     from storage.dashboard import AnnotatorProgress, Dashboard
@@ -66,17 +66,10 @@ def import_command(
         chosen = None if rubric is None else load_rubric(rubric)
     with (value_errors(), database_for_import() as engine, collector_paused(),
           progress_bar() as bar):
-        phases: dict[str, TaskID] = {}
-
-        def report(phase: str, done: int, total: int) -> None:
-            if phase not in phases:
-                phases[phase] = bar.add_task(phase, total=total)
-            bar.update(phases[phase], completed=done, total=total)
-
         summary = storage.import_captions(engine, file, actor=by or os_login(),
                                           rubric=chosen,
                                           allow_outside_images=allow_outside_images,
-                                          progress=report)
+                                          progress=named_tasks(bar))
     typer.echo(str(summary))
 
 
