@@ -55,7 +55,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.project_queues import COMPARED, primary_first_ratings
+from storage.project_queues import disagree, primary_first_ratings
 from storage.protocol import (
     Breach,
     ImageState,
@@ -635,8 +635,7 @@ def _settling_no_disagreement(connection: Connection, plan: ImportPlan,
                                  rating.c.caption_id.in_(ids.values())))}
         agreed += [key for key, caption_id in ids.items()
                    if caption_id in first and caption_id in second
-                   and all(first[caption_id][field] == second[caption_id][field]
-                           for field in COMPARED)]
+                   and not disagree(first[caption_id], second[caption_id])]
     return agreed
 
 

@@ -50,6 +50,12 @@ COMPARED = (*SCORE_KEYS, *PENALTY_KEYS)
 FLUENCY_CHECK_FIELDS = ("checker_id", "fluency", "fluency_type", "rubric")
 
 
+def disagree(first: Mapping[str, object], second: Mapping[str, object]) -> bool:
+    """Whether two ratings' values differ (a caption's reviewed stage-1 values and its
+    stage-2 values: what makes a disagreement, which a resolution settles)."""
+    return any(first[key] != second[key] for key in COMPARED)
+
+
 def primary_first_ratings(connection: Connection, caption_ids: Sequence[int] | None = None,
                           *, reviewed: bool = False) -> dict[int, dict[str, object]]:
     """caption id -> the stage-1 rating that stage 2 reviews, where complete: the rating by
@@ -227,7 +233,7 @@ def project_disagreements(connection: Connection,
         if row is None:
             continue
         reviewed = first[row.caption_id]
-        if all(reviewed[k] == row._mapping[k] for k in COMPARED):
+        if not disagree(reviewed, row._mapping):
             continue
         found.append(Disagreement(row.caption_id, row.image_id, row.text, reviewed,
                                   row._asdict(), twins[key], row.caption_id in resolved))

@@ -17,7 +17,7 @@ from textual.widgets.option_list import OptionDoesNotExist
 from rubrics import printable
 from storage.db import DatabaseBusy
 from storage.models import RATING_VALUE_FIELDS
-from storage.project_queues import COMPARED, Disagreement
+from storage.project_queues import Disagreement, disagree
 from storage.protocol import is_complete, is_started
 from storage.rating_desk import Undone
 from storage.rating_sessions import ResolutionSession
@@ -274,7 +274,7 @@ class ResolveScreen(RatingScreen):
         if not is_complete(values):
             return None
         for code, side in (("first-right", self.item.first), ("second-right", self.item.second)):
-            if all(values[key] == side[key] for key in COMPARED):
+            if not disagree(values, side):
                 return code
         return "both-wrong"
 
