@@ -55,6 +55,10 @@ class StageProgress:
     not_ready: int = 0
 
 
+# the pipeline row of images whose final scores were imported before their stage 1 ended
+SCORED_ELSEWHERE = "final scores imported"
+
+
 @dataclass(frozen=True)
 class Work:
     """Something an annotator can do now, as the command that does it."""
@@ -190,18 +194,25 @@ def _image_stages(connection: Connection, reads: _ProjectReads) -> list[StagePro
         going = sum(1 for i in images if done.get(i, 0) < need and begun.get(i, 0) >= need)
         return len(images) - finished_here - going, going, finished_here
 
-    everything = list(double)
-    doubles = [i for i, twice in double.items() if twice]
+    # final scores brought by an import (the THUMB release) close an image whose stage 1
+    # never ended: no stage waits for it any more, so it has a row of its own
+    scored_elsewhere = {image_id for image_id, state in reads.states.items()
+                        if state.closed and not state.stage_one_over}
+    everything = [i for i in double if i not in scored_elsewhere]
+    doubles = [i for i in everything if double[i]]
     out = flagged_image_ids(connection)  # flagged as broken: out of review
     reviewed = [i for i in everything if i not in out]
     reviewable = [i for i in reviewed if i in ready]
-    return [
+    stages = [
         StageProgress("stage 1", "images", *split(everything, first_done, first_started, 1)),
         StageProgress("second blind rating", "images",
                       *split(doubles, first_done, first_started, 2)),
         StageProgress("review", "images", *split(reviewable, second_done, second_started, 1),
                       not_ready=len(reviewed) - len(reviewable)),
     ]
+    if scored_elsewhere:
+        stages.append(StageProgress(SCORED_ELSEWHERE, "images", 0, 0, len(scored_elsewhere)))
+    return stages
 
 
 def _caption_stages(connection: Connection, reads: _ProjectReads) -> list[StageProgress]:

@@ -93,6 +93,34 @@ def test_a_claimed_image_is_in_progress_not_waiting_until_released(tmp_path):
     assert (first.waiting, first.in_progress, first.done) == (total, 0, 0)
 
 
+def test_images_with_imported_final_scores_wait_for_no_stage(tmp_path):
+    """Final scores brought from elsewhere (as `import-thumb` brings the THUMB release's)
+    close stage 1 on their images: nobody may rate or review them, so status counts them
+    in a row of their own, not as waiting for stage 1 or not ready for review."""
+    engine = sample_engine(tmp_path)
+    total = project_size(engine)[0]
+    with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
+        captions = [row for row in csv.DictReader(handle) if row["image_id"] in
+                    ("img01", "img02")]
+    finals = tmp_path / "finals.csv"
+    with finals.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["image_id", "system", "caption", "annotator", "stage", "precision",
+                         "recall"])
+        writer.writerows([row["image_id"], row["system"], row["caption"], "elsewhere",
+                          "final", 4, 3] for row in captions)
+    import_captions(engine, finals, actor="lead")
+
+    stages = {s.stage: s for s in dashboard(engine).stages}
+    first, review = stages["stage 1"], stages["review"]
+    assert (first.waiting, first.in_progress, first.done) == (total - 2, 0, 0)
+    assert review.not_ready == total - 2
+    imported = stages["final scores imported"]
+    assert (imported.unit, imported.waiting, imported.done) == ("images", 0, 2)
+    # what stage 1 still offers a newcomer is what status counts as waiting
+    assert work_for(engine, "newcomer")[0].count == total - 2
+
+
 @pytest.mark.slow
 def test_each_annotator_what_they_did_and_what_waits(midway):
     engine, _ = midway
