@@ -110,6 +110,16 @@ def baseline_choices(items: pd.DataFrame, images: dict[int, tuple[str | None, li
     return signature, choices(items, scores[0::2], scores[1::2])
 
 
+def _coverage_warning(chosen: int, items: int) -> str | None:
+    """Why a model's accuracy may not compare with the others': it chose for fewer items
+    than the project has now (items imported after it ran)."""
+    if chosen >= items:
+        return None
+    return (f"chose an image for {chosen} of the {items} items: the items imported after "
+            "it are missing (`thumb bison evaluate` again scores them; a baseline whose "
+            "corpus they change gets a new signature instead)")
+
+
 def bison_tables(items: pd.DataFrame, answers: pd.DataFrame, predictions: pd.DataFrame, *,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0
                  ) -> dict[str, pd.DataFrame]:
@@ -150,9 +160,13 @@ def bison_tables(items: pd.DataFrame, answers: pd.DataFrame, predictions: pd.Dat
               "mean_seconds": float(part["seconds"].mean())}
              for name, part in [("all", answers), *answers.groupby("annotator")]
              if len(part)]
-    models = [{"scorer": part["scorer"].iloc[0], "signature": signature, **accuracy(part),
+    models = []
+    for signature, part in predictions.groupby("signature"):
+        row = {"scorer": part["scorer"].iloc[0], "signature": signature, **accuracy(part),
                "ties": int(part["chosen_image_id"].isna().sum())}
-              for signature, part in predictions.groupby("signature")]
+        row["ci_warning"] = "; ".join(filter(None, [_coverage_warning(len(part), len(items)),
+                                                    row["ci_warning"]])) or None
+        models.append(row)
     agreement = []
     decided = answers[answers["answer"].isin(["left", "right"])]
     for signature, part in predictions.groupby("signature"):

@@ -54,6 +54,26 @@ def parse_signature(signature: str) -> dict[str, str]:
 SELF_NAMED_FIELDS = ("corpus", "model", "tok", "impl")
 
 
+def _label_fields(signature: str) -> dict[str, str]:
+    """A signature's fields for its label, those of a signature nested in one field's value
+    (a BISON baseline's metric: `metric:cider-d;corpus:…;…`) among them: a difference
+    inside it tells two signatures apart like any other."""
+    name, *parts = signature.split("|")
+    fields = {"metric": name}
+    for part in parts:
+        key, _, value = part.partition(":")
+        if ";" not in value:
+            fields[key] = value
+            continue
+        inner_name, *inner = value.split(";")
+        fields[key if key != "metric" else "scored by"] = inner_name
+        for item in inner:
+            inner_key, _, inner_value = item.partition(":")
+            clash = fields.get(inner_key, inner_value) != inner_value
+            fields[f"{key}.{inner_key}" if clash else inner_key] = inner_value
+    return fields
+
+
 def _label_parts(parsed: list[dict[str, str]], strip_digests: bool) -> list[tuple[str, ...]]:
     """For each parsed signature, the shown values of the fields that differ in the group."""
     keys = list(dict.fromkeys(key for fields in parsed for key in fields if key != "metric"))
@@ -81,7 +101,7 @@ def signature_labels(signatures: Iterable[str]) -> dict[str, str]:
         if len(group) == 1:
             labels[group[0]] = name
             continue
-        parsed = [parse_signature(signature) for signature in group]
+        parsed = [_label_fields(signature) for signature in group]
         parts = _label_parts(parsed, strip_digests=True)
         if len(set(parts)) < len(parts):
             parts = _label_parts(parsed, strip_digests=False)

@@ -4,6 +4,7 @@ caption-metric choices, and embedding each distinct image and caption once."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import numpy as np
@@ -242,6 +243,35 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
     for signature in models["signature"]:
         assert text.count(signature) == 1  # listed once, under the tables
         assert f"  {signature.split('|')[0]}: {signature}" in text
+
+
+def test_a_model_that_chose_before_items_were_added_is_marked_and_labelled(tmp_path):
+    """Items imported after a baseline ran: its accuracy covers fewer items, which its row
+    says; CIDEr-D's choices made again come under a new corpus, and the two rows' labels
+    name the corpus that tells them apart (not an empty `()`)."""
+    engine = sample_engine(tmp_path)
+    items = [json.loads(line) for line in SAMPLE_BISON.read_text(encoding="utf-8").splitlines()]
+    first, later = tmp_path / "first.jsonl", tmp_path / "later.jsonl"
+    for path, part in ((first, items[:5]), (later, items[5:])):
+        path.write_text("".join(json.dumps({**item, **{side: str(SAMPLE_CSV.parent / item[side])
+                                                       for side in ("image_a", "image_b",
+                                                                    "true_image")}}) + "\n"
+                                for item in part), encoding="utf-8")
+    import_bison(engine, first, actor="t", allow_outside_images=True)
+    before, _ = baseline(engine, "cider-d")
+    import_bison(engine, later, actor="t", allow_outside_images=True)
+    after, scored = baseline(engine, "cider-d")
+    assert scored == len(items) and after != before
+
+    models = bison_report(engine, bootstrap=0)["models"].set_index("signature")
+    assert models.loc[before, "n"] == 5 and models.loc[after, "n"] == len(items)
+    assert models.loc[before, "ci_warning"].startswith(
+        f"chose an image for 5 of the {len(items)} items")
+    assert pd.isna(models.loc[after, "ci_warning"])
+    text = bison_text(bison_report(engine, bootstrap=0))
+    corpora = [re.search(r"corpus:([^;|]+)", s).group(1) for s in (before, after)]
+    assert "()" not in text
+    assert all(f"bison-baseline-cider-d ({corpus}) " in text for corpus in corpora)
 
 
 def test_a_baseline_without_references_names_the_item_and_the_image(tmp_path):
