@@ -33,8 +33,10 @@ TABULAR_FORMATS = ("csv", "jsonl", "parquet")
 RATING_COLUMNS = [
     "annotator", "stage", *RATING_VALUE_FIELDS, "note", "seconds", "total", "rubric",
     "created_at", "updated_at", "native_english", "resolution_reasons", "resolution_note",
+    "resolved_at",
 ]
-FLUENCY_ROUND_COLUMNS = ["fluency_round", "fluency_round_type", "fluency_round_by"]
+FLUENCY_ROUND_COLUMNS = ["fluency_round", "fluency_round_type", "fluency_round_by",
+                         "fluency_round_at"]
 # Columns whose cells are lists of objects: JSON arrays in JSON lines, their JSON text in a
 # CSV or Parquet cell (the import reads both).
 OBJECT_COLUMNS = ("image_flags",)
@@ -107,6 +109,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
             check.c.fluency.label("fluency_round"),
             check.c.fluency_type.label("fluency_round_type"),
             checker.c.name.label("fluency_round_by"),
+            check.c.created_at.label("fluency_round_at"),
         )
         .join(image, caption.c.image_id == image.c.id)
         .outerjoin(check, check.c.caption_id == caption.c.id)
@@ -117,6 +120,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
         captions = pd.read_sql(query, connection)
         workflow = pd.read_sql(_workflow_query(), connection)
     captions["double_rating"] = captions["double_rating"].astype(bool)
+    captions["fluency_round_at"] = _iso_times(captions["fluency_round_at"])
     flags = _image_flags(engine)
     captions.insert(captions.columns.get_loc("double_rating") + 1, "image_flags",
                     captions["image_id"].map(lambda key: flags.get(key)))
@@ -128,13 +132,10 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     ratings = complete_rows(ratings)  # see in_progress_ratings
     ratings["total"] = ratings["total"].map(without_float_noise)
     ratings["stage"] = ratings["stage"].map(lambda s: Stage(s).label)
-    for column in ("created_at", "updated_at"):  # text, even with no rating (else NaT)
-        ratings[column] = pd.Series(
-            [t.isoformat() if pd.notna(t) else None
-             for t in pd.to_datetime(ratings[column], utc=True)],
-            index=ratings.index, dtype=object)
     ratings = ratings.merge(image_seconds(engine), on=["image_id", "annotator", "stage"],
                             how="left").merge(workflow, on="rating_id", how="left")
+    for column in ("created_at", "updated_at", "resolved_at"):
+        ratings[column] = _iso_times(ratings[column])
     frame = captions.merge(
         ratings[["caption_pk", *RATING_COLUMNS, "image_seconds"]], on="caption_pk",
         how="left", sort=False,
@@ -145,6 +146,15 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     unused = _unused_columns(engine, set(ratings["rubric"].dropna()))
     frame = frame.drop(columns=unused)
     return frame if keep_caption_pk else frame.drop(columns="caption_pk")
+
+
+def _iso_times(times: pd.Series) -> pd.Series:
+    """Stored times as ISO 8601 text with their time zone, the naive ones SQLite returns
+    taken as UTC (as they were written, like `_image_flags`); None where a row has no time
+    (text even then, else NaT)."""
+    return pd.Series([t.isoformat() if pd.notna(t) else None
+                      for t in pd.to_datetime(times, utc=True)],
+                     index=times.index, dtype=object)
 
 
 def _image_flags(engine: Engine) -> dict[str, list[dict[str, str]]]:
@@ -165,12 +175,13 @@ def _image_flags(engine: Engine) -> dict[str, list[dict[str, str]]]:
 
 def _workflow_query() -> Select:
     """Per rating: the annotator's native-speaker flag and, on a resolver's final-stage
-    rating, the resolution's reasons and note."""
+    rating, the resolution's reasons, note and time."""
     rating, annotator, resolution = Rating.__table__, Annotator.__table__, Resolution.__table__
     return (
         select(rating.c.id.label("rating_id"), annotator.c.native_english,
                resolution.c.reasons.label("resolution_reasons"),
-               resolution.c.note.label("resolution_note"))
+               resolution.c.note.label("resolution_note"),
+               resolution.c.created_at.label("resolved_at"))
         .join(annotator, rating.c.annotator_id == annotator.c.id)
         .outerjoin(resolution, and_(resolution.c.caption_id == rating.c.caption_id,
                                     resolution.c.resolver_id == rating.c.annotator_id,

@@ -37,18 +37,21 @@ RATING_COLUMNS = {
 # Workflow state our own export writes so that a project survives export and import:
 # the image's blind double-rating mark and broken-image flags, the annotator's native-speaker
 # flag, a resolver's reasons (on final-stage rows) and a native speaker's fluency-round
-# verdict on the caption.
+# verdict on the caption, each with its time.
 WORKFLOW_COLUMNS = {
     "double_rating",
     "image_flags",
     "native_english",
     "resolution_reasons",
     "resolution_note",
+    "resolved_at",
     "fluency_round",
     "fluency_round_type",
     "fluency_round_by",
+    "fluency_round_at",
 }
-RATING_ONLY_COLUMNS = {"native_english", "resolution_reasons", "resolution_note"}
+RATING_ONLY_COLUMNS = {"native_english", "resolution_reasons", "resolution_note",
+                       "resolved_at"}
 # Columns our own export writes that carry no input: accepted and ignored on import, but
 # for a rating's `rubric`, which must be the import's (RUBRIC_COLUMN).
 DERIVED_COLUMNS = {"total", "rubric", "image_seconds"}
@@ -60,8 +63,9 @@ ALIASES = {"p": "precision", "r": "recall", "sys": "system", "hyp": "caption"}
 JSON_SCHEMA = {
     **dict.fromkeys(["image", "system", "sys", "caption", "hyp", "annotator", "note",
                      *(f"{key}_type" for key in PENALTY_KEYS), "created_at",
-                     "updated_at", "resolution_reasons", "resolution_note",
-                     "fluency_round_type", "fluency_round_by", "rubric"], TEXT),
+                     "updated_at", "resolution_reasons", "resolution_note", "resolved_at",
+                     "fluency_round_type", "fluency_round_by", "fluency_round_at", "rubric"],
+                    TEXT),
     **dict.fromkeys(["image_id", "caption_id", "stage"], KEY),
     **dict.fromkeys([*SCORE_KEYS, "p", "r", *PENALTY_KEYS, "seconds", "fluency_round",
                      "total", "image_seconds"], NUMBER),
@@ -93,17 +97,20 @@ class RatingRow:
     native_english: bool | None = None
     resolution_reasons: tuple[str, ...] = ()
     resolution_note: str = ""
+    resolved_at: datetime | None = None  # kept from our own exports: when it was resolved
     created_at: datetime | None = None  # kept from our own exports: when it was rated
     updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class FluencyRoundRow:
-    """A native speaker's fluency verdict on a caption (fluency 0 means fluent)."""
+    """A native speaker's fluency verdict on a caption (fluency 0 means fluent), and when
+    they gave it (kept from our own exports)."""
 
     checker: str
     fluency: float
     fluency_type: str | None
+    checked_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +312,7 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     created_at = check(timestamp, record, "created_at")
     updated_at = check(timestamp, record, "updated_at")
     reasons = check(resolution_reasons, record, stage, rubric)
+    resolved_at = check(timestamp, record, "resolved_at") if reasons else None
     check(_same_rubric, record, rubric)
     problems.raise_if_any()
     return RatingRow(
@@ -323,6 +331,7 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
         native_english=native_english,
         resolution_reasons=reasons,
         resolution_note=_text(record, "resolution_note") or "",
+        resolved_at=resolved_at,
         created_at=created_at,
         updated_at=updated_at,
     )
@@ -345,8 +354,9 @@ def resolution_reasons(record: Record, stage: Stage | None, rubric: Rubric
     """A resolver's reason codes (comma-separated), allowed on final-stage rows only."""
     text = _text(record, "resolution_reasons")
     if text is None:
-        if _text(record, "resolution_note") is not None:
-            raise RowError("resolution_note needs resolution_reasons")
+        for column in ("resolution_note", "resolved_at"):
+            if _text(record, column) is not None:
+                raise RowError(f"{column} needs resolution_reasons")
         return ()
     if stage is not None and stage != Stage.FINAL:
         raise RowError("resolution_reasons belong on a rating at stage final")
@@ -360,12 +370,14 @@ def resolution_reasons(record: Record, stage: Stage | None, rubric: Rubric
 
 
 def fluency_round(record: Record, rubric: Rubric) -> FluencyRoundRow | None:
-    """The caption's fluency-round verdict: who checked it, and the penalty they set."""
+    """The caption's fluency-round verdict: who checked it, the penalty they set, and when."""
     checker = _text(record, "fluency_round_by")
-    given = [c for c in ("fluency_round", "fluency_round_type") if record.get(c) is not None]
     if checker is None:
+        given = [c for c in ("fluency_round", "fluency_round_type", "fluency_round_at")
+                 if record.get(c) is not None]
         if given:
-            raise RowError(f"{', '.join(given)} need fluency_round_by (the native speaker)")
+            verb = "needs" if len(given) == 1 else "need"
+            raise RowError(f"{', '.join(given)} {verb} fluency_round_by (the native speaker)")
         return None
     try:
         amount, types = penalty({"fluency": record.get("fluency_round"),
@@ -373,7 +385,7 @@ def fluency_round(record: Record, rubric: Rubric) -> FluencyRoundRow | None:
                                 "fluency", rubric)
     except RowError as exc:
         raise RowError(f"fluency_round: {exc}") from None
-    return FluencyRoundRow(checker, amount, types)
+    return FluencyRoundRow(checker, amount, types, timestamp(record, "fluency_round_at"))
 
 
 FLAG_FIELDS = ("annotator", "reason", "flagged_at")

@@ -571,7 +571,8 @@ class _WorkflowState:
             if key in self.fluency_line:
                 if self.fluency_line[key][1] != verdict:
                     add(line, "the fluency-round verdict (fluency_round, fluency_round_type, "
-                              f"fluency_round_by) differs from line {self.fluency_line[key][0]}")
+                              "fluency_round_by, fluency_round_at) differs from line "
+                              f"{self.fluency_line[key][0]}")
             elif key in self.existing.fluency_checked:
                 add(line, "this caption already has a fluency-round verdict in the database")
             else:
@@ -742,11 +743,13 @@ class _Writer:
         _by_caption(connection, Resolution.__table__,
                     ("resolver_id", "reasons", "note", "created_at"))(
             (self.image_ids[key[0]], key[1], ids[r.annotator], ",".join(r.resolution_reasons),
-             r.resolution_note, self.now) for key, r in plan.resolutions.items())
+             r.resolution_note, r.resolved_at or self.now)
+            for key, r in plan.resolutions.items())
         _by_caption(connection, FluencyCheck.__table__,
                     ("checker_id", "fluency", "fluency_type", "created_at", "rubric"))(
             (self.image_ids[key[0]], key[1], ids[v.checker], v.fluency, v.fluency_type,
-             self.now, self.rubric.signature) for key, v in plan.fluency_checks.items())
+             v.checked_at or self.now, self.rubric.signature)
+            for key, v in plan.fluency_checks.items())
         for key, flag in plan.image_flags:
             flag_image(connection, self.image_ids[key], ids[flag.annotator], actor,
                        flag.reason, flagged_at=flag.flagged_at)

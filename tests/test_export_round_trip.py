@@ -1,7 +1,9 @@
 """`thumb export` then `thumb import` into a new database: what the project keeps (README,
-"Input format": final scores, ratings with their times, images, references, the raters),
-what stays behind as README lists it, and the image paths of an export written in another
-folder than its images'."""
+"Input format": final scores, ratings, resolutions and fluency-round verdicts with their
+times, images, references, the raters), what stays behind as README lists it, the image
+paths of an export written in another folder than its images', and the refusal of a time
+that belongs to no resolution or fluency-round verdict, or that contradicts another
+row's."""
 
 from __future__ import annotations
 
@@ -10,15 +12,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Table, func, select
 from typer.testing import CliRunner
 
 from rubrics import load_rubric
-from storage import export_ratings, final_scores, import_captions, open_database
+from storage import InputError, export_ratings, final_scores, import_captions, open_database
 from storage.gold import import_gold
 from storage.models import (
     Annotator,
     Assignment,
+    Caption,
+    FluencyCheck,
     GoldCaption,
     GoldImage,
     GoldSetting,
@@ -26,10 +30,19 @@ from storage.models import (
     ImageFlag,
     ImageReference,
     Rating,
+    Resolution,
+    Stage,
+)
+from storage.project_queues import (
+    disagreements,
+    fluency_queue,
+    record_fluency_check,
+    record_resolution,
 )
 from storage.rating_sessions import AnnotationSession, register_annotator
 from tests.app_helpers import sample_engine
-from tests.conftest import SAMPLE_CSV
+from tests.conftest import SAMPLE_CSV, database_dump
+from tests.image_files import good_png
 from tests.test_thumb_release_export import ratings_file, sample_project
 from tests.test_workflow import rate_everything
 from thumb_tui.cli import app
@@ -43,6 +56,17 @@ def _rows(engine: Engine, query) -> list[tuple]:
 def _count(engine: Engine, model: type) -> int:
     with engine.connect() as connection:
         return connection.execute(select(func.count()).select_from(model.__table__)).scalar()
+
+
+def _verdicts(engine: Engine, table: Table, person: str) -> list[tuple]:
+    """Each row of a table of per-caption verdicts (resolutions, fluency-round verdicts)
+    with its caption (image key, system), its person's name and every stored field."""
+    image, caption, annotator = Image.__table__, Caption.__table__, Annotator.__table__
+    fields = [column for column in table.c if column.name not in ("id", "caption_id", person)]
+    return _rows(engine, select(image.c.key, caption.c.system, annotator.c.name, *fields)
+                 .join(caption, table.c.caption_id == caption.c.id)
+                 .join(image, caption.c.image_id == image.c.id)
+                 .join(annotator, table.c[person] == annotator.c.id))
 
 
 def kept(engine: Engine) -> dict[str, object]:
@@ -63,7 +87,33 @@ def kept(engine: Engine) -> dict[str, object]:
                                                    flag.c.reason, flag.c.created_at)
                                     .join(image, flag.c.image_id == image.c.id)
                                     .join(annotator, flag.c.annotator_id == annotator.c.id)),
+        "resolutions": _verdicts(engine, Resolution.__table__, "resolver_id"),
+        "fluency-round verdicts": _verdicts(engine, FluencyCheck.__table__, "checker_id"),
     }
+
+
+def review_resolve_and_check(engine: Engine) -> None:
+    """After alice's stage 1: bob reviews every image, lowering the recall of each image's
+    first caption; carol settles two of those disagreements and dave, a native speaker,
+    gives two fluency-round verdicts."""
+    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
+    for index in range(len(bob.images)):
+        for number, group in enumerate(bob.open_image(index)):
+            values = dict(group.reference)
+            if number == 0:
+                values["recall"] = max(1, values["recall"] - 1)
+            bob.set_values(group, values, image_index=index, focus=0)
+    carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
+    codes = [reason.code for reason in carol.rubric.resolution_reasons]
+    for item in disagreements(engine)[:2]:
+        carol.set_values(carol.group_for_caption(item.caption_id), {"precision": 3, "recall": 3},
+                         image_index=carol.image_index_of_caption(item.caption_id), focus=0)
+        record_resolution(engine, item.caption_ids, "carol", ["both-wrong"], "counted twice",
+                          codes)
+    register_annotator(engine, "dave", True)
+    waiting = fluency_queue(engine)
+    record_fluency_check(engine, waiting[0].caption_ids, "dave", 0.2, "punctuation")
+    record_fluency_check(engine, waiting[1].caption_ids, "dave", 0.0, None)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
@@ -74,6 +124,7 @@ def test_the_round_trip_keeps_the_ratings_and_leaves_behind_what_readme_lists(tm
     alice.flag_broken(0, "the file shows nothing")
     AnnotationSession(engine, "yann").flag_broken(0, 'a "grey" square, [b]nothing[/b]')
     rate_everything(alice, 1)
+    review_resolve_and_check(engine)
     (tmp_path / "images").mkdir()
     shutil.copy(SAMPLE_CSV.parent / "images" / "01_red_balls.png", tmp_path / "images")
     gold = tmp_path / "gold.csv"
@@ -88,13 +139,16 @@ def test_the_round_trip_keeps_the_ratings_and_leaves_behind_what_readme_lists(tm
 
     assert kept(again) == kept(engine)
     assert len(kept(again)["broken-image flags"]) == 2  # yann, who only flagged, came too
+    assert len(kept(again)["resolutions"]) >= 2  # with their times, as the ratings'
+    assert len(kept(again)["fluency-round verdicts"]) >= 2
     # What stays behind (README's list): an annotator who did nothing yet, gold items with
     # their settings, each annotator's screen state
     for model in (GoldImage, GoldCaption, GoldSetting, Assignment):
         assert _count(engine, model) > 0 and _count(again, model) == 0, model.__name__
     names = select(Annotator.__table__.c.name)
-    assert _rows(engine, names) == [("alice",), ("yann",), ("zoe",)]
-    assert _rows(again, names) == [("alice",), ("yann",)]
+    assert _rows(engine, names) == [(n,) for n in ("alice", "bob", "carol", "dave", "yann",
+                                                   "zoe")]
+    assert _rows(again, names) == [(n,) for n in ("alice", "bob", "carol", "dave", "yann")]
 
 
 def _project_in(folder: Path) -> Path:
@@ -143,6 +197,12 @@ def test_an_export_on_another_rubric_says_to_import_it_with_that_rubric(tmp_path
     exported = runner.invoke(app, ["--db", str(tmp_path / "app.db"), "export", "--out",
                                    str(out)])
     assert exported.exit_code == 0
+    with out.open(encoding="utf-8", newline="") as handle:
+        columns = set(next(csv.reader(handle)))
+    # PR-4 has no fluency penalty, so no fluency round: its verdict's columns, time too,
+    # are left out; a resolution's are not
+    assert not {"fluency_round", "fluency_round_by", "fluency_round_at"} & columns
+    assert {"resolution_reasons", "resolution_note", "resolved_at"} <= columns
     assert ("note: the ratings are on rubric pr4-1 (PR-4 (test rubric)); `thumb import` "
             "refuses a rating on another rubric than the importing project's (THUMB 1.0 in "
             "a new database), so import this file with --rubric and that rubric's file"
@@ -180,3 +240,40 @@ def test_a_total_is_exported_without_binary_noise(tmp_path):
     with out.open(encoding="utf-8", newline="") as handle:
         totals = {row["total"] for row in csv.DictReader(handle)}
     assert totals == {"0.4", ""}  # the one rating; captions without one have no total
+
+
+TIMES_WITHOUT_THEIR_VERDICT = {
+    "a resolution's time without its reasons": (
+        "annotator,stage,precision,recall,resolved_at\n"
+        "ann,final,5,4,2026-03-04T05:06:07+00:00\n", 2, "resolved_at needs resolution_reasons"),
+    "a fluency-round time without its checker": (
+        "fluency_round_at\n2026-03-04T05:06:07+00:00\n", 2,
+        "fluency_round_at needs fluency_round_by (the native speaker)"),
+    "a fluency-round verdict given at another time on the caption's next row": (
+        "annotator,stage,precision,recall,fluency_round,fluency_round_by,fluency_round_at\n"
+        "ann,1,5,4,0.1,dan,2026-03-04T05:06:07+00:00\n"
+        "bea,2,5,4,0.1,dan,2026-03-04T05:06:08+00:00\n", 3,
+        "the fluency-round verdict (fluency_round, fluency_round_type, fluency_round_by, "
+        "fluency_round_at) differs from line 2"),
+    "a resolution's time that is no time": (
+        "annotator,stage,precision,recall,resolution_reasons,resolved_at\n"
+        "ann,final,5,4,other,soon\n", 2, "resolved_at must be an ISO 8601 time, not 'soon'"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TIMES_WITHOUT_THEIR_VERDICT))
+def test_a_time_without_its_verdict_or_against_another_row_is_refused(tmp_path, kind):
+    """Each row of the file is the caption 'A dog.' of c.png by system H, followed by the
+    case's columns. Refused with the file and line, and nothing is written."""
+    good_png(tmp_path / "c.png")
+    columns, line, words = TIMES_WITHOUT_THEIR_VERDICT[kind]
+    header, *rows = columns.splitlines(keepends=True)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("image,system,caption," + header
+                   + "".join(f"c.png,H,A dog.,{row}" for row in rows), encoding="utf-8")
+    engine = open_database(tmp_path / "project.db")
+    before = database_dump(engine)
+    with pytest.raises(InputError) as caught:
+        import_captions(engine, bad, actor="t")
+    assert f"{bad}:{line}: " in str(caught.value) and words in str(caught.value)
+    assert database_dump(engine) == before

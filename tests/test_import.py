@@ -350,7 +350,7 @@ BAD_INPUTS = {
         "img/c.png,H,A dog.,ann,final,5,4,why\n", 2, "resolution_note needs resolution_reasons"),
     "fluency round without checker": (
         "image,system,caption,fluency_round\nimg/c.png,H,A dog.,0.1\n", 2,
-        "fluency_round need fluency_round_by"),
+        "fluency_round needs fluency_round_by"),
     "fluency round by a non-native": (
         "image,system,caption,annotator,stage,precision,recall,native_english,fluency_round,"
         "fluency_round_by\nimg/c.png,H,A dog.,ann,1,5,4,false,0.1,ann\n", 2,
