@@ -12,7 +12,7 @@ from sqlalchemy import Engine, func, select, update
 
 from rubrics import Rubric
 from storage import import_captions, open_database
-from storage.models import Caption
+from storage.models import Caption, Stage
 from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp
@@ -85,3 +85,16 @@ def screen_text(app: ThumbApp) -> str:
     console.print(app.screen._compositor.render_update(
         full=True, screen_stack=app._background_screens))
     return console.export_text()
+
+
+def review_lowering_first_recall(engine: Engine, reviewer: str) -> None:
+    """`reviewer` reviews every image open to them at stage 2, keeping the stage-1 values
+    but lowering the recall of each image's first caption by one (where it can go lower):
+    a disagreement per image for the resolution stage."""
+    session = AnnotationSession(engine, reviewer, stage=Stage.SECOND)
+    for index in range(len(session.images)):
+        for number, group in enumerate(session.open_image(index)):
+            values = dict(group.reference)
+            if number == 0:
+                values["recall"] = max(1, values["recall"] - 1)
+            session.set_values(group, values, image_index=index, focus=0)

@@ -40,7 +40,7 @@ from storage.project_queues import (
     record_resolution,
 )
 from storage.rating_sessions import AnnotationSession, register_annotator
-from tests.app_helpers import sample_engine
+from tests.app_helpers import review_lowering_first_recall, sample_engine
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png
 from tests.test_thumb_release_export import ratings_file, sample_project
@@ -96,13 +96,7 @@ def review_resolve_and_check(engine: Engine) -> None:
     """After alice's stage 1: bob reviews every image, lowering the recall of each image's
     first caption; carol settles two of those disagreements and dave, a native speaker,
     gives two fluency-round verdicts."""
-    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
-    for index in range(len(bob.images)):
-        for number, group in enumerate(bob.open_image(index)):
-            values = dict(group.reference)
-            if number == 0:
-                values["recall"] = max(1, values["recall"] - 1)
-            bob.set_values(group, values, image_index=index, focus=0)
+    review_lowering_first_recall(engine, "bob")
     carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
     codes = [reason.code for reason in carol.rubric.resolution_reasons]
     for item in disagreements(engine)[:2]:

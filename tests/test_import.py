@@ -155,19 +155,14 @@ def test_export_then_import_keeps_the_workflow_state(tmp_path):
         record_resolution,
     )
     from storage.rating_sessions import AnnotationSession, register_annotator
-    from tests.app_helpers import sample_engine
+    from tests.app_helpers import review_lowering_first_recall, sample_engine
     from tests.test_workflow import rate_everything
 
     engine = sample_engine(tmp_path)
     assign_double(engine, 0.2, seed=1, actor="lead")
     rate_everything(AnnotationSession(engine, "alice", native_english=False), 1)
     rate_everything(AnnotationSession(engine, "bob", native_english=False), 2)
-    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
-    for index in range(len(bob.images)):
-        for number, group in enumerate(bob.open_image(index)):
-            values = dict(group.reference)
-            values["recall"] = max(1, values["recall"] - 1) if number == 0 else values["recall"]
-            bob.set_values(group, values, image_index=index, focus=0)
+    review_lowering_first_recall(engine, "bob")
     carol = AnnotationSession(engine, "carol", stage=Stage.FINAL)
     codes = [reason.code for reason in carol.rubric.resolution_reasons]
     for item in disagreements(engine)[:3]:

@@ -24,7 +24,7 @@ from storage.project_queues import (
 )
 from storage.protocol import check_may_rate
 from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
-from tests.app_helpers import sample_engine
+from tests.app_helpers import review_lowering_first_recall, sample_engine
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.annotate import ReviewScreen
 from thumb_tui.screens.fluency_round import FluencyRoundScreen
@@ -309,14 +309,8 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
     assign_double(engine, 0.2, seed=1, actor="lead")
     rate_everything(AnnotationSession(engine, "alice"), 1)
     rate_everything(AnnotationSession(engine, "bob"), 2)
-    bob = AnnotationSession(engine, "bob", stage=Stage.SECOND)
-    assert bob.images  # the images alice rated alone
-    for index in range(len(bob.images)):
-        for number, group in enumerate(bob.open_image(index)):
-            values = dict(group.reference)
-            if number == 0:
-                values["recall"] = max(1, values["recall"] - 1)
-            bob.set_values(group, values, image_index=index, focus=0)
+    assert AnnotationSession(engine, "bob", stage=Stage.SECOND).images  # alice's alone
+    review_lowering_first_recall(engine, "bob")
     carol = ResolutionSession(engine, "carol")
     for item in disagreements(engine)[:5]:
         group = carol.group_for_caption(item.caption_id)
