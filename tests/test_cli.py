@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -251,3 +255,20 @@ def test_printed_commands_and_titles_never_show_a_database_password(tmp_path):
     from_environment = runner.invoke(app, ["next", "--annotator", "bea"],
                                      env={"THUMB_DB": db})  # found again the same way
     assert from_environment.output.startswith("thumb annotate --annotator bea")
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`thumb … | head`: once the reader has gone, the command stops with status 1 and
+    nothing on stderr, as Click ends any command whose output is cut short (it printed
+    "error: Broken pipe" with status 2)."""
+    db = str(tmp_path / "p.db")
+    assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        done = subprocess.run([sys.executable, "-m", "thumb_tui", "--db", db, "status",
+                               "--format", "json"], stdout=write_end, stderr=subprocess.PIPE,
+                              timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (1, b"")

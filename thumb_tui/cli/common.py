@@ -199,6 +199,8 @@ class SafeGroup(TyperGroup):
             fail(str(exc))
         except DatabaseBusy as exc:
             fail(f"{exc}; try again")
+        except BrokenPipeError:
+            raise  # `thumb … | head`: Click ends quietly (status 1), the reader has enough
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{where}")
