@@ -60,6 +60,8 @@ class BertScore(Metric):
             if model != DEFAULT_MODEL:
                 raise ValueError(f"give the layer to use for {model!r} (--bert-layer N)")
             layer = DEFAULT_LAYER
+        if layer < 0:
+            raise ValueError(f"--bert-layer must be 0 (the embeddings) or more, not {layer}")
         self.model, self.layer = model, layer
         self.idf, self.rescale, self.baseline_path = idf, rescale, baseline_path
         self.device = resolve_device(device)
@@ -90,6 +92,8 @@ class BertScore(Metric):
             )
         except (OSError, ValueError, KeyError) as exc:
             raise load_error("BERTScore", self.model, exc) from exc
+        except AssertionError as exc:  # bert-score checks the layer against the model depth
+            raise ValueError(f"--bert-layer {self.layer}: {exc}") from exc
         if self.device.startswith("cuda"):
             scorer._model.half()
         self.batch_size = model_batch_size(self.device, scorer._model.config, CAPTION_TOKENS,

@@ -69,6 +69,18 @@ def test_bertscore_needs_a_layer_for_other_models(minilm):
         BertScore(minilm)
 
 
+def test_a_layer_the_model_does_not_have_is_a_plain_error(sample, minilm):
+    """MiniLM-L6 has layers 0 to 6: 7 and -1 are refused with the option's name (bert-score
+    asserts, which ended the command in a traceback)."""
+    from metrics.bertscore import BertScore
+
+    items, _ = load_items(sample)
+    with pytest.raises(ValueError, match=r"^--bert-layer 7: .*between 0 and 6"):
+        BertScore(minilm, 7, device="cpu").score(items)
+    with pytest.raises(ValueError, match=r"^--bert-layer must be 0 \(the embeddings\) or more"):
+        BertScore(minilm, -1, device="cpu")
+
+
 def test_unloadable_model_names_the_model_and_the_offline_way(sample, monkeypatch):
     from metrics.clip import embedder
 
