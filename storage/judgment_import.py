@@ -323,11 +323,12 @@ def read_references(path: Path) -> dict[str, tuple[Reference, ...]]:
 
     def add(line: int, key: str, text: str, reference_id: str | None) -> None:
         if reference_id is not None:
-            first = id_line.setdefault((key, reference_id), line)
-            if first != line:
+            # a COCO file on one line has every annotation at line 1: compare ids, not lines
+            if (key, reference_id) in id_line:
                 problems.add(line, f"reference_id {reference_id!r} of image {key!r} is "
-                                   f"given already at line {first}")
+                                   f"given already at line {id_line[key, reference_id]}")
                 return
+            id_line[key, reference_id] = line
         references.setdefault(key, []).append(Reference(text, reference_id))
 
     if path.suffix.lower() == ".json":

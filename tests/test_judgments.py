@@ -455,6 +455,15 @@ def test_references_carry_their_ids(engine, tmp_path):
         ids = connection.execute(select(JudgmentReference.__table__.c.external_id).order_by(
             JudgmentReference.__table__.c.id)).scalars().all()
     assert ids[-2:] == ["10", "11"]
+    # COCO files are one line: a repeated id there is found by id, not by line
+    minified = write(tmp_path / "minified.json", json.dumps({"annotations": [
+        {"id": 1, "image_id": 1, "caption": "A dog."},
+        {"id": 1, "image_id": 1, "caption": "A dog at play."}]}))
+    with pytest.raises(InputError, match=r"minified\.json:1: reference_id '1' of image '1' "
+                                         r"is given already at line 1"):
+        import_judgments(engine, write(tmp_path / "j.csv", SCORES), name="minified",
+                         kind="score", scale=Scale.parse("1-4"), references=minified,
+                         actor="t")
 
 
 CROWD = """image_id,caption_id,caption,judge,score
