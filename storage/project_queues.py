@@ -103,18 +103,21 @@ class DoubleAssignment:
 
 
 def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> DoubleAssignment:
-    """Mark images for blind double stage-1 rating until `share` of all images is marked,
-    choosing at random with `seed` among images whose scores nobody has seen yet (none
-    opened in review or resolution). Marks are never removed: a second blind rating may exist."""
+    """Mark images for blind double stage-1 rating until `share` of the images with
+    captions is marked, choosing at random with `seed` among images whose scores nobody
+    has seen yet (none opened in review or resolution). Marks are never removed: a second
+    blind rating may exist."""
     if not 0 <= share <= 1:
         raise ValueError("the share of double-rated images must be between 0 and 1")
     image = Image.__table__
 
     def assign(connection: Connection) -> DoubleAssignment:
-        seen = {image_id for image_id, state in read_states(connection, lock=True).items()
-                if state.closed}
-        rows = connection.execute(select(image.c.id, image.c.key, image.c.double_rating)
-                                  .order_by(image.c.id)).all()
+        states = read_states(connection, lock=True)
+        seen = {image_id for image_id, state in states.items() if state.closed}
+        # an image only BISON items name has no caption to rate twice
+        rows = [row for row in connection.execute(
+                    select(image.c.id, image.c.key, image.c.double_rating).order_by(image.c.id))
+                if states[row.id].captions]
         already = [row for row in rows if row.double_rating]
         candidates = [row for row in rows if not row.double_rating and row.id not in seen]
         wanted = max(0, math.floor(share * len(rows) + 0.5) - len(already))  # half up

@@ -427,24 +427,22 @@ def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_i
 
 def open_images(connection: Connection, annotator: str, stage: Stage,
                 states: Mapping[int, ImageState] | None = None) -> set[int]:
-    """Images the annotator may work on at stage 1 or 2: those where `check_may_rate`
-    would let them rate now; at review, none that someone flagged as broken (the review
-    queue leaves them out until the lead unflags them). `refusals` is asked once per
-    distinct state of holders (most images share one). `states`: every image's
+    """Images the annotator may work on at stage 1 or 2: those with captions where
+    `check_may_rate` would let them rate now; at review, none that someone flagged as
+    broken (the review queue leaves them out until the lead unflags them). `refusals` is
+    asked once per distinct state of holders (most images share one). `states`: every image's
     `read_states`, where the caller has read them for several annotators (`thumb
     status`: read once, not twice per annotator)."""
     if stage not in (Stage.FIRST, Stage.SECOND):
         raise ValueError("open images are defined for stages 1 and 2")
     out = flagged_image_ids(connection) if stage == Stage.SECOND else set()
     if states is None:
-        holders = _read_holders(connection, None,
-                                dict(_run(connection, "captions", None).all()))
-        states = {image_id: ImageState(key, _takes(double_rating),
-                                       *holders.get(image_id, NOBODY))
-                  for image_id, key, double_rating in _run(connection, "images", None)}
+        states = read_states(connection)
     verdicts: dict[tuple[int, Holders], bool] = {}
     opened = set()
     for image_id, state in states.items():
+        if not state.captions:  # an image only BISON items name: nothing to rate
+            continue
         held = (state.takes, (state.first, state.second, state.final, state.complete,
                               state.closed))
         if held not in verdicts:

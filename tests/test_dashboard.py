@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -119,6 +120,36 @@ def test_images_with_imported_final_scores_wait_for_no_stage(tmp_path):
     assert (imported.unit, imported.waiting, imported.done) == ("images", 0, 2)
     # what stage 1 still offers a newcomer is what status counts as waiting
     assert work_for(engine, "newcomer")[0].count == total - 2
+
+
+def test_images_only_bison_items_name_are_no_rating_work(tmp_path):
+    """BISON items may name images that have no caption (their query is the item's own):
+    stage 1 neither lists them to an annotator nor counts them as waiting, and blind
+    double rating never marks one."""
+    from storage.bison import import_bison
+
+    engine = sample_engine(tmp_path)
+    total = project_size(engine)[0]
+    folder = SAMPLE_CSV.parent
+    items = tmp_path / "items.csv"
+    with items.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["bison_id", "caption", "image_a", "image_b", "true_image"])
+        for number in range(2):
+            new_a, new_b = (str(tmp_path / f"bison-{number}-{side}.png") for side in "ab")
+            for path in (new_a, new_b):
+                (tmp_path / Path(path).name).write_bytes(
+                    (folder / "images" / "01_red_balls.png").read_bytes())
+            writer.writerow([f"b{number}", "Two red balls.", new_a, new_b, new_a])
+    import_bison(engine, items, actor="lead", allow_outside_images=True)
+    assert project_size(engine)[0] == total + 4  # the four new images are the project's
+
+    stages = {s.stage: s for s in dashboard(engine).stages}
+    assert stages["stage 1"].waiting == total
+    assert len(AnnotationSession(engine, "newcomer").images) == total
+    assert work_for(engine, "newcomer")[0].count == total
+    marked = assign_double(engine, 1.0, seed=0, actor="lead").marked
+    assert len(marked) == total and not any(key.startswith("bison-") for key in marked)
 
 
 @pytest.mark.slow
