@@ -274,7 +274,9 @@ def _kendall_taus(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if x_tied == pairs or y_tied == pairs:
         return float("nan"), float("nan")
     concordance = pairs - x_tied - y_tied + both_tied - 2 * discordant
-    tau_b = concordance / np.sqrt(pairs - x_tied) / np.sqrt(pairs - y_tied)
+    # one square root of the product (SciPy divides by two): τ of a ranking with itself
+    # is then exactly 1, not 0.9999999999999999
+    tau_b = concordance / np.sqrt(float(pairs - x_tied) * float(pairs - y_tied))
     classes = min(int(dense_x.max()) + 1, int(dense_y.max()) + 1)
     tau_c = 2 * concordance / (size**2 * (classes - 1) / classes)
     return (float(np.minimum(1.0, max(-1.0, tau_b))),

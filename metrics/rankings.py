@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import NoReturn, Protocol, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from metrics.untrusted import (
     check_array,
     load_json,
     regular_file,
+    utf8_problem,
 )
 
 DIRECTIONS = ("i2t", "t2i")
@@ -509,7 +510,7 @@ def _blockwise(task: Callable[[slice], T], count: int, step: int) -> list[T]:
 
 
 def _raise_for_query(rankings: Ranked, row: int, message: str, source: str,
-                     text: Text) -> None:
+                     text: Text) -> NoReturn:
     query = rankings.queries[row]
     if callable(text):
         text = text()
@@ -518,14 +519,31 @@ def _raise_for_query(rankings: Ranked, row: int, message: str, source: str,
 
 
 def check_known(rankings: Ranked, queries: set[Id] | frozenset[Id] | None,
-                items: set[Id] | frozenset[Id] | None, source: str) -> None:
-    """Refuse query or item ids outside the known ones (None: anything goes)."""
-    for what, ids, known in (("query", rankings.queries, queries), ("item", rankings.items, items)):
+                items: set[Id] | frozenset[Id] | None, source: str, *,
+                kinds: tuple[str, str], text: Text = None, known_as: str = "") -> None:
+    """Refuse query or item ids outside the known ones (None: anything goes), naming the
+    `source` file and the first query concerned with its line (`text`: the file's text,
+    or a function that reads it), or a score matrix's id array; `kinds` name the
+    queries' and items' ids (`image`, `caption`), `known_as` what knows them. Queries
+    that are all ids of the items' kind are said to look swapped (an i2t file as t2i)."""
+    for kind, ids, known in ((kinds[0], rankings.queries, queries),
+                             (kinds[1], rankings.items, items)):
         if known is None or known.issuperset(ids):  # one C loop: the usual case
             continue
-        unknown = [i for i in ids if i not in known]
-        raise RankingsError(f"{source}: {len(unknown)} unknown {what} id(s), e.g. "
-                            f"{unknown[0]!r}")
+        unknown = [i for i in ids if i not in known]  # (only once refused)
+        among = f"the {kind}s of {known_as}" if known_as else f"the known {kind}s"
+        problem = f"not one of {among} ({len(unknown)} unknown {kind} id(s) in all)"
+        if ids is rankings.queries and items is not None and items.issuperset(unknown):
+            problem += (f"; they are {kinds[1]} ids: are the {kinds[0]}→{kinds[1]} and "
+                        f"{kinds[1]}→{kinds[0]} files swapped?")
+        if not isinstance(rankings, Rankings):  # a score matrix: name its id array
+            raise RankingsError(f"{source}: {kind}_ids: {unknown[0]!r} is {problem}")
+        if ids is rankings.queries:
+            _raise_for_query(rankings, rankings.row_of[unknown[0]], f"the query is {problem}",
+                             source, text)
+        listed = np.isin(rankings.order, [rankings.index_of[unknown[0]]]).any(axis=1)
+        _raise_for_query(rankings, int(np.flatnonzero(listed)[0]),
+                         f"{kind} id {unknown[0]!r} is {problem}", source, text)
 
 
 # --- files -----------------------------------------------------------------------------
@@ -550,7 +568,8 @@ def read_rankings_json(path: Path) -> Rankings:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise RankingsError(f"{path}: not UTF-8: {error}") from None
+        line, problem = utf8_problem(data, error)
+        raise RankingsError(f"{path}:{line}: {problem}") from None
     # flat: every value must be a list of ids (below, and each id is checked), so the
     # file nests no deeper than 2 levels
     raw = load_json(text, path, RankingsError, flat=True, integers=False,
@@ -709,7 +728,11 @@ def check_scores(scores: object, images: object, captions: object, source: str
         except ValueError as error:
             raise RankingsError(f"{source}: {what}: {error}") from None
         if len(set(normalized)) != len(normalized):
-            raise RankingsError(f"{source}: {what} repeats an id")
+            first: dict[Id, int] = {}
+            for position, value in enumerate(normalized):
+                if first.setdefault(value, position) != position:
+                    raise RankingsError(f"{source}: {what} repeats the id {value!r} (at "
+                                        f"positions {first[value]} and {position}, from 0)")
         ids.append(normalized)
     expected = (len(ids[0]), len(ids[1]))
     if matrix.shape != expected:

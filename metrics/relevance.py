@@ -130,6 +130,12 @@ def read_relevance(path: Path) -> RelevanceMatrix:
     if not np.isfinite(values).all():
         raise RelevanceError(f"{path}: values must be a finite {len(images)} x "
                              f"{len(captions)} matrix")
+    if values.min(initial=0) < 0:  # CIDEr-D and spice-approx (`relevance`) are >= 0
+        row, column = (int(i[0]) for i in np.nonzero(values < 0))
+        raise RelevanceError(f"{path}: relevance must not be negative (NCS, Biten et al. "
+                             f"2022, sums it as a gain): image {images[row]!r}, caption "
+                             f"{captions[column]!r} has {values[row, column]:g} "
+                             f"({int((values < 0).sum())} negative value(s) in all)")
     return RelevanceMatrix(metric, signature, images, captions, values, pairs)
 
 

@@ -57,6 +57,15 @@ DEFLATE_RATIO = 1032  # deflate's largest possible expansion: no member can hold
 ErrorType = type[ValueError]  # the reader's own error class
 
 
+def utf8_problem(data: bytes, error: UnicodeDecodeError) -> tuple[int, str]:
+    """(line, `invalid UTF-8 (byte 0xff at column 12)`) of the first bad byte of `data`,
+    as the import reports it (`storage.import_files.read_text`): a line and column, not
+    a byte offset, to find it in an editor."""
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    return line, f"invalid UTF-8 (byte 0x{data[error.start]:02x} at column {column})"
+
+
 # --- JSON ------------------------------------------------------------------------------
 # The number hooks, nesting check and limits are the import's (rubrics.json_limits).
 
@@ -278,6 +287,10 @@ class Npz:
             raise
         except _CORRUPT as exc:
             raise self.error(f"{where}: not a readable zip member ({_reason(exc)})") from None
+        if header.dtype.hasobject:  # (a pickle: its size says nothing, it is never read)
+            raise self.error(f"{where}: an array of Python objects (dtype=object, pandas' "
+                             "`.values` of text); save ids as str or int arrays "
+                             "(np.asarray(ids, dtype=str)) and numbers as float arrays")
         if header.offset + header.nbytes != info.file_size:
             raise self.error(f"{where}: the header declares {header.shape} "
                              f"{header.dtype.name} ({header.nbytes:,} bytes) but the member "

@@ -19,6 +19,7 @@ from metrics.confidence import CI_METHOD, few_units
 from metrics.positives import (
     SHIPPED_NAMES,
     Id,
+    IdMap,
     PositiveSet,
     normalize_id,
     positive_files,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # pandas, scipy and the relevance code load only where used
     from metrics.relevance import RelevanceMatrix
 
 PROJECT = "project"
+KINDS = ("image", "caption")  # what the queries and items of i2t rankings are
 
 
 @dataclass(frozen=True)
@@ -83,10 +85,30 @@ class ModelFiles:
     def source(self) -> str:
         return "scores" if self.scores is not None else "rankings"
 
+    def where(self, direction: str) -> tuple[str, Callable[[], str] | None]:
+        """The file that holds `direction`'s rankings, and how to read its text (to name
+        a line; None for a score matrix), for `metrics.rankings.check_known`."""
+        if self.scores is not None:
+            return str(self.scores), None
+        path = self.i2t if direction == "i2t" else self.t2i
+        return str(path), lambda: path.read_text(encoding="utf-8")
+
     def read(self) -> dict[str, Ranked]:
         if self.scores is not None:
             return dict(scored_directions(*read_scores(self.scores)))
         return {"i2t": read_rankings_json(self.i2t), "t2i": read_rankings_json(self.t2i)}
+
+
+@dataclass(frozen=True, eq=False)
+class Universe:
+    """Every image and caption a set's rankings may name (a shipped set's COCO 5K test
+    split, the project), each caption with its own image (`caption_images`: what
+    plausible matches are derived over), and `content`, a digest of all of it."""
+
+    images: frozenset[Id]
+    captions: frozenset[Id]
+    caption_images: IdMap
+    content: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,7 +121,7 @@ class Target:
     content: str  # digest of what the set or matrix holds
     folds: tuple[PositiveSet, ...] = ()
     relevance: RelevanceMatrix | None = None
-    universe: tuple[frozenset, frozenset] | None = None  # known (images, captions)
+    universe: Universe | None = None
 
     def known_ids(self) -> tuple[frozenset, frozenset]:
         """(images, captions) this target can say something about: a matrix's rows and
@@ -108,7 +130,7 @@ class Target:
         if self.relevance is not None:
             return frozenset(self.relevance.images), frozenset(self.relevance.captions)
         if self.universe is not None:
-            return self.universe
+            return self.universe.images, self.universe.captions
         images = {i for fold in self.folds for i in fold.image_to_captions}
         images.update(i for fold in self.folds for items in fold.caption_to_images.values()
                       for i in items)
@@ -125,9 +147,8 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
     targets = []
     for name in dict.fromkeys(names):
         if name in SHIPPED_NAMES:
-            content = f"eccv-caption=={package_version('eccv-caption')}"
-            targets.append(Target("positives", name, content, shipped_positive_sets(name),
-                                  universe=_coco_universe()))
+            targets.append(Target("positives", name, _shipped_content(name),
+                                  shipped_positive_sets(name), universe=_coco_universe()))
         elif (stored := _stored_target(engine, name)) is not None:
             targets.append(stored)
         else:
@@ -139,11 +160,19 @@ def resolve_positives(engine: Engine | None, names: Sequence[str]) -> list[Targe
     return targets
 
 
+def _shipped_content(name: str) -> str:
+    """What a shipped set holds: the set's name and the eccv-caption release it comes from
+    (the two fix its files), so that no two shipped sets share a content digest."""
+    return f"{name}:eccv-caption=={package_version('eccv-caption')}"
+
+
 @cache
-def _coco_universe() -> tuple[frozenset, frozenset]:
-    """The COCO 5K test split's (images, captions): the ids shipped sets know."""
+def _coco_universe() -> Universe:
+    """The COCO 5K test split, each caption with its own image: the ids shipped sets
+    know."""
     coco = shipped_positive_set("coco-5k")
-    return frozenset(coco.image_to_captions), frozenset(coco.caption_to_images)
+    return Universe(frozenset(coco.image_to_captions), frozenset(coco.caption_to_images),
+                    coco.caption_to_images, _shipped_content("coco-5k"))
 
 
 def _stored_target(engine: Engine | None, name: str) -> Target | None:
@@ -152,25 +181,80 @@ def _stored_target(engine: Engine | None, name: str) -> Target | None:
 
     if engine is None or (name != PROJECT and name not in positive_set_names(engine)):
         return None
-    maps = load_positive_set(engine, ORIGINAL if name == PROJECT else name)
-    own = positive_set(name, maps["i2t"], maps["t2i"])
     everything = load_positive_set(engine, ORIGINAL)
-    universe = (frozenset(map(normalize_id, everything["i2t"])),
-                frozenset(map(normalize_id, everything["t2i"])))
-    content = digest(sorted(f"{d}\t{q}\t{i}" for d, lists in maps.items()
-                            for q, items in lists.items() for i in items))
-    return Target("positives", name, content, (own,), universe=universe)
+    original = positive_set(PROJECT, everything["i2t"], everything["t2i"])
+    universe = Universe(frozenset(original.image_to_captions),
+                        frozenset(original.caption_to_images), original.caption_to_images,
+                        _maps_digest(everything))
+    if name == PROJECT:
+        return Target("positives", name, universe.content, (original,), universe=universe)
+    maps = load_positive_set(engine, name)
+    own = positive_set(name, maps["i2t"], maps["t2i"])
+    return Target("positives", name, _maps_digest(maps), (own,), universe=universe)
 
 
-def resolve_plausible(directory: Path | None, derived: Sequence[PositiveSet] = (),
-                      content: str = "") -> list[Target]:
+def _maps_digest(maps: Mapping[str, Mapping[object, Iterable[object]]]) -> str:
+    """A digest of a stored positive set's pairs ({direction: {query: [items]}})."""
+    return digest(sorted(f"{d}\t{q}\t{i}" for d, lists in maps.items()
+                         for q, items in lists.items() for i in items))
+
+
+def resolve_plausible(directory: Path | None, instances: Path | None = None,
+                      zetas: Sequence[int] = (), positives: Sequence[Target] = ()
+                      ) -> list[Target]:
+    """The plausible matches of `--pm DIR` and those derived from a COCO instances file
+    for each ζ (`derived_plausible`)."""
     targets = []
     if directory is not None:
         plausible = read_positive_dir(directory, name="pm")
         files = file_digest([(f.name, f) for f in positive_files(directory)])
         targets.append(Target("plausible", "pm", digest([files]), (plausible,)))
-    targets += [Target("plausible", p.name, content, (p,)) for p in derived]
+    if instances is not None:
+        targets += derived_plausible(instances, zetas, positives)
     return targets
+
+
+def derived_plausible(instances: Path, zetas: Sequence[int], positives: Sequence[Target]
+                      ) -> list[Target]:
+    """ECCV Caption's plausible matches (`pm-zetaN`) from a COCO instances file, derived
+    over every caption the rankings may hold, each with its own image: the universe of
+    the positive sets (all 25,000 captions of the COCO 5K test split for any shipped
+    set, every caption of the project for `project` or a set stored by `thumb match`),
+    or, where no set has one, the captions of the sets' directories (each with its first
+    image). Which of the sets name that universe, and in which order, changes nothing;
+    the content digest is the instances file's and the universe's."""
+    from metrics.positives import plausible_matches, read_coco_presence
+
+    sources = [t for t in positives if t.kind == "positives"]
+    universes = [t.universe for t in sources if t.universe is not None] or [
+        Universe(*t.known_ids(), t.folds[0].caption_to_images, t.content) for t in sources]
+    if not universes:
+        raise ValueError("--pm-from needs a --positives set: its images and captions (the "
+                         "COCO 5K test split for eccv, cxc, coco-5k and coco-1k) are what "
+                         "the plausible matches are derived over")
+    distinct = dict(sorted({u.content: u for u in universes}.items()))
+    presence = read_coco_presence(instances)
+    caption_images = _caption_images(list(distinct.values()))
+    content = digest([file_digest([("instances", instances)]), *distinct])
+    return [Target("plausible", f"pm-zeta{zeta}", content,
+                   (plausible_matches(presence, caption_images, zeta, name=f"pm-zeta{zeta}"),))
+            for zeta in zetas]
+
+
+def _caption_images(universes: Sequence[Universe]) -> IdMap:
+    """Each caption of `universes` with its own image; a caption that two of them give
+    different images is refused."""
+    if len(universes) == 1:
+        return universes[0].caption_images
+    merged: dict[Id, Id] = {}
+    for universe in universes:
+        for caption, images in universe.caption_images.items():
+            if images and merged.setdefault(caption, images[0]) != images[0]:
+                raise ValueError(f"--pm-from: the positive sets give caption {shown(caption)} "
+                                 f"two images ({shown(merged[caption])} and "
+                                 f"{shown(images[0])}); derive plausible matches for one "
+                                 "of them at a time")
+    return {caption: (image,) for caption, image in merged.items()}
 
 
 def resolve_relevance(paths: Sequence[Path]) -> list[Target]:
@@ -238,10 +322,12 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
         directions = directions or files.read()
         for target in todo:
             if target.universe is not None:
-                images, captions = target.universe
-                source = f"the rankings of {name!r} (against {target.label})"
-                check_known(directions["i2t"], images, captions, source)
-                check_known(directions["t2i"], captions, images, source)
+                images, captions = target.universe.images, target.universe.captions
+                for direction, known, kinds in (("i2t", (images, captions), KINDS),
+                                                ("t2i", (captions, images), KINDS[::-1])):
+                    source, text = files.where(direction)
+                    check_known(directions[direction], *known, source, text=text,
+                                kinds=kinds, known_as=target.label)
         computed = _compute(directions, todo, settings)
         results = {signatures[target]: records
                    for target, records in zip(todo, computed, strict=True)}
@@ -452,6 +538,12 @@ def comparison(engine: Engine, positives: Sequence[str] | None, direction: str
     them apart (`project (content:5472d2f8aa) recall@1`). A metric needs two models."""
     frame = results_frame(engine)
     if positives:
+        evaluated = list(dict.fromkeys(frame["positives"]))
+        unknown = [name for name in dict.fromkeys(positives) if name not in evaluated]
+        if unknown:
+            raise ValueError(f"no model was evaluated on {', '.join(map(shown, unknown))}; "
+                             "the sets evaluated are "
+                             f"{', '.join(map(shown, evaluated)) or 'none yet'}")
         frame = frame[frame["positives"].isin(list(positives))]
     frame = frame[frame["direction"].isin([direction, "both"])]
     models = frame["model"].nunique()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -78,8 +79,12 @@ def result_rows(records: Sequence[dict[str, object]], separator: str = " "
             for key, cells in rows.items()]
 
 
-def _title(ci: float) -> str:
-    return f"values in %, [{ci:.0%} BCa bootstrap CI over queries]; rsum: sum of six recalls"
+def _title(ci: float, records: Sequence[dict[str, object]]) -> str:
+    """What the values are; the CI only where one of `records` has one (not with
+    --bootstrap 0)."""
+    interval = (f", [{ci:.0%} BCa bootstrap CI over queries]"
+                if any(r["ci_low"] is not None for r in records) else "")
+    return f"values in %{interval}; rsum: sum of six recalls"
 
 
 def results_table(records: Sequence[dict[str, object]], *, ci: float,
@@ -88,18 +93,17 @@ def results_table(records: Sequence[dict[str, object]], *, ci: float,
     three columns of values would not fit 80 columns gets one row per value instead."""
     tables: list[object] = []
     for model in dict.fromkeys(r["model"] for r in records):
-        title = Text(f"{model}: ")
-        title.append(_title(ci))
         of_model = [r for r in records if r["model"] == model]
+        title = Text(f"{model}: ")
+        title.append(_title(ci, of_model))
         wide = terminal_table(title, ("positives", "metric", *COLUMNS),
                               [row[1:] for row in result_rows(of_model, "\n")], labels=2)
         tables.append(fitted(wide, lambda title=title, of_model=of_model: terminal_table(
             title, ("positives", "metric", "direction", "value [CI]"),
             _result_pairs(of_model), labels=3)))
-    tables += [Text(line) for line in _warnings(records)]
-    tables += [Text("signatures:"), *(Text(printable(f"  {signature}", newlines=False))
-                                      for signature in _signatures(records))]
-    _print(Group(*tables), out)
+    tables += [*(Text(line) for line in _warnings(records)), Text("signatures:")]
+    _print(Group(*tables), out, [printable(f"  {signature}", newlines=False)
+                                 for signature in _signatures(records)])
 
 
 def _result_pairs(records: Sequence[dict[str, object]]) -> list[list[str]]:
@@ -132,12 +136,15 @@ def fitted(wide: Table, long: Callable[[], Table]) -> Table:
     return wide if width <= TERMINAL_WIDTH else long()
 
 
-def _print(renderable: object, out: Path | None) -> None:
-    if out is None:
-        Console().print(renderable)
-        return
-    with open(out, "w", encoding="utf-8") as handle:
-        Console(file=handle, width=TERMINAL_WIDTH, color_system=None).print(renderable)
+def _print(renderable: object, out: Path | None, unbroken: Sequence[str] = ()) -> None:
+    """`renderable`, then the `unbroken` lines (signatures) each on one line whatever
+    the width, so that they can be copied and searched whole."""
+    with (nullcontext(None) if out is None else open(out, "w", encoding="utf-8")) as handle:
+        console = (Console() if handle is None
+                   else Console(file=handle, width=TERMINAL_WIDTH, color_system=None))
+        console.print(renderable)
+        for line in unbroken:
+            console.print(Text(line), soft_wrap=True)
 
 
 def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -149,7 +156,7 @@ def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def results_markdown(records: Sequence[dict[str, object]], *, ci: float) -> str:
     signatures = "\n".join(f"- {for_markdown(s)}" for s in _signatures(records))
-    return f"{_title(ci)}\n\n" + _markdown(("model", "positives", "metric", *COLUMNS),
+    return f"{_title(ci, records)}\n\n" + _markdown(("model", "positives", "metric", *COLUMNS),
                                           result_rows(records)) + "\n" + "".join(
         f"\n{for_markdown(line)}\n" for line in _warnings(records)) + (
         f"\nSignatures:\n\n{signatures}\n" if signatures else "")
@@ -346,6 +353,6 @@ def draw_tau(tau: pd.DataFrame, path: Path) -> None:
                                               for i, label in enumerate(tau.index)])
             figure.colorbar(image, ax=axes, label="Kendall τ-b")
             figure.tight_layout()
-            figure.savefig(path)
+            figure.savefig(path, bbox_inches="tight")  # else the bar's label is cut off
         finally:
             plt.close(figure)

@@ -101,7 +101,8 @@ def test_the_same_name_with_other_files_needs_replace(project):
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda lists: lists["img01"].append("nope/none"), "unknown item id(s), e.g. 'nope/none'"),
+        (lambda lists: lists["img01"].append("nope/none"),
+         "query 'img01': caption id 'nope/none' is not one of the captions of project"),
         (lambda lists: lists["img01"].__setitem__(1, lists["img01"][0]), "appears twice"),
         (lambda lists: lists.pop("img02"), "no list for 1 of the 15 queries of project"),
     ],
@@ -128,7 +129,8 @@ def test_bad_rankings_end_in_one_line_and_change_nothing(project, mutate, messag
     [
         (b'{\n"1": [10, 11],\n"2": [11, 11]\n}', "i2t.json:3: query 2: item 11 appears twice"),
         (b'{\n"1": [10, 11],\n"2": [11 10]\n}', "i2t.json:3: not valid JSON"),
-        (b'{\n"1": [10, 11],\n"2": [11, 1\xff0]\n}', "i2t.json: not UTF-8"),
+        (b'{\n"1": [10, 11],\n"2": [11, 1\xff0]\n}',
+         "i2t.json:3: invalid UTF-8 (byte 0xff at column 12)"),
         (b'{\n"1": [10, 11],\n"1": [11, 10]\n}', "i2t.json:2: query '1' appears twice"),
         (b'{\n"1": [10, 11],\n"2": []\n}', "i2t.json:3: query 2: the ranked list is empty"),
     ],
@@ -297,7 +299,8 @@ def test_shipped_sets_work_on_ids_alone(tmp_path):
     paths[0].write_text(json.dumps(bad))
     refused = _evaluate(str(tmp_path / "ids.db"), "--name", "ids2", "--i2t", str(paths[0]),
                         "--t2i", str(paths[1]), "--positives", "eccv")
-    assert refused.exit_code == 2 and "e.g. 123456789" in refused.output
+    assert refused.exit_code == 2 and (f"i2t.json:1: query {images[0]}: caption id 123456789 "
+                                       "is not one of the captions of eccv") in refused.output
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])

@@ -468,9 +468,11 @@ def test_bad_ranking_files_name_file_and_line(tmp_path: Path, text: str, message
 
 def test_unknown_ids_are_refused():
     rankings = Rankings((1, 2), (10, 11, 99), np.array([[0, 1], [2, 0]]))
-    check_known(rankings, {1, 2}, {10, 11, 99}, "x")
-    with pytest.raises(RankingsError, match=r"1 unknown item id\(s\), e\.g\. 99"):
-        check_known(rankings, {1, 2}, {10, 11}, "x")
+    kinds = ("image", "caption")
+    check_known(rankings, {1, 2}, {10, 11, 99}, "x", kinds=kinds)
+    with pytest.raises(RankingsError, match=r"^x: query 2: caption id 99 is not one of the "
+                                             r"known captions \(1 unknown caption id"):
+        check_known(rankings, {1, 2}, {10, 11}, "x", kinds=kinds)
 
 
 def test_score_matrices_are_checked(tmp_path: Path):

@@ -138,10 +138,8 @@ def evaluate_command(
                         seed=seed, ncs_averaging=ncs_averaging)
     try:
         targets = resolve_positives(engine, positives or [])
-        derived, content = [], ""
-        if pm_from is not None:
-            derived, content = _plausible_from(pm_from, targets, _integers(zeta, "--zeta"))
-        targets += resolve_plausible(pm, derived, content)
+        zetas = _integers(zeta, "--zeta") if pm_from is not None else ()
+        targets += resolve_plausible(pm, pm_from, zetas, targets)
         targets += resolve_relevance(relevance or [])
         records, computed = evaluate_model(
             engine, name.strip(), ModelFiles(i2t, t2i, scores), targets, settings,
@@ -161,23 +159,6 @@ def evaluate_command(
         reused = len(targets) - computed
         typer.echo(f"{name.strip()}: {computed} set(s) computed, {reused} read back "
                    "from the database", err=True)
-
-
-def _plausible_from(instances: Path, targets: list, zetas: tuple[int, ...]):
-    from metrics.positives import plausible_matches, read_coco_presence
-    from metrics.signature import digest
-    from storage.retrieval import file_digest
-
-    base = next((t for t in targets if t.kind == "positives"), None)
-    if base is None:
-        fail("--pm-from needs a --positives set whose captions name their images "
-             "(e.g. coco-5k)")
-    presence = read_coco_presence(instances)
-    caption_images = base.folds[0].caption_to_images
-    derived = [plausible_matches(presence, caption_images, zeta, name=f"pm-zeta{zeta}")
-               for zeta in zetas]
-    content = digest([file_digest([("instances", instances)]), base.content])
-    return derived, content
 
 
 @app.command("relevance")
