@@ -354,8 +354,9 @@ def aggregate_votes(votes: pd.DataFrame, rule: str = "yes+partial", min_votes: i
                     ) -> pd.DataFrame:
     """Per pair (columns image, caption): votes, positive votes and the verdict. A pair is
     positive when more than half of its votes are positive answers under `rule` ('yes':
-    100% yes only; 'yes+partial': 100% yes or partially yes) and it has at least
-    `min_votes` votes; pairs with fewer votes are undecided (verdict NaN)."""
+    100% yes only; 'yes+partial': 100% yes or partially yes), negative when fewer than
+    half are; a pair split evenly (a tie: no majority either way) or with fewer than
+    `min_votes` votes is undecided (verdict NaN)."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
     if min_votes < 1:
@@ -370,7 +371,8 @@ def aggregate_votes(votes: pd.DataFrame, rule: str = "yes+partial", min_votes: i
     table = table.reset_index()
     table["positive_votes"] = table["positive_votes"].astype(int)
     verdict = table["positive_votes"] * 2 > table["votes"]
-    table["verdict"] = verdict.where(table["votes"] >= min_votes)
+    tie = table["positive_votes"] * 2 == table["votes"]
+    table["verdict"] = verdict.where((table["votes"] >= min_votes) & ~tie)
     return table
 
 
@@ -615,18 +617,22 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
 
 def plan_batches(candidates: np.ndarray, *, image_ids: np.ndarray, caption_ids: np.ndarray,
                  caption_image: np.ndarray, excluded_codes: np.ndarray,
-                 gold_captions: set[int], size: int, rng: np.random.Generator,
-                 code: int) -> list[list[tuple[int, int, str | None]]]:
+                 true_captions: np.ndarray, gold_captions: set[int], size: int,
+                 rng: np.random.Generator, code: int
+                 ) -> list[list[tuple[int, int, str | None]]]:
     """Batches of (image, caption, gold) in display position order: `size` - 2 candidates
     (rows of image and caption ids), one known positive (a caption with its own image,
-    captions not yet used as gold first) and one known negative (not a caption's own image,
-    nor a pair whose code is in the sorted `excluded_codes`), shuffled together."""
+    drawn from `true_captions`, the positions in `caption_ids` of captions known to be
+    true of their image; those not yet used as gold first) and one known negative (an
+    image of `image_ids` with a caption that is not its own, nor a pair whose code is in
+    the sorted `excluded_codes`), shuffled together."""
     groups = pack_batches(len(candidates), size, rng)
     originals = caption_image.astype(np.int64) * code + caption_ids
     excluded = np.union1d(excluded_codes, originals)
     negatives = draw_negatives(len(groups), image_ids, caption_ids, excluded, code, rng)
-    fresh = np.flatnonzero([c not in gold_captions for c in caption_ids.tolist()])
-    pool = fresh if len(fresh) >= len(groups) else np.arange(len(caption_ids))
+    fresh = np.array([p for p in true_captions.tolist()
+                      if int(caption_ids[p]) not in gold_captions], dtype=np.int64)
+    pool = fresh if len(fresh) >= len(groups) else true_captions
     chosen = rng.choice(pool, size=len(groups), replace=len(pool) < len(groups))
     plan = []
     for number, group in enumerate(groups):

@@ -52,6 +52,7 @@ from storage.match import (
     BatchPlan,
     Collection,
     MatchError,
+    PositiveCounts,
     PositiveMaps,
     ProposalSummary,
     TopLists,
@@ -249,15 +250,17 @@ DEFAULT_NEGATIVES_BEYOND = 25  # gold negatives: pairs no model ranks in its top
 
 
 def make_batches(engine: Engine, *, size: int, redundancy: int, seed: int,
-                 negatives_beyond: int | None, actor: str,
+                 negatives_beyond: int | None, actor: str, gold_systems: tuple[str, ...] = (),
                  notice: Callable[[str], None] | None = None) -> BatchPlan:
-    """Pack the candidates into batches, each with a known positive and a known negative (a
-    pair no model ranks in its top `negatives_beyond`). `negatives_beyond` None: the
-    default (25), or the largest value below it that the models' ranked lists allow and
-    that leaves enough known negatives (`notice` is told which). A value given that cannot
-    work is refused with the one to use."""
+    """Pack the candidates into batches, each with a known positive (a caption known to be
+    true of its image: one that repeats a reference, or of a system in `gold_systems`) and
+    a known negative (a pair no model ranks in its top `negatives_beyond`).
+    `negatives_beyond` None: the default (25), or the largest value below it that the
+    models' ranked lists allow and that leaves enough known negatives (`notice` is told
+    which). A value given that cannot work is refused with the one to use."""
     check_batch_size(size)
-    settings: dict[str, object] = {"size": size}  # logged with the value the planner used
+    # logged with the --negatives-beyond value the planner used
+    settings: dict[str, object] = {"size": size, "gold_systems": list(gold_systems)}
     notes: list[str] = []
 
     def planner(inputs: BatchInputs) -> BatchPlan:
@@ -266,9 +269,10 @@ def make_batches(engine: Engine, *, size: int, redundancy: int, seed: int,
         def attempt(beyond: int) -> BatchPlan:
             excluded = np.union1d(near_pair_codes([lists for _, _, lists in inputs.models],
                                                   beyond, PAIR_CODE), inputs.used_codes)
-            return plan_batches(inputs.candidates, image_ids=items.image_ids,
+            return plan_batches(inputs.candidates, image_ids=inputs.usable_images,
                                 caption_ids=items.caption_ids,
                                 caption_image=items.caption_image, excluded_codes=excluded,
+                                true_captions=inputs.true_captions,
                                 gold_captions=inputs.gold_captions, size=size,
                                 rng=np.random.default_rng(seed), code=PAIR_CODE)
 
@@ -300,10 +304,15 @@ def make_batches(engine: Engine, *, size: int, redundancy: int, seed: int,
                             "" if beyond == depth else
                             f"; at {depth}, too few known negatives are left")]
         settings["negatives_beyond"] = beyond
+        if (known := len(inputs.true_captions)) < len(plan):
+            notes.append(f"only {known} caption{'' if known == 1 else 's'} known to be true "
+                         f"of {'its' if known == 1 else 'their'} image for {len(plan)} "
+                         "batches: known positives are reused (name a trusted system with "
+                         "--gold-system for more)")
         return plan
 
-    plan = create_batches(engine, planner, redundancy=redundancy, seed=seed, actor=actor,
-                          settings=settings)
+    plan = create_batches(engine, planner, redundancy=redundancy, seed=seed,
+                          gold_systems=gold_systems, actor=actor, settings=settings)
     for note in notes if notice is not None else ():
         notice(note)
     return plan
@@ -313,8 +322,11 @@ def make_batches(engine: Engine, *, size: int, redundancy: int, seed: int,
 
 def quality_control(engine: Engine, rushed_seconds: float
                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per annotator, per claimed batch) gold accuracy, time per pair, rushed pairs."""
-    return quality_tables(verification_frame(engine), rushed_seconds)
+    """(per annotator, per claimed batch) gold accuracy, time per pair, rushed pairs. A gold
+    item on an image flagged as broken checks nothing: its answer counts as a plain pair."""
+    answers = verification_frame(engine)
+    answers.loc[answers["image_flagged"], "gold"] = None
+    return quality_tables(answers, rushed_seconds)
 
 
 # -- aggregation ----------------------------------------------------------------------------
@@ -322,13 +334,18 @@ def quality_control(engine: Engine, rushed_seconds: float
 def verdicts(engine: Engine, rule: str, min_votes: int, *, gold: bool = False
              ) -> pd.DataFrame:
     """Per verified pair (rejected claims do not vote; gold items only with `gold`): image
-    and caption keys, votes, positive votes, verdict."""
+    and caption keys, votes, positive votes, image_flagged, verdict. A pair whose image
+    someone flagged as broken stays undecided, whatever its votes: no one could see it."""
     answers = verification_frame(engine)
     votes = answers[answers["status"] == "active"]
     if not gold:
         votes = votes[votes["gold"].isna()]
-    return aggregate_votes(votes[["image_key", "caption_key", "answer"]].rename(
+    table = aggregate_votes(votes[["image_key", "caption_key", "answer"]].rename(
         columns={"image_key": "image", "caption_key": "caption"}), rule, min_votes)
+    flagged = set(votes.loc[votes["image_flagged"], "image_key"])
+    table.insert(len(table.columns) - 1, "image_flagged", table["image"].isin(flagged))
+    table["verdict"] = table["verdict"].where(~table["image_flagged"])
+    return table
 
 
 def _pairs_frame(maps: PositiveMaps) -> pd.DataFrame:
@@ -344,22 +361,33 @@ class PositivesResult:
     min_votes: int
     decided: int
     positives: int
-    undecided: int
-    rows: int
+    ties: int  # undecided: split evenly (no majority either way)
+    too_few_votes: int  # undecided: fewer than min_votes answers
+    on_flagged_images: int  # undecided: the image is flagged as broken
+    stored: PositiveCounts  # the set NAME: verified and original positives (and merged)
     quality: pd.DataFrame  # Table 2 (per-query and pooled): one row per set and direction
     agreement: pd.DataFrame
+
+    @property
+    def undecided(self) -> int:
+        return self.ties + self.too_few_votes + self.on_flagged_images
 
 
 def derive_positives(engine: Engine, *, name: str, rule: str = DEFAULT_RULE,
                      min_votes: int = 1, merge: tuple[str, ...] = (), actor: str,
-                     bootstrap: int = 1000, ci: float = 0.90, seed: int = 0
-                     ) -> PositivesResult:
+                     bootstrap: int = 1000, ci: float = 0.90, seed: int = 0,
+                     replace: bool = False) -> PositivesResult:
     """The human-verified positives (stored as NAME-human) and, merged with the original
     positives and the sets in `merge`, the new positive set NAME; with the precision and
     recall of every existing set against the verified pairs (ECCV Caption Table 2) and the
-    agreement of redundant verifiers."""
+    agreement of redundant verifiers. A stored set NAME or NAME-human (an imported one
+    too) is replaced only with `replace`."""
     if name == ORIGINAL or name.endswith("-human"):
         raise MatchError(f"choose another name than {name!r}")
+    taken = [n for n in (name, f"{name}-human") if n in positive_set_names(engine)]
+    if taken and not replace:
+        raise MatchError(f"a positive set named {taken[0]!r} exists already; give --replace "
+                         "to replace it, or another --name")
     table = verdicts(engine, rule, min_votes)
     positive = table[table["verdict"].eq(True)]
     human = pair_maps(zip(positive["image"], positive["caption"], strict=True))
@@ -374,19 +402,24 @@ def derive_positives(engine: Engine, *, name: str, rule: str = DEFAULT_RULE,
     settings = f"rule:{rule}|min-votes:{min_votes}"
     source = f"verified|{settings}|merged:{'+'.join((ORIGINAL, *merge))}"
     store_positive_set(engine, f"{name}-human", human, source=f"verified|{settings}",
-                       actor=actor, replace=True)
-    rows = store_positive_set(engine, name, merged, source=source, actor=actor, replace=True)
+                       actor=actor, replace=replace)
+    stored = store_positive_set(engine, name, merged, source=source, actor=actor,
+                                replace=replace)
     # Table 2 judges every pair people answered, gold items too (the known positives are
     # the original set's own pairs: their answers measure its precision).
     quality = positive_sets_quality(engine, verdicts(engine, rule, min_votes, gold=True),
                                     skip={name, f"{name}-human"})
     answers = verification_frame(engine)
-    votes = answers[(answers["status"] == "active") & answers["gold"].isna()]
+    votes = answers[(answers["status"] == "active") & answers["gold"].isna()
+                    & ~answers["image_flagged"]]
     agreement = verifier_agreement(votes[["pair", "annotator", "answer"]], rule=rule,
                                    bootstrap=bootstrap, ci=ci, seed=seed)
-    decided = int(table["verdict"].notna().sum())
-    return PositivesResult(name, rule, min_votes, decided, len(positive),
-                           len(table) - decided, rows, quality, agreement)
+    seen = table[~table["image_flagged"]]
+    too_few = seen["votes"] < min_votes
+    ties = seen["verdict"].isna() & ~too_few  # enough votes, and no majority either way
+    return PositivesResult(name, rule, min_votes, int(table["verdict"].notna().sum()),
+                           len(positive), int(ties.sum()), int(too_few.sum()),
+                           int(table["image_flagged"].sum()), stored, quality, agreement)
 
 
 def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
@@ -451,9 +484,9 @@ def bias(engine: Engine, *, rule: str = DEFAULT_RULE, min_votes: int = 1
 # -- files ----------------------------------------------------------------------------------
 
 def import_positives(engine: Engine, name: str, directory: Path | None, *, actor: str
-                     ) -> tuple[str, int]:
+                     ) -> tuple[str, PositiveCounts]:
     """A positive set in the eccv-caption layout from DIR, or (no DIR) `eccv`, `cxc` or
-    `coco` as the eccv-caption package ships them. Returns (source, rows stored)."""
+    `coco` as the eccv-caption package ships them. Returns (source, its size)."""
     from metrics.positives import PositivesError, eccv_caption_available
     from metrics.signature import package_version
 
@@ -559,13 +592,15 @@ def _integer_ids(keys: set[str], database_ids: dict[str, int], kind: str, name: 
 
 def export_verifications(engine: Engine, out: Path, fmt: str | None = None, *,
                          raw: bool = False) -> int:
-    """Every answer (pair, annotator, answer, seconds, proposing models and ranks, gold) to
-    CSV or Parquet: `fmt`, or by the suffix of `out`. CSV text cells are escaped for
-    spreadsheets unless `raw`."""
+    """Every answer (pair, annotator, answer, seconds, answered_at in ISO 8601 with its
+    time zone, proposing models and ranks, gold, image_flagged) to CSV or Parquet: `fmt`,
+    or by the suffix of `out`. CSV text cells are escaped for spreadsheets unless `raw`."""
+    from storage.exporter import iso_times
+
     frame = verification_frame(engine).drop(columns=["pair", "claim"])
     frame = frame.rename(columns={"image": "image_db_id", "caption": "caption_db_id",
                                   "models": "proposed_by"})
-    frame["answered_at"] = frame["answered_at"].astype(str)
+    frame["answered_at"] = iso_times(frame["answered_at"])
     fmt = fmt or out.suffix.lower().lstrip(".")
     if fmt == "parquet":
         frame.to_parquet(out, index=False)
@@ -614,8 +649,10 @@ def frame_text(frame: pd.DataFrame) -> str:
 
     def table(columns: list[str]) -> str:  # a note wraps in its column: NOTE_COLUMNS wide
         widths = [NOTE_COLUMNS if column in wrapped else None for column in columns]
-        rows = [[MISSING if is_missing(value) else value for value in row]  # tabulate would
-                for row in shown[columns].itertuples(index=False, name=None)]  # write nan
+        # None, not nan, where a value is missing: tabulate writes it as MISSING and still
+        # formats the column's numbers (a "-" string would make them text, unrounded)
+        rows = [[None if is_missing(value) else value for value in row]
+                for row in shown[columns].itertuples(index=False, name=None)]
         return tabulate(rows, headers=columns, floatfmt=".3f", missingval=MISSING,
                         maxcolwidths=widths)
 

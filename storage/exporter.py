@@ -120,7 +120,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
         captions = pd.read_sql(query, connection)
         workflow = pd.read_sql(_workflow_query(), connection)
     captions["double_rating"] = captions["double_rating"].astype(bool)
-    captions["fluency_round_at"] = _iso_times(captions["fluency_round_at"])
+    captions["fluency_round_at"] = iso_times(captions["fluency_round_at"])
     flags = _image_flags(engine)
     captions.insert(captions.columns.get_loc("double_rating") + 1, "image_flags",
                     captions["image_id"].map(lambda key: flags.get(key)))
@@ -135,7 +135,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     ratings = ratings.merge(image_seconds(engine), on=["image_id", "annotator", "stage"],
                             how="left").merge(workflow, on="rating_id", how="left")
     for column in ("created_at", "updated_at", "resolved_at"):
-        ratings[column] = _iso_times(ratings[column])
+        ratings[column] = iso_times(ratings[column])
     frame = captions.merge(
         ratings[["caption_pk", *RATING_COLUMNS, "image_seconds"]], on="caption_pk",
         how="left", sort=False,
@@ -148,7 +148,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
     return frame if keep_caption_pk else frame.drop(columns="caption_pk")
 
 
-def _iso_times(times: pd.Series) -> pd.Series:
+def iso_times(times: pd.Series) -> pd.Series:
     """Stored times as ISO 8601 text with their time zone, the naive ones SQLite returns
     taken as UTC (as they were written, like `_image_flags`); None where a row has no time
     (text even then, else NaT)."""

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -38,6 +38,7 @@ from storage.models import (
     Caption,
     Event,
     Image,
+    ImageReference,
     MatchBatch,
     MatchBatchItem,
     MatchClaim,
@@ -293,17 +294,59 @@ class BatchInputs:
     used_codes: np.ndarray  # codes of every pair proposed or in a batch
     collection: Collection
     gold_captions: set[int]  # captions already a known positive in some batch
+    true_captions: np.ndarray  # positions of the captions known to be true of their image
+    usable_images: np.ndarray  # ids of the images no one flagged as broken
 
 
 # A planned batch: (image id, caption id, gold) per position; gold is None for a candidate.
 BatchPlan = list[list[tuple[int, int, str | None]]]
 
 
+def _same_text(text: str) -> str:
+    """A caption or reference as compared to tell a repeated reference: case and spacing
+    aside."""
+    return " ".join(text.split()).casefold()
+
+
+def true_caption_positions(connection: Connection, items: Collection,
+                           systems: tuple[str, ...]) -> np.ndarray:
+    """Positions in `items` of the captions known to be true of their own image, the
+    known positives' pool (ECCV Caption's are the original COCO pairs, written by people
+    for the image): a caption that repeats one of its image's references, or any caption
+    of a system in `systems` (named trusted by the lead). Captions of images flagged as
+    broken are left out."""
+    from storage.image_flags import flagged_image_ids
+
+    caption, reference = Caption.__table__, ImageReference.__table__
+    references = {(image_id, _same_text(text)) for image_id, text in connection.execute(
+        select(reference.c.image_id, reference.c.text))}
+    flagged = flagged_image_ids(connection)
+    true_ids = {row.id for row in connection.execute(
+        select(caption.c.id, caption.c.image_id, caption.c.system, caption.c.text))
+        if row.image_id not in flagged and (
+            row.system in systems or (row.image_id, _same_text(row.text)) in references)}
+    return np.flatnonzero([c in true_ids for c in items.caption_ids.tolist()])
+
+
+def check_gold_systems(connection: Connection, systems: tuple[str, ...]) -> None:
+    """Every system named trusted is a system of the project's captions."""
+    caption = Caption.__table__
+    known = set(connection.execute(select(caption.c.system).distinct()).scalars())
+    unknown = next((s for s in systems if s not in known), None)
+    if unknown is not None:
+        raise MatchError(f"--gold-system {unknown!r} is not a system of the project's "
+                         f"captions: {', '.join(map(repr, sorted(known)))}")
+
+
 def create_batches(engine: Engine, planner: Callable[[BatchInputs], BatchPlan], *,
-                   redundancy: int, seed: int, settings: dict[str, object], actor: str
-                   ) -> BatchPlan:
+                   redundancy: int, seed: int, gold_systems: tuple[str, ...],
+                   settings: dict[str, object], actor: str) -> BatchPlan:
     """Read what `planner` needs, let it pack the batches, and write them, in one locked
-    transaction (two runs at once cannot batch a pair twice)."""
+    transaction (two runs at once cannot batch a pair twice). Known positives come from
+    `true_caption_positions` (references repeated as captions, `gold_systems`' captions);
+    pairs on images flagged as broken are neither candidates nor gold."""
+    from storage.image_flags import flagged_image_ids, not_flagged
+
     if redundancy < 1:
         raise MatchError(f"redundancy must be at least 1, not {redundancy}")
     pair, item, batch = MatchPair.__table__, MatchBatchItem.__table__, MatchBatch.__table__
@@ -313,21 +356,39 @@ def create_batches(engine: Engine, planner: Callable[[BatchInputs], BatchPlan], 
             select(model.c.name, model.c.depth, model.c.top_lists).order_by(model.c.id))]
         if not models:
             raise MatchError("no proposals yet: run `thumb match propose` first")
+        if not _count(connection, MatchProposal.__table__):
+            raise MatchError("no model has proposed a pair yet (each model's top --top-k "
+                             "held only known positives: captions' own images): run "
+                             "`thumb match propose` with a larger --top-k, under another "
+                             "--model name")
+        check_gold_systems(connection, gold_systems)
         batched = select(item.c.pair_id)
         proposed = select(MatchProposal.__table__.c.pair_id)
         candidates = np.array(connection.execute(
             select(pair.c.image_id, pair.c.caption_id)
-            .where(pair.c.id.in_(proposed), pair.c.id.not_in(batched))
+            .where(pair.c.id.in_(proposed), pair.c.id.not_in(batched),
+                   not_flagged(pair.c.image_id))
             .order_by(pair.c.id)).all(), dtype=np.int64).reshape(-1, 2)
         if len(candidates) == 0:
-            raise MatchError("every proposed pair is in a batch already")
+            raise MatchError("every proposed pair is in a batch already (or on an image "
+                             "flagged as broken)")
+        items = load_collection(connection)
+        true_captions = true_caption_positions(connection, items, gold_systems)
+        if len(true_captions) == 0:
+            raise MatchError(
+                "no caption is known to be true of its image, so no batch can hold a known "
+                "positive: name a system whose captions are right (e.g. --gold-system "
+                "Human), or import references that some captions repeat")
+        flagged = flagged_image_ids(connection)
+        usable_images = np.array([i for i in items.image_ids.tolist() if i not in flagged],
+                                 dtype=np.int64)
         used = np.array(connection.execute(select(pair.c.image_id, pair.c.caption_id)).all(),
                         dtype=np.int64).reshape(-1, 2)
         used = np.sort(used[:, 0] * PAIR_CODE + used[:, 1])
         gold_captions = set(connection.execute(select(pair.c.caption_id).join(
             item, item.c.pair_id == pair.c.id).where(item.c.gold == "positive")).scalars())
-        plan = planner(BatchInputs(candidates, models, used, load_collection(connection),
-                                   gold_captions))
+        plan = planner(BatchInputs(candidates, models, used, items, gold_captions,
+                                   true_captions, usable_images))
         codes = np.array([i * PAIR_CODE + c for members in plan for i, c, _ in members],
                          dtype=np.int64)
         pair_of = dict(zip(codes.tolist(), _pair_ids_of(connection, codes).tolist(),
@@ -355,10 +416,17 @@ class PairView:
     a gold item."""
 
     item_id: int
+    image_id: int
     image_key: str
     image_path: str | None
     caption: str
     answer: int | None
+    flagged: bool = False  # someone flagged the image as broken: the pair is not asked
+
+    @property
+    def settled(self) -> bool:
+        """Nothing is left to do on this pair: answered, or its image flagged."""
+        return self.answer is not None or self.flagged
 
 
 @dataclass(frozen=True)
@@ -486,17 +554,22 @@ class MatchSession:
             claim.c.annotator_id == self.annotator_id).order_by(claim.c.id)).all()
 
     def _open_claim(self, connection: Connection) -> int | None:
-        """The annotator's first active claim with pairs left to answer."""
+        """The annotator's first active claim with pairs left to answer (a pair on an image
+        flagged as broken is not asked)."""
+        from storage.image_flags import not_flagged
+
         claim, item, verification = (MatchClaim.__table__, MatchBatchItem.__table__,
                                      MatchVerification.__table__)
-        answered = (select(func.count()).select_from(verification)
-                    .where(verification.c.claim_id == claim.c.id,
-                           verification.c.answer.is_not(None)).scalar_subquery())
-        size = (select(func.count()).select_from(item)
-                .where(item.c.batch_id == claim.c.batch_id).scalar_subquery())
+        pair = MatchPair.__table__
+        answered = select(verification.c.item_id).where(
+            verification.c.claim_id == claim.c.id, verification.c.answer.is_not(None))
+        left = (select(func.count()).select_from(item)
+                .join(pair, pair.c.id == item.c.pair_id)
+                .where(item.c.batch_id == claim.c.batch_id, item.c.id.not_in(answered),
+                       not_flagged(pair.c.image_id)).scalar_subquery())
         return connection.execute(
             select(claim.c.id).where(claim.c.annotator_id == self.annotator_id,
-                                     claim.c.status == "active", answered < size)
+                                     claim.c.status == "active", left > 0)
             .order_by(claim.c.id).limit(1)).scalar()
 
     def _last_claim(self) -> int | None:
@@ -541,6 +614,8 @@ class MatchSession:
         return claim_id
 
     def _load(self, claim_id: int | None) -> None:
+        from storage.image_flags import flagged_image_ids
+
         self.claim_id, self.items, self._shown = claim_id, [], None
         if claim_id is None:
             return
@@ -552,15 +627,17 @@ class MatchSession:
             answers = dict(connection.execute(
                 select(verification.c.item_id, verification.c.answer)
                 .where(verification.c.claim_id == claim_id)).all())
+            flagged = flagged_image_ids(connection)
             rows = connection.execute(
-                select(item.c.id, image.c.key, image.c.path, caption.c.text)
+                select(item.c.id, image.c.id.label("image_id"), image.c.key, image.c.path,
+                       caption.c.text)
                 .join(pair, pair.c.id == item.c.pair_id)
                 .join(image, image.c.id == pair.c.image_id)
                 .join(caption, caption.c.id == pair.c.caption_id)
                 .where(item.c.batch_id == row.batch_id).order_by(item.c.position)).all()
             self._batch_number = sum(1 for c in self._claims(connection) if c.id <= claim_id)
-        views = [PairView(r.id, r.key, r.path, r.text.strip(), answers.get(r.id))
-                 for r in rows]
+        views = [PairView(r.id, r.image_id, r.key, r.path, r.text.strip(),
+                          answers.get(r.id), r.image_id in flagged) for r in rows]
         random.Random(row.shuffle_seed).shuffle(views)
         self.items = views
         self.focus = self._stored_focus = min(row.focus, max(len(views) - 1, 0))
@@ -617,9 +694,10 @@ class MatchSession:
         if value not in ANSWER_VALUES:
             raise ValueError(f"answer must be 1-4, not {value!r}")
         view = self.items[index]
-        count = len(self.items)
-        following = next((i % count for i in range(index + 1, index + count)
-                          if self.items[i % count].answer is None), None)
+        if view.flagged:
+            raise ProtocolError("the image of this pair is flagged as broken: the pair is not "
+                                "asked")
+        following = self._next_to_answer(index)
         shown = self._shown
         seconds = self._elapsed(view.item_id)
 
@@ -641,9 +719,29 @@ class MatchSession:
             self._stored_focus = following
         if old is None:
             self._answered += 1
-        self.items[index] = PairView(view.item_id, view.image_key, view.image_path,
-                                     view.caption, value)
+        self.items[index] = replace(view, answer=value)
         return following
+
+    def flag_broken(self, index: int, reason: str) -> int | None:
+        """Flag the image of pair `index` as broken, with `reason`, as every task flags an
+        image (`storage.image_flags`: for everyone, listed by `thumb status`, until the
+        lead's `thumb image unflag`): no pair on it is asked or decided, so this batch's
+        pairs on it are done. Returns the batch's next pair to answer (None when none is).
+        ProtocolError when the session lost its hold or the batch was reassigned;
+        DatabaseBusy when other processes held the database through every attempt."""
+        from storage.image_flags import flag_image
+
+        view = self.items[index]
+
+        def save(connection: Connection) -> None:
+            self._check_hold(connection)
+            self._check_active(connection)
+            flag_image(connection, view.image_id, self.annotator_id, self.annotator, reason)
+
+        run_write(self.engine, save)
+        self.items = [replace(v, flagged=True) if v.image_id == view.image_id else v
+                      for v in self.items]
+        return self._next_to_answer(index)
 
     def _write(self, connection: Connection, claim_id: int | None, item_id: int,
                value: int | None, seconds: float, change_id: str, *, action: str,
@@ -708,23 +806,29 @@ class MatchSession:
             self._load(target.claim_id)
         index = next(i for i, v in enumerate(self.items) if v.item_id == target.item_id)
         view = self.items[index]
-        self.items[index] = PairView(view.item_id, view.image_key, view.image_path,
-                                     view.caption, previous)
+        self.items[index] = replace(view, answer=previous)
         return index
 
     # -- where the annotator is --------------------------------------------------------------
 
     @property
     def batch_complete(self) -> bool:
-        return bool(self.items) and all(v.answer is not None for v in self.items)
+        return bool(self.items) and all(v.settled for v in self.items)
+
+    def _next_to_answer(self, index: int) -> int | None:
+        """The batch's next pair to answer other than `index` (None when none is)."""
+        count = len(self.items)
+        return next((i % count for i in range(index + 1, index + count)
+                     if not self.items[i % count].settled), None)
 
     def next_unanswered(self, after: int) -> int | None:
+        """The batch's next pair after `after` still to answer (None when none is)."""
         count = len(self.items)
         return next((i % count for i in range(after + 1, after + 1 + count)
-                     if self.items[i % count].answer is None), None)
+                     if not self.items[i % count].settled), None)
 
     def progress(self) -> MatchProgress:
-        done = sum(v.answer is not None for v in self.items)
+        done = sum(v.settled for v in self.items)
         return MatchProgress(self._batch_number, done, len(self.items), self._answered,
                              self._needed)
 
@@ -768,8 +872,11 @@ def _holder(row) -> str:
 
 def verification_frame(engine: Engine) -> pd.DataFrame:
     """Every answered verification: batch, claim, status, annotator, image and caption ids
-    and keys, gold, answer, seconds, answered_at, and the proposing models with their ranks
-    (`models`: 'name:direction:rank' joined by ';', empty for gold items)."""
+    and keys, gold, answer, seconds, answered_at, the proposing models with their ranks
+    (`models`: 'name:direction:rank' joined by ';', empty for gold items), and whether
+    someone flagged the image as broken (`image_flagged`: the answer then decides nothing)."""
+    from storage.image_flags import flagged_image_ids
+
     claim, item, pair = MatchClaim.__table__, MatchBatchItem.__table__, MatchPair.__table__
     verification, annotator = MatchVerification.__table__, Annotator.__table__
     proposal, model = MatchProposal.__table__, MatchModel.__table__
@@ -792,6 +899,7 @@ def verification_frame(engine: Engine) -> pd.DataFrame:
             select(proposal.c.pair_id, model.c.name, proposal.c.direction, proposal.c.rank)
             .join(model, model.c.id == proposal.c.model_id)
             .order_by(proposal.c.pair_id, model.c.id, proposal.c.direction)).all()
+        flagged = flagged_image_ids(connection)
     frame = pd.DataFrame(rows, columns=["batch", "claim", "status", "annotator", "pair",
                                         "image", "caption", "gold", "answer", "seconds",
                                         "answered_at"])
@@ -804,6 +912,7 @@ def verification_frame(engine: Engine) -> pd.DataFrame:
     frame.insert(6, "image_key", frame["image"].map(image_key))
     frame.insert(8, "caption_key", frame["caption"].map(caption_key))
     frame["answer"] = frame["answer"].astype("Int64")
+    frame["image_flagged"] = frame["image"].isin(flagged)
     return frame
 
 
@@ -915,10 +1024,28 @@ def load_positive_set(engine: Engine, name: str) -> PositiveMaps:
     return maps
 
 
+@dataclass(frozen=True)
+class PositiveCounts:
+    """The size of a positive set: its image-caption pairs, and the entries of each
+    direction's map (a pair is in one or both: ECCV Caption's maps are not symmetric)."""
+
+    pairs: int
+    i2t: int
+    t2i: int
+
+    @classmethod
+    def of(cls, maps: PositiveMaps) -> PositiveCounts:
+        i2t = {(query, item) for query, items in maps.get("i2t", {}).items()
+               for item in items}
+        t2i = {(item, query) for query, items in maps.get("t2i", {}).items()
+               for item in items}
+        return cls(len(i2t | t2i), len(i2t), len(t2i))
+
+
 def store_positive_set(engine: Engine, name: str, maps: PositiveMaps, *, source: str,
-                       actor: str, replace: bool = False) -> int:
+                       actor: str, replace: bool = False) -> PositiveCounts:
     """Store a named positive set (all or nothing); with `replace`, an existing set of that
-    name is replaced. Returns the number of (direction, query, item) rows."""
+    name is replaced (logged as an update). Returns its size."""
     if name == ORIGINAL:
         raise MatchError(f"{ORIGINAL!r} is the project's own positive set; choose another "
                          "name")
@@ -941,7 +1068,7 @@ def store_positive_set(engine: Engine, name: str, maps: PositiveMaps, *, source:
         log_change(connection, actor=actor, action="import" if existing is None else "update",
                    table="positive_set", row_id=set_id,
                    new={name: {"source": source, "rows": len(rows)}})
-    return len(rows)
+    return PositiveCounts.of(maps)
 
 
 def positive_set_sources(engine: Engine) -> dict[str, str]:

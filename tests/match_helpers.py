@@ -39,8 +39,8 @@ def toy_scores(engine: Engine, folder: Path, seed: int) -> Path:
 def match_project(folder: Path, *, redundancy: int = 1, size: int = 10,
                   db: Path | str | None = None) -> tuple[Path | str, Engine]:
     """The sample project with two toy models' proposals (top 2, lists kept to 5) packed
-    into batches of `size` (gold negatives beyond every model's top 5), in `db` (a SQLite
-    file in `folder` unless a URL is given)."""
+    into batches of `size` (gold negatives beyond every model's top 5; known positives the
+    Human system's captions), in `db` (a SQLite file in `folder` unless a URL is given)."""
     db = db or folder / "match.db"
     engine = open_database(db)
     import_captions(engine, SAMPLE_CSV, actor="setup", allow_outside_images=True)
@@ -49,7 +49,7 @@ def match_project(folder: Path, *, redundancy: int = 1, size: int = 10,
                        toy_scores(engine, folder, seed), "--top-k", 2, "--depth", 5)
         assert result.exit_code == 0, result.output
     result = thumb(db, "match", "batches", "--size", size, "--negatives-beyond", 5,
-                   "--redundancy", redundancy, "--seed", 7)
+                   "--redundancy", redundancy, "--seed", 7, "--gold-system", "Human")
     assert result.exit_code == 0, result.output
     return db, engine
 

@@ -63,7 +63,8 @@ def test_batches_clamp_the_default_negatives_beyond_to_the_depth_and_say_so(tmp_
     depth (15) the model kept (and at 15 every image is in the captions' lists): the
     largest value that works is used, in one line that says so."""
     db = shallow_match_project(tmp_path)
-    result = thumb(db, "match", "batches", "--size", 20, "--redundancy", 2)
+    result = thumb(db, "match", "batches", "--size", 20, "--redundancy", 2,
+                   "--gold-system", "Human")
     assert result.exit_code == 0, result.output
     note, summary = lines(result)
     used = re.match(r"--negatives-beyond (\d+) \(not the default 25\): model 'm1' kept its "
@@ -76,14 +77,16 @@ def test_batches_clamp_the_default_negatives_beyond_to_the_depth_and_say_so(tmp_
 def test_batches_say_which_negatives_beyond_to_use_when_set_too_high(tmp_path):
     db = shallow_match_project(tmp_path)
     before = database_dump(open_database(db))
-    result = thumb(db, "match", "batches", "--size", 20, "--negatives-beyond", 30)
+    result = thumb(db, "match", "batches", "--size", 20, "--negatives-beyond", 30,
+                   "--gold-system", "Human")
     assert result.exit_code == 2
     assert len(lines(result)) == 1
     assert "model 'm1' kept its ranked lists to depth 15" in result.output
     use = re.search(r"use --negatives-beyond (\d+) or less", result.output)
     assert use is not None, result.output
     assert database_dump(open_database(db)) == before
-    result = thumb(db, "match", "batches", "--size", 20, "--negatives-beyond", use.group(1))
+    result = thumb(db, "match", "batches", "--size", 20, "--negatives-beyond", use.group(1),
+                   "--gold-system", "Human")
     assert result.exit_code == 0, result.output  # the value it named works
     assert len(lines(result)) == 1
 

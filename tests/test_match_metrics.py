@@ -70,7 +70,8 @@ def test_batch_plan_has_candidates_and_one_gold_of_each_kind():
     near = np.unique(np.concatenate([images[:, None] * code + captions[None, :12]]).ravel())
     plan = match.plan_batches(candidates, image_ids=images, caption_ids=captions,
                               caption_image=caption_image, excluded_codes=near,
-                              gold_captions={101}, size=6, rng=rng, code=code)
+                              true_captions=np.arange(len(captions)), gold_captions={101},
+                              size=6, rng=rng, code=code)
     assert [len(batch) for batch in plan] == [6, 6, 6, 6, 6]  # 20 candidates / 4 per batch
     placed = [(i, c) for batch in plan for i, c, gold in batch if gold is None]
     assert sorted(placed) == sorted(map(tuple, candidates.tolist()))
@@ -83,9 +84,24 @@ def test_batch_plan_has_candidates_and_one_gold_of_each_kind():
         assert ni * code + nc not in set(near.tolist()) and caption_image[nc - 101] != ni
     again = match.plan_batches(candidates, image_ids=images, caption_ids=captions,
                                caption_image=caption_image, excluded_codes=near,
-                               gold_captions={101}, size=6, rng=np.random.default_rng(3),
-                               code=code)
+                               true_captions=np.arange(len(captions)), gold_captions={101},
+                               size=6, rng=np.random.default_rng(3), code=code)
     assert again == plan
+
+
+def test_known_positives_come_only_from_captions_known_to_be_true():
+    """A machine caption may be wrong about its own image: a known positive is drawn only
+    from the captions named true (references, a trusted system), reused when too few."""
+    images, captions = np.arange(1, 11), np.arange(101, 141)
+    trusted = np.array([0, 4])  # captions 101 (image 1) and 105 (image 2)
+    candidates = np.array([[images[k % 10], captions[(k * 7) % 40]] for k in range(20)])
+    plan = match.plan_batches(candidates, image_ids=images, caption_ids=captions,
+                              caption_image=np.repeat(images, 4),
+                              excluded_codes=np.array([], dtype=np.int64),
+                              true_captions=trusted, gold_captions=set(), size=6,
+                              rng=np.random.default_rng(0), code=1 << 32)
+    positives = {(i, c) for batch in plan for i, c, gold in batch if gold == "positive"}
+    assert positives == {(1, 101), (2, 105)}
 
 
 def test_batch_size_below_three_and_no_room_for_negatives_are_refused():
@@ -127,7 +143,8 @@ def test_aggregation_by_majority_under_each_rule_and_min_votes():
     two = match.aggregate_votes(votes, "yes+partial", min_votes=2).set_index("image")
     assert pd.isna(two.loc["c", "verdict"]) and two.loc["b", "verdict"]
     tie = pd.DataFrame({"image": ["a", "a"], "caption": ["x", "x"], "answer": [1, 4]})
-    assert not match.aggregate_votes(tie).loc[0, "verdict"]  # half is not a majority
+    # half is a majority neither way: undecided, not negative
+    assert pd.isna(match.aggregate_votes(tie).loc[0, "verdict"])
     with pytest.raises(ValueError, match="rule must be"):
         match.aggregate_votes(votes, "maybe")
 

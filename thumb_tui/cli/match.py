@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -38,6 +38,9 @@ from thumb_tui.cli.common import (
     write_or_echo,
 )
 
+if TYPE_CHECKING:
+    from storage.match import PositiveCounts
+
 app = typer.Typer(help="Match verification: models propose image-caption matches, people "
                        "verify them, verified pairs become positive sets (ECCV Caption).",
                   no_args_is_help=True)
@@ -53,6 +56,13 @@ FormatOption = Annotated[str, typer.Option("--format", help="table or json.")]
 def _shown(text: str) -> str:
     """Stored or given text on one terminal line, control characters escaped."""
     return printable(text, newlines=False)
+
+
+def _size(counts: PositiveCounts, done: str) -> str:
+    """A positive set's size, what was `done` with it: its pairs, each direction's map
+    beside them."""
+    return (f"{counts.pairs} positives {done} (image-caption pairs; {counts.i2t} i2t and "
+            f"{counts.t2i} t2i entries)")
 
 
 @contextmanager
@@ -171,6 +181,11 @@ def batches_command(
         help="Known negatives: pairs no model ranks in its top N. Default: 25, or the depth "
              "the models kept their ranked lists to when that is less (said so).")]
     = None,
+    gold_systems: Annotated[list[str] | None, typer.Option(
+        "--gold-system",
+        help="A system whose captions are true of their images (e.g. Human): known "
+             "positives are drawn from its captions and from captions that repeat one of "
+             "their image's references; repeatable.")] = None,
     seed: SeedOption = 0,
     by: ActorOption = "",
 ) -> None:
@@ -181,7 +196,8 @@ def batches_command(
     with match_errors():
         plan = make_batches(state.existing_engine, size=size, redundancy=redundancy,
                             seed=seed, negatives_beyond=negatives_beyond,
-                            actor=by or os_login(), notice=typer.echo)
+                            gold_systems=tuple(gold_systems or ()), actor=by or os_login(),
+                            notice=typer.echo)
     pairs = sum(len(batch) for batch in plan)
     typer.echo(f"{len(plan)} batches, {pairs} pairs ({2 * len(plan)} of them gold), "
                f"each verified by {redundancy}")
@@ -280,16 +296,20 @@ def positives_command(
     = "verified",
     merge: Annotated[list[str] | None, typer.Option(
         "--merge", help="Also merge this positive set (e.g. cxc); repeatable.")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Replace stored sets NAME and NAME-human (else refused).")]
+    = False,
     bootstrap: PairsBootstrapOption = 1000,
     ci: CiOption = 0.90,
     seed: SeedOption = 0,
     fmt: FormatOption = "table",
     by: ActorOption = "",
 ) -> None:
-    """Derive the verified positives by majority, merge them with the original positives,
-    and report each existing set's precision and recall against them (ECCV Table 2:
-    per-query means as the paper's section 3.3 defines them, and the pooled-over-pairs
-    figures beside them, labelled pooled_*) and the agreement of redundant verifiers."""
+    """Derive the verified positives by majority (a tie stays undecided), merge them with
+    the original positives, and report each existing set's precision and recall against
+    them (ECCV Table 2: per-query means as the paper's section 3.3 defines them, and the
+    pooled-over-pairs figures beside them, labelled pooled_*) and the agreement of
+    redundant verifiers."""
     from metrics.match import QUALITY_COLUMNS
     from reports.match import POOLED_TITLE, TABLE2_TITLE, derive_positives, table2_parts
 
@@ -297,23 +317,32 @@ def positives_command(
         result = derive_positives(state.existing_engine, name=name, rule=rule,
                                   min_votes=min_votes, merge=tuple(merge or ()),
                                   actor=by or os_login(), bootstrap=bootstrap, ci=ci,
-                                  seed=seed)
+                                  seed=seed, replace=replace)
     settings = f"rule:{rule}|min-votes:{min_votes}"
     if fmt == "json":
         typer.echo(json.dumps({
             "name": name, "settings": settings, "decided": result.decided,
             "positives": result.positives, "undecided": result.undecided,
+            "undecided_ties": result.ties, "undecided_too_few_votes": result.too_few_votes,
+            "undecided_on_flagged_images": result.on_flagged_images,
+            "stored": {"pairs": result.stored.pairs, "i2t": result.stored.i2t,
+                       "t2i": result.stored.t2i},
             "table2": json.loads(result.quality.to_json(orient="records")),
             "table2_columns": QUALITY_COLUMNS,
             "agreement": json.loads(result.agreement.to_json(orient="records"))}, indent=1))
         return
     from reports.retrieval_text import TERMINAL_WIDTH
 
-    typer.echo(textwrap.fill(
-        f"{_shown(name)}: {result.positives} verified positives of {result.decided} decided "
-        f"pairs ({result.undecided} undecided; {settings}); {result.rows} positives stored "
-        "with the original ones", TERMINAL_WIDTH, break_long_words=False,
-        break_on_hyphens=False))
+    for line in (
+            f"{_shown(name)}: {result.positives} verified positives of {result.decided} "
+            f"decided pairs ({settings})",
+            _size(result.stored, "stored with the original ones"),
+            f"{result.undecided} undecided: {result.ties} tied (as many yes as no votes), "
+            f"{result.too_few_votes} with fewer than {min_votes} vote"
+            f"{'' if min_votes == 1 else 's'}, {result.on_flagged_images} on images flagged "
+            "as broken"):
+        typer.echo(textwrap.fill(line, TERMINAL_WIDTH, subsequent_indent="  ",
+                                 break_long_words=False, break_on_hyphens=False))
     paper, pooled = table2_parts(result.quality)
     typer.echo(f"\n{TABLE2_TITLE}")
     _table(paper, fmt)
@@ -364,6 +393,9 @@ def export_command(
             for path in paths:
                 typer.echo(f"wrote {_shown(str(out / path.name))}")
         elif fmt in ("csv", "parquet"):
+            if positives is not None:
+                raise ValueError(f"--positives applies to --format eccv-json; {fmt} writes "
+                                 "every verification, not a positive set")
             output_file(out, force=force, fmt=fmt)
             with Outputs(force) as files:
                 count = export_verifications(state.existing_engine,
@@ -401,10 +433,9 @@ def import_positives_command(
     from reports.match import import_positives
 
     with match_errors():
-        source, rows = import_positives(state.engine, name, directory,
-                                        actor=by or os_login())
-    typer.echo(f"{_shown(name)}: {rows} positives imported from "
-               f"{_shown(source)}")
+        source, counts = import_positives(state.engine, name, directory,
+                                          actor=by or os_login())
+    typer.echo(f"{_shown(name)}: {_size(counts, 'imported')} from {_shown(source)}")
 
 
 @app.command("status")

@@ -13,9 +13,11 @@ from textual.widgets import ProgressBar, Static
 from rubrics import printable
 from rubrics.match import ANSWERS, answer_label
 from storage.db import DatabaseBusy
+from storage.images import broken_reason
 from storage.match import HOLD_HEARTBEAT_S, MatchSession
 from storage.project_queues import ProtocolError
 from thumb_tui.screens.busy import busy
+from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
 from thumb_tui.screens.help import HelpScreen, code, keys_markdown
 from thumb_tui.screens.rating import CAPTION_BINDINGS
 from thumb_tui.widgets.caption_text import CaptionText
@@ -25,6 +27,9 @@ from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen, display_keys
 QUESTION = "Does this caption describe the image?"
 ANSWER_IDS = tuple(f"match-answer-{a.value}" for a in ANSWERS)
 DEFAULT_ANSWER_KEYS = "1-4"  # how the key bar shows the answer keys while they are the digits
+FLAG_NOTE = ("No pair on it is asked or decided, for anyone, until the lead's "
+             "`thumb image unflag` takes it back.")
+FLAGGED = "image flagged as broken: this pair is not asked"
 
 
 def match_help_markdown(keys: list[Binding]) -> str:
@@ -45,7 +50,9 @@ def match_help_markdown(keys: list[Binding]) -> str:
               "check that answers are careful; a wrong answer there sends the batch for "
               "checking.",
               "- Time per pair is recorded; there is no time limit, but very fast answers "
-              "are reviewed."]
+              "are reviewed.",
+              f"- An image that cannot be seen (the panel says why) is not answered: "
+              f"{key['match-flag-broken']} flags it as broken. {FLAG_NOTE}"]
     return "\n".join(lines) + keys_markdown(keys)
 
 
@@ -76,6 +83,7 @@ class MatchScreen(KeyBarScreen):
         Binding("g", "next_unanswered", "next unanswered", id="match-next-unanswered"),
         Binding("u", "undo", "undo", id="match-undo"),
         Binding("o", "open_image", "open", id="match-open-image"),
+        Binding("x", "flag_broken", "broken", id="match-flag-broken"),
         Binding("question_mark", "help", "help", key_display="?", id="match-help"),
         Binding("q", "quit_app", "quit", id="match-quit"),
     ]
@@ -135,16 +143,21 @@ class MatchScreen(KeyBarScreen):
         caption = self.query_one("#match-caption", CaptionText)
         caption.update(Text(printable(view.caption), style="bold"))
         caption.scroll_home(animate=False)
+        self.query_one("#match-scale", Static).update(
+            Text(FLAGGED, style="bold") if view.flagged else self.answer_scale(view.answer))
+        self.update_title()
+        self.call_after_refresh(self.fit_caption)
+
+    def answer_scale(self, chosen_value: int | None) -> Text:
+        """The four answers with their keys, the one given marked."""
         scale = Text()
         for answer, answer_id in zip(ANSWERS, ANSWER_IDS, strict=True):
-            chosen = answer.value == view.answer
+            chosen = answer.value == chosen_value
             scale.append(f" {printable(self.key_of(answer_id), newlines=False)} ",
                          style="bold reverse" if chosen else "bold")
             scale.append(f" {answer.label}" + ("  ◀ your answer" if chosen else "") + "\n",
                          style="bold" if chosen else "")
-        self.query_one("#match-scale", Static).update(scale)
-        self.update_title()
-        self.call_after_refresh(self.fit_caption)
+        return scale
 
     def fit_caption(self) -> None:
         """Cap the caption's box at the room the question and the answer scale leave, so
@@ -255,6 +268,43 @@ class MatchScreen(KeyBarScreen):
             return
         self.show(index)
         self.say("undid your last answer")
+
+    def action_flag_broken(self) -> None:
+        """Ask, then flag the pair's image as broken (the reason the file check gives,
+        else the annotator's word) and move on to the next pair to answer."""
+        if not self.session.items:
+            return
+        index, view = self.index, self.session.items[self.index]
+        name = printable(view.image_key, newlines=False)
+        if view.flagged:
+            self.say(f"{name} is flagged as broken already")
+            return
+        reason = broken_reason(view.image_path)
+
+        def answered(flag: bool | None) -> None:
+            if flag:  # (the dialog is modal: the same pair is still shown)
+                self.flag_broken(index, reason)
+            else:
+                self.say(f"{name} is not flagged")
+
+        self.app.push_screen(ConfirmFlagScreen(view.image_key, reason, FLAG_NOTE), answered)
+
+    def flag_broken(self, index: int, reason: str) -> None:
+        name = self.session.items[index].image_key
+        try:
+            following = self.session.flag_broken(index, reason)
+        except ProtocolError as exc:
+            self.say(f"not flagged: {exc}")
+            return
+        except DatabaseBusy:
+            self.say(busy("flag"))
+            return
+        said = f"flagged {name} as broken ({reason}) · "
+        if following is None:
+            self.open_next_batch(said)
+        else:
+            self.show(following)
+            self.say(f"{said}moved on")
 
     def action_open_image(self) -> None:
         if self.session.items:
