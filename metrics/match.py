@@ -189,15 +189,20 @@ def read_score_file(path: Path, image_keys: Path | None = None,
 
 def _key_lines(path: Path) -> list[str]:
     from metrics.rankings import RankingsError
-    from metrics.untrusted import regular_file
+    from metrics.untrusted import regular_file, utf8_problem
     from rubrics.escape import text_refusal
 
     regular_file(path, RankingsError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except OSError as exc:
         raise RankingsError(f"{path}: cannot read ids: {exc}") from None
+    except UnicodeDecodeError as exc:
+        line, problem = utf8_problem(data, exc)
+        raise RankingsError(f"{path}:{line}: {problem}") from None
     keys = []
+    first_line: dict[str, int] = {}
     # lines end at LF only: str.splitlines() also breaks at C1 and Unicode separators,
     # which would hide them from the check and put problems on the wrong lines
     for number, line in enumerate(text.split("\n"), start=1):
@@ -205,8 +210,13 @@ def _key_lines(path: Path) -> list[str]:
         problem = text_refusal(line)  # an id is an imported text like any other
         if problem is not None:
             raise RankingsError(f"{path}:{number}: {problem}")
-        if line.strip():
-            keys.append(line.strip())
+        key = line.strip()
+        if key in first_line:
+            raise RankingsError(f"{path}:{number}: id {key!r} appears twice (first at line "
+                                f"{first_line[key]})")
+        if key:
+            first_line[key] = number
+            keys.append(key)
     return keys
 
 

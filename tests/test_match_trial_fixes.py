@@ -331,3 +331,23 @@ def test_the_csv_export_refuses_positives_and_writes_times_with_their_zone(tmp_p
     times = [row["answered_at"] for row in csv.DictReader(out.open(encoding="utf-8"))]
     assert times and all(pd.Timestamp(t).utcoffset() is not None for t in times)
     assert all(t.endswith("+00:00") for t in times)
+
+
+def test_a_keys_file_names_a_repeated_id_and_a_bad_byte_at_their_lines(tmp_path):
+    """The id files of a `.npy` matrix (one id per line): a repeated id is refused at its
+    line with the line of its first use, invalid UTF-8 at its line and column."""
+    from metrics.match import read_score_file
+    from metrics.rankings import RankingsError
+
+    matrix, images, captions = (tmp_path / "s.npy", tmp_path / "images.txt",
+                                tmp_path / "captions.txt")
+    np.save(matrix, np.zeros((3, 1), dtype=np.float32))
+    captions.write_text("c0\n", encoding="utf-8")
+    images.write_text("im00\nim01\nim00\n", encoding="utf-8")
+    with pytest.raises(RankingsError, match=r"images\.txt:3: id 'im00' appears twice "
+                                            r"\(first at line 1\)$"):
+        read_score_file(matrix, images, captions)
+    images.write_bytes(b"im00\nim\xff1\nim02\n")
+    with pytest.raises(RankingsError, match=r"images\.txt:2: invalid UTF-8 \(byte 0xff at "
+                                            r"column 3\)$"):
+        read_score_file(matrix, images, captions)
