@@ -27,6 +27,23 @@ class CaptionItem:
 
 
 @dataclass(frozen=True)
+class ReferenceRule:
+    """How a run chose each caption's references and cleaned the texts: rules, never counts
+    of the data, so that a signature (the key under which stored scores are reused) stays
+    the same when unrelated captions are imported."""
+
+    self_references: str = "excluded"  # excluded, excluded-by-id (ids compared) or kept
+    clean: str = "thumb"  # THUMB's clean-up, or none (the texts as given)
+    source: str = "image"  # where the references come from: the caption's image
+
+    def fields(self, uses_references: bool) -> dict[str, str]:
+        """The signature's fields; a metric that uses no references names only the clean-up."""
+        clean = {"clean": self.clean}
+        return {"refs": self.source, "self": self.self_references, **clean} if (
+            uses_references) else clean
+
+
+@dataclass(frozen=True)
 class MetricOption:
     """A setting a metric takes from the command line as `--{option}` (underscores become
     dashes). `option` is its key among all metrics' options; `parameter` the keyword of
@@ -80,8 +97,12 @@ class Metric(ABC):
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
         """One score per item, in order."""
 
-    def signature(self, items: Sequence[CaptionItem], references: str) -> str:
-        return format_signature(self.name, {**self.settings(items), "refs": references})
+    def signature(self, items: Sequence[CaptionItem], references: ReferenceRule | str) -> str:
+        """The settings and the reference rule (or a plain description of where references
+        come from, such as BISON's `candidate-image`)."""
+        fields = references.fields(self.needs_references) if isinstance(
+            references, ReferenceRule) else {"refs": references}
+        return format_signature(self.name, {**self.settings(items), **fields})
 
     def undefined_reason(self, item: CaptionItem) -> str | None:
         """Why this metric has no score for the item (NaN from `score()`), or None."""

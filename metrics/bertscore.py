@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from importlib.util import find_spec
+from pathlib import Path
 
 import numpy as np
 
 from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
-from metrics.signature import package_version
+from metrics.signature import digest, package_version
 from metrics.torch_device import (
     at_fitting_size,
     load_error,
@@ -15,6 +18,7 @@ from metrics.torch_device import (
     model_label,
     resolve_device,
 )
+from metrics.untrusted import regular_file
 
 # The paper's setting: roberta-large, layer 17 (bert-score's own default for it).
 DEFAULT_MODEL = "roberta-large"
@@ -27,7 +31,13 @@ class BertScore(Metric):
     idf weighting and baseline rescaling are options. The batch size is the one given, else
     from the free GPU memory (CUDA) or 64 (CPU); halved when a batch runs out of memory.
     The captions given are scored in one bert-score call, so the scores are exactly those
-    of `BERTScorer.score` on the same captions."""
+    of `BERTScorer.score` on the same captions.
+
+    With idf, the idf corpus is every distinct reference of the captions a run scores (the
+    project's, or the judgment set's) and its digest is in the signature (`idf:yes#…`):
+    the metric is then corpus-level, so a changed corpus rescores every caption and no
+    caption keeps a score from another corpus. A baseline file's digest is in the
+    signature too (`rescale:file#…`); bert-score's own baselines come with its version."""
 
     name = "bertscore"
     help = "BERTScore F1, best over the references (bert-score; any model and layer)"
@@ -64,6 +74,8 @@ class BertScore(Metric):
             raise ValueError(f"--bert-layer must be 0 (the embeddings) or more, not {layer}")
         self.model, self.layer = model, layer
         self.idf, self.rescale, self.baseline_path = idf, rescale, baseline_path
+        self.corpus_level = idf  # each caption's idf weights come from every reference
+        self.rescaling = _rescaling(model, baseline_path) if rescale else "no"
         self.device = resolve_device(device)
         self.batch_size = batch_size
         self._scorer = None
@@ -73,8 +85,8 @@ class BertScore(Metric):
             "impl": f"bert-score-{package_version('bert-score')}",
             "model": model_label(self.model),
             "layer": str(self.layer),
-            "idf": "yes" if self.idf else "no",
-            "rescale": "yes" if self.rescale else "no",
+            "idf": f"yes#{digest(idf_corpus(items))}" if self.idf else "no",
+            "rescale": self.rescaling,
             "agg": "max-f1",
             "dtype": "fp16" if self.device.startswith("cuda") else "fp32",
         }
@@ -85,8 +97,7 @@ class BertScore(Metric):
         try:
             scorer = BERTScorer(
                 model_type=self.model, num_layers=self.layer, idf=self.idf,
-                idf_sents=sorted({r for item in items for r in item.references}) if self.idf
-                else None,
+                idf_sents=idf_corpus(items) if self.idf else None,
                 device=self.device, batch_size=self.batch_size, lang="en",
                 rescale_with_baseline=self.rescale, baseline_path=self.baseline_path,
             )
@@ -115,3 +126,32 @@ class BertScore(Metric):
 
         values, self.batch_size = at_fitting_size(f1, self.batch_size)
         return values
+
+
+def idf_corpus(items: Sequence[CaptionItem]) -> list[str]:
+    """The sentences idf is computed from: every distinct reference of the captions, sorted."""
+    return sorted({reference for item in items for reference in item.references})
+
+
+def _rescaling(model: str, baseline_path: str | None) -> str:
+    """The signature's `rescale` field: `yes` for bert-score's own baseline of the model
+    (fixed by bert-score's version), `file#DIGEST` for a baseline file. ValueError when
+    there is no baseline: a local model has none in bert-score."""
+    if baseline_path is None:
+        package = find_spec("bert_score")  # found, not imported: a run may need no model
+        folder = Path(package.origin).parent if package and package.origin else None
+        if folder is None or Path(model).is_absolute() or not (
+                folder / "rescale_baseline" / "en" / f"{model}.tsv").is_file():
+            raise ValueError(f"--bert-rescale: bert-score has no baseline for the model "
+                             f"{model!r} (a local model never has one); give one with "
+                             "--bert-baseline FILE")
+        return "yes"
+    try:
+        with open(regular_file(baseline_path), "rb") as handle:
+            content = hashlib.file_digest(handle, "sha256").hexdigest()
+    except ValueError as exc:  # regular_file's: no such file, not a regular file
+        raise ValueError(f"--bert-baseline {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"--bert-baseline {baseline_path}: cannot read: "
+                         f"{exc.strerror or exc}") from None
+    return f"file#{content[:10]}"

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from metrics.base import CaptionItem, Metric
+from metrics.base import CaptionItem, Metric, ReferenceRule
 from rubrics import clean_caption
 
 Progress = Callable[[str, int, int], None]  # (metric, done, total)
@@ -35,26 +35,27 @@ CLEAN_UPS = ("thumb", "none")  # THUMB's minimal clean-up of every text, or the 
 def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
                   keep_self_references: bool = False, clean: str = "thumb",
                   reference_ids: dict[int, list[str | None]] | None = None
-                  ) -> tuple[list[CaptionItem], str]:
+                  ) -> tuple[list[CaptionItem], ReferenceRule]:
     """Every caption (rows with attributes caption_id, image_id, image_key, path, system,
     text, and optionally external_id) with its image's references minus the caption itself
     (unless `keep_self_references`, which reproduces scores computed on data where a
     caption is also one of its own references, as THUMB 1.0's were). Also returns the
-    reference description that goes into each signature.
+    rule that goes into each signature.
 
     `clean`: `thumb` applies THUMB's clean-up (`rubrics.clean_caption`) to captions and
     references; `none` scores the texts as given. A reference is the caption itself when
     both carry an id (the caption's `external_id`, the image's `reference_ids`) and the ids
     are equal, else when their texts are equal after THUMB's clean-up, ignoring case; the
-    signature counts them (`self:excluded(N)`, `self:excluded-by-id(N)` when ids were
-    compared)."""
+    signature says which rule (`self:excluded`, `self:excluded-by-id` when ids were
+    compared), never how many: a count of the data would change every caption's signature
+    when one caption is imported."""
     if clean not in CLEAN_UPS:
         raise ValueError(f"the text clean-up is thumb or none, not {clean!r}")
     prepare = clean_caption if clean == "thumb" else str
     texts = {image: [prepare(text) for text in refs] for image, refs in references.items()}
     match_keys: dict[int, list[str]] = {}
     reference_ids = reference_ids or {}
-    items, excluded, by_id, counts = [], 0, False, set()
+    items, by_id = [], False
     for row in captions:
         text = prepare(row.text)
         refs = texts.get(row.image_id, [])
@@ -69,19 +70,16 @@ def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
                     (r if clean == "thumb" else clean_caption(r)).casefold() for r in refs]
             key = (text if clean == "thumb" else clean_caption(text)).casefold()
             itself = [k == key for k in match_keys[row.image_id]]
-        excluded += sum(itself)
         kept = tuple(refs) if keep_self_references else tuple(
             r for r, same in zip(refs, itself, strict=True) if not same)
-        counts.add(len(refs))
         items.append(CaptionItem(int(row.caption_id), row.image_key, row.path, row.system,
                                  text, kept))
-    nrefs = "-".join(str(c) for c in sorted({min(counts), max(counts)})) if counts else "0"
     how = f"{'kept' if keep_self_references else 'excluded'}{'-by-id' if by_id else ''}"
-    return items, f"image|nrefs:{nrefs}|self:{how}({excluded})|clean:{clean}"
+    return items, ReferenceRule(self_references=how, clean=clean)
 
 
 def run_metric(
-    metric: Metric, items: Sequence[CaptionItem], references: str,
+    metric: Metric, items: Sequence[CaptionItem], references: ReferenceRule,
     stored: Callable[[str], set[int]], sink: ScoreSink, progress: Progress | None = None,
 ) -> MetricRun:
     """Score the captions that `stored(signature)` does not list and pass each chunk to

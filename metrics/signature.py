@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -50,6 +51,36 @@ def parse_signature(signature: str) -> dict[str, str]:
     return parsed
 
 
+_LEGACY_COUNT = re.compile(r"\(\d+\)$")  # the count in an old `self:excluded(12)`
+
+
+def _current_fields(legacy: str) -> dict[str, str]:
+    """A signature written when the reference fields also counted the data (`nrefs:4`,
+    `self:excluded(12)`), as thumb-tui writes it now: without the counts."""
+    fields = parse_signature(legacy)
+    fields.pop("nrefs", None)
+    if "self" in fields:
+        fields["self"] = _LEGACY_COUNT.sub("", fields["self"])
+    return fields
+
+
+def superseded_signatures(signatures: Iterable[str]) -> set[str]:
+    """The signatures of the old form (with `nrefs:`) for which one of the current form
+    has the same settings: their scores are the same numbers, stored again when the counts
+    changed, so a report shows the current one only. A reference-free metric's current
+    signature names no reference fields (`refs`, `self`) at all."""
+    parsed = {signature: parse_signature(signature) for signature in set(signatures)}
+    current = [fields for fields in parsed.values() if "nrefs" not in fields]
+    superseded = set()
+    for legacy in (signature for signature, fields in parsed.items() if "nrefs" in fields):
+        fields = _current_fields(legacy)
+        if any(fields.keys() - new.keys() <= {"refs", "self"}
+               and all(fields.get(key) == value for key, value in new.items())
+               for new in current):
+            superseded.add(legacy)
+    return superseded
+
+
 # Fields whose value names itself in a label (`cider-d (pooled)`); others show key:value.
 SELF_NAMED_FIELDS = ("corpus", "model", "tok", "impl")
 
@@ -91,7 +122,7 @@ def _label_parts(parsed: list[dict[str, str]], strip_digests: bool) -> list[tupl
 def signature_labels(signatures: Iterable[str]) -> dict[str, str]:
     """Short unique labels for long signatures: the metric or scorer name, and where one
     name has several signatures, what tells them apart: `cider-d (pooled)` and
-    `cider-d (per-system)`, `bleu (self:kept(38))`. A corpus digest is shown only when
+    `cider-d (per-system)`, `bleu (self:kept)`. A corpus digest is shown only when
     the rest of the value does not tell the signatures apart."""
     groups: dict[str, list[str]] = {}
     for signature in sorted(set(signatures)):

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import Engine, Row
 from sqlmodel import SQLModel
 
-from metrics.base import CaptionItem
+from metrics.base import CaptionItem, ReferenceRule
 from metrics.registry import MetricOptions, build_metric
 from metrics.runner import MetricRun, Progress, caption_items, run_metric
 from storage.judgments import judgment_caption_rows, judgment_reference_ids, judgment_set
@@ -20,9 +20,9 @@ from storage.models import JudgmentMetricScore, MetricScore
 
 
 def load_items(engine: Engine, keep_self_references: bool = False
-               ) -> tuple[list[CaptionItem], str]:
-    """Every caption of the project as the metrics take it, and the reference description
-    of the signatures (see `metrics.runner.caption_items`)."""
+               ) -> tuple[list[CaptionItem], ReferenceRule]:
+    """Every caption of the project as the metrics take it, and the reference rule of the
+    signatures (see `metrics.runner.caption_items`)."""
     return caption_items(*caption_rows(engine), keep_self_references)
 
 

@@ -555,6 +555,9 @@ TRUSTED = {
         "the JSON the SPICE jar wrote into this process's own temporary folder",
     "metrics.wordnet:WordNet.__init__":
         "the system's WordNet database (/usr/share/wordnet): part of the machine",
+    "metrics.bertscore:_rescaling":
+        "the --bert-baseline file, hashed whole for the signature and parsed by bert-score: "
+        "a model's data, trusted like its folder (SECURITY.md)",
     "metrics.torch_device:model_label":
         "a local model folder's config.json: model folders are trusted (SECURITY.md)",
     "metrics.clip:ClipEmbedder._embed_images":
@@ -564,6 +567,9 @@ TRUSTED = {
         "np.load over a blob from the database (io.BytesIO), not a file",
     "storage.migrations:_head_in_files":
         "the Alembic revisions installed with thumb-tui",
+    "reports.retrieval:ModelFiles.where":
+        "a ranking file that read_rankings_json has read and checked whole (registered: "
+        "'ranked lists'), read again only to name the line of an id it refuses",
     "reports.render:_figures_html":
         "the report's own SVG figures, written by this command a moment before",
     "thumb_tui.cli.common:_sqlite_file":

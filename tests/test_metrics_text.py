@@ -196,10 +196,10 @@ def test_self_reference_is_left_out_and_the_signature_says_so(tmp_path):
     assert human.text == "A dog on grass."
     assert human.references == ("A brown dog.", "A puppy outside.")
     assert len(next(i for i in items if i.system == "M").references) == 3
-    assert "self:excluded(1)" in refs
+    assert refs.self_references == "excluded"
     kept, refs_kept = load_items(engine, keep_self_references=True)
     assert len(next(i for i in kept if i.system == "Human").references) == 3
-    assert "self:kept(1)" in refs_kept
+    assert refs_kept.self_references == "kept"
 
 
 def test_second_run_recomputes_nothing_and_scores_carry_signatures(sample):
@@ -213,7 +213,7 @@ def test_second_run_recomputes_nothing_and_scores_carry_signatures(sample):
     assert len(rows) == 180
     cider = parse_signature(first[2].signature)
     assert cider["metric"] == "cider-d" and cider["tok"] == "ptb-python"
-    assert cider["corpus"].startswith("per-system#") and cider["nrefs"] == "4"
+    assert cider["corpus"].startswith("per-system#") and cider["self"] == "excluded"
     assert "version" not in cider and cider["thumb-tui"]
     pooled = compute_metrics(sample, ["cider-d"], MetricOptions(cider_corpus="pooled",
                                                                 tokenizer="ptb-python"))

@@ -98,7 +98,8 @@ def test_a_plugin_metric_is_scored_stored_and_reported_with_its_signature(plugin
     assert {caption: value for caption, value, _ in stored} == {
         item.caption_id: len(item.text) for item in items}
     signature = stored[0][2]
-    assert signature.startswith("lab-length|impl:lab-metrics-0.1|unit:chars|refs:image|")
+    # reference-free: the clean-up, no reference fields
+    assert signature.startswith("lab-length|impl:lab-metrics-0.1|unit:chars|clean:thumb|")
 
     again = thumb(plugins, project, "--db", "p.db", "metrics", "compute",
                   "--metric", "lab-length", "--lab-unit", "chars")
