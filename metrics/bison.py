@@ -79,35 +79,50 @@ def baseline_choices(items: pd.DataFrame, images: dict[int, tuple[str | None, li
                      metric: Metric,
                      *, seed: int = 0, sampled: int = 4) -> tuple[str, pd.DataFrame]:
     """BISON section 6: pick the image whose reference captions give the query the higher
-    metric score. The query is removed from its own image's references; `sampled`
-    references are drawn (seeded) for the other image; query and references get THUMB's
+    metric score. The query is removed from its own image's references; then both
+    candidates are scored against the same number of references (`sampled`, or fewer where
+    a candidate has fewer), each candidate's drawn by its own generator seeded with
+    (`seed`, item, image): so neither image gets more references than the other, and
+    swapping an item's two images swaps its choice. Query and references get THUMB's
     clean-up, as `thumb metrics compute` gives them (`clean:thumb`). Returns (signature,
     choices)."""
-    rng = random.Random(seed)
     candidates = []
     for row in items.itertuples(index=False):
-        query, true_image = clean_caption(row.query), row.true_image
+        query = clean_caption(row.query)
         item_name = getattr(row, "item_key", row.item_id)  # (named by their keys, if given)
-        for image, image_name in ((row.image_a, getattr(row, "image_a_key", row.image_a)),
-                                  (row.image_b, getattr(row, "image_b_key", row.image_b))):
-            refs = [clean_caption(r) for r in images[image][1]]
-            if image == true_image:
-                refs = [r for r in refs if r.casefold() != query.casefold()]
-            else:
-                refs = rng.sample(refs, min(sampled, len(refs)))
-            if not refs:
+        pair = ((row.image_a, getattr(row, "image_a_key", row.image_a)),
+                (row.image_b, getattr(row, "image_b_key", row.image_b)))
+        pool = {image: _reference_pool(images[image][1], query, image == row.true_image)
+                for image, _ in pair}
+        for image, image_name in pair:
+            if not pool[image]:
                 raise RuntimeError(
                     f"BISON item {item_name!r}: image {image_name!r} has no reference "
-                    "captions to score the query against (import the project's captions "
-                    "with their references first: thumb import FILE)")
+                    "captions (other than the query) to score the query against (import "
+                    "the project's captions with their references first: thumb import "
+                    "FILE)")
+        count = min(sampled, *(len(refs) for refs in pool.values()))
+        for image, image_name in pair:
+            generator = random.Random(repr((seed, str(item_name), str(image_name))))
+            drawn = generator.sample(pool[image], count)
             # one "system" for all candidates: CIDEr-D's corpus is the whole item set
             candidates.append(CaptionItem(len(candidates), str(image), images[image][0], "bison",
-                                          query, tuple(refs)))
+                                          query, tuple(drawn)))
     scores = metric.score(candidates)
     signature = format_signature(f"bison-baseline-{metric.name}", {
         "metric": metric.signature(candidates, "candidate-image").replace("|", ";"),
-        "sampled": str(sampled), "seed": str(seed), "clean": "thumb"})
+        "query": "not-own-reference", "refs": f"up-to-{sampled}-same-for-both",
+        "draw": "seeded-per-item-image", "seed": str(seed), "clean": "thumb"})
     return signature, choices(items, scores[0::2], scores[1::2])
+
+
+def _reference_pool(references: list[str], query: str, is_true_image: bool) -> list[str]:
+    """An image's cleaned references to sample from: the true image's without the query
+    (which is one of its captions: scoring it against itself would give the answer away)."""
+    cleaned = [clean_caption(reference) for reference in references]
+    if not is_true_image:
+        return cleaned
+    return [reference for reference in cleaned if reference.casefold() != query.casefold()]
 
 
 def _coverage_warning(chosen: int, items: int) -> str | None:

@@ -7,6 +7,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from metrics.bison import ImageTextScorer, baseline_choices, bison_tables, model_choices
+from metrics.confidence import CI_METHOD
 from metrics.registry import MetricOptions, build_metric
 from storage.bison import (
     bison_frames,
@@ -42,3 +43,23 @@ def bison_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                  seed: int = 0) -> dict[str, pd.DataFrame]:
     """Human, model and baseline accuracy and human-model agreement (metrics.bison)."""
     return bison_tables(*bison_frames(engine), bootstrap=bootstrap, ci=ci, seed=seed)
+
+
+def bison_header(*, bootstrap: int, ci: float, seed: int) -> dict[str, object]:
+    """The CI settings a BISON report states, named as the other reports' headers name
+    them."""
+    return {"bootstrap": bootstrap, "ci": ci, "ci_method": CI_METHOD, "seed": seed}
+
+
+def bison_json(tables: dict[str, pd.DataFrame], header: dict[str, object]
+               ) -> dict[str, object]:
+    """The report as JSON: its header, then each table's records, every model also named
+    (`model`) by the label the table output gives it."""
+    from reports.numbers import json_records
+    from reports.render import labelled_bison_tables
+
+    _, labels = labelled_bison_tables(tables)
+    named = {name: table if "signature" not in table
+             else table.assign(model=table["signature"].map(labels))
+             for name, table in tables.items()}
+    return {"header": header, **{name: json_records(table) for name, table in named.items()}}

@@ -117,12 +117,24 @@ def coco_caption_annotations(path: Path) -> list[tuple[int, str, str, str]]:
 
 
 def coco_captions(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """caption id -> text and image id -> its captions, from a COCO captions file."""
+    """caption id -> text and image id -> its captions, from a COCO captions file. An id
+    given twice is refused (else the last text would silently become the query); repeats
+    are told by id and annotation number, since a COCO file is often a single line."""
+    problems = Problems(path)
     texts: dict[str, str] = {}
+    first_seen: dict[str, tuple[int, int]] = {}  # caption id -> (annotation number, line)
     per_image: dict[str, list[str]] = {}
-    for _, caption_id, image_id, text in coco_caption_annotations(path):
+    annotations = coco_caption_annotations(path)
+    for number, (line, caption_id, image_id, text) in enumerate(annotations, start=1):
+        if caption_id in first_seen:
+            first, first_line = first_seen[caption_id]
+            problems.add(line, f"duplicate id {caption_id} (annotation {number}; annotation "
+                               f"{first}, line {first_line}, has it already)")
+            continue
+        first_seen[caption_id] = number, line
         texts[caption_id] = text
         per_image.setdefault(image_id, []).append(text)
+    problems.raise_if_any()
     return texts, per_image
 
 

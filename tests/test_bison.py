@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from textual.widgets import Static
 
 from metrics.bison import ClipScorer
-from reports.bison import baseline, bison_report, evaluate
+from reports.bison import baseline, bison_header, bison_report, evaluate
 from reports.text import bison_text
 from storage import InputError, import_captions, open_database
 from storage.bison import BisonSession, import_bison
@@ -233,11 +233,12 @@ def test_caption_metric_baseline_on_items_with_known_answers(tmp_path):
     import_bison(engine, items, actor="t")
     for metric in ("bleu", "cider-d", "rouge-l"):
         signature, scored = baseline(engine, metric, seed=1)
-        assert scored == 3 and "sampled:4" in signature and "clean:thumb" in signature
+        assert scored == 3 and "clean:thumb" in signature
+        assert "refs:up-to-4-same-for-both" in signature
     tables = bison_report(engine, bootstrap=0)
     models = tables["models"]
     assert (models["accuracy"] == 1.0).all() and len(models) == 3
-    text = bison_text(tables)
+    text = bison_text(tables, bison_header(bootstrap=0, ci=0.9, seed=0))
     table_rows = text[:text.index("signatures:")].splitlines()
     assert max(len(line) for line in table_rows) <= 80
     for signature in models["signature"]:
@@ -268,7 +269,8 @@ def test_a_model_that_chose_before_items_were_added_is_marked_and_labelled(tmp_p
     assert models.loc[before, "ci_warning"].startswith(
         f"chose an image for 5 of the {len(items)} items")
     assert pd.isna(models.loc[after, "ci_warning"])
-    text = bison_text(bison_report(engine, bootstrap=0))
+    text = bison_text(bison_report(engine, bootstrap=0),
+                      bison_header(bootstrap=0, ci=0.9, seed=0))
     corpora = [re.search(r"corpus:([^;|]+)", s).group(1) for s in (before, after)]
     assert "()" not in text
     assert all(f"bison-baseline-cider-d ({corpus}) " in text for corpus in corpora)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +11,7 @@ import typer
 
 from rubrics import printable
 from storage.events import os_login
+from thumb_tui.cli.analysis import metric_option_parameters
 from thumb_tui.cli.common import (
     ActorOption,
     AllowDownloadOption,
@@ -73,19 +75,8 @@ def bison_annotate_command(
     run_app(ThumbApp(screen=BisonScreen(session, mode)))
 
 
-@app.command("evaluate")
-def bison_evaluate_command(
-    scorer: Annotated[str, typer.Option("--scorer", help="clip, or a caption metric for the "
-                                                         "BISON baseline (bleu, cider-d, …).")]
-    = "clip",
-    model: Annotated[str, typer.Option("--model", help="CLIP model name or local folder.")]
-    = "openai/clip-vit-base-patch32",
-    device: Annotated[str, typer.Option("--device")] = "auto",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
-    seed: Annotated[int, typer.Option("--seed", help="Baseline: reference sampling.")] = 0,
-    allow_download: AllowDownloadOption = False,
-) -> None:
-    """Let a model (or a caption-metric baseline) choose an image for every item."""
+def bison_evaluate_command(scorer: str = "clip", seed: int = 0, allow_download: bool = False,
+                           **metric_settings: object) -> None:
     model_hub(allow_download)
     from metrics.bison import ClipScorer
     from metrics.registry import MetricOptions, metric_classes
@@ -93,15 +84,43 @@ def bison_evaluate_command(
 
     engine = state.existing_engine
     with value_errors():
+        options = MetricOptions(**metric_settings)
         if scorer == "clip":
-            signature, count = evaluate(engine, ClipScorer(model, device, batch_size))
+            signature, count = evaluate(engine, ClipScorer(
+                options.clip_model, options.device, options.batch_size))  # type: ignore[arg-type]
         elif scorer in metric_classes():
-            signature, count = baseline(engine, scorer, seed=seed, options=MetricOptions(
-                device=device, batch_size=batch_size))
+            signature, count = baseline(engine, scorer, seed=seed, options=options)
         else:
             raise ValueError(f"unknown scorer {scorer!r}: clip or one of "
                              f"{', '.join(metric_classes())}")
     typer.echo(f"{count} items scored\n  {signature}")
+
+
+def _register_evaluate() -> None:
+    """`thumb bison evaluate` with the options every metric declares, as `thumb metrics
+    compute` has them: a baseline's metric (BERTScore's model and layer, CLIP-S's model, …)
+    is chosen as it is there, and `--scorer clip` takes `--clip-model` like the others."""
+    fixed = [
+        inspect.Parameter("scorer", inspect.Parameter.KEYWORD_ONLY, default="clip",
+                          annotation=Annotated[str, typer.Option(
+                              "--scorer", help="clip (the CLIP model of --clip-model), or a "
+                                               "caption metric for the BISON baseline (bleu, "
+                                               "cider-d, bertscore, …).")]),
+        inspect.Parameter("seed", inspect.Parameter.KEYWORD_ONLY, default=0,
+                          annotation=Annotated[int, typer.Option(
+                              "--seed", help="Baseline: reference sampling.")]),
+        inspect.Parameter("allow_download", inspect.Parameter.KEYWORD_ONLY, default=False,
+                          annotation=AllowDownloadOption),
+    ]
+    parameters = fixed + metric_option_parameters()
+    bison_evaluate_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    bison_evaluate_command.__annotations__ = {p.name: p.annotation for p in parameters}
+    bison_evaluate_command.__doc__ = ("Let a model (or a caption-metric baseline) choose an "
+                                      "image for every item.")
+    app.command("evaluate")(bison_evaluate_command)
+
+
+_register_evaluate()
 
 
 @app.command("report")
@@ -114,13 +133,12 @@ def bison_report_command(
 ) -> None:
     """Human accuracy, model and baseline accuracy, human-model agreement."""
     check_format(fmt, REPORT_FORMATS)
-    from reports.bison import bison_report
+    from reports.bison import bison_header, bison_json, bison_report
     from reports.text import bison_text
 
     tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    header = bison_header(bootstrap=bootstrap, ci=ci, seed=seed)
     if fmt == "json":
-        from reports.numbers import json_records
-
-        typer.echo(json.dumps({k: json_records(v) for k, v in tables.items()}, indent=1))
+        typer.echo(json.dumps(bison_json(tables, header), indent=1))
         return
-    typer.echo(printable(bison_text(tables)))
+    typer.echo(printable(bison_text(tables, header)))
