@@ -14,7 +14,12 @@ from reports.judgments import judgment_metric_values
 from reports.tables import metric_columns
 from storage.exporter import export_ratings, write_frame
 from storage.import_rows import METRIC_COLUMN_PREFIX
-from storage.judgments import judgment_pairs, judgment_scores, judgment_set
+from storage.judgments import (
+    judgment_image_paths,
+    judgment_pairs,
+    judgment_scores,
+    judgment_set,
+)
 from storage.metric_scores import metric_scores
 
 
@@ -76,5 +81,7 @@ def export_judgment_set(engine: Engine, name: str, out: Path, fmt: str, *, raw: 
             columns={"image": "image_id"})
         signatures = {f"{column}:{side}": signature
                       for column, signature in signatures.items() for side in ("a", "b")}
+    if paths := judgment_image_paths(engine, info.id, out.resolve().parent):
+        frame.insert(1, "image", frame["image_id"].map(paths))  # their files import again
     write_frame(frame, out, fmt, raw=raw)
     return len(frame), _write_signatures(signatures_out or signatures_path(out), signatures)

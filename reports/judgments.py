@@ -46,6 +46,15 @@ class JudgmentReport:
     agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+def ci_words(report: JudgmentReport, *, paired: bool = False) -> str:
+    """How a table's heading names its CIs: `90% BCa CIs over images` (`paired`: `paired
+    bootstrap 90% BCa CIs`), or, where --bootstrap 0 computed none, that it has none."""
+    if not report.header["bootstrap"]:
+        return "no CIs: --bootstrap 0"
+    ci = f"{report.header['ci']:.0%} BCa"
+    return f"paired bootstrap {ci} CIs" if paired else f"{ci} CIs over images"
+
+
 def judgment_metric_values(engine: Engine, info: JudgmentSetInfo
                            ) -> tuple[pd.DataFrame, dict[str, str]]:
     """caption_id x metric label table of the set's stored scores, and label -> signature."""

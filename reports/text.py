@@ -21,7 +21,7 @@ from reports.render import (
     judgment_frames,
     labelled_bison_tables,
     markdown_table,
-    noted,
+    with_intervals,
 )
 from reports.retrieval_text import TERMINAL_WIDTH
 from rubrics import THUMB_1_0, Rubric
@@ -258,17 +258,19 @@ def _padded(line: str, width: int) -> str:
     return line + " " * (width - cell_len(line))
 
 
-def bison_text(tables: dict[str, pd.DataFrame]) -> str:
-    """The BISON tables, each model named by a short label whose signature is listed once
-    below."""
+def bison_text(tables: dict[str, pd.DataFrame], header: dict[str, object]) -> str:
+    """The BISON tables under the header of their CI settings (`bootstrap: 0` alone when
+    there are none), each accuracy with its CI beside it, each model named by a short
+    label whose signature is listed once below."""
     shown, labels = labelled_bison_tables(tables)
-    lines = []
+    lines = ([f"{key.replace('_', ' ')}: {terminal_text(header_value(value))}"
+              for key, value in header.items()] if header["bootstrap"]
+             else ["bootstrap: 0 (no CIs)"])
     for name, table in shown.items():
         lines += ["", name]
         notes = Notes()
-        lines.append(noted(table, notes).to_string(index=False,
-                                                   float_format=lambda v: f"{v:.3f}")
-                     if len(table) else "(none)")
+        lines.append(with_intervals(table, "accuracy", notes).to_string(
+            index=False, float_format=lambda v: f"{v:.3f}") if len(table) else "(none)")
         lines += notes.lines()
     if labels:
         lines += ["", "signatures:"]
@@ -295,6 +297,24 @@ def fitted(columns: list[str], render: Callable[[list[str]], str], *, keys: int 
     return [render([*head, *chunk]) for chunk in chunks]
 
 
+def _keys_wrapped(frame: pd.DataFrame, width: int = TERMINAL_WIDTH) -> pd.DataFrame:
+    """`frame` with each cell of its first column (what names a row: a metric label, or two
+    compared) broken at spaces onto lines narrow enough that it and the widest other
+    column fit `width` side by side: `fitted` splits the other columns, never the key."""
+    key, others = frame.columns[0], frame.columns[1:]
+    widest = max((_width("\n".join([str(column), *frame[column]])) for column in others),
+                 default=0)
+    room = max(width - widest - 2, len(str(key)))  # tabulate puts 2 spaces between columns
+
+    def wrapped(cell: str) -> str:
+        if _width(cell) <= room:
+            return cell
+        return "\n".join(textwrap.wrap(cell, room, break_long_words=False,
+                                       break_on_hyphens=False))
+
+    return frame.assign(**{key: frame[key].map(wrapped)})
+
+
 def judgment_text(report: JudgmentReport) -> str:
     """A judgment set's report for the terminal: its header, then each table with every
     CI under its value, then the signatures."""
@@ -305,7 +325,7 @@ def judgment_text(report: JudgmentReport) -> str:
     if (hint := metrics_hint(report, terminal_text)) is not None:
         lines += ["", hint]
     for title, frame, notes in judgment_frames(report, terminal_text):
-        stacked = frame.map(lambda cell: str(cell).replace(" [", "\n["))
+        stacked = _keys_wrapped(frame.map(lambda cell: str(cell).replace(" [", "\n[")))
 
         def table(columns: list[str], stacked: pd.DataFrame = stacked) -> str:
             return tabulate(stacked[columns], headers="keys", showindex=False,

@@ -126,13 +126,15 @@ class JudgmentImportSummary:
     references: int = 0
     judges: int = 0
     judgments: int = 0
+    notes: list[str] = field(default_factory=list)  # what was imported but may be a slip
 
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in (
             (self.images, "image"), (self.captions, "caption"),
             (self.references, "reference"), (self.judges, "judge"),
             (self.judgments, "judgment")))
-        return f"{self.file}: judgment set {self.name!r} ({self.kind}): {counts} imported"
+        return "\n".join([f"{self.file}: judgment set {self.name!r} ({self.kind}): {counts} "
+                          "imported", *(f"note: {note}" for note in self.notes)])
 
 
 def _required(record: Record, name: str) -> str:
@@ -307,36 +309,38 @@ def _check_columns(records: list[tuple[int, Record]], kind: str, path: Path,
 
 class Reference(NamedTuple):
     """A reference of an image; `id` when its file gives one (`reference_id`, or a COCO
-    annotation's `id`): a caption with that caption_id is this reference."""
+    annotation's `id`): a caption with that caption_id is this reference. `line`: where
+    its file gives it."""
 
     text: str
-    id: str | None = None
+    id: str | None
+    line: int
 
 
-def read_references(path: Path) -> dict[str, tuple[Reference, ...]]:
+def read_references(path: Path, problems: Problems) -> dict[str, tuple[Reference, ...]]:
     """image key -> references, in file order, from a CSV/JSONL of `image_id, reference`
     rows (optional `reference_id`) or a COCO captions JSON file (`annotations` with `id`,
-    `image_id` and `caption`). A reference id appears once per image."""
-    problems = Problems(path)
+    `image_id` and `caption`). A reference id appears once per image (references without
+    ids that repeat a text: `_repeated_references`). The problems of rows go to
+    `problems` (those rows left out); a file that cannot be read at all raises InputError."""
     references: dict[str, list[Reference]] = {}
     id_line: dict[tuple[str, str], int] = {}
 
     def add(line: int, key: str, text: str, reference_id: str | None) -> None:
+        # a COCO file on one line has every annotation at line 1: compare ids, not lines
         if reference_id is not None:
-            # a COCO file on one line has every annotation at line 1: compare ids, not lines
             if (key, reference_id) in id_line:
                 problems.add(line, f"reference_id {reference_id!r} of image {key!r} is "
                                    f"given already at line {id_line[key, reference_id]}")
                 return
             id_line[key, reference_id] = line
-        references.setdefault(key, []).append(Reference(text, reference_id))
+        references.setdefault(key, []).append(Reference(text, reference_id, line))
 
     if path.suffix.lower() == ".json":
         from storage.bison import coco_caption_annotations
 
         for line, reference_id, key, text in coco_caption_annotations(path):
             add(line, key, text, reference_id)
-        problems.raise_if_any()
         return {key: tuple(texts) for key, texts in references.items()}
     records = read_records(path, schema=REFERENCE_SCHEMA, problems=problems)
     columns = set().union(*(record.keys() for _, record in records))
@@ -354,7 +358,6 @@ def read_references(path: Path) -> dict[str, tuple[Reference, ...]]:
             problems.add(line, message)
         if not found:
             add(line, key, text, _text(record, "reference_id"))
-    problems.raise_if_any()
     return {key: tuple(texts) for key, texts in references.items()}
 
 
@@ -374,6 +377,10 @@ def _caption_key(row: JudgmentRow, text: str) -> tuple:
     if row.caption_id is not None:
         return ("id", row.image_key, row.caption_id)
     return ("text", row.image_key, text)
+
+
+def _category_text(category: str | None) -> str:
+    return "(none given)" if category is None else repr(category)
 
 
 def _plan(rows: list[JudgmentRow], problems: Problems) -> _Plan:
@@ -408,7 +415,8 @@ def _plan(rows: list[JudgmentRow], problems: Problems) -> _Plan:
             pair = frozenset(keys)
             first_category = category_line.setdefault(pair, (row.line, row.category))
             if first_category[1] != row.category:
-                add(row.line, f"category {row.category!r} differs from line "
+                add(row.line, f"category {_category_text(row.category)} differs from "
+                              f"{_category_text(first_category[1])} at line "
                               f"{first_category[0]} for the same pair")
         plan.judgments.append((row, keys))
     return plan
@@ -436,15 +444,15 @@ def import_judgments(
     problems = Problems(path)
     try:
         records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)
-    except InputError as refused:  # an empty JSONL file: say what it should hold
+    except InputError as refused:  # no records at all: say what the file should hold
         if [p.message for p in refused.problems] != ["no records found"]:
             raise
-        raise InputError([Problem(path, 1, f"empty file: expected one JSON object per line "
-                                           f"with the keys {columns_text(kind)}")]) from None
+        raise InputError([Problem(path, 1, _no_records(path, kind))]) from None
     if not records and any(p.message.startswith("empty file") for p in problems.items):
         # one line naming the columns, not one per missing column
         problems.items = [Problem(path, 1, f"empty file: expected a header with the columns "
                                            f"{columns_text(kind)}")]
+    if not records:  # every record was refused: its columns cannot be told missing
         problems.raise_if_any()
     read_problems = len(problems.items)
     _check_columns(records, kind, path, problems)
@@ -463,24 +471,90 @@ def import_judgments(
             problems.add(line, str(exc))
     plan = _plan(rows, problems)
     refs: dict[str, tuple[Reference, ...]] = {}
-    if references is not None:
+    if references is not None:  # its problems are listed with the judgment file's own
+        reference_problems = Problems(Path(references))
         try:
-            refs = read_references(Path(references))
-        except InputError as refused:  # listed with the judgment file's own problems
+            refs = read_references(Path(references), reference_problems)
+        except InputError as refused:
             problems.items += refused.problems
         else:
-            for key, (line, _) in plan.images.items():
-                if key not in refs:
-                    problems.add(line, f"image {key!r} has no references in "
-                                       f"{Path(references)}")
+            _check_reference_images(refs, plan, reference_problems, problems)
+            problems.items += reference_problems.items
     problems.raise_if_any()
     with write_transaction(engine) as connection:
         table = JudgmentSet.__table__
         if connection.execute(select(table.c.id).where(table.c.name == name)).first():
             raise InputError([Problem(path, 0, f"a judgment set named {name!r} exists "
                                                "already; choose another --name")])
-        return _write(connection, plan, refs, JudgmentImportSummary(path, name, kind),
-                      scale, actor=actor, references=references)
+        summary = JudgmentImportSummary(path, name, kind)
+        if references is not None:
+            summary.notes += [note for note in (
+                _repeated_references(refs, Path(references)),
+                _unjudged_images(refs, plan, Path(references))) if note]
+        return _write(connection, plan, refs, summary, scale, actor=actor,
+                      references=references)
+
+
+def _repeated_references(refs: dict[str, tuple[Reference, ...]], path: Path) -> str | None:
+    """A note on the references without a reference_id that repeat a text of their image:
+    kept, since two annotators may write the same sentence (COCO has such) and BLEU and
+    CIDEr-D count each annotator's reference, but said, since a row pasted twice would
+    count twice. None when there are none."""
+    repeats = []
+    for given in refs.values():
+        first_line: dict[str, int] = {}
+        for reference in given:
+            if reference.id is None and reference.text in first_line:
+                repeats.append(f"line {reference.line} = line {first_line[reference.text]}")
+            elif reference.id is None:
+                first_line[reference.text] = reference.line
+    if not repeats:
+        return None
+    shown = ", ".join(repeats[:5]) + (f" and {len(repeats) - 5} more" if len(repeats) > 5
+                                      else "")
+    return (f"{path}: {len(repeats)} reference{'s' if len(repeats) > 1 else ''} without a "
+            f"reference_id repeat{'' if len(repeats) > 1 else 's'} another of the same image "
+            f"({shown}): kept as another annotator's (give reference_id to say so, or "
+            "remove a row given twice: it counts twice in BLEU and CIDEr-D)")
+
+
+def _no_records(path: Path, kind: str) -> str:
+    """What a file without a single record should hold, in its own format's words."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return (f"empty file: expected one JSON object per line with the keys "
+                f"{columns_text(kind)}")
+    where = " under the header" if suffix == ".csv" else ""
+    return f"no rows{where}: expected one judgment per row with the columns {columns_text(kind)}"
+
+
+def _check_reference_images(refs: dict[str, tuple[Reference, ...]], plan: _Plan,
+                            reference_problems: Problems, problems: Problems) -> None:
+    """Every judged image has references (said only when the references file read
+    cleanly: a refused row would make its image look bare)."""
+    if not reference_problems.items:
+        for key, (line, _) in plan.images.items():
+            if key not in refs:
+                problems.add(line, f"image {key!r} has no references in "
+                                   f"{reference_problems.file}")
+
+
+def _unjudged_images(refs: dict[str, tuple[Reference, ...]], plan: _Plan, path: Path
+                     ) -> str | None:
+    """A note on the images of a CSV/JSONL references file that no judgment names: a
+    references file may cover a whole data set (a COCO captions file always does, so it
+    gets none), but a typo'd image_id would otherwise be left out without a word. None
+    when every image is judged."""
+    if path.suffix.lower() == ".json":
+        return None
+    unjudged = [(given[0].line, key) for key, given in refs.items() if key not in plan.images]
+    if not unjudged:
+        return None
+    shown = ", ".join(f"{key!r} at line {line}" for line, key in unjudged[:5]) + (
+        f" and {len(unjudged) - 5} more" if len(unjudged) > 5 else "")
+    return (f"{path}: {len(unjudged)} image{'s' if len(unjudged) > 1 else ''} that no "
+            f"judgment names ({shown}): {'their' if len(unjudged) > 1 else 'its'} "
+            "references are left out (a typo in image_id?)")
 
 
 def _write(connection: Connection, plan: _Plan, refs: dict[str, tuple[Reference, ...]],

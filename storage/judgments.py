@@ -4,6 +4,7 @@ judgments and the stored metric scores, as tidy frames for the statistics in `me
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, Row, func, select
@@ -44,6 +45,15 @@ class JudgmentSetInfo:
     def continuous(self) -> bool:
         """Scores are any real number in the range (interval data), not ranked levels."""
         return self.scale_step == 0
+
+    @property
+    def import_options(self) -> list[str]:
+        """The options of `thumb judgments import` that give a set this kind and scale."""
+        if self.kind == "pairwise":
+            return ["--kind", "pairwise"]
+        steps = {1.0: [], 0.5: ["--halves"], 0.0: ["--continuous"]}
+        return ["--scale", f"{self.scale_min:g}-{self.scale_max:g}",
+                *steps[self.scale_step]]
 
 
 def judgment_sets(engine: Engine) -> list[JudgmentSetInfo]:
@@ -100,6 +110,33 @@ def judgment_reference_ids(engine: Engine, set_id: int) -> dict[int, list[str | 
         ):
             ids.setdefault(row.image_id, []).append(row.external_id)
     return ids
+
+
+def judgment_image_paths(engine: Engine, set_id: int, folder: Path) -> dict[str, str]:
+    """image key -> its file as an export in `folder` names it (relative to that folder,
+    as the import resolves it), for the images that have a file."""
+    from storage.exporter import image_path_in_export  # (loads pandas)
+
+    image = JudgmentImage.__table__
+    with engine.connect() as connection:
+        return {row.key: image_path_in_export(row.path, folder) for row in connection.execute(
+            select(image.c.key, image.c.path).where(image.c.set_id == set_id,
+                                                    image.c.path.is_not(None)))}
+
+
+def judgment_references(engine: Engine, set_id: int) -> pd.DataFrame:
+    """The set's references as a references file gives them: image_id (the image's key),
+    reference, reference_id (None where its file gave none), each image's in order."""
+    import pandas as pd
+
+    ref, image = JudgmentReference.__table__, JudgmentImage.__table__
+    with engine.connect() as connection:
+        return pd.read_sql(
+            select(image.c.key.label("image_id"), ref.c.text.label("reference"),
+                   ref.c.external_id.label("reference_id"))
+            .join(image, ref.c.image_id == image.c.id)
+            .where(image.c.set_id == set_id).order_by(image.c.id, ref.c.position),
+            connection)
 
 
 def judgment_scores(engine: Engine, set_id: int) -> pd.DataFrame:

@@ -158,7 +158,8 @@ def test_a_pairwise_set_and_its_refusals(engine, tmp_path):
     assert f"{bad}:2: caption_a and caption_b are the same caption" in message
     # issue #26: line 1's bad choice does not hide that j judged the pair again at line 3
     assert f"{bad}:3: judge 'j' already judged this pair at line 1" in message
-    assert f"{bad}:4: category 'hm' differs from line 1 for the same pair" in message
+    assert (f"{bad}:4: category 'hm' differs from (none given) at line 1 for the same pair"
+            in message)
     assert f"{bad}:5: caption_a is missing" in message
     assert database_dump(engine) == before
 
@@ -372,7 +373,7 @@ def test_literature_metrics_on_a_judgment_set_see_the_texts_as_released(tmp_path
     changed = {}
     for signature, scores in stored.items():
         fields = parse_signature(signature)
-        assert fields["self"] == "excluded(0)" and fields["nrefs"] == "4"
+        assert fields["self"] == "excluded" and "nrefs" not in fields
         ours = np.array([scores[pair] for pair in pairs])
         difference = np.abs(ours - expected[fields["metric"]])
         if fields["metric"] == "cider-d":

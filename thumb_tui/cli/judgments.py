@@ -4,6 +4,8 @@ choices between two captions), and how well the automatic metrics agree with the
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -158,17 +160,36 @@ def export_command(
     raw: RawOption = False,
 ) -> None:
     """The judgments as a tidy table with each caption's metric scores (one column per
-    metric, named as in reports; signatures in OUT.signatures.json)."""
+    metric, named as in reports; signatures in OUT.signatures.json), and the set's
+    references with their ids in OUT's name with .references before its suffix: what
+    `thumb judgments import` takes to make the set again (the command is printed)."""
     from reports.exports import export_judgment_set, signatures_path
+    from reports.text import terminal_text
+    from storage.exporter import write_frame
+    from storage.judgments import judgment_image_paths, judgment_references, judgment_set
 
     fmt = EXPORT_FORMATS.get(out.suffix.lower())
     if fmt is None:
         fail(f"--out must end in {', '.join(EXPORT_FORMATS)}")
     output_file(out, force=force, fmt=fmt)
     signatures = signatures_path(out)
+    references = out.with_name(f"{out.stem}.references{out.suffix}")
+    engine = state.existing_engine
     with value_errors(), Outputs(force) as files:
+        info = judgment_set(engine, name)
         rows, written_signatures = export_judgment_set(
-            state.existing_engine, name, files.file(out, fmt=fmt), fmt, raw=raw,
+            engine, name, files.file(out, fmt=fmt), fmt, raw=raw,
             signatures_out=files.file(signatures, optional=True))
+        reference_rows = judgment_references(engine, info.id)
+        if len(reference_rows):
+            write_frame(reference_rows, files.file(references, fmt=fmt), fmt, raw=raw)
     typer.echo(f"wrote {rows} rows to {out}"
                + (f" (metric signatures in {signatures})" if written_signatures else ""))
+    again = ["thumb", "judgments", "import", str(out), "--name", name, *info.import_options]
+    if len(reference_rows):
+        typer.echo(f"wrote {len(reference_rows)} references to {references}")
+        again += ["--references", str(references)]
+    images = judgment_image_paths(engine, info.id, out.resolve().parent).values()
+    if any(path.split(os.sep, 1)[0] == os.pardir for path in images):  # as written
+        again.append("--allow-outside-images")
+    typer.echo(f"import it again with: {terminal_text(shlex.join(again))}")
