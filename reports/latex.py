@@ -16,8 +16,19 @@ import pandas as pd
 
 from reports.judgments import JudgmentReport
 from reports.numbers import ci_bounds, is_missing
-from reports.render import Notes, header_value, judgment_frames
+from reports.render import (
+    NO_WILLIAMS,
+    WILLIAMS_NOTE,
+    WILLIAMS_TITLE,
+    Notes,
+    differences_frame,
+    header_value,
+    judgment_frames,
+    williams_table,
+    with_intervals,
+)
 from reports.retrieval_text import rank_rows, tau_rows
+from reports.summary import summarize
 from reports.tables import Report, reference_systems, score_labels
 from reports.text import (
     KIND_LABELS,
@@ -45,7 +56,8 @@ TABLES_FOLDER = "tables"
 REPORT_FILE = "report.tex"
 # The report's tables in the order report.tex inputs them (each written when it can be
 # computed): tables/NAME.tex
-REPORT_TABLES = ("table2", "metric-means", "table3", "table4", "correlations")
+REPORT_TABLES = ("table2", "differences", "metric-means", "table3", "table4", "correlations",
+                 "pairwise", "williams")
 
 
 @dataclass(frozen=True)
@@ -271,18 +283,77 @@ def correlations(report: Report) -> LatexTable:
                       align="llllrr", notes=_note_lines(notes))
 
 
+def frame_table(name: str, caption: str, frame: pd.DataFrame, notes: Sequence[str] = (),
+                text_columns: Sequence[str] = ()) -> LatexTable:
+    """A table the Markdown report shows, from its frame of cells (stored text not
+    escaped yet): the first column and `text_columns` escaped as text, the others as
+    numbers (a minus sign before a negative one)."""
+    text = [index == 0 or column in text_columns for index, column in enumerate(frame.columns)]
+    return LatexTable(
+        name, for_latex(caption), [for_latex(str(column)) for column in frame.columns],
+        [[(for_latex if is_text else numeric)("" if is_missing(cell) else str(cell))
+          for cell, is_text in zip(row, text, strict=True)]
+         for row in frame.itertuples(index=False)],
+        notes=[for_latex(note) for note in notes],
+        align="".join("l" if is_text else "r" for is_text in text))
+
+
+def differences(report: Report) -> LatexTable:
+    """Every pair of systems: the difference of mean Totals with its paired CI."""
+    notes = Notes()
+    how, frame = differences_frame(report, notes)
+    return frame_table("differences", f"Differences between systems (human Total). {how}",
+                       frame, notes.lines(), text_columns=("versus", "significant"))
+
+
+def pairwise(report: Report) -> LatexTable:
+    """BISON-style pairwise choices: how often each metric prefers the caption of higher
+    human Total."""
+    notes = Notes()
+    return frame_table("pairwise", "BISON-style pairwise choices (caption pairs of one "
+                       "image whose Totals differ): each metric's accuracy.",
+                       with_intervals(report.pairwise, "accuracy", notes),
+                       notes.lines())
+
+
+def williams(report: Report) -> LatexTable:
+    """The significant Williams tests, with n: the captions both metrics score."""
+    frame = williams_table(report)
+    frame[["r", "r vs", "p"]] = frame[["r", "r vs", "p"]].map("{:.3f}".format)
+    return frame_table("williams", f"{WILLIAMS_TITLE}. {WILLIAMS_NOTE}", frame,
+                       text_columns=("versus", "dim", "subset"))
+
+
 def report_tables(report: Report) -> list[LatexTable]:
     """The report's tables that can be computed, in the order of REPORT_TABLES."""
     if report.data.empty:
         return []
     missing = {note["key"] for note in report.missing}
     builders: dict[str, Callable[[Report], LatexTable]] = {
-        "table2": table2, "metric-means": metric_means, "table3": table3,
-        "table4": table4, "correlations": correlations}
-    needs = {"table2": "human", "metric-means": "metrics", "table3": "human",
-             "table4": "correlations", "correlations": "correlations"}
-    tables = [builders[name](report) for name in REPORT_TABLES if needs[name] not in missing]
+        "table2": table2, "differences": differences, "metric-means": metric_means,
+        "table3": table3, "table4": table4, "correlations": correlations,
+        "pairwise": pairwise, "williams": williams}
+    needs = {"table2": "human", "differences": "human", "metric-means": "metrics",
+             "table3": "human", "table4": "correlations", "correlations": "correlations",
+             "pairwise": "correlations", "williams": "correlations"}
+    frames = {"differences": report.differences, "pairwise": report.pairwise,
+              "williams": report.williams}
+    tables = [builders[name](report) for name in REPORT_TABLES
+              if needs[name] not in missing and not frames.get(name, report.data).empty]
     return [table for table in tables if table.rows]
+
+
+def omitted_sections(report: Report) -> list[str]:
+    """The sections of the Markdown and HTML reports that the LaTeX report leaves out
+    (named in report.tex and on stderr, never dropped silently)."""
+    sections = [("the BISON tables", bool(report.bison)),
+                ("the retrieval results", not report.retrieval.empty),
+                ("the gold items' accuracy", not report.gold.empty),
+                ("the progress per stage", not report.progress.empty
+                 and bool(report.header.get("images"))),
+                ("the figures", not report.data.empty)]
+    return [f"{name}: thumb report --format md or html has them"
+            for name, there in sections if there]
 
 
 def document(title: str, body: Iterable[str]) -> str:
@@ -312,8 +383,15 @@ def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
     # which final scores, CIs and version
     facts = [f"{key.replace('_', ' ')}: {header_value(value)}"
              for key, value in report.header.items()]
-    body = [*_itemize([for_latex(fact) for fact in facts])]
+    body = [r"\subsection*{Summary}",
+            *_itemize([for_latex(line) for line in summarize(report).sentences()]),
+            r"\subsection*{Settings}", *_itemize([for_latex(fact) for fact in facts])]
     body += [rf"\input{{{TABLES_FOLDER}/{table.name}}}" for table in tables]
+    if not report.williams.empty and "williams" not in {table.name for table in tables}:
+        body += [for_latex(f"{WILLIAMS_TITLE}: {NO_WILLIAMS}")]
+    for number, judgments in enumerate(report.judgments, start=1):
+        body += [rf"\subsection*{{{for_latex(f'Judgment set {judgments.info.name}')}}}",
+                 *_judgment_body(judgments, f"judgments-{number}", "subsubsection")]
     if report.broken:
         body += [r"\subsection*{Images flagged as broken (left out of the tables)}",
                  *_itemize([for_latex(f"{item.key}: {item.reason} (flagged by "
@@ -324,6 +402,9 @@ def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
     if report.missing:
         body += [r"\subsection*{Not computed yet}",
                  *_itemize([for_latex(line) for line in missing_lines(report)])]
+    if omitted := omitted_sections(report):
+        body += [r"\subsection*{Not in this LaTeX report}",
+                 *_itemize([for_latex(line) for line in omitted])]
     return document("thumb-tui report", body)
 
 
@@ -376,22 +457,25 @@ def agreement_document(agreement: pd.DataFrame, *, ci: float, bootstrap: int,
 def judgment_document(report: JudgmentReport) -> str:
     """`thumb judgments report` as a document: each of its tables (values with their
     BCa CIs), its header and the metrics' signatures."""
+    return document(for_latex(f"Judgment set {report.info.name}"),
+                    _judgment_body(report, "judgments", "subsection"))
+
+
+def _judgment_body(report: JudgmentReport, name: str, heading: str) -> list[str]:
+    """A judgment set's header, each of its tables (named `name-1`, ...) and its metrics'
+    signatures under a `heading` (a LaTeX sectioning command): its own document, or a
+    section of `thumb report`'s."""
     header = [for_latex(f"{key.replace('_', ' ')}: {header_value(value)}")
               for key, value in report.header.items()]
     body = _itemize(header)
     for number, (title, frame, notes) in enumerate(judgment_frames(report, str), start=1):
         # the first column names a metric or a statistic, "note" says why: text; the
         # others hold numbers
-        text = [index == 0 or column == "note" for index, column in enumerate(frame.columns)]
-        body.append(LatexTable(
-            f"judgments-{number}", for_latex(title), [for_latex(str(c)) for c in frame.columns],
-            [[(for_latex if is_text else numeric)("" if is_missing(cell) else str(cell))
-              for cell, is_text in zip(row, text, strict=True)]
-             for row in frame.itertuples(index=False)],
-            notes=[for_latex(note) for note in notes]).latex())
+        body.append(frame_table(f"{name}-{number}", title, frame, notes,
+                                text_columns=("note",)).latex())
     if report.signatures:
-        body += [r"\subsection*{Signatures}", *_signature_items(report.signatures)]
-    return document(for_latex(f"Judgment set {report.info.name}"), body)
+        body += [rf"\{heading}*{{Signatures}}", *_signature_items(report.signatures)]
+    return body
 
 
 def comparison_document(ranks: pd.DataFrame, tau: pd.DataFrame) -> str:

@@ -23,7 +23,7 @@ import pandas as pd
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
 from reports.figures import WrittenFigure, draw_figures
-from reports.judgments import JudgmentReport, metrics_hint
+from reports.judgments import JudgmentReport, ci_words, metrics_hint
 from reports.numbers import ci_bounds, json_records, mean_with_ci
 from reports.summary import subset_words, summarize
 from reports.tables import Report, score_labels
@@ -160,33 +160,35 @@ def _with_cis(report: Report) -> bool:
     return int(report.header.get("bootstrap", 0) or 0) > 0
 
 
-def _differences_table(report: Report) -> str:
+def differences_frame(report: Report, notes: Notes) -> tuple[str, pd.DataFrame]:
     """Every pair of systems: the difference of mean Totals with its paired CI, and whether
-    the CI leaves out 0."""
-    notes = Notes(for_markdown)
+    the CI leaves out 0; with the sentence that says how it was computed."""
     table = report.differences
     ci = f"{float(report.header.get('ci', 0.9)):.0%}"
     if not _with_cis(report):
-        shown = pd.DataFrame({"system": table["system"], "versus": table["versus"],
-                              "Δ Total": _cells(table, "difference", notes),
-                              "images": table["images"].astype(str)})
         return ("Differences of mean Totals over the images both systems captioned (no CIs: "
-                "--bootstrap 0, so none is called significant).\n\n"
-                + markdown_table(shown, index=False, disable_numparse=True,
-                                 colalign=("left", "left", "right", "right"))
-                + notes.markdown())
-    shown = pd.DataFrame({
-        "system": table["system"], "versus": table["versus"],
-        f"Δ Total [{ci} CI]": _cells(table, "difference", notes),
-        "images": table["images"].astype(str),
-        "significant": ["—" if pd.isna(low) else "yes" if significant else "no"
-                        for low, significant in zip(table["ci_low"], table["significant"],
-                                                    strict=True)]})
+                "--bootstrap 0, so none is called significant).",
+                pd.DataFrame({"system": table["system"], "versus": table["versus"],
+                              "Δ Total": _cells(table, "difference", notes),
+                              "images": table["images"].astype(str)}))
     return ("Paired bootstrap over the images both systems captioned: a difference is "
-            "significant when its BCa CI leaves out 0.\n\n"
-            + markdown_table(shown, index=False, disable_numparse=True,
-                             colalign=("left", "left", "right", "right", "left"))
-            + notes.markdown())
+            "significant when its BCa CI leaves out 0.", pd.DataFrame({
+                "system": table["system"], "versus": table["versus"],
+                f"Δ Total [{ci} CI]": _cells(table, "difference", notes),
+                "images": table["images"].astype(str),
+                "significant": ["—" if pd.isna(low) else "yes" if significant else "no"
+                                for low, significant in zip(
+                                    table["ci_low"], table["significant"], strict=True)]}))
+
+
+def _differences_table(report: Report) -> str:
+    """The differences between systems as a Markdown section: how, table, notes."""
+    notes = Notes(for_markdown)
+    how, shown = differences_frame(report, notes)
+    return (how + "\n\n" + markdown_table(
+        shown, index=False, disable_numparse=True,
+        colalign=("left", "left", "right", "right", "left")[:len(shown.columns)])
+        + notes.markdown())
 
 
 def labelled_bison_tables(bison: dict[str, pd.DataFrame]
@@ -351,7 +353,6 @@ def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
               *_retrieval_sections(report.retrieval)]
     if report.data.empty:  # no caption scored yet: only what else the project holds
         return others
-    labels = score_labels(report.rubric)
     pairwise_notes = Notes(for_markdown)
     human, means = _systems_tables(report.systems, list(report.signatures), report.rubric,
                                    every_ci=every_ci)
@@ -382,15 +383,31 @@ def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
         *others,
     ]
     if not report.williams.empty:
-        significant = report.williams[report.williams["p"] < 0.05].rename(
-            columns={"dimension": "dim", "r_metric": "r", "r_versus": "r vs"}).drop(
-            columns=["n", "t"])  # n is in the correlations table; t in the JSON (80 columns)
-        significant["dim"] = significant["dim"].map(labels)
-        sections.append(("Williams test: metric correlates better than versus (p < 0.05)",
-                         markdown_table(significant, index=False, floatfmt=".3f")
-                         if len(significant) else "No metric's correlation with a human "
-                         "score is significantly higher than another's."))
+        significant = williams_table(report)
+        sections.append((WILLIAMS_TITLE, (
+            markdown_table(significant, index=False, floatfmt=".3f", colalign=WILLIAMS_ALIGN)
+            + "\n\n" + WILLIAMS_NOTE
+            if len(significant) else NO_WILLIAMS)))
     return sections
+
+
+WILLIAMS_TITLE = "Williams test: metric correlates better than versus (p < 0.05)"
+WILLIAMS_NOTE = ("n: each pair of metrics is tested on the captions both score, so where a "
+                 "metric is undefined for some captions its r here may differ from Table 4's, "
+                 "which uses every caption that metric scores.")
+# text left, r and p right, n left under its one-letter heading (the note explains it)
+WILLIAMS_ALIGN = ("left", "left", "left", "left", "right", "right", "left", "right")
+NO_WILLIAMS = "No metric's correlation with a human score is significantly higher than another's."
+
+
+def williams_table(report: Report) -> pd.DataFrame:
+    """The significant Williams tests as the report shows them: metric, versus, dim,
+    subset, r, r vs, n (the captions both metrics score), p; t is in the JSON (80
+    columns)."""
+    significant = report.williams[report.williams["p"] < 0.05].rename(
+        columns={"dimension": "dim", "r_metric": "r", "r_versus": "r vs"})
+    significant = significant[["metric", "versus", "dim", "subset", "r", "r vs", "n", "p"]]
+    return significant.assign(dim=significant["dim"].map(score_labels(report.rubric)))
 
 
 def header_value(value: object) -> str:
@@ -609,7 +626,7 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
     BCa CI, and a numbered mark where its CI has a warning: the notes, numbered, go under
     the table); stored text (set name, categories, metric labels, notes) goes through
     `escape` for the medium it is rendered in."""
-    records, ci = report.records.copy(), f"{report.header['ci']:.0%} BCa"
+    records = report.records.copy()
     name = escape(report.info.name)
     records["metric"] = records["metric"].map(escape)
     records["category"] = records["category"].map(lambda c: c if c is None else escape(c))
@@ -624,7 +641,7 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
             index="metric", columns="statistic", values="cell").reindex(
             index=labels, columns=list(STATISTICS.values()))
         frames.append((f"{name}: metric-human correlation ({how}; n = "
-                       f"{records['n'].iloc[0]}; {ci} CIs over images)",
+                       f"{records['n'].iloc[0]}; {ci_words(report)})",
                        table.reset_index(), notes.lines()))
         if len(report.differences):
             differences = report.differences.copy()
@@ -640,8 +657,9 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
             pearson = pearson.set_index(pearson["metric"] + " − " + pearson["versus"])
             table["Williams p"] = pearson["williams_p"].map(
                 lambda p: "" if pd.isna(p) else f"{p:.3f}")
-            frames.append((f"{name}: differences between metrics (paired bootstrap "
-                           f"{ci} CIs; Williams' test one-sided, for Pearson)",
+            frames.append((f"{name}: differences between metrics "
+                           f"({ci_words(report, paired=True)}; Williams' test one-sided, "
+                           "for Pearson)",
                            table.reset_index().rename(columns={"pair": "metric − versus"}),
                            notes.lines()))
     elif len(records):
@@ -653,8 +671,8 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
         counts = records.drop_duplicates("category").set_index("category")
         table.loc["pairs (no majority)"] = [
             f"{counts.loc[c, 'n']} ({counts.loc[c, 'no_majority']})" for c in categories]
-        frames.append((f"{name}: accuracy against the majority human choice ({ci} CIs "
-                       "over images)", table.reset_index(), notes.lines()))
+        frames.append((f"{name}: accuracy against the majority human choice "
+                       f"({ci_words(report)})", table.reset_index(), notes.lines()))
     agreement = report.agreement
     if len(agreement):
         notes = Notes(escape)
@@ -663,8 +681,8 @@ def judgment_frames(report: JudgmentReport, escape: Callable[[object], str]
             "value": _cells(agreement.fillna({"value": float("nan")}), "value", notes),
             "targets": agreement["n"], "judges": agreement["raters"],
             "note": agreement["note"].fillna("").map(escape)})
-        frames.append((f"{name}: agreement among the judges (Krippendorff's alpha, {ci} "
-                       "CIs over images)", table, notes.lines()))
+        frames.append((f"{name}: agreement among the judges (Krippendorff's alpha, "
+                       f"{ci_words(report)})", table, notes.lines()))
     return frames
 
 

@@ -2,7 +2,8 @@
 Markdown, LaTeX): the systems ranked by human Total with their CIs and which neighbours
 differ significantly (a paired bootstrap of their difference); per subset, the metric that
 agrees best with the human Total and whether Williams' test says it beats the next;
-agreement between annotators. The sentences hold stored text (system and metric names)
+agreement between annotators; per judgment set, the metric that agrees best with its
+judges. The sentences hold stored text (system and metric names)
 unescaped: each renderer escapes them for its medium."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from metrics.agreement import over_every_pair
+from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, mean_with_ci
 from reports.tables import Report, score_labels
 
@@ -75,6 +77,55 @@ class AgreementFact:
     alphas: dict[str, float]  # score label (P, R, Total) -> alpha
 
 
+@dataclass(frozen=True)
+class JudgmentFinding:
+    """A judgment set (reports.judgments): its size and the metric that agrees best with
+    its judges — the highest Pearson r with their scores, or for pairwise choices the
+    highest accuracy against the majority — with the runner-up and, for scores, Williams'
+    one-sided p that the best's r is higher. `best` is None where no metric scored it
+    (`hint` says what to run)."""
+
+    name: str
+    captions: int
+    judgments: int
+    statistic: str  # "Pearson r" or "accuracy"
+    best: str | None
+    value: float
+    ci_low: float
+    ci_high: float
+    runner_up: str | None
+    runner_up_value: float
+    williams_p: float  # NaN for pairwise choices, one metric, or an undefined test
+    hint: str | None  # why there is no metric to name, and the command that scores one
+
+    def text(self) -> str:
+        size = (f"Judgment set {self.name} ({self.captions} captions, {self.judgments} "
+                "judgments)")
+        if self.best is None:
+            return f"{size}: {self.hint}."
+        judges = ("the judges' scores" if self.statistic == "Pearson r"
+                  else "the judges' majority choice")
+        interval = ("" if math.isnan(self.ci_low)
+                    else f" {ci_bounds(self.ci_low, self.ci_high)}")
+        sentence = (f"{size}: {self.best} agrees best with {judges} ({self.statistic} "
+                    f"{self.value:.3f}{interval})")
+        if self.runner_up is None:
+            return sentence + "; it is the only metric."
+        sentence += f", ahead of {self.runner_up} ({self.runner_up_value:.3f})"
+        if self.statistic != "Pearson r":
+            return sentence + "."
+        return f"{sentence}: {williams_verdict(self.williams_p)}."
+
+
+def williams_verdict(p: float) -> str:
+    """Whether Williams' test says the best metric's r is higher than the runner-up's."""
+    if math.isnan(p):
+        return "Williams' test is undefined here"
+    if p < SIGNIFICANCE:
+        return f"significantly higher by Williams' test ({_p(p)})"
+    return f"not significantly higher by Williams' test ({_p(p)})"
+
+
 def subset_words(subset: str) -> str:
     """A correlation subset in words: `all` -> all captions, `without:X` -> captions
     without X."""
@@ -85,6 +136,8 @@ def subset_words(subset: str) -> str:
 def scope_sentence(header: dict[str, object]) -> str:
     """What the report covers: captions, images, systems and where the final scores come
     from."""
+    if not header.get("captions"):
+        return "The project has no captions of its own."
     systems = header.get("systems") or []
     final = header.get("final_scores")
     sources = (", ".join(f"{count} from {source}" for source, count in final.items())
@@ -104,6 +157,8 @@ class Summary:
     agreement: AgreementFact | None
     has_ratings: bool  # complete human ratings exist (agreement may still have no pairs)
     not_computed: int = 0  # groups of tables that cannot be computed yet
+    judgment_sets: tuple[JudgmentFinding, ...] = ()
+    out_of_date: tuple[str, ...] = ()  # `LABEL is out of date: it scores N of M …; update: …`
 
     def sentences(self) -> list[str]:
         """The findings in sentences with their numbers, most important first."""
@@ -122,6 +177,7 @@ class Summary:
                          f"over the images both captioned (paired {self.ci:.0%} BCa CI): "
                          + "; ".join(verdicts) + ".")
         lines += [self._metric_sentence(best) for best in self.best_metrics]
+        lines += [f"{metric}." for metric in self.out_of_date]
         if self.agreement is not None:
             fact = self.agreement
             values = ", ".join(f"{label} {alpha:.2f}" for label, alpha in fact.alphas.items())
@@ -132,6 +188,7 @@ class Summary:
         elif self.has_ratings:
             lines.append("Agreement between annotators: no caption has two ratings to "
                          "compare (blind double ratings or stage 2 reviews).")
+        lines += [finding.text() for finding in self.judgment_sets]
         if self.not_computed:
             lines.append(f"{self.not_computed} group(s) of tables not computed yet: the "
                          "section \"Not computed yet\" says what each needs and the command "
@@ -159,14 +216,8 @@ class Summary:
                     f"(Pearson r {best.r:.3f}{interval})")
         if best.runner_up is None:
             return sentence + "; it is the only metric."
-        if math.isnan(best.williams_p):
-            verdict = "Williams' test is undefined here"
-        elif best.williams_p < SIGNIFICANCE:
-            verdict = f"significantly higher by Williams' test ({_p(best.williams_p)})"
-        else:
-            verdict = f"not significantly higher by Williams' test ({_p(best.williams_p)})"
         return (sentence + f", ahead of {best.runner_up} (r {best.runner_up_r:.3f}): "
-                + verdict + ".")
+                + williams_verdict(best.williams_p) + ".")
 
 
 def _p(p: float) -> str:
@@ -244,6 +295,38 @@ def _agreement(report: Report) -> AgreementFact | None:
     return AgreementFact(str(kind), int(rows["n"].max()), alphas)
 
 
+def _judgment_finding(judgments: JudgmentReport) -> JudgmentFinding:
+    """What the summary says of one judgment set, from its report's records: Pearson r
+    for scores, accuracy over all pairs for pairwise choices."""
+    header = judgments.header
+    size = (judgments.info.name, int(header.get("captions", 0)),
+            int(header.get("judgments_count", 0)))
+    records = judgments.records
+    score_set = judgments.info.kind == "score"
+    chosen = (records[records["statistic"] == "pearson"] if score_set
+              else records[records["category"] == "all"]).dropna(subset=["value"])
+    statistic = "Pearson r" if score_set else "accuracy"
+    if chosen.empty:
+        hint = metrics_hint(judgments, str) or "no metric has a defined value for it"
+        return JudgmentFinding(*size, statistic, None, math.nan, math.nan, math.nan, None,
+                               math.nan, math.nan, hint)
+    ranked = chosen.sort_values("value", ascending=False)
+    best = ranked.iloc[0]
+    runner_up = ranked.iloc[1] if len(ranked) > 1 else None
+    p = math.nan
+    if runner_up is not None and score_set and len(judgments.differences):
+        pair = {best["metric"], runner_up["metric"]}
+        differences = judgments.differences
+        test = differences[(differences["statistic"] == "pearson")
+                           & differences["metric"].isin(pair)
+                           & differences["versus"].isin(pair)]
+        p = float(test["williams_p"].iloc[0]) if len(test) else p
+    return JudgmentFinding(
+        *size, statistic, str(best["metric"]), float(best["value"]), float(best["ci_low"]),
+        float(best["ci_high"]), None if runner_up is None else str(runner_up["metric"]),
+        math.nan if runner_up is None else float(runner_up["value"]), p, None)
+
+
 def summarize(report: Report) -> Summary:
     has_ratings = not report.data.empty and report.data["total"].notna().any()
     ranking = _ranking(report.systems) if has_ratings else ()
@@ -251,4 +334,8 @@ def summarize(report: Report) -> Summary:
                    ranking=ranking, neighbours=_neighbours(ranking, report.differences),
                    best_metrics=_best_metrics(report.correlations, report.williams),
                    agreement=_agreement(report), has_ratings=bool(has_ratings),
-                   not_computed=len(report.missing))
+                   not_computed=len(report.missing),
+                   judgment_sets=tuple(map(_judgment_finding, report.judgments)),
+                   out_of_date=tuple(
+                       f"{label} is out of date: it {why}" for label, why in
+                       report.header.get("metrics_out_of_date", {}).items()))

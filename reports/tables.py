@@ -5,6 +5,7 @@ statistics in `metrics`. Every number carries the signature of the metric behind
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import pandas as pd
 from sqlalchemy import Engine
@@ -18,11 +19,11 @@ from metrics.correlation import (
     system_table,
     williams_records,
 )
-from metrics.signature import signature_labels, tool_version
+from metrics.signature import signature_labels, superseded_signatures, tool_version
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
 from storage.image_flags import broken_images
-from storage.metric_scores import caption_rows, metric_scores
+from storage.metric_scores import caption_rows, metric_scores, signatures_computed_at
 from storage.rating_frames import contributing_annotators, final_scores, fluency_checkers
 from storage.retrieval import has_results
 from storage.rubric_registry import stored_rubrics
@@ -99,12 +100,75 @@ def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """caption_id x metric label table of stored scores (NaN where a score is undefined),
     and label -> signature. A metric stored under several signatures gets one column per
     signature, labelled by what distinguishes them (`cider-d (pooled)`, `cider-d
-    (per-system)`)."""
-    labels = signature_labels(scores["signature"].unique())  # a few, not one per score
+    (per-system)`). Scores under an old-form signature that a current one supersedes
+    (`metrics.signature.superseded_signatures`) are left out: their `label` is NaN."""
+    stored = set(scores["signature"].unique())  # a few, not one per score
+    labels = signature_labels(stored - superseded_signatures(stored))
     signatures = {label: signature for signature, label in labels.items()}
     scores["label"] = scores["signature"].map(labels)
-    wide = scores.pivot(index="caption_id", columns="label", values="value")
+    wide = scores[scores["label"].notna()].pivot(index="caption_id", columns="label",
+                                                 values="value")
     return wide, signatures
+
+
+CORPUS_PREFIX = "corpus:"  # a corpus-level metric's field: `corpus:per-system#c513e19dc3`
+
+
+def _corpus(signature: str) -> str | None:
+    """A signature's corpus field value (`per-system#c513e19dc3`), None for a metric that
+    scores each caption on its own."""
+    return next((part.removeprefix(CORPUS_PREFIX) for part in signature.split("|")
+                 if part.startswith(CORPUS_PREFIX)), None)
+
+
+def _without_corpus_digest(signature: str) -> str:
+    """The signature with its corpus digest cut (`corpus:per-system`): two signatures equal
+    under it are one metric with the same settings, computed on two corpora."""
+    return "|".join(part.split("#", 1)[0] if part.startswith(CORPUS_PREFIX) else part
+                    for part in signature.split("|"))
+
+
+def earlier_corpora(computed_at: dict[str, datetime]) -> dict[str, str]:
+    """superseded signature -> the one that replaces it. The rule: of a metric's signatures
+    that differ only in their corpus digest, the one that stored a score last is current
+    (`thumb metrics compute` after captions were imported); the others were computed on
+    an earlier corpus and are left out of every table."""
+    groups: dict[str, list[str]] = {}
+    for signature in computed_at:
+        if "#" in (_corpus(signature) or ""):
+            groups.setdefault(_without_corpus_digest(signature), []).append(signature)
+    superseded = {}
+    for group in groups.values():
+        newest = max(group, key=lambda signature: (computed_at[signature], signature))
+        superseded.update({signature: newest for signature in group if signature != newest})
+    return superseded
+
+
+def _superseded_notes(superseded: dict[str, str]) -> dict[str, str]:
+    """`cider-d (per-system#c513e19dc3)` -> what replaced it, for the report's settings."""
+    return {f"{old.split('|', 1)[0]} ({_corpus(old)})":
+            f"computed on an earlier corpus, superseded by {_corpus(new)}; left out"
+            for old, new in superseded.items()}
+
+
+def out_of_date(scores: pd.DataFrame, labels: dict[str, str], captions: int
+                ) -> dict[str, str]:
+    """label -> why the metric's stored scores are out of date and the command that
+    updates them: it scores fewer than the project's `captions` (captions were imported
+    after it ran), and for a corpus-level metric that means every score shown comes from
+    a corpus that is no longer the project's."""
+    counts = scores.groupby("signature")["caption_id"].nunique()
+    notes = {}
+    for signature, count in counts.items():
+        if count >= captions:
+            continue
+        name = str(signature).split("|", 1)[0]
+        corpus = ("; its corpus is no longer the project's (or its last run was "
+                  "interrupted), so every score shown may change"
+                  if _corpus(str(signature)) is not None else "")
+        notes[labels[signature]] = (f"scores {count} of the project's {captions} captions"
+                                    f"{corpus}; update: thumb metrics compute --metric {name}")
+    return notes
 
 
 def _undefined_counts(scores: pd.DataFrame, captions: pd.Series) -> dict[str, str]:
@@ -178,7 +242,10 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     human = final_scores(engine, flagged=False)  # a flagged image is out of the report
     broken = broken_images(engine)
     scores = metric_scores(engine)
+    superseded = earlier_corpora(signatures_computed_at(engine))
+    scores = scores[~scores["signature"].isin(superseded)].copy()
     wide, signatures = metric_columns(scores)
+    scores = scores[scores["label"].notna()]  # without the superseded old-form signatures
     has_human = not human.empty
     if not has_human:
         if not signatures:
@@ -222,7 +289,12 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     compared = metrics if has_human else []  # nothing human to correlate with
     correlations = correlation_records(data, compared, subsets, bootstrap=bootstrap, ci=ci,
                                        seed=seed)
-    progress, images, _ = _progress(engine)
+    progress, images, captions = _progress(engine)
+    stale = out_of_date(scores, {s: label for label, s in signatures.items()}, captions)
+    if stale:
+        header["metrics_out_of_date"] = stale
+    if superseded:
+        header["metrics_superseded"] = _superseded_notes(superseded)
     bison = _bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed)
     return Report(
         progress=progress, header=header, broken=broken,
@@ -259,7 +331,8 @@ def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed:
     bison = _bison_tables(engine, **options)
     header = {"project": project_name(engine), "tool": f"thumb-tui {tool_version()}",
               "captions": captions, "images": images,
-              "final_scores": "none yet: no caption has a human or metric score",
+              "final_scores": "none yet: no caption has a human or metric score"
+              if captions else "none: the project has no captions of its own",
               **options, "ci_method": CI_METHOD}
     return Report(header=header, signatures={}, systems=pd.DataFrame(),
                   strict=pd.DataFrame(), correlations=pd.DataFrame(), williams=pd.DataFrame(),

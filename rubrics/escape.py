@@ -28,10 +28,11 @@ FORBIDDEN_CHARACTERS = CONTROL_CHARACTERS + FORMAT_CHARACTERS
 MAX_TEXT_CHARS = 20_000  # an imported text: a caption, reference, note, name or path
 _FORBIDDEN = re.compile(f"[{FORBIDDEN_CHARACTERS}]")
 _FORBIDDEN_OR_NEWLINE = re.compile(f"[\t\n{FORBIDDEN_CHARACTERS}]")
-# Emphasis, code and strike-through characters, and the `]` that would close a link or an
-# image (`](` or `][`); a lone `[` or `]` is plain text in CommonMark and stays readable.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~]|\](?=[(\[]))")
-_MARKDOWN_TABLE_SPECIAL = re.compile(r"([\\`*_~|]|\](?=[(\[]))")
+# Emphasis, code and strike-through characters, `$` (GitHub reads `$x$` as math), and the
+# `]` that would close a link or an image (`](` or `][`); a lone `[` or `]` is plain text
+# in CommonMark and stays readable.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~$]|\](?=[(\[]))")
+_MARKDOWN_TABLE_SPECIAL = re.compile(r"([\\`*_~$|]|\](?=[(\[]))")
 
 
 def forbidden_character(text: str) -> str | None:
@@ -101,8 +102,8 @@ def for_markup(text: str, *, newlines: bool = True) -> str:
 def for_markdown(text: str, *, table_cell: bool = False) -> str:
     """`text` as one line of Markdown that renders as exactly this text: printable (so it
     cannot start a line of its own); HTML's `<`, `>`, `&` as entities (no raw HTML, no
-    autolink, no entity); emphasis, code, strike-through and link-closing characters
-    backslash-escaped; in a table cell also `|`."""
+    autolink, no entity); emphasis, code, strike-through, math (`$`) and link-closing
+    characters backslash-escaped; in a table cell also `|`."""
     special = _MARKDOWN_TABLE_SPECIAL if table_cell else _MARKDOWN_SPECIAL
     return html.escape(special.sub(r"\\\1", printable(text, newlines=False)), quote=False)
 

@@ -5,6 +5,7 @@ here; the ratings' frames are `storage/rating_frames.py`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, Row, func, select
@@ -90,3 +91,13 @@ def metric_score_summary(engine: Engine) -> list[tuple[str, int, float | None, i
             select(table.c.signature, func.count(table.c.value), func.avg(table.c.value),
                    func.count(table.c.undefined))
             .group_by(table.c.signature).order_by(table.c.signature))]
+
+
+def signatures_computed_at(engine: Engine) -> dict[str, datetime]:
+    """When each stored signature last stored a score: the report takes the newest of
+    one metric's signatures that differ only in their corpus."""
+    table = MetricScore.__table__
+    with engine.connect() as connection:
+        return dict(connection.execute(  # type: ignore[arg-type]
+            select(table.c.signature, func.max(table.c.computed_at))
+            .group_by(table.c.signature)).all())

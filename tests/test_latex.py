@@ -150,8 +150,12 @@ def test_the_report_in_latex_bolds_the_machines_best_and_compiles(project, tmp_p
     out = tmp_path / "report"
     ok(thumb(project, "report", "--format", "latex", "--out", out, "--bootstrap", 100))
     main = (out / "report.tex").read_text(encoding="utf-8")
-    names = ["table2", "metric-means", "table3", "table4", "correlations"]
+    # no Williams table: one metric, nothing to compare it with
+    names = ["table2", "differences", "metric-means", "table3", "table4", "correlations",
+             "pairwise"]
     assert re.findall(r"\\input\{tables/([\w-]+)\}", main) == names
+    assert r"\subsection*{Judgment set j \& 50\%}" in main  # with its tables, escaped
+    assert r"\caption{j \& 50\%: metric-human correlation" in main
     # the whole header, as md, html and json give it: which systems, rubric and raters
     for fact in ("project: ", "systems: ", f"{for_latex(HOSTILE)}", "rubric: thumb-1.0",
                  "annotators: ", "final scores: "):

@@ -147,6 +147,9 @@ def report_command(
     typer.echo(f"report written to {path}")
     for line in missing_lines(report):  # an early project: what is still to do
         typer.echo(f"not computed yet: {line}")
+    if fmt == "latex":  # the sections only the Markdown and HTML reports have
+        for line in latex.omitted_sections(report):
+            typer.echo(f"not in the LaTeX report: {line}", err=True)
 
 
 def _tables_folder(files: Outputs, out: Path, staging: Path) -> Path:
@@ -162,7 +165,7 @@ def _tables_folder(files: Outputs, out: Path, staging: Path) -> Path:
     return tables
 
 
-def _metric_option_parameters() -> list[inspect.Parameter]:
+def metric_option_parameters() -> list[inspect.Parameter]:
     """One command-line option per option that some metric declares (metrics.registry),
     built-in or plugin; help texts shown literally (never read as Rich markup)."""
     from metrics.registry import metric_options
@@ -241,7 +244,7 @@ def _register_compute() -> None:
         inspect.Parameter("allow_download", inspect.Parameter.KEYWORD_ONLY, default=False,
                           annotation=AllowDownloadOption),
     ]
-    parameters = fixed + _metric_option_parameters()
+    parameters = fixed + metric_option_parameters()
     metrics_compute_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     metrics_compute_command.__annotations__ = {p.name: p.annotation for p in parameters}
     metrics_compute_command.__doc__ = (
@@ -261,7 +264,7 @@ def metrics_list_command(
 ) -> None:
     """Stored metric scores: one line per signature with count, mean and how many captions
     the metric could not score (e.g. images without references)."""
-    from storage.judgments import judgment_metric_summary, judgment_set
+    from storage.judgments import judgment_metric_summary, judgment_set, judgment_sets
     from storage.metric_scores import metric_score_summary
 
     engine = state.existing_engine
@@ -270,7 +273,11 @@ def metrics_list_command(
     else:
         with value_errors():
             summary = judgment_metric_summary(engine, judgment_set(engine, judgments).id)
-    if not summary:
+    if not summary and judgments is None and (sets := judgment_sets(engine)):
+        names = ", ".join(printable(repr(info.name), newlines=False) for info in sets)
+        typer.echo("no metric scores of the project's own captions; those of a judgment set "
+                   f"are listed by `thumb metrics list --judgments NAME` (sets: {names})")
+    elif not summary:
         typer.echo("no metric scores stored yet: run `thumb metrics compute"
                    + (f" --judgments {printable(judgments, newlines=False)}" if judgments
                       else "") + "`")
