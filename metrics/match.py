@@ -189,8 +189,9 @@ def read_score_file(path: Path, image_keys: Path | None = None,
 
 def _key_lines(path: Path) -> list[str]:
     from metrics.rankings import RankingsError
-    from metrics.untrusted import regular_file, utf8_problem
+    from metrics.untrusted import regular_file
     from rubrics.escape import text_refusal
+    from rubrics.json_limits import utf8_problem
 
     regular_file(path, RankingsError)
     try:
@@ -199,7 +200,7 @@ def _key_lines(path: Path) -> list[str]:
     except OSError as exc:
         raise RankingsError(f"{path}: cannot read ids: {exc}") from None
     except UnicodeDecodeError as exc:
-        line, problem = utf8_problem(data, exc)
+        line, problem = utf8_problem(data, exc.start)
         raise RankingsError(f"{path}:{line}: {problem}") from None
     keys = []
     first_line: dict[str, int] = {}

@@ -30,8 +30,8 @@ from metrics.untrusted import (
     check_array,
     load_json,
     regular_file,
-    utf8_problem,
 )
+from rubrics.json_limits import utf8_problem
 
 DIRECTIONS = ("i2t", "t2i")
 _LOOKUP_LIMIT = 50_000_000  # largest integer id mapped through a lookup table
@@ -568,7 +568,7 @@ def read_rankings_json(path: Path) -> Rankings:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line, problem = utf8_problem(data, error)
+        line, problem = utf8_problem(data, error.start)
         raise RankingsError(f"{path}:{line}: {problem}") from None
     # flat: every value must be a list of ids (below, and each id is checked), so the
     # file nests no deeper than 2 levels

@@ -57,15 +57,6 @@ DEFLATE_RATIO = 1032  # deflate's largest possible expansion: no member can hold
 ErrorType = type[ValueError]  # the reader's own error class
 
 
-def utf8_problem(data: bytes, error: UnicodeDecodeError) -> tuple[int, str]:
-    """(line, `invalid UTF-8 (byte 0xff at column 12)`) of the first bad byte of `data`,
-    as the import reports it (`storage.import_files.read_text`): a line and column, not
-    a byte offset, to find it in an editor."""
-    line = data.count(b"\n", 0, error.start) + 1
-    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-    return line, f"invalid UTF-8 (byte 0x{data[error.start]:02x} at column {column})"
-
-
 # --- JSON ------------------------------------------------------------------------------
 # The number hooks, nesting check and limits are the import's (rubrics.json_limits).
 

@@ -2,7 +2,8 @@
 the import (`storage.untrusted`) and the metrics' readers (`metrics.untrusted`) alike.
 Here, in the bottom layer, because metrics cannot import storage: one copy of the number
 hooks for `json.JSONDecoder`, the line a refused number sits on, the nesting check, and the
-hook that refuses an object naming a key twice, with the line of that key.
+hook that refuses an object naming a key twice, with the line of that key; and how a byte
+that is not UTF-8 is named in any text file.
 
 Each reader keeps its own error type and message frame (`file:line: problem` or a
 `JsonProblem` with a line); the problems these hooks name are the same words in both."""
@@ -62,6 +63,15 @@ def refuse_constant(name: str) -> float:
 def line_of(text: str, position: int) -> int:
     """The line (from 1) of `text` at `position`; 1 for an unknown position (-1)."""
     return text.count("\n", 0, position) + 1 if position >= 0 else 1
+
+
+def utf8_problem(raw: bytes, start: int) -> tuple[int, str]:
+    """(line, `invalid UTF-8 (byte 0xff at column 12)`) of the bad byte at `start` of a
+    user's file: a line and a column (in bytes from the line's start), not a byte offset,
+    to find it in an editor. Every reader of a text file says it in these words."""
+    line = raw.count(b"\n", 0, start) + 1
+    column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+    return line, f"invalid UTF-8 (byte 0x{raw[start]:02x} at column {column})"
 
 
 def refused_line(text: str, refused: Refused) -> int:

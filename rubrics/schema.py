@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rubrics.amounts import penalty_ranges, within
 from rubrics.escape import MAX_TEXT_CHARS, forbidden_character, printable, refusal
+from rubrics.json_limits import utf8_problem
 
 # The rating table has one column per score and penalty it can hold. A rubric scores both
 # dimensions and any of the penalties, under its own labels, scales, amounts, catalogue
@@ -122,10 +123,8 @@ def parse_toml(raw: bytes, name: str, *, max_bytes: int,
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise error(name, [f"line {line}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} at "
-                           f"column {column}); a TOML file is UTF-8"]) from None
+        line, problem = utf8_problem(raw, exc.start)
+        raise error(name, [f"line {line}: {problem}; a TOML file is UTF-8"]) from None
     problem = nesting_problem(text)
     if problem is not None:
         raise error(name, [problem])

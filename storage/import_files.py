@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rubrics.escape import from_spreadsheet
 from rubrics.files import regular_file
+from rubrics.json_limits import utf8_problem
 from storage.errors import InputError, Problem, Problems
 from storage.untrusted import (
     JsonProblem,
@@ -54,10 +55,7 @@ def read_text(path: Path) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        message = f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column})"
-        raise InputError([Problem(path, line, message)]) from exc
+        raise InputError([Problem(path, *utf8_problem(raw, exc.start))]) from exc
 
 
 class _Position:
@@ -70,22 +68,53 @@ class _Position:
         return 0 if self.handle is None or self.handle.closed else self.handle.buffer.tell()
 
 
-def _lines(path: Path, newline: str, position: _Position | None = None) -> Iterator[str]:
+def _lines(path: Path, newline: str, problems: Problems, position: _Position | None = None
+           ) -> Iterator[str]:
     """The file's lines, decoded as UTF-8 (a BOM is allowed) while they are read, so that
     a large file is never held whole. `newline` as `open()` takes it: "" ends lines at LF,
-    CR and CRLF (CSV), LF at LF only (JSON lines). A bad byte is reported as `read_text`
-    reports it, with its line and column. `position` follows the bytes read."""
+    CR and CRLF (CSV), LF at LF only (JSON lines). `position` follows the bytes read. From
+    the first bad byte on, the file is read again past the lines already given, each bad
+    byte reported (`_past_bad_bytes`), so that the rest of the file is still checked."""
     _regular(path)
+    lines_read = 0
     try:
         with open(path, encoding="utf-8-sig", newline=newline) as handle:
             if position is not None:
                 position.handle = handle
-            yield from handle
+            for line in handle:
+                lines_read += 1
+                yield line
+        return
     except UnicodeDecodeError:
-        read_text(path)  # raises InputError naming the line
-        raise
+        pass  # the lines after it are read below
     except (OSError, ValueError) as exc:
         raise _unreadable(path, exc) from None
+    try:
+        with open(path, encoding="utf-8-sig", newline=newline,
+                  errors="surrogateescape") as handle:
+            if position is not None:
+                position.handle = handle
+            yield from _past_bad_bytes(handle, lines_read, problems)
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _past_bad_bytes(lines: Iterator[str], lines_read: int, problems: Problems
+                    ) -> Iterator[str]:
+    """The `lines` (decoded with surrogateescape) after the first `lines_read`: a line
+    with bad bytes is reported (its first one, with its column) and given with U+FFFD in
+    their place, so that its other problems, and the other lines', are found in the same
+    pass."""
+    for number, line in enumerate(lines, start=1):
+        if number <= lines_read:
+            continue
+        raw = line.encode("utf-8", "surrogateescape")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.add(number, utf8_problem(raw, exc.start)[1])
+            text = raw.decode("utf-8", "replace")
+        yield text
 
 
 def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
@@ -224,10 +253,10 @@ def iter_records(path: Path, fmt: str | None = None, *, schema: dict[str, str] |
         records = _parquet_records(path)
         schema = None
     elif fmt == "csv":
-        records = _csv_records(_lines(path, "", position), problems)
+        records = _csv_records(_lines(path, "", problems, position), problems)
         schema = None
     else:
-        records = _jsonl_records(_lines(path, "\n", position), problems)
+        records = _jsonl_records(_lines(path, "\n", problems, position), problems)
     report = _reporter(progress, path, fmt, position)
     found = 0
     for line, record, clean in records:

@@ -37,6 +37,9 @@ RULES = {
         r"is not a JSON number",
         r"a number written with",
     ]),
+    "how a byte that is not UTF-8 is named (line and column)": ("rubrics/json_limits.py", [
+        r"invalid UTF-8 \(byte",
+    ]),
     "a copy of a SQLite database in use is one moment of it": ("storage/backup.py", [
         r"\.backup\(",
     ]),
