@@ -79,11 +79,12 @@ def baseline_choices(items: pd.DataFrame, images: dict[int, tuple[str | None, li
                      metric: Metric,
                      *, seed: int = 0, sampled: int = 4) -> tuple[str, pd.DataFrame]:
     """BISON section 6: pick the image whose reference captions give the query the higher
-    metric score. The query is removed from its own image's references; then both
-    candidates are scored against the same number of references (`sampled`, or fewer where
-    a candidate has fewer), each candidate's drawn by its own generator seeded with
-    (`seed`, item, image): so neither image gets more references than the other, and
-    swapping an item's two images swaps its choice. Query and references get THUMB's
+    metric score. The query is removed from both images' references (it is one of its
+    own image's; the baseline never looks at which image is true); then both candidates
+    are scored against the same number of references (`sampled`, or fewer where a
+    candidate has fewer), each candidate's drawn by its own generator seeded with (`seed`,
+    item, image): so neither image gets more references than the other, and swapping an
+    item's two images swaps its choice. Query and references get THUMB's
     clean-up, as `thumb metrics compute` gives them (`clean:thumb`). Returns (signature,
     choices)."""
     candidates = []
@@ -92,8 +93,7 @@ def baseline_choices(items: pd.DataFrame, images: dict[int, tuple[str | None, li
         item_name = getattr(row, "item_key", row.item_id)  # (named by their keys, if given)
         pair = ((row.image_a, getattr(row, "image_a_key", row.image_a)),
                 (row.image_b, getattr(row, "image_b_key", row.image_b)))
-        pool = {image: _reference_pool(images[image][1], query, image == row.true_image)
-                for image, _ in pair}
+        pool = {image: _reference_pool(images[image][1], query) for image, _ in pair}
         for image, image_name in pair:
             if not pool[image]:
                 raise RuntimeError(
@@ -116,12 +116,11 @@ def baseline_choices(items: pd.DataFrame, images: dict[int, tuple[str | None, li
     return signature, choices(items, scores[0::2], scores[1::2])
 
 
-def _reference_pool(references: list[str], query: str, is_true_image: bool) -> list[str]:
-    """An image's cleaned references to sample from: the true image's without the query
-    (which is one of its captions: scoring it against itself would give the answer away)."""
+def _reference_pool(references: list[str], query: str) -> list[str]:
+    """An image's cleaned references to sample from, without the query (one of the true
+    image's captions: scoring it against itself would give the answer away). Taken from
+    both images alike, so the baseline never looks at which one is true."""
     cleaned = [clean_caption(reference) for reference in references]
-    if not is_true_image:
-        return cleaned
     return [reference for reference in cleaned if reference.casefold() != query.casefold()]
 
 

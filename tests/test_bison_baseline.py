@@ -1,6 +1,6 @@
 """BISON's caption-metric baseline (Hu et al. 2019, section 6) is fair to both images: each
-is scored against the same number of its references, sampled the same way, so which image
-is the true one can only matter through the query leaving its own image's references."""
+is scored against the same number of its references, sampled the same way, the query
+left out of both: which image is the true one never reaches the choice."""
 
 from __future__ import annotations
 
@@ -75,6 +75,19 @@ def test_with_identical_references_which_image_is_true_does_not_change_the_choic
         flipped.append(chosen["chosen_image_id"])
     assert flipped[0].equals(flipped[1])  # ties (NaN) included
     assert flipped[0].notna().any()  # some items decided: draws differ per image
+
+
+def test_the_choice_never_depends_on_which_image_is_true():
+    """The query is one of image 1's references (as a COCO-BISON query is one of its true
+    image's captions), the images' references differ: the query leaves both pools alike,
+    so flipping every item's true image changes no choice (the baseline cannot see it)."""
+    own = [*REFERENCES[:4], *QUERIES]
+    images = {1: (None, own), 2: (None, [*REFERENCES[3:], *QUERIES[6:]])}
+    runs = [baseline_choices(_items(QUERIES, true_images), images, _bleu())[1]
+            for true_images in ([1] * 12, [2] * 12)]
+    assert runs[0][["score_a", "score_b"]].equals(runs[1][["score_a", "score_b"]])
+    assert runs[0]["chosen_image_id"].equals(runs[1]["chosen_image_id"])
+    assert runs[0]["score_a"].ne(runs[0]["score_b"]).any()  # not all ties: it can fail
 
 
 def test_swapping_the_two_images_swaps_the_scores_and_keeps_the_choice():
