@@ -56,7 +56,8 @@ def fill(db: Path, images: int, answered_share: float) -> int:
                                   depth=25, sample=images, seed=0)
     propose(engine, lists, model="synthetic", signature="synthetic", direction="both",
             top_k=5, sample=images, seed=0, actor="bench")
-    make_batches(engine, size=20, redundancy=1, seed=0, negatives_beyond=25, actor="bench")
+    make_batches(engine, size=20, redundancy=1, seed=0, negatives_beyond=25, actor="bench",
+                 gold_systems=("s0",))  # s0's captions are true here
     batch, item, claim = MatchBatch.__table__, MatchBatchItem.__table__, MatchClaim.__table__
     with engine.begin() as connection:
         batches = connection.execute(select(batch.c.id).order_by(batch.c.id)).scalars().all()

@@ -164,7 +164,7 @@ def fresh_match_project(target: str, folder: Path, batches: int) -> None:
     propose(engine, lists, model="synthetic", signature="synthetic", direction="both",
             top_k=2, sample=None, seed=0, actor="race-setup")
     plan = make_batches(engine, size=4, redundancy=1, seed=0, negatives_beyond=5,
-                        actor="race-setup")
+                        actor="race-setup", gold_systems=("S0",))  # S0's are true here
     engine.dispose()
     if len(plan) < batches:
         raise RuntimeError(f"the race project has {len(plan)} batches, not {batches}")
