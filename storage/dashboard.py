@@ -198,8 +198,7 @@ def _image_stages(connection: Connection, reads: _ProjectReads) -> list[StagePro
     # never ended: no stage waits for it any more, so it has a row of its own
     scored_elsewhere = {image_id for image_id, state in reads.states.items()
                         if state.closed and not state.stage_one_over}
-    # an image only BISON items name has no caption: no stage waits for it
-    everything = [i for i in double if i not in scored_elsewhere and reads.states[i].captions]
+    everything = [i for i in double if i not in scored_elsewhere and reads.states[i].to_rate]
     doubles = [i for i in everything if double[i]]
     out = flagged_image_ids(connection)  # flagged as broken: out of review
     reviewed = [i for i in everything if i not in out]

@@ -309,18 +309,15 @@ def _same_text(text: str) -> str:
 
 
 def true_caption_positions(connection: Connection, items: Collection,
-                           systems: tuple[str, ...]) -> np.ndarray:
+                           systems: tuple[str, ...], flagged: set[int]) -> np.ndarray:
     """Positions in `items` of the captions known to be true of their own image, the
     known positives' pool (ECCV Caption's are the original COCO pairs, written by people
     for the image): a caption that repeats one of its image's references, or any caption
-    of a system in `systems` (named trusted by the lead). Captions of images flagged as
-    broken are left out."""
-    from storage.image_flags import flagged_image_ids
-
+    of a system in `systems` (named trusted by the lead). Captions of the images
+    `flagged` as broken are left out."""
     caption, reference = Caption.__table__, ImageReference.__table__
     references = {(image_id, _same_text(text)) for image_id, text in connection.execute(
         select(reference.c.image_id, reference.c.text))}
-    flagged = flagged_image_ids(connection)
     true_ids = {row.id for row in connection.execute(
         select(caption.c.id, caption.c.image_id, caption.c.system, caption.c.text))
         if row.image_id not in flagged and (
@@ -373,13 +370,13 @@ def create_batches(engine: Engine, planner: Callable[[BatchInputs], BatchPlan], 
             raise MatchError("every proposed pair is in a batch already (or on an image "
                              "flagged as broken)")
         items = load_collection(connection)
-        true_captions = true_caption_positions(connection, items, gold_systems)
+        flagged = flagged_image_ids(connection)
+        true_captions = true_caption_positions(connection, items, gold_systems, flagged)
         if len(true_captions) == 0:
             raise MatchError(
                 "no caption is known to be true of its image, so no batch can hold a known "
                 "positive: name a system whose captions are right (e.g. --gold-system "
                 "Human), or import references that some captions repeat")
-        flagged = flagged_image_ids(connection)
         usable_images = np.array([i for i in items.image_ids.tolist() if i not in flagged],
                                  dtype=np.int64)
         used = np.array(connection.execute(select(pair.c.image_id, pair.c.caption_id)).all(),

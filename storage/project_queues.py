@@ -114,10 +114,9 @@ def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> Dou
     def assign(connection: Connection) -> DoubleAssignment:
         states = read_states(connection, lock=True)
         seen = {image_id for image_id, state in states.items() if state.closed}
-        # an image only BISON items name has no caption to rate twice
         rows = [row for row in connection.execute(
                     select(image.c.id, image.c.key, image.c.double_rating).order_by(image.c.id))
-                if states[row.id].captions]
+                if states[row.id].to_rate]
         already = [row for row in rows if row.double_rating]
         candidates = [row for row in rows if not row.double_rating and row.id not in seen]
         wanted = max(0, math.floor(share * len(rows) + 0.5) - len(already))  # half up

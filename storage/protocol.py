@@ -137,6 +137,12 @@ class ImageState:
     captions: int = field(default=0, compare=False)
 
     @property
+    def to_rate(self) -> bool:
+        """The image has captions: an image that only BISON items name has none, and no
+        stage has work on it."""
+        return self.captions > 0
+
+    @property
     def stage_one_over(self) -> bool:
         """As many annotators as the image takes have rated every caption of it."""
         return len(self.complete & self.first) >= self.takes
@@ -441,7 +447,7 @@ def open_images(connection: Connection, annotator: str, stage: Stage,
     verdicts: dict[tuple[int, Holders], bool] = {}
     opened = set()
     for image_id, state in states.items():
-        if not state.captions:  # an image only BISON items name: nothing to rate
+        if not state.to_rate:
             continue
         held = (state.takes, (state.first, state.second, state.final, state.complete,
                               state.closed))

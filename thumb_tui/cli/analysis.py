@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -180,6 +181,19 @@ def metric_option_parameters() -> list[inspect.Parameter]:
     return parameters
 
 
+def with_metric_options(command: Callable[..., None], fixed: list[inspect.Parameter],
+                        doc: str) -> Callable[..., None]:
+    """`command` (which takes `**metric_settings`) with the signature Typer reads: its
+    `fixed` options, then one per option some metric declares (`metric_option_parameters`),
+    and its help text: `metrics compute` and `bison evaluate` take a metric's options
+    alike."""
+    parameters = fixed + metric_option_parameters()
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    command.__doc__ = doc
+    return command
+
+
 def metrics_compute_command(
     metric: list[str] | None = None, keep_self_references: bool = False,
     clean: str | None = None, judgments: str | None = None, allow_download: bool = False,
@@ -244,14 +258,12 @@ def _register_compute() -> None:
         inspect.Parameter("allow_download", inspect.Parameter.KEYWORD_ONLY, default=False,
                           annotation=AllowDownloadOption),
     ]
-    parameters = fixed + metric_option_parameters()
-    metrics_compute_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    metrics_compute_command.__annotations__ = {p.name: p.annotation for p in parameters}
-    metrics_compute_command.__doc__ = (
-        "Score every caption; scores already stored with the same signature are reused.\n\n"
-        + "\n\n".join(f"{name}: {for_markup(cls.help)}" for name, cls in metric_classes().items())
-        + "".join(f"\n\nLeft out: {for_markup(str(problem))}" for problem in plugin_problems()))
-    metrics_app.command("compute")(metrics_compute_command)
+    doc = ("Score every caption; scores already stored with the same signature are reused.\n\n"
+           + "\n\n".join(f"{name}: {for_markup(cls.help)}"
+                         for name, cls in metric_classes().items())
+           + "".join(f"\n\nLeft out: {for_markup(str(problem))}"
+                     for problem in plugin_problems()))
+    metrics_app.command("compute")(with_metric_options(metrics_compute_command, fixed, doc))
 
 
 _register_compute()

@@ -11,7 +11,7 @@ import typer
 
 from rubrics import printable
 from storage.events import os_login
-from thumb_tui.cli.analysis import metric_option_parameters
+from thumb_tui.cli.analysis import with_metric_options
 from thumb_tui.cli.common import (
     ActorOption,
     AllowDownloadOption,
@@ -112,12 +112,9 @@ def _register_evaluate() -> None:
         inspect.Parameter("allow_download", inspect.Parameter.KEYWORD_ONLY, default=False,
                           annotation=AllowDownloadOption),
     ]
-    parameters = fixed + metric_option_parameters()
-    bison_evaluate_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    bison_evaluate_command.__annotations__ = {p.name: p.annotation for p in parameters}
-    bison_evaluate_command.__doc__ = ("Let a model (or a caption-metric baseline) choose an "
-                                      "image for every item.")
-    app.command("evaluate")(bison_evaluate_command)
+    app.command("evaluate")(with_metric_options(
+        bison_evaluate_command, fixed,
+        "Let a model (or a caption-metric baseline) choose an image for every item."))
 
 
 _register_evaluate()
