@@ -5,7 +5,7 @@ caller says what is stored already and where scores go."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +15,12 @@ from metrics.base import CaptionItem, Metric, ReferenceRule
 from rubrics import clean_caption
 
 Progress = Callable[[str, int, int], None]  # (metric, done, total)
-# (metric, signature, items, values, reasons): a value is NaN where its reason says why
-ScoreSink = Callable[[str, str, Sequence[CaptionItem], np.ndarray, list[str | None]], None]
+# (metric, signature, items, values, reasons, replacing): a value is NaN where its reason
+# says why; `replacing` names the items whose stored undefined scores these values replace
+ScoreSink = Callable[[str, str, Sequence[CaptionItem], np.ndarray, list[str | None],
+                      set[int]], None]
+# caption id -> why its stored score is undefined (None: it has a value)
+StoredScores = Callable[[str], Mapping[int, str | None]]
 STORE_CHUNK = 512
 
 
@@ -80,32 +84,46 @@ def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
 
 def run_metric(
     metric: Metric, items: Sequence[CaptionItem], references: ReferenceRule,
-    stored: Callable[[str], set[int]], sink: ScoreSink, progress: Progress | None = None,
+    stored: StoredScores, sink: ScoreSink, progress: Progress | None = None,
 ) -> MetricRun:
-    """Score the captions that `stored(signature)` does not list and pass each chunk to
-    `sink(metric, signature, items, values, reasons)` as soon as it is scored; `reasons`
-    says why a value is undefined (NaN), None where it is defined."""
+    """Score the captions that have no score under the signature yet (`stored(signature)`),
+    and those stored as undefined for a reason that no longer holds (an image that had no
+    references when they were scored has them now: the signature names rules, not data,
+    so it does not change), and pass each chunk to the sink as soon as it is scored."""
     start = time.perf_counter()
     signature = metric.signature(items, references)
     done = stored(signature)
-    todo = [item for item in items if item.caption_id not in done]
+    todo = [item for item in items if _needs_scoring(metric, item, done)]
     if todo and metric.corpus_level:
         # statistics come from the whole corpus: score it all, store what is missing
         values = metric.score(items)
         wanted = {item.caption_id for item in todo}
         keep = [i for i, item in enumerate(items) if item.caption_id in wanted]
         chunk = [items[i] for i in keep]
-        sink(metric.name, signature, chunk, values[keep], _reasons(metric, chunk))
+        sink(metric.name, signature, chunk, values[keep], _reasons(metric, chunk),
+             _replaced(chunk, done))
         if progress:
             progress(metric.name, len(todo), len(todo))
     else:
         for start_at in range(0, len(todo), STORE_CHUNK):
             chunk = todo[start_at:start_at + STORE_CHUNK]
-            sink(metric.name, signature, chunk, metric.score(chunk), _reasons(metric, chunk))
+            sink(metric.name, signature, chunk, metric.score(chunk), _reasons(metric, chunk),
+                 _replaced(chunk, done))
             if progress:
                 progress(metric.name, start_at + len(chunk), len(todo))
     return MetricRun(metric.name, signature, len(todo), len(items) - len(todo),
                      time.perf_counter() - start)
+
+
+def _needs_scoring(metric: Metric, item: CaptionItem, done: Mapping[int, str | None]) -> bool:
+    if item.caption_id not in done:
+        return True
+    reason = done[item.caption_id]
+    return reason is not None and metric.undefined_reason(item) != reason
+
+
+def _replaced(chunk: Sequence[CaptionItem], done: Mapping[int, str | None]) -> set[int]:
+    return {item.caption_id for item in chunk if item.caption_id in done}
 
 
 def _reasons(metric: Metric, items: Sequence[CaptionItem]) -> list[str | None]:

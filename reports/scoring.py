@@ -15,7 +15,7 @@ from metrics.base import CaptionItem, ReferenceRule
 from metrics.registry import MetricOptions, build_metric
 from metrics.runner import MetricRun, Progress, caption_items, run_metric
 from storage.judgments import judgment_caption_rows, judgment_reference_ids, judgment_set
-from storage.metric_scores import caption_rows, store_metric_scores, stored_caption_ids
+from storage.metric_scores import caption_rows, store_metric_scores, stored_scores
 from storage.models import JudgmentMetricScore, MetricScore
 
 
@@ -40,13 +40,13 @@ def _compute(engine: Engine, rows: tuple[list[Row], dict[int, list[str]]],
     undefined: dict[str, Counter[str]] = {}
 
     def sink(metric: str, signature: str, chunk: Sequence[CaptionItem],
-             values: np.ndarray, reasons: list[str | None]) -> None:
+             values: np.ndarray, reasons: list[str | None], replacing: set[int]) -> None:
         store_metric_scores(engine, metric, signature, [item.caption_id for item in chunk],
-                            values, scores, reasons)
+                            values, scores, reasons, replacing)
         undefined.setdefault(signature, Counter()).update(r for r in reasons if r)
 
     runs = [run_metric(metric, items, references,
-                       lambda s: stored_caption_ids(engine, s, scores), sink, progress)
+                       lambda s: stored_scores(engine, s, scores), sink, progress)
             for metric in metrics]
     return [ScoringRun(**vars(run), undefined=dict(undefined.get(run.signature, {})))
             for run in runs]

@@ -4,7 +4,7 @@ here; the ratings' frames are `storage/rating_frames.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,8 @@ from storage.models import (
     MetricScore,
     utcnow,
 )
+
+_DELETE_CHUNK = 500  # caption ids in one DELETE (well under SQLite's bound parameters)
 
 if TYPE_CHECKING:  # pandas loads where a frame is built: `metrics compute` needs none
     import pandas as pd
@@ -42,28 +44,37 @@ def caption_rows(engine: Engine) -> tuple[list[Row], dict[int, list[str]]]:
     return captions, references
 
 
-def stored_caption_ids(engine: Engine, signature: str,
-                       scores: type[SQLModel] = MetricScore) -> set[int]:
-    """Captions that already have a score under this signature (in `scores`: the project's
-    `MetricScore` or a judgment set's `JudgmentMetricScore`)."""
+def stored_scores(engine: Engine, signature: str, scores: type[SQLModel] = MetricScore
+                  ) -> dict[int, str | None]:
+    """The captions that have a score under this signature (in `scores`: the project's
+    `MetricScore` or a judgment set's `JudgmentMetricScore`), each with why its score is
+    undefined (None: it has a value)."""
     score = scores.__table__
     with engine.connect() as connection:
-        return set(connection.execute(
-            select(score.c.caption_id).where(score.c.signature == signature)
-        ).scalars())
+        return dict(connection.execute(
+            select(score.c.caption_id, score.c.undefined).where(score.c.signature == signature)
+        ).all())
 
 
 def store_metric_scores(engine: Engine, metric: str, signature: str,
                         caption_ids: Sequence[int], values: Sequence[float],
                         scores: type[SQLModel] = MetricScore,
-                        reasons: Sequence[str | None] | None = None) -> None:
+                        reasons: Sequence[str | None] | None = None,
+                        replacing: Collection[int] = ()) -> None:
     """Store one chunk of scores in one transaction; where a reason is given the score is
-    undefined (no value)."""
+    undefined (no value). The stored scores of the captions in `replacing` (undefined ones
+    whose reason no longer holds) are deleted in the same transaction."""
     reasons = reasons if reasons is not None else [None] * len(caption_ids)
     now = utcnow()
+    table = scores.__table__
     with write_transaction(engine) as connection:
+        ids = sorted(replacing)
+        for start in range(0, len(ids), _DELETE_CHUNK):
+            connection.execute(table.delete().where(
+                table.c.signature == signature,
+                table.c.caption_id.in_(ids[start:start + _DELETE_CHUNK])))
         connection.execute(
-            scores.__table__.insert(),
+            table.insert(),
             [{"caption_id": caption_id, "metric": metric, "signature": signature,
               "value": None if reason else float(value), "undefined": reason,
               "computed_at": now}

@@ -75,6 +75,38 @@ def test_importing_a_caption_equal_to_a_reference_keeps_the_bleu_signature(sampl
     assert "nrefs" not in fields
 
 
+def test_captions_scored_undefined_get_scores_once_their_image_has_references(tmp_path):
+    """An image imported without references, then given them by a later import (a new
+    caption's row): its captions' undefined scores are replaced (the signature names rules, not data, so it is
+    the same), and nothing else is rescored."""
+    engine = open_database(tmp_path / "late.db")
+    rows = sample_rows()
+    bare_image = rows[0]["image_id"]
+    without = [{**row, **({f"reference_{k}": "" for k in range(1, 5)}
+                          if row["image_id"] == bare_image else {})} for row in rows]
+    import_rows(engine, tmp_path / "first.csv", without)
+    (first,) = compute_metrics(engine, ["bleu"])
+    table = MetricScore.__table__
+    with engine.connect() as connection:
+        undefined = dict(connection.execute(
+            select(table.c.caption_id, table.c.undefined)
+            .where(table.c.undefined.is_not(None))).all())
+    bare = [row for row in rows if row["image_id"] == bare_image]
+    assert len(undefined) == len(bare) > 0
+    assert set(undefined.values()) == {"no references"}
+    # a new system's caption of that image brings its references
+    import_rows(engine, tmp_path / "second.csv", [{**bare[0], "system": "Late"}])
+    (again,) = compute_metrics(engine, ["bleu"])
+    assert again.signature == first.signature
+    assert (again.computed, again.reused) == (len(bare) + 1, first.computed - len(bare))
+    values = stored_values(engine, first.signature)
+    assert len(values) == first.computed + 1
+    assert all(np.isfinite(values[caption_id]) for caption_id in undefined)
+    (third,) = compute_metrics(engine, ["bleu"])
+    assert (third.computed, third.reused) == (0, first.computed + 1)
+    engine.dispose()
+
+
 def test_a_reference_free_metric_names_no_reference_fields(sample):
     items, rule = load_items(sample)
     bare = [replace(item, references=()) for item in items]
