@@ -142,16 +142,26 @@ def resampled_queries(positives: Mapping[Id, tuple[Id, ...]]) -> tuple[Id, ...]:
     return canonical_order(compress(positives.keys(), positives.values()))  # with items
 
 
-def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], source: str
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+class MissingLists(RankingsError):
+    """Rankings that lack some queries' lists; `direction` says which file the caller
+    names (the message cannot: these functions see no files)."""
+
+    def __init__(self, message: str, direction: str) -> None:
+        super().__init__(message)
+        self.direction = direction
+
+
+def _query_positives(ranked: Ranked, positives: Mapping[Id, tuple[Id, ...]], source: str,
+                     direction: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Rows of the queries with positives (`resampled_queries`), R per query, and the
     (query, item index) pairs of the positives that the rankings know."""
     queries = resampled_queries(positives)
     rows = ranked.rows_of(queries)
     if (rows < 0).any():
         missing = [q for q, row in zip(queries, rows.tolist(), strict=True) if row < 0]
-        raise RankingsError(f"the rankings have no list for {len(missing)} of the "
-                            f"{len(queries)} queries of {source} (e.g. {missing[0]!r})")
+        raise MissingLists(f"the {direction} rankings have no list for {len(missing)} of "
+                           f"the {len(queries)} queries of {source} (e.g. {missing[0]!r})",
+                           direction)
     sizes = np.fromiter(map(len, map(positives.__getitem__, queries)), dtype=np.int64,
                         count=len(queries))
     pair_item = ranked.indices_of(list(chain.from_iterable(map(positives.__getitem__,
@@ -184,7 +194,7 @@ def positive_scores(ranked: Ranked, positives: PositiveSet, direction: str, *,
     """Per-query R@k, recall-share@k, R-precision and mAP@R of one direction, over the
     `resampled_queries` of its positives, in that order."""
     rows, sizes, pair_query, pair_item = _query_positives(
-        ranked, positives.direction(direction), positives.name)
+        ranked, positives.direction(direction), positives.name, direction)
     depth = max(max(ks), int(sizes.max(initial=1)))
     top = ranked.top(rows, depth, _allowed(ranked, positives.restriction(direction)))
     relevant = _relevance(top, pair_query, pair_item, len(ranked.items) + 1)
@@ -212,7 +222,7 @@ def pmrp_scores(ranked: Ranked, plausible: PositiveSet, direction: str, *,
     """Per-query PMRP: R-precision on plausible matches with R = min(R, cap) (no cap:
     the eccv-caption package's `pmrp`), over the `resampled_queries` of `plausible`."""
     rows, sizes, pair_query, pair_item = _query_positives(
-        ranked, plausible.direction(direction), plausible.name)
+        ranked, plausible.direction(direction), plausible.name, direction)
     if cap is not None:
         sizes = np.minimum(sizes, cap)
     top = ranked.top(rows, int(sizes.max(initial=1)), None)

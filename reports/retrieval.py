@@ -31,6 +31,7 @@ from metrics.positives import (
 )
 from metrics.rankings import (
     Ranked,
+    RankingsError,
     check_known,
     read_rankings_json,
     read_scores,
@@ -40,6 +41,7 @@ from metrics.retrieval import (
     DEFAULT_KS,
     DEFAULT_NCS_AVERAGING,
     PMRP_CAP,
+    MissingLists,
     SemanticInput,
     SetSamples,
     check_ncs_averaging,
@@ -328,7 +330,10 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
                     source, text = files.where(direction)
                     check_known(directions[direction], *known, source, text=text,
                                 kinds=kinds, known_as=target.label)
-        computed = _compute(directions, todo, settings)
+        try:
+            computed = _compute(directions, todo, settings)
+        except MissingLists as error:
+            raise RankingsError(f"{files.where(error.direction)[0]}: {error}") from None
         results = {signatures[target]: records
                    for target, records in zip(todo, computed, strict=True)}
         save_evaluation(engine, name, source=files.source, digest=digest_of_files,

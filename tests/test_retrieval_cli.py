@@ -104,7 +104,8 @@ def test_the_same_name_with_other_files_needs_replace(project):
         (lambda lists: lists["img01"].append("nope/none"),
          "query 'img01': caption id 'nope/none' is not one of the captions of project"),
         (lambda lists: lists["img01"].__setitem__(1, lists["img01"][0]), "appears twice"),
-        (lambda lists: lists.pop("img02"), "no list for 1 of the 15 queries of project"),
+        (lambda lists: lists.pop("img02"),
+         "i2t-3.json: the i2t rankings have no list for 1 of the 15 queries of project"),
     ],
 )
 def test_bad_rankings_end_in_one_line_and_change_nothing(project, mutate, message):

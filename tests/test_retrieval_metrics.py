@@ -210,7 +210,7 @@ def test_recall_share_and_r_precision_by_hand():
 
 def test_missing_queries_are_refused():
     rankings = rankings_from_lists({"q": ["a"]})
-    with pytest.raises(RankingsError, match="no list for 1 of the 2 queries of p"):
+    with pytest.raises(RankingsError, match="rankings have no list for 1 of the 2 queries of p"):
         positive_scores(rankings, positive_set("p", {"q": ["a"], "x": ["a"]}, {}), "i2t")
 
 
