@@ -64,6 +64,14 @@ def _current_fields(legacy: str) -> dict[str, str]:
     return fields
 
 
+def current_form(signature: str) -> str:
+    """The signature as thumb-tui writes it now (an old one without its data counts): two
+    signatures equal in this form name the same settings."""
+    fields = _current_fields(signature)
+    return "|".join([fields.pop("metric"), *(f"{key}:{value}"
+                                             for key, value in fields.items())])
+
+
 def superseded_signatures(signatures: Iterable[str]) -> set[str]:
     """The signatures of the old form (with `nrefs:`) for which one of the current form
     has the same settings: their scores are the same numbers, stored again when the counts

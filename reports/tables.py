@@ -19,7 +19,12 @@ from metrics.correlation import (
     system_table,
     williams_records,
 )
-from metrics.signature import signature_labels, superseded_signatures, tool_version
+from metrics.signature import (
+    current_form,
+    signature_labels,
+    superseded_signatures,
+    tool_version,
+)
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
 from storage.image_flags import broken_images
@@ -132,11 +137,14 @@ def earlier_corpora(computed_at: dict[str, datetime]) -> dict[str, str]:
     """superseded signature -> the one that replaces it. The rule: of a metric's signatures
     that differ only in their corpus digest, the one that stored a score last is current
     (`thumb metrics compute` after captions were imported); the others were computed on
-    an earlier corpus and are left out of every table."""
+    an earlier corpus and are left out of every table. An old-form signature (with the
+    data counts, `metrics.signature.current_form`) is grouped with the current form of the
+    same settings."""
     groups: dict[str, list[str]] = {}
     for signature in computed_at:
         if "#" in (_corpus(signature) or ""):
-            groups.setdefault(_without_corpus_digest(signature), []).append(signature)
+            key = _without_corpus_digest(current_form(signature))
+            groups.setdefault(key, []).append(signature)
     superseded = {}
     for group in groups.values():
         newest = max(group, key=lambda signature: (computed_at[signature], signature))

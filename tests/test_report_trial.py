@@ -78,6 +78,18 @@ def test_of_signatures_that_differ_only_in_their_corpus_digest_the_newest_is_cur
     assert earlier_corpora({**times, old: at[5]}) == {new: old}  # newest, not larger digest
 
 
+def test_an_old_form_signature_on_an_earlier_corpus_is_superseded_by_the_current_form():
+    """Written before signatures left out the data counts (`nrefs:`, `self:excluded(N)`),
+    on a corpus that has changed since: the current run replaces it all the same."""
+    old_form = ("cider-d|n:4|corpus:per-system#aaaa|refs:image|nrefs:4|self:excluded(3)|"
+                "clean:thumb|thumb-tui:1")
+    current = "cider-d|n:4|corpus:per-system#bbbb|refs:image|self:excluded|clean:thumb|thumb-tui:1"
+    kept = "cider-d|n:4|corpus:per-system#cccc|refs:image|self:kept|clean:thumb|thumb-tui:1"
+    at = [datetime(2026, 1, day, tzinfo=UTC) for day in range(1, 4)]
+    assert earlier_corpora({old_form: at[0], current: at[1], kept: at[0]}) == {
+        old_form: current}
+
+
 def test_a_corpus_level_metric_computed_before_an_import_is_flagged_then_superseded(
         tmp_path):
     engine = rated_project(tmp_path)
