@@ -404,12 +404,16 @@ def _failure(error: DBAPIError) -> str | None:
 
 
 def run_write(engine: Engine, work: Callable[[Connection], T], *,
-              attempts: int = WRITE_ATTEMPTS, lock_wait_ms: int = WRITE_LOCK_WAIT_MS) -> T:
+              attempts: int | None = None, lock_wait_ms: int | None = None) -> T:
     """Run `work` in a write transaction and commit; when the database is busy (a lock
     not granted in time, a deadlock, a serialization failure) or another process
     inserted the same row first, roll back and run it again after a random, growing
     pause. Raise DatabaseBusy when every attempt found the database busy. `work` may run
-    more than once, so it must not change anything outside the transaction."""
+    more than once, so it must not change anything outside the transaction. Unless given,
+    `attempts` and `lock_wait_ms` are WRITE_ATTEMPTS and WRITE_LOCK_WAIT_MS as they are
+    when it is called."""
+    attempts = WRITE_ATTEMPTS if attempts is None else attempts
+    lock_wait_ms = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else lock_wait_ms
     for attempt in range(1, attempts + 1):
         try:
             with write_transaction(engine, lock_wait_ms) as connection:

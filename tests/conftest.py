@@ -47,6 +47,15 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny randomly initialised CLIP saved to a folder (tests/tiny_clip.py), once per
+    test process: the model path the CLIP options take. Tests only read it."""
+    from tests.tiny_clip import save_tiny_clip
+
+    return str(save_tiny_clip(tmp_path_factory.mktemp("models") / "clip"))
+
+
 @pytest.fixture(autouse=True)
 def new_databases_from_the_template(request: pytest.FixtureRequest,
                                     monkeypatch: pytest.MonkeyPatch) -> None:

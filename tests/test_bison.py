@@ -23,7 +23,6 @@ from storage.models import BisonAnswer, BisonItem, BisonPrediction
 from tests.app_helpers import sample_engine
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png
-from tests.tiny_clip import save_tiny_clip
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.bison import BisonScreen
 from thumb_tui.screens.help import HelpScreen
@@ -36,11 +35,6 @@ def engine(tmp_path):
     engine = open_database(tmp_path / "b.db")
     import_captions(engine, SAMPLE_CSV, actor="t")
     return engine
-
-
-@pytest.fixture(scope="module")
-def tiny_clip(tmp_path_factory) -> str:
-    return str(save_tiny_clip(tmp_path_factory.mktemp("models") / "clip"))
 
 
 def count(engine, model) -> int:

@@ -12,15 +12,9 @@ from typer.testing import CliRunner
 from metrics.signature import parse_signature
 from tests.conftest import SAMPLE_CSV
 from tests.image_files import good_png
-from tests.tiny_clip import save_tiny_clip
 from thumb_tui.cli import app
 
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def tiny_clip(tmp_path_factory) -> str:
-    return str(save_tiny_clip(tmp_path_factory.mktemp("models") / "clip"))
 
 
 @pytest.fixture

@@ -543,7 +543,7 @@ def test_match_verification_on_postgresql(tmp_path):
 
 
 @pytest.mark.slow
-def test_clip_scorer_proposes_from_embeddings_it_computes(tmp_path):
+def test_clip_scorer_proposes_from_embeddings_it_computes(tmp_path, tiny_clip):
     """`--scorer clip` with a tiny random CLIP saved to a folder: each image and caption is
     embedded once; the candidates equal the top k of the cosine matrix computed here."""
     pytest.importorskip("torch")
@@ -551,9 +551,8 @@ def test_clip_scorer_proposes_from_embeddings_it_computes(tmp_path):
     from metrics.clip import PREFIX, ClipEmbedder
     from metrics.match import top_k_rows
     from storage.match import caption_texts
-    from tests.tiny_clip import save_tiny_clip
 
-    model = save_tiny_clip(tmp_path / "clip")
+    model = tiny_clip
     db = tmp_path / "clip.db"
     from storage import import_captions, open_database
     from tests.conftest import SAMPLE_CSV

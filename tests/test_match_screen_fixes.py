@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 from textual.app import App
 from textual.widgets import Static
@@ -68,8 +69,17 @@ def write_locked(db: Path) -> Iterator[None]:
 
 # -- 1: a busy database ------------------------------------------------------------------------
 
+@pytest.fixture
+def short_lock_waits(monkeypatch):
+    """A keystroke gives up on a locked database after 4 x 50 ms, not 4 x 500 ms: the
+    busy path is the same, the test waits less."""
+    import storage.db
+
+    monkeypatch.setattr(storage.db, "WRITE_LOCK_WAIT_MS", 50)
+
+
 async def test_an_answer_and_an_undo_on_a_locked_database_say_busy_and_go_through_later(
-        tmp_path):
+        tmp_path, short_lock_waits):
     db, engine = match_project(tmp_path, size=5)
     session = fixed_session(engine, "ann")
     app = ThumbApp(screen=MatchScreen(session, "none"))
@@ -103,8 +113,8 @@ async def test_an_answer_and_an_undo_on_a_locked_database_say_busy_and_go_throug
     assert seconds > 0  # the time on the pair before the busy attempt was kept
 
 
-async def test_the_next_batch_that_a_locked_database_kept_closed_opens_with_g(tmp_path,
-                                                                               monkeypatch):
+async def test_the_next_batch_that_a_locked_database_kept_closed_opens_with_g(
+        tmp_path, monkeypatch, short_lock_waits):
     db, engine = match_project(tmp_path, size=5)
     session = fixed_session(engine, "ann")
     first_claim = session.claim_id
@@ -112,7 +122,7 @@ async def test_the_next_batch_that_a_locked_database_kept_closed_opens_with_g(tm
 
     def claim_while_locked() -> int | None:
         """The database is taken between the batch's last answer and the next claim."""
-        monkeypatch.undo()
+        monkeypatch.setattr(session, "claim_next", claim_next)
         with write_locked(Path(db)):
             return claim_next()
 

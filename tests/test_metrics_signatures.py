@@ -77,8 +77,8 @@ def test_importing_a_caption_equal_to_a_reference_keeps_the_bleu_signature(sampl
 
 def test_captions_scored_undefined_get_scores_once_their_image_has_references(tmp_path):
     """An image imported without references, then given them by a later import (a new
-    caption's row): its captions' undefined scores are replaced (the signature names rules, not data, so it is
-    the same), and nothing else is rescored."""
+    caption's row): its captions' undefined scores are replaced (the signature names
+    rules, not data, so it is the same), and nothing else is rescored."""
     engine = open_database(tmp_path / "late.db")
     rows = sample_rows()
     bare_image = rows[0]["image_id"]
