@@ -47,6 +47,37 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def click_commands_built_once() -> Iterator[None]:
+    """`CliRunner.invoke(app)` turns the whole Typer app into Click commands on every call
+    (60 ms for thumb's commands; the fast tests make about 700 calls). Built from the same
+    registered functions they are the same commands, so they are built once for each app
+    and set of registered functions (a test that registers another gets its own)."""
+    import typer.main
+    import typer.testing
+
+    build = typer.main.get_command
+    built: dict[tuple, object] = {}
+
+    def registered(app: typer.Typer) -> tuple:
+        callback = app.registered_callback and app.registered_callback.callback
+        return (id(app), id(callback),
+                *((id(info.callback), id(getattr(info.callback, "__signature__", None)))
+                  for info in app.registered_commands),
+                *(registered(group.typer_instance) for group in app.registered_groups
+                  if group.typer_instance is not None))
+
+    def cached(app: typer.Typer) -> object:
+        key = registered(app)
+        if key not in built:
+            built[key] = build(app)
+        return built[key]
+
+    typer.testing._get_command = cached
+    yield
+    typer.testing._get_command = build
+
+
 @pytest.fixture(scope="session")
 def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A tiny randomly initialised CLIP saved to a folder (tests/tiny_clip.py), once per
