@@ -47,3 +47,14 @@ def test_the_import_paths_load_no_analysis_library() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=ROOT, check=True)
     assert done.stdout.split() == []
+
+
+def test_the_version_is_read_when_asked_for_and_other_names_are_unknown() -> None:
+    """`thumb_tui.__version__` comes from the package metadata on first use (not at every
+    command's start); any other missing name is an AttributeError, as for any module."""
+    import thumb_tui
+    from metrics.signature import tool_version
+
+    assert thumb_tui.__version__ == tool_version() != ""
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        thumb_tui.nothing_here  # noqa: B018
