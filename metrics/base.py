@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
 from metrics.signature import format_signature
+from rubrics.escape import printable
+
+_Result = TypeVar("_Result")
+# a signature field's key, as the built-ins name theirs; its value is any one printable
+# line without `|`, which separates the fields (metrics.signature.parse_signature)
+SIGNATURE_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
+# the fields a run adds after a metric's own settings (ReferenceRule, format_signature)
+RUN_FIELDS = frozenset({"refs", "self", "clean", "thumb-tui"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,21 @@ BATCH_SIZE = MetricOption(
 NO_REFERENCES = "no references"  # why a reference-based score is undefined
 
 
+def call_hook(metric: str, hook: str, function: Callable[..., _Result],
+              *args: object) -> _Result:
+    """`function(*args)`, a metric's own code (a plugin's, perhaps): an error the command
+    line reports as it is (ValueError, RuntimeError) passes; any other, or a `sys.exit`,
+    becomes a RuntimeError naming the metric and the hook, never a traceback."""
+    try:
+        return function(*args)
+    except (ValueError, RuntimeError):
+        raise
+    except (Exception, SystemExit) as error:
+        raise RuntimeError(printable(f"metric {metric!r} failed in {hook}: "
+                                     f"{type(error).__name__}: {error}"[:500],
+                                     newlines=False)) from error
+
+
 class Metric(ABC):
     """Subclasses set `name`, `help` and the `options` their constructor takes, and
     implement `settings()` (the signature fields) and `compute()`. A subclass in another
@@ -102,7 +126,33 @@ class Metric(ABC):
         come from, such as BISON's `candidate-image`)."""
         fields = references.fields(self.needs_references) if isinstance(
             references, ReferenceRule) else {"refs": references}
-        return format_signature(self.name, {**self.settings(items), **fields})
+        return format_signature(self.name, {**self._checked_settings(items), **fields})
+
+    def _checked_settings(self, items: Sequence[CaptionItem]) -> dict[str, str]:
+        """`settings()` as signature fields, checked like input: a signature is stored, parsed
+        at its `|` and printed, so a key or value that would break it is an error."""
+        settings = call_hook(self.name, "settings()", self.settings, items)
+        where = f"metric {self.name!r}: settings()"
+        if not isinstance(settings, Mapping):
+            raise RuntimeError(f"{where} returned a {type(settings).__name__}, not a dict "
+                               "of signature fields")
+        checked = {}
+        for key, value in settings.items():
+            text = str(value)
+            if not isinstance(key, str) or not SIGNATURE_KEY.fullmatch(key):
+                raise RuntimeError(printable(
+                    f"{where}: the key {key!r} is not a signature field name (lower-case "
+                    "letters, digits, '-', '_', '.'; at most 40)"[:300], newlines=False))
+            if key in RUN_FIELDS:
+                raise RuntimeError(f"{where}: the key {key!r} is a field thumb-tui adds "
+                                   f"itself ({', '.join(sorted(RUN_FIELDS))})")
+            if "|" in text or not text.isprintable():
+                raise RuntimeError(printable(
+                    f"{where}: the value of {key!r}, {text!r}, must be one printable line "
+                    "without '|' (which separates a signature's fields)"[:300],
+                    newlines=False))
+            checked[key] = text
+        return checked
 
     def undefined_reason(self, item: CaptionItem) -> str | None:
         """Why this metric has no score for the item (NaN from `score()`), or None."""
@@ -121,9 +171,28 @@ class Metric(ABC):
             raise RuntimeError(f"{self.name} needs the image files: {len(absent)} caption(s) "
                                f"have none, e.g. of image {absent[0]!r} (a judgment set "
                                "imported without an image column has no images)")
-        computed = np.asarray(self.compute([items[i] for i in defined]), dtype=float)
-        if computed.shape != (len(defined),):
-            raise RuntimeError(f"{self.name} returned {computed.shape} scores for "
-                               f"{len(defined)}")
-        scores[defined] = computed
+        computed = call_hook(self.name, "compute()", self.compute,
+                             [items[i] for i in defined])
+        scores[defined] = self._checked_scores(computed, len(defined))
         return scores
+
+    def _checked_scores(self, computed: object, count: int) -> np.ndarray:
+        """`compute()`'s result as `count` finite floats, or an error saying what is wrong:
+        it is stored under the signature as a score, so NaN (which would claim a caption
+        is scored) and infinities (which no statistic survives) are refused; a caption the
+        metric cannot score is named by `undefined_reason()`, which stores why."""
+        try:
+            values = np.asarray(computed, dtype=float)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise RuntimeError(printable(f"{self.name}: compute() returned something other "
+                                         f"than numbers ({error})"[:300],
+                                         newlines=False)) from None
+        if values.shape != (count,):
+            raise RuntimeError(f"{self.name} returned {values.shape} scores for {count}")
+        if not np.isfinite(values).all():
+            raise RuntimeError(
+                f"{self.name} returned {int(np.isnan(values).sum())} NaN and "
+                f"{int(np.isinf(values).sum())} infinite scores for "
+                f"the {count} captions it can score; nothing was stored for them (a caption "
+                "it cannot score needs its undefined_reason(), which is stored instead)")
+        return values

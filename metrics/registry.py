@@ -23,7 +23,7 @@ from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
-from metrics.base import Metric, MetricOption
+from metrics.base import Metric, MetricOption, call_hook
 from rubrics.escape import printable
 
 METRIC_MODULES = ("metrics.text_metrics", "metrics.cider", "metrics.coco", "metrics.bertscore",
@@ -269,4 +269,7 @@ class MetricOptions(Mapping[str, object]):
 
 
 def build_metric(name: str, options: MetricOptions) -> Metric:
-    return metric_class(name).from_options(options)
+    """The metric `name` built from the options; its constructor is the metric's own code,
+    so a failure there is an error naming it (metrics.base.call_hook)."""
+    cls = metric_class(name)
+    return call_hook(name, "its constructor", cls.from_options, options)

@@ -392,6 +392,8 @@ def load_rubric(name_or_path: str | Path = "thumb-1.0") -> Rubric:
         if len(shipped) > 1:
             raise ValueError(printable(f"rubric {name_or_path!r} is shipped by several "
                                        f"packages: {'; '.join(where)}", newlines=False))
+        if not shipped and path.is_file():
+            raise RubricError(str(path), ["a rubric file is TOML, named NAME.toml"])
         if not shipped:
             bundled = sorted(p.name.removesuffix(".toml") for p in resources.files(
                 "rubrics").iterdir() if p.name.endswith(".toml"))

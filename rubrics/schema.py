@@ -368,7 +368,9 @@ def _dimensions(check: Checker, data: dict) -> dict[str, dict]:
     own are unusable)."""
     found: dict[str, dict] = {}
     keys = []
-    tables = check.tables("dimensions", data.get("dimensions"))
+    if "dimensions" not in data:  # the top table's check says it lacks them
+        return found
+    tables = check.tables("dimensions", data["dimensions"])
     for number, raw in enumerate(tables or [], 1):
         where = f"dimensions[{number}]"
         check.table(where, raw, _DIMENSION)
@@ -562,9 +564,11 @@ def rubric_problems(data: object) -> list[str]:
     if "total" in top:
         weights = tuple(f"{key}_weight" for key in SCORE_KEYS)
         total = check.table("total", top["total"], weights)
-        for key in weights:
-            if total is not None and key in total:
-                check.number(f"total.{key}", total[key], 0.0, MAX_WEIGHT)
+        given = [check.number(f"total.{key}", total[key], 0.0, MAX_WEIGHT)
+                 for key in weights if total is not None and key in total]
+        if len(given) == len(weights) and all(weight == 0 for weight in given):
+            check.add("total", "the weights are all 0: every Total would be 0 minus the "
+                               "penalties, whatever the scores")
     penalties = _penalties(check, top) if "penalties" in top else {}
     _labels(check, dimensions, penalties)
     rules = check.tables("rules", top.get("rules", [])) or []
