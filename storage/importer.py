@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from sqlalchemy import Connection, Engine, Table, bindparam, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, func, select, update
 
 from rubrics import Rubric
 from storage.db import (
@@ -132,6 +132,11 @@ class ImportSummary:
     fluency_checks: int = 0
     double_images: int = 0
     image_flags: int = 0
+    # when the import chose another rubric for the project (--rubric): the one before,
+    # the one now, and the ratings made with the one before (they keep it)
+    rubric_before: str | None = None
+    rubric_now: str | None = None
+    ratings_on_rubric_before: int = 0
 
     def __str__(self) -> str:
         counts = [(self.images, "image"), (self.captions, "caption"),
@@ -143,7 +148,14 @@ class ImportSummary:
                                              (self.image_flags, "broken-image flag"))
                    if n]
         listed = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts)
-        return f"{self.file}: {listed} imported"
+        summary = f"{self.file}: {listed} imported"
+        if self.rubric_before is None:
+            return summary
+        kept = self.ratings_on_rubric_before
+        return (f"{summary}\nnote: the project's rubric is now {self.rubric_now}, for every "
+                f"new rating (it was {self.rubric_before}"
+                + (f"; the {kept} rating{'' if kept == 1 else 's'} made with it keep it)"
+                   if kept else ")"))
 
 
 _LINE_BITS = 48  # a line number takes at most 48 bits (2**48 lines: beyond any file)
@@ -726,10 +738,12 @@ class _Writer:
                 tuple(given[name] for name in self._ratings.names[2:]), first=2))
         return kept[1]
 
-    def finish(self, source: Path, digest: Future[str | None], actor: str) -> ImportSummary:
+    def finish(self, source: Path, digest: Future[str | None], actor: str,
+               rubric_before: str | None = None) -> ImportSummary:
         """What needs every row (double-rating marks of images already in the database,
         native-speaker flags, resolutions, fluency-round verdicts), then the import's
-        one event: which file (its digest), what it added."""
+        one event: which file (its digest), what it added, and the project's rubric it
+        replaced (`rubric_before`), if any."""
         connection, plan = self.connection, self.plan
         image, annotator = Image.__table__, Annotator.__table__
         marked = [{"image_key": key} for key in sorted(plan.double_images - self.marked)]
@@ -758,7 +772,12 @@ class _Writer:
             references=self.references, annotators=len(plan.annotators),
             ratings=plan.ratings, resolutions=len(plan.resolutions),
             fluency_checks=len(plan.fluency_checks), double_images=len(plan.double_images),
-            image_flags=len(plan.image_flags))
+            image_flags=len(plan.image_flags), rubric_before=rubric_before)
+        if rubric_before is not None:
+            summary.rubric_now = self.rubric.signature
+            rating = Rating.__table__
+            summary.ratings_on_rubric_before = connection.execute(
+                select(func.count()).where(rating.c.rubric == rubric_before)).scalar_one()
         log_change(connection, actor=actor, action="import", table="import",
                    new={str(source): {"sha256": digest.result(),
                                       **{k: v for k, v in vars(summary).items()
@@ -784,6 +803,7 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
     digest = _digest_beside(problems.file)  # once: a retried transaction reads no file twice
 
     def write(connection: Connection) -> ImportSummary:
+        before = project_rubric(connection).signature if choose_rubric else None
         if choose_rubric:
             register_rubric(connection, rubric, choose=True)
         existing = _Existing(connection)
@@ -812,7 +832,8 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
                           "and stage-2 values are the same")
             if found.items:  # (the transaction rolls back: nothing stays written)
                 raise InputError(sorted(found.items, key=lambda problem: problem.line))
-            return writer.finish(problems.file, digest, actor)
+            return writer.finish(problems.file, digest, actor,
+                                 rubric_before=None if before == rubric.signature else before)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
 

@@ -622,3 +622,31 @@ def test_a_refused_image_is_listed_once_at_its_first_row_with_its_other_rows_cou
     assert found[0][1].endswith("; 2 more rows name this image, the last at line 5")
     assert found[1][1] == "stage must be 1, 2 or final, not '7'"
     assert database_dump(engine) == before
+
+
+def test_an_import_that_chooses_another_rubric_says_so_with_the_ratings_that_keep_theirs(
+        tmp_path):
+    """`import --rubric` on a rated project makes the chosen rubric the project's for every
+    new rating: the summary says which replaced which and how many ratings keep the old
+    one (it used to say nothing), and says nothing when the rubric stays the same."""
+    from rubrics import load_rubric
+
+    root = Path(__file__).resolve().parent
+    engine = open_database(tmp_path / "p.db")
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    import_captions(engine, SAMPLE_CSV.parent / "example_ratings.csv", actor="t")
+    with open(SAMPLE_CSV, newline="", encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    row.update(system="Late", image=str(SAMPLE_CSV.parent / row["image"]))
+    late = tmp_path / "late.csv"
+    write_csv(late, list(row), [list(row.values())])
+    chosen = load_rubric(root / "rubrics" / "zt10-1.toml")
+    summary = import_captions(engine, late, actor="t", rubric=chosen,
+                              allow_outside_images=True)
+    assert str(summary).splitlines()[1] == (
+        "note: the project's rubric is now zt10-1, for every new rating (it was thumb-1.0; "
+        "the 120 ratings made with it keep it)")
+    write_csv(late, list(row), [list({**row, "system": "Later"}.values())])
+    again = import_captions(engine, late, actor="t", rubric=chosen,
+                            allow_outside_images=True)
+    assert "note" not in str(again) and again.rubric_before is None
