@@ -27,16 +27,18 @@ from sqlalchemy import (
     Engine,
     Select,
     and_,
+    case,
     func,
     literal,
     literal_column,
     or_,
+    select,
     text,
 )
 
 from storage.annotators import register
 from storage.gold import FEEDBACK_FUNCTION, feedback_query
-from storage.models import Caption
+from storage.models import Caption, Image, Rating, Stage
 from storage.protocol import (
     HOLDABLE_FUNCTION,
     PROGRESS_FUNCTION,
@@ -145,13 +147,36 @@ def _role_exists(connection: Connection, name: str) -> bool:
 
 # -- init ------------------------------------------------------------------------------------
 
-def _functions(roles: TeamRoles) -> list[str]:
+def _stage_one_over(connection: Connection) -> str:
+    """SQL that holds when the stage 1 of the image of `rated_caption` is over: as many
+    annotators as it takes (two for a double-rated image) scored every caption of it
+    (`storage.protocol.ImageState.stage_one_over`, counted by the protocol's own
+    `rating_progress`). Until then no one reads its stage-1 scores at review or
+    resolution, whatever claims or ratings their role writes."""
+    caption, image = Caption.__table__, Image.__table__
+    the_image = literal_column("(SELECT image_id FROM caption WHERE id = rated_caption)")
+    progress = rating_progress(and_(caption.c.image_id == the_image,
+                                    Rating.__table__.c.stage == int(Stage.FIRST))).subquery()
+    captions = select(func.count()).where(caption.c.image_id == the_image).scalar_subquery()
+    complete = select(func.count()).where(progress.c.complete == captions).scalar_subquery()
+    takes = (select(case((image.c.double_rating, 2), else_=1))
+             .where(image.c.id == the_image).scalar_subquery())
+    return str((complete >= takes).compile(dialect=connection.dialect,
+                                           compile_kwargs={"literal_binds": True}))
+
+
+def _functions(connection: Connection, roles: TeamRoles) -> list[str]:
     """The predicates the policies ask, as DDL. `thumb_me()` is the session's annotator
     row; the others answer for the caption of one rating row (a parameter name that no
-    column has, since a column of the same name would win)."""
+    column has, since a column of the same name would win). An annotator's role writes
+    its own claims and ratings unchecked by the server (the protocol's order is the
+    application's), so the predicates do not trust them alone: a stage-2 claim or rating
+    opens stage-1 scores only of an image whose stage 1 is over and that they did not
+    rate at stage 1 (never the other blind rater's scores of their own image)."""
     definer = f"LANGUAGE sql STABLE SECURITY DEFINER {_SEARCH_PATH}"
     on_image = ("SELECT 1 FROM rating r JOIN caption c ON c.id = r.caption_id "
                 "WHERE c.image_id = (SELECT image_id FROM caption WHERE id = rated_caption)")
+    over = _stage_one_over(connection)
     return [
         f"CREATE OR REPLACE FUNCTION {TEAM_FUNCTION}(OUT owner text, OUT lead text, "
         f"OUT annotator text) LANGUAGE sql IMMUTABLE {_SEARCH_PATH} AS $$ SELECT "
@@ -160,15 +185,16 @@ def _functions(roles: TeamRoles) -> list[str]:
         "$$ SELECT id FROM annotator WHERE name = session_user $$",
         # at review: the stage-1 ratings of an image this annotator holds at stage 2
         "CREATE OR REPLACE FUNCTION thumb_reviews(rated_caption integer) RETURNS boolean "
-        f"{definer} AS $$ SELECT EXISTS (SELECT 1 FROM assignment a JOIN caption c ON "
+        f"{definer} AS $$ SELECT (EXISTS (SELECT 1 FROM assignment a JOIN caption c ON "
         "c.image_id = a.image_id WHERE c.id = rated_caption AND a.stage = 2 AND "
         "a.annotator_id = thumb_me() AND a.released_at IS NULL) OR EXISTS "
-        f"({on_image} AND r.stage = 2 AND r.annotator_id = thumb_me()) $$",
+        f"({on_image} AND r.stage = 2 AND r.annotator_id = thumb_me())) AND NOT EXISTS "
+        f"({on_image} AND r.stage = 1 AND r.annotator_id = thumb_me()) AND {over} $$",
         # at resolution (an image reviewed, which they neither rated nor reviewed) and in
         # the fluency round (a native English speaker, an image reviewed)
         "CREATE OR REPLACE FUNCTION thumb_settles(rated_caption integer) RETURNS boolean "
-        f"{definer} AS $$ SELECT EXISTS ({on_image} AND r.stage = 2) AND (NOT EXISTS "
-        f"({on_image} AND r.stage IN (1, 2) AND r.annotator_id = thumb_me()) OR "
+        f"{definer} AS $$ SELECT EXISTS ({on_image} AND r.stage = 2) AND {over} AND (NOT "
+        f"EXISTS ({on_image} AND r.stage IN (1, 2) AND r.annotator_id = thumb_me()) OR "
         "coalesce((SELECT native_english FROM annotator WHERE id = thumb_me()), false)) $$",
     ]
 
@@ -322,7 +348,7 @@ def init_team(engine: Engine, roles: TeamRoles) -> None:
         _run_all(connection, _entry(connection, roles))
         owner = _quote(connection, roles.owner)
         # created as the owner, so that the SECURITY DEFINER functions run as the owner
-        _run_all(connection, [f"SET LOCAL ROLE {owner}", *_functions(roles),
+        _run_all(connection, [f"SET LOCAL ROLE {owner}", *_functions(connection, roles),
                               *_served_functions(connection, roles)])
         _run_all(connection, _policies(connection, roles))
         _run_all(connection, _grants(connection, roles))

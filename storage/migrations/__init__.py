@@ -10,8 +10,9 @@ lock, so two processes opening a new database at once do not both build it.
 A database at the head revision is also checked against the models (`storage.schema_check`):
 every command checks cheaply that the tables, columns, indexes and triggers are there;
 `thumb db upgrade` compares the whole schema. A damaged database raises `SchemaDamaged`,
-which names every difference, and nothing is changed (an upgrade whose result would be
-damaged is rolled back, and its backup copy removed).
+which names every difference, and nothing is changed (an upgrade that fails, its result
+damaged or the database locked by another process, is rolled back, and its backup copy
+removed).
 ARCHITECTURE.md ("A schema change") says how to add a revision."""
 
 from __future__ import annotations
@@ -217,6 +218,9 @@ def _run_upgrade(engine: Engine, *, allow_existing: bool, full_check: bool = Fal
             _lock(connection)
             revision = current_revision(connection)  # another process may have upgraded it
             _check_known(revision)
+            if revision == head and backup is not None:  # and kept the copy it reported
+                backup.unlink(missing_ok=True)
+                backup = None
             if revision != head:
                 config = _config()
                 config.attributes["connection"] = connection
@@ -233,8 +237,8 @@ def _run_upgrade(engine: Engine, *, allow_existing: bool, full_check: bool = Fal
             # gets the cheap check (tests build hundreds); an upgraded one the whole.
             _verify(connection, head, full=full_check or revision not in (None, head))
             connection.commit()
-    except SchemaDamaged:
-        if backup is not None:
+    except BaseException:  # damaged, locked by another process, interrupted: rolled back,
+        if backup is not None:  # so the database is the copy; retries must not pile copies
             backup.unlink(missing_ok=True)
         raise
     return Upgrade(revision, head, backup)
