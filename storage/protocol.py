@@ -327,7 +327,7 @@ def holdable_images(name: ColumnElement[str]) -> Select:
                        select(claims.c.image_id).where(claims.c.name == name),
                        select(flag.c.image_id).join(Annotator.__table__)
                        .where(Annotator.__table__.c.name == name))
-    takes = case((image.c.double_rating, 2), else_=1)
+    takes = takes_clause(image)
     first, second = func.coalesce(counts.c.first, 0), func.coalesce(counts.c.second, 0)
     return (select(image.c.id.label("image_id"))
             .outerjoin(counts, counts.c.image_id == image.c.id)
@@ -359,6 +359,12 @@ def _takes(double_rating: bool) -> int:
     """How many annotators rate the image at stage 1: two where it is marked for double
     rating."""
     return 2 if double_rating else 1
+
+
+def takes_clause(image: FromClause | None = None) -> ColumnElement[int]:
+    """`_takes` in SQL, of the rows of `image` (the image table by default)."""
+    image = Image.__table__ if image is None else image
+    return case((image.c.double_rating, 2), else_=1)
 
 
 # An image state's holders, the fields of `ImageState` from `first` to `closed`: all that

@@ -27,7 +27,6 @@ from sqlalchemy import (
     Engine,
     Select,
     and_,
-    case,
     func,
     literal,
     literal_column,
@@ -44,6 +43,7 @@ from storage.protocol import (
     PROGRESS_FUNCTION,
     holdable_images,
     rating_progress,
+    takes_clause,
 )
 
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
@@ -159,8 +159,7 @@ def _stage_one_over(connection: Connection) -> str:
                                     Rating.__table__.c.stage == int(Stage.FIRST))).subquery()
     captions = select(func.count()).where(caption.c.image_id == the_image).scalar_subquery()
     complete = select(func.count()).where(progress.c.complete == captions).scalar_subquery()
-    takes = (select(case((image.c.double_rating, 2), else_=1))
-             .where(image.c.id == the_image).scalar_subquery())
+    takes = select(takes_clause()).where(image.c.id == the_image).scalar_subquery()
     return str((complete >= takes).compile(dialect=connection.dialect,
                                            compile_kwargs={"literal_binds": True}))
 

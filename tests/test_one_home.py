@@ -27,6 +27,10 @@ RULES = {
         r"\bif [\w.]*native_english\s*:",
         r"native_english is (False|True)\b",
     ]),
+    "how many stage-1 raters an image takes": ("storage/protocol.py", [
+        r"double_rating, 2\)",
+        r"2 if [\w.]*double_rating\b",
+    ]),
     "the amounts a penalty allows": ("rubrics/amounts.py", [
         r"- (EPSILON|1e-9) <=",
     ]),
