@@ -481,6 +481,22 @@ def test_an_annotator_is_told_what_waits_and_which_commands_are_a_leads(team):
     assert runner.invoke(app, ["--db", as_lead, "status"]).exit_code == 0
 
 
+def test_a_lead_s_report_refused_to_an_annotator_is_one_line_without_sql(team, tmp_path):
+    """pandas wraps the server's refusal in an error of its own (an OSError), which printed
+    the whole query and SQLAlchemy's background lines: now it is the one line `status`
+    gives."""
+    from thumb_tui.cli import app
+
+    as_alice = team.engine("alice").url.render_as_string(hide_password=False)
+    for command in (["report", "--format", "md", "--out", str(tmp_path / "r")],
+                    ["agreement"], ["export", "--out", str(tmp_path / "e.csv")]):
+        result = CliRunner().invoke(app, ["--db", as_alice, *command])
+        assert result.exit_code == 2, (command, result.output)
+        assert "on a team database this command is a lead's" in result.output, command
+        assert len(result.output.strip().splitlines()) == 1, result.output
+        assert "SELECT" not in result.output and "caption.system" not in result.output
+
+
 def test_a_team_outside_the_public_schema_is_refused_in_one_clear_line() -> None:
     """The grants and the functions that serve each annotator name `public`: a project
     in another schema is refused before any role is made, saying what to do."""

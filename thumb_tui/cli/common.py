@@ -29,6 +29,7 @@ from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them fro
 if TYPE_CHECKING:  # SQLAlchemy and the tables load when a command opens the database
     from rich.progress import Progress, TaskID
     from sqlalchemy import Engine
+    from sqlalchemy.exc import DBAPIError
     from textual.app import App
 
 console = Console()
@@ -202,14 +203,22 @@ class SafeGroup(TyperGroup):
         except BrokenPipeError:
             raise  # `thumb … | head`: Click ends quietly (status 1), the reader has enough
         except OSError as exc:
+            if isinstance(exc.__cause__, DBAPIError):  # pandas' read_sql wraps the driver's
+                _database_failure(exc.__cause__)       # error (its DatabaseError: an OSError)
             where = f": {exc.filename}" if exc.filename else ""
             fail(f"{exc.strerror or exc}{where}")
         except DBAPIError as exc:
-            if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
-                fail(f"database error: {_first_line(exc.orig)}: on a team database this "
-                     "command is a lead's (`thumb team status` lists them); `thumb next` "
-                     "says what waits for you")
-            fail(f"database error: {_first_line(exc.orig)}")
+            _database_failure(exc)
+
+
+def _database_failure(error: DBAPIError) -> NoReturn:
+    """End the command in one line for an error the database server or driver raised: its
+    first line, never the SQL."""
+    if getattr(error.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+        fail(f"database error: {_first_line(error.orig)}: on a team database this command "
+             "is a lead's (`thumb team status` lists them); `thumb next` says what waits "
+             "for you")
+    fail(f"database error: {_first_line(error.orig)}")
 
 
 def _first_line(error: object) -> str:
