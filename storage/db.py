@@ -95,12 +95,21 @@ def database_url(target: str | Path) -> str:
     return str(target) if path is None else f"sqlite:///{path.resolve()}"
 
 
+# The tables by which a SQLite file is thumb-tui's (`storage.migrations.current_revision`
+# reads each): a file with tables but neither is another program's, refused unchanged.
+_OWN_TABLES = ("alembic_version", "schema_version")
+
+
 def _configure_sqlite(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # the engine emits BEGIN (see _begin_sqlite)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    # WAL (which rewrites the file's header) only for a new file or one of ours
+    ours = cursor.execute("SELECT count(*) = 0 OR sum(name IN (?, ?)) > 0 FROM sqlite_master "
+                          "WHERE type = 'table'", _OWN_TABLES).fetchone()[0]
+    if ours:
+        cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 

@@ -261,13 +261,19 @@ def test_a_database_from_a_newer_thumb_tui_is_refused(tmp_path):
         open_database(path)
 
 
-def test_a_foreign_database_is_refused(tmp_path):
+def test_a_foreign_database_is_refused_and_left_byte_for_byte_as_it_was(tmp_path):
+    """Another program's SQLite file: refused, and not switched to WAL on the way (which
+    rewrites its header and asks for -shm files beside it)."""
     path = tmp_path / "other.db"
     connection = sqlite3.connect(path)
     connection.execute("CREATE TABLE notes (id INTEGER)")
+    connection.commit()
     connection.close()
+    before = path.read_bytes()
     with pytest.raises(SchemaError, match="not a thumb-tui database"):
         open_database(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
 
 
 @pytest.mark.slow
