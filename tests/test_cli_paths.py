@@ -119,6 +119,20 @@ def test_db_that_is_a_csv_file(tmp_path, name):
     assert csv.read_bytes() == SAMPLE_CSV.read_bytes()
 
 
+@pytest.mark.parametrize("command", [["status"], ["next", "--annotator", "ann"],
+                                     ["report", "--format", "json", "--out", "{out}"],
+                                     ["db", "upgrade"]])
+def test_an_empty_file_is_not_taken_for_an_empty_project(tmp_path, command):
+    """A database truncated to no bytes (a full disk, a failed copy) was built into a new
+    empty project and reported as one with 0 images: it is refused, and stays empty."""
+    db = tmp_path / "thumb.db"
+    db.touch()
+    arguments = [part.replace("{out}", str(tmp_path / "report")) for part in command]
+    line = one_line_error(runner.invoke(app, ["--db", str(db), *arguments]))
+    assert "is an empty file, not a thumb-tui database" in line
+    assert db.stat().st_size == 0
+
+
 @pytest.fixture(scope="module")
 def rated_db(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("paths") / "rated.db"

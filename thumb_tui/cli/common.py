@@ -221,6 +221,13 @@ def _database_failure(error: DBAPIError) -> NoReturn:
     fail(f"database error: {_first_line(error.orig)}")
 
 
+def _empty_database(path: Path) -> bool:
+    """A file of no bytes whose write-ahead log holds none either (a new database in WAL
+    mode keeps its first pages in the -wal file until a checkpoint)."""
+    wal = Path(f"{path}-wal")
+    return path.stat().st_size == 0 and not (wal.is_file() and wal.stat().st_size > 0)
+
+
 def _first_line(error: object) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
@@ -294,6 +301,10 @@ class State:
             if must_exist and not path.is_file():
                 fail(f"no database at {self.db}; create one with `thumb --db {self.db} "
                      "import FILE`")
+            if must_exist and _empty_database(path):  # truncated by a full disk, `touch`
+                fail(f"--db {self.db} is an empty file, not a thumb-tui database (if it was "
+                     f"one, restore it from a backup); start a project with `thumb --db "
+                     f"{self.db} import FILE`")
             if path.is_file() and not _sqlite_file(path):
                 fail(f"--db {self.db} is not a thumb-tui database (not a SQLite file)")
             if not is_url(self.db):
