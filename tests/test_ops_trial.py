@@ -165,7 +165,7 @@ def test_a_backup_that_cannot_open_a_read_only_folders_database_says_why(tmp_pat
         raise sqlite3.OperationalError("unable to open database file")
 
     monkeypatch.setattr("storage.backup.copy_sqlite", cannot_open)
-    monkeypatch.setattr("thumb_tui.cli.database.os.access",
+    monkeypatch.setattr("thumb_tui.cli.common.os.access",
                         lambda path, mode: Path(path) != archive)
     result = CliRunner().invoke(app, ["--db", str(archive / "thumb.db"), "db", "backup",
                                       str(tmp_path / "copy.db")])
@@ -173,6 +173,33 @@ def test_a_backup_that_cannot_open_a_read_only_folders_database_says_why(tmp_pat
     assert "unable to open database file" in result.output
     assert f"its folder {archive} is read-only here" in result.output
     assert not (tmp_path / "copy.db").exists()
+
+
+def test_any_command_that_cannot_open_a_read_only_folders_database_says_why(tmp_path,
+                                                                            monkeypatch):
+    """The same hint where any command opens the database (`thumb status` here), not only
+    `db backup`; SQLite's refusal simulated as above."""
+    from sqlalchemy.exc import OperationalError
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    open_database(archive / "thumb.db").dispose()
+
+    def cannot_open(*_args: object, **_kwargs: object) -> None:
+        raise OperationalError("connect", None,
+                               sqlite3.OperationalError("unable to open database file"))
+
+    monkeypatch.setattr("storage.db.open_database", cannot_open)
+    monkeypatch.setattr("thumb_tui.cli.common.os.access",
+                        lambda path, mode: Path(path) != archive)
+    result = CliRunner().invoke(app, ["--db", str(archive / "thumb.db"), "status"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert "unable to open database file" in result.output
+    assert f"its folder {archive} is read-only here" in result.output
 
 
 def test_an_upgrade_another_process_made_first_leaves_only_its_reported_copy(tmp_path,

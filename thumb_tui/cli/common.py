@@ -221,6 +221,17 @@ def _database_failure(error: DBAPIError) -> NoReturn:
     fail(f"database error: {_first_line(error.orig)}")
 
 
+def read_only_folder_hint(database: Path) -> str:
+    """Why SQLite may not open a database whose folder this process cannot write (an
+    archive on read-only media, a read-only mount): to read a database in WAL mode, as
+    thumb-tui leaves its files, SQLite creates a -shm file next to it."""
+    if os.access(database.parent, os.W_OK):
+        return ""
+    return (f" (its folder {database.parent} is read-only here, and SQLite must write a "
+            "-shm file next to the database to read it: copy it with cp, with its -wal file "
+            "if it has one, while nobody writes it)")
+
+
 def _empty_database(path: Path) -> bool:
     """A file of no bytes whose write-ahead log holds none either (a new database in WAL
     mode keeps its first pages in the -wal file until a checkpoint)."""
@@ -321,7 +332,7 @@ class State:
         (`_sqlite_file`) while this process has it open."""
         from sqlalchemy.exc import SQLAlchemyError
 
-        from storage.db import open_database
+        from storage.db import open_database, sqlite_path
         from storage.migrations import SchemaError
 
         opened = self._engines.get(self.db)
@@ -338,7 +349,9 @@ class State:
             fail(str(exc))
         except (SQLAlchemyError, ImportError, RuntimeError) as exc:
             reason = _first_line(getattr(exc, "orig", None) or exc)
-            fail(f"cannot open the database {shown}: {reason}")
+            path = sqlite_path(self.db)
+            hint = "" if path is None else read_only_folder_hint(path)
+            fail(f"cannot open the database {shown}: {reason}{hint}")
 
     def _claim_new_file(self) -> None:
         """Create a new SQLite file empty (O_EXCL: of two processes, one creates it), so

@@ -3,14 +3,13 @@ checks that it is whole; `thumb db backup` copies a SQLite database that is in u
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from thumb_tui.cli.common import fail, progress_bar, state
+from thumb_tui.cli.common import fail, progress_bar, read_only_folder_hint, state
 from thumb_tui.cli.outputs import ForceOption, Outputs
 
 app = typer.Typer(help="Database administration (schema upgrades, backups).",
@@ -73,18 +72,8 @@ def backup_command(
                  f"integrity check says: {exc}")
         except sqlite3.Error as exc:  # a full disk, a database SQLite cannot read
             fail(f"cannot copy the database at {shown}, so no copy was kept: {exc}"
-                 f"{_read_only_folder_hint(source)}")
+                 f"{read_only_folder_hint(source)}")
     revision = copied.revision or "none (not a thumb-tui database of any revision)"
     typer.echo(f"backed up {shown} to {out}: {copied.megabytes:.1f} MB, schema revision "
                f"{revision}, integrity check ok")
 
-
-def _read_only_folder_hint(database: Path) -> str:
-    """Why SQLite may not open a database whose folder this process cannot write (an
-    archive on read-only media, a read-only mount): to read a database in WAL mode, as
-    thumb-tui leaves its files, SQLite creates a -shm file next to it."""
-    if os.access(database.parent, os.W_OK):
-        return ""
-    return (f" (its folder {database.parent} is read-only here, and SQLite must write a "
-            "-shm file next to the database to read it: copy it with cp, with its -wal file "
-            "if it has one, while nobody writes it)")
