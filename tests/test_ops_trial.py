@@ -115,14 +115,20 @@ def read_after(team: Team, who: str, forgery: str, image_id: int) -> list[int]:
     return seen
 
 
-@pytest.mark.slow
-@pytest.mark.postgres
-def test_a_forged_review_does_not_show_the_other_blind_raters_scores(team):
+def alice_rates_a_double_image(team: Team) -> int:
+    """A double-rated image's id, with alice's stage-1 rating (precision 1): one of the
+    two blind ratings it takes."""
     assign_double(team.engine("lead"), 0.2, seed=3, actor="lead")
     alice = AnnotationSession(team.engine("alice"), team.names["alice"])
     double = next(i for i, image in enumerate(alice.images) if is_double(team, image.id))
-    image_id = alice.images[double].id
     rate_image(alice, double, precision=1)
+    return alice.images[double].id
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_a_forged_review_does_not_show_the_other_blind_raters_scores(team):
+    image_id = alice_rates_a_double_image(team)
     bob = AnnotationSession(team.engine("bob"), team.names["bob"])
     rate_image(bob, bob.index_of(image_id), precision=2)  # the blind second rating
     for forgery in (FORGED_CLAIM, CLAIM_MOVED_TO_REVIEW, FORGED_REVIEW):
@@ -138,11 +144,7 @@ def test_a_forged_review_does_not_show_the_other_blind_raters_scores(team):
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_a_forged_review_does_not_show_scores_of_an_image_still_at_stage_one(team):
-    assign_double(team.engine("lead"), 0.2, seed=3, actor="lead")
-    alice = AnnotationSession(team.engine("alice"), team.names["alice"])
-    double = next(i for i, image in enumerate(alice.images) if is_double(team, image.id))
-    image_id = alice.images[double].id
-    rate_image(alice, double, precision=1)  # one of the two blind ratings it takes
+    image_id = alice_rates_a_double_image(team)
     for forgery in (FORGED_CLAIM, FORGED_REVIEW):
         assert read_after(team, "bob", forgery, image_id) == []
 
