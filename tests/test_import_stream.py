@@ -166,10 +166,11 @@ def kept_bytes_per_row(folder: Path) -> float:
     kept: list[int] = []
     finish = importer._Writer.finish
 
-    def measured(self: importer._Writer, *args: object) -> importer.ImportSummary:
+    def measured(self: importer._Writer, *args: object, **options: object
+                 ) -> importer.ImportSummary:
         gc.collect()
         kept.append(tracemalloc.get_traced_memory()[0])
-        return finish(self, *args)
+        return finish(self, *args, **options)
 
     sizes = (ROWS, 2_000, 6_000)
     for size in sizes:
