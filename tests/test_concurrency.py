@@ -71,6 +71,7 @@ async def test_the_second_annotator_is_moved_to_the_next_free_image(engine):
     assert len(rated) == 1 and alice.images[0].id in images
 
 
+@pytest.mark.slow  # waits out the real lock waits (about 2 s), which it bounds
 async def test_a_busy_database_keeps_the_score_unsaved_and_the_screen_alive(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -87,6 +88,7 @@ async def test_a_busy_database_keeps_the_score_unsaved_and_the_screen_alive(engi
     assert [row.precision for row in ratings(engine)] == [5]
 
 
+@pytest.mark.slow  # waits out the real lock waits (about 2 s)
 def test_set_values_raises_database_busy_and_writes_nothing(engine):
     alice = AnnotationSession(engine, "alice")
     group = alice.open_image(0)[0]

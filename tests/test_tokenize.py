@@ -123,6 +123,7 @@ def test_the_lexer_tries_only_rules_that_can_start_at_a_character(text):
         assert lexer.lex(text) == filtered
 
 
+@pytest.mark.slow  # ten JVM runs
 @needs_java
 @settings(max_examples=10, deadline=None, derandomize=True)  # the same texts in every run
 @given(st.lists(HARD_TEXTS, min_size=200, max_size=200))
