@@ -767,17 +767,17 @@ class _Writer:
         for key, flag in plan.image_flags:
             flag_image(connection, self.image_ids[key], ids[flag.annotator], actor,
                        flag.reason, flagged_at=flag.flagged_at)
+        rating = Rating.__table__
+        kept = 0 if rubric_before is None else connection.execute(
+            select(func.count()).where(rating.c.rubric == rubric_before)).scalar_one()
         summary = ImportSummary(
             file=source, images=len(plan.new_images), captions=plan.captions,
             references=self.references, annotators=len(plan.annotators),
             ratings=plan.ratings, resolutions=len(plan.resolutions),
             fluency_checks=len(plan.fluency_checks), double_images=len(plan.double_images),
-            image_flags=len(plan.image_flags), rubric_before=rubric_before)
-        if rubric_before is not None:
-            summary.rubric_now = self.rubric.signature
-            rating = Rating.__table__
-            summary.ratings_on_rubric_before = connection.execute(
-                select(func.count()).where(rating.c.rubric == rubric_before)).scalar_one()
+            image_flags=len(plan.image_flags), rubric_before=rubric_before,
+            rubric_now=None if rubric_before is None else self.rubric.signature,
+            ratings_on_rubric_before=kept)
         log_change(connection, actor=actor, action="import", table="import",
                    new={str(source): {"sha256": digest.result(),
                                       **{k: v for k, v in vars(summary).items()
