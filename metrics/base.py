@@ -83,12 +83,17 @@ NO_REFERENCES = "no references"  # why a reference-based score is undefined
 def call_hook(metric: str, hook: str, function: Callable[..., _Result],
               *args: object) -> _Result:
     """`function(*args)`, a metric's own code (a plugin's, perhaps): an error the command
-    line reports as it is (ValueError, RuntimeError) passes; any other, or a `sys.exit`,
-    becomes a RuntimeError naming the metric and the hook, never a traceback."""
+    line reports (ValueError, RuntimeError) is raised again with the metric's name before
+    its message (a subclass of them, which its catcher may need whole, passes as it is);
+    any other, or a `sys.exit`, becomes a RuntimeError naming the metric and the hook,
+    never a traceback."""
     try:
         return function(*args)
-    except (ValueError, RuntimeError):
-        raise
+    except (ValueError, RuntimeError) as error:
+        if type(error) not in (ValueError, RuntimeError):
+            raise
+        # whole, not cut as below: its end may say what to do
+        raise type(error)(printable(f"metric {metric!r}: {error}", newlines=False)) from error
     except (Exception, SystemExit) as error:
         raise RuntimeError(printable(f"metric {metric!r} failed in {hook}: "
                                      f"{type(error).__name__}: {error}"[:500],

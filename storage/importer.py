@@ -807,6 +807,8 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
         if choose_rubric:
             register_rubric(connection, rubric, choose=True)
         existing = _Existing(connection)
+        if not existing.images:  # a new project: its rubric was nobody's choice yet
+            before = None
         plan = ImportPlan(set_ids=set_ids or {})
         found = Problems(problems.file)  # afresh on each attempt
         with tempfile.TemporaryFile(prefix="thumb-import-") as spooled:
@@ -833,7 +835,8 @@ def import_caption_rows(engine: Engine, rows: Iterable[CaptionRow], problems: Pr
             if found.items:  # (the transaction rolls back: nothing stays written)
                 raise InputError(sorted(found.items, key=lambda problem: problem.line))
             return writer.finish(problems.file, digest, actor,
-                                 rubric_before=None if before == rubric.signature else before)
+                                 rubric_before=None if before in (None, rubric.signature)
+                                 else before)
 
     return run_write(engine, write, lock_wait_ms=SQLITE_BUSY_TIMEOUT_MS)
 

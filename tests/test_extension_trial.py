@@ -204,6 +204,37 @@ def test_the_command_line_says_it_in_one_line(
                                               "compute(): KeyError: 'missing'")
 
 
+class _ValueErrorInCompute(_LabMetric):
+    def compute(self, items: Sequence[CaptionItem]) -> list[float]:
+        raise ValueError("the captions must be in English")
+
+
+class _RuntimeErrorInConstructor(_LabMetric):
+    def __init__(self) -> None:
+        raise RuntimeError("CUDA out of memory")
+
+
+@pytest.mark.parametrize(("broken", "line", "stored"), [
+    (_ValueErrorInCompute, "error: metric 'lab-trial': the captions must be in English",
+     ["bleu"]),  # each metric's scores are committed as it ends
+    (_RuntimeErrorInConstructor, "error: metric 'lab-trial': CUDA out of memory",
+     []),  # every metric is built before any is computed
+])
+def test_a_metric_s_own_error_is_said_with_its_name(
+        project: Engine, installed: dict[str, type[Metric]], tmp_path: Path,
+        broken: type[Metric], line: str, stored: list[str]) -> None:
+    """A ValueError or RuntimeError of a plugin's own was printed as it was, naming no
+    metric: with several metrics in one command the user could not tell whose it was."""
+    installed["lab-trial"] = broken
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "lab.db"), "metrics",
+                                      "compute", "--metric", "bleu", "--metric", "lab-trial"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == line
+    with project.connect() as connection:
+        assert connection.execute(select(MetricScore.metric).distinct()).scalars().all() == (
+            stored)
+
+
 def test_a_working_metric_is_scored_under_its_signature(
         project: Engine, installed: dict[str, type[Metric]]) -> None:
     """The checks above leave a plugin that keeps to the rules as it was."""

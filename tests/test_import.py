@@ -628,7 +628,8 @@ def test_an_import_that_chooses_another_rubric_says_so_with_the_ratings_that_kee
         tmp_path):
     """`import --rubric` on a rated project makes the chosen rubric the project's for every
     new rating: the summary says which replaced which and how many ratings keep the old
-    one (it used to say nothing), and says nothing when the rubric stays the same."""
+    one (it used to say nothing), and says nothing when the rubric stays the same or the
+    project is new."""
     from rubrics import load_rubric
 
     root = Path(__file__).resolve().parent
@@ -650,3 +651,6 @@ def test_an_import_that_chooses_another_rubric_says_so_with_the_ratings_that_kee
     again = import_captions(engine, late, actor="t", rubric=chosen,
                             allow_outside_images=True)
     assert "note" not in str(again) and again.rubric_before is None
+    fresh = import_captions(open_database(tmp_path / "new.db"), SAMPLE_CSV, actor="t",
+                            rubric=chosen)  # a new project had no rubric to replace
+    assert "note" not in str(fresh) and fresh.rubric_before is None

@@ -69,7 +69,8 @@ def test_a_layer_the_model_does_not_have_is_a_plain_error(sample, minilm):
     from metrics.bertscore import BertScore
 
     items, _ = load_items(sample)
-    with pytest.raises(ValueError, match=r"^--bert-layer 7: .*between 0 and 6"):
+    with pytest.raises(ValueError,
+                       match=r"^metric 'bertscore': --bert-layer 7: .*between 0 and 6"):
         BertScore(minilm, 7, device="cpu").score(items)
     with pytest.raises(ValueError, match=r"^--bert-layer must be 0 \(the embeddings\) or more"):
         BertScore(minilm, -1, device="cpu")
