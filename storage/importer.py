@@ -5,7 +5,9 @@ passed its checks."""
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -94,10 +96,14 @@ RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's ra
 
 
 def file_digest(path: Path) -> str | None:
-    """The SHA-256 of a file's bytes (None if it cannot be read again): which file an
-    import event records, beyond its name."""
+    """The SHA-256 of a file's bytes (None if it cannot be read again, or is not a regular
+    file): which file an import event records, beyond its name. Opened without waiting:
+    opening a FIFO for reading waits for a writer, which kept this thread for ever after
+    the import had refused the FIFO."""
     try:
-        with path.open("rb") as handle:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
             return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:
         return None

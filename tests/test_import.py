@@ -3,6 +3,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -654,3 +657,20 @@ def test_an_import_that_chooses_another_rubric_says_so_with_the_ratings_that_kee
     fresh = import_captions(open_database(tmp_path / "new.db"), SAMPLE_CSV, actor="t",
                             rubric=chosen)  # a new project had no rubric to replace
     assert "note" not in str(fresh) and fresh.rubric_before is None
+
+
+def test_a_refused_fifo_leaves_no_thread_waiting_on_it(tmp_path):
+    """The import's digest thread opened the FIFO that the import had refused, and waited
+    there for a writer for as long as the process lived."""
+    fifo = tmp_path / "rows.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        import_captions(open_database(tmp_path / "p.db"), fifo, actor="t")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(
+            thread.name == "thumb-import-digest" for thread in threading.enumerate()):
+        time.sleep(0.01)
+    waiting = [t.name for t in threading.enumerate() if t.name == "thumb-import-digest"]
+    if waiting:  # a writer that closes at once releases it before the test fails
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert waiting == []
