@@ -213,7 +213,16 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 def database_dump(engine: Engine) -> dict[str, list[tuple]]:
-    """Every row of every table, to assert that a failed import changed nothing."""
+    """Every row of every table, to assert that a failed import changed nothing. On SQLite
+    the tables are listed and read by the driver, as stored (reflecting the schema and
+    compiling a SELECT per reflected table was 7 % of the fast tests' time)."""
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:
+            names = connection.exec_driver_sql(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%'").scalars().all()
+            return {name: sorted(map(tuple, connection.exec_driver_sql(
+                        f'SELECT * FROM "{name}"').all()), key=repr) for name in names}
     metadata = MetaData()
     metadata.reflect(engine)
     with engine.connect() as connection:
