@@ -255,6 +255,7 @@ async def test_time_per_image_is_exported(engine, tmp_path):
     assert len(timed) == 1 and timed["image_seconds"].iloc[0] > 0
 
 
+@pytest.mark.slow
 async def test_caption_keys_stop_at_the_first_and_last_caption(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:

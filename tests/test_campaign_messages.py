@@ -91,6 +91,7 @@ def test_batches_say_which_negatives_beyond_to_use_when_set_too_high(tmp_path):
     assert len(lines(result)) == 1
 
 
+@pytest.mark.slow
 def test_propose_with_clip_takes_allow_download(tmp_path):
     """--allow-download is an option of `match propose` (as of `metrics compute`); a model
     that cannot be loaded is still one line."""

@@ -257,6 +257,7 @@ def test_printed_commands_and_titles_never_show_a_database_password(tmp_path):
     assert from_environment.output.startswith("thumb annotate --annotator bea")
 
 
+@pytest.mark.slow
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     """`thumb … | head`: once the reader has gone, the command stops with status 1 and
     nothing on stderr, as Click ends any command whose output is cut short (it printed

@@ -43,6 +43,7 @@ def ratings(engine, stage: Stage) -> dict[int, tuple[object, object]]:
             select(rating).where(rating.c.stage == int(stage)))}
 
 
+@pytest.mark.slow
 async def test_taking_the_other_side_withdraws_the_reasons_given(tmp_path):
     engine = sample_engine(tmp_path)
     review_with_changes(engine)
@@ -107,6 +108,7 @@ async def test_one_undo_takes_back_a_whole_accept_all(tmp_path):
         assert f"on {shown} captions of" in message(app)
 
 
+@pytest.mark.slow
 async def test_correcting_the_last_caption_goes_p_then_r(tmp_path):
     engine = sample_engine(tmp_path)
     app = ThumbApp(screen=AnnotateScreen(AnnotationSession(engine, "ann"), "none"))
@@ -121,6 +123,7 @@ async def test_correcting_the_last_caption_goes_p_then_r(tmp_path):
         assert ratings(engine, Stage.FIRST)[last] == (1, 2)
 
 
+@pytest.mark.slow
 async def test_correcting_a_middle_caption_stays_on_it_for_r(tmp_path):
     engine = sample_engine(tmp_path)
     app = ThumbApp(screen=AnnotateScreen(AnnotationSession(engine, "ann"), "none"))
@@ -141,6 +144,7 @@ def fluency_checks(engine) -> dict[int, tuple[float, str | None]]:
                 for row in connection.execute(select(table))}
 
 
+@pytest.mark.slow
 async def test_fluency_round_undo_takes_back_the_last_verdict(tmp_path):
     engine = sample_engine(tmp_path)
     register_annotator(engine, "dave", native_english=True)

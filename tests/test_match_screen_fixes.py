@@ -113,6 +113,7 @@ async def test_an_answer_and_an_undo_on_a_locked_database_say_busy_and_go_throug
     assert seconds > 0  # the time on the pair before the busy attempt was kept
 
 
+@pytest.mark.slow
 async def test_the_next_batch_that_a_locked_database_kept_closed_opens_with_g(
         tmp_path, monkeypatch, short_lock_waits):
     db, engine = match_project(tmp_path, size=5)
@@ -161,6 +162,7 @@ def test_match_annotate_ends_non_zero_after_an_unhandled_error(tmp_path, monkeyp
 
 # -- 3: a long caption ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_a_long_caption_scrolls_by_key_under_an_answer_scale_that_stays_shown(tmp_path):
     _db, engine = match_project(tmp_path, size=5)
     with engine.connect() as connection:
@@ -196,6 +198,7 @@ async def test_a_long_caption_scrolls_by_key_under_an_answer_scale_that_stays_sh
 
 # -- 5: a user's keymap --------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_a_keymap_shows_in_the_scale_the_key_bar_and_the_help(tmp_path):
     _db, engine = match_project(tmp_path, size=5)
     session = fixed_session(engine, "ann")

@@ -24,5 +24,6 @@ def test_verification_screen_after_answers(snap_compare, tmp_path):
     assert snap_compare(match_app(tmp_path), terminal_size=(80, 24), press=["2", "up"])
 
 
+@pytest.mark.slow
 def test_verification_help(snap_compare, tmp_path):
     assert snap_compare(match_app(tmp_path), terminal_size=(80, 24), press=["question_mark"])

@@ -145,6 +145,7 @@ async def test_x_flags_a_broken_image_its_pairs_are_not_asked_and_decide_nothing
     assert load_positive_set(engine, "verified-human") == {"i2t": {}, "t2i": {}}
 
 
+@pytest.mark.slow
 async def test_the_flag_key_follows_the_keymap_and_is_in_the_help(tmp_path):
     _db, engine = match_project(tmp_path, size=5)
     break_images(engine, tmp_path)
@@ -268,6 +269,7 @@ def test_stored_positives_are_counted_as_pairs_not_twice(tmp_path):
                                       "i2t and 1 t2i entries) from ")
 
 
+@pytest.mark.slow
 def test_a_tie_of_votes_is_undecided_and_said_so(tmp_path):
     """Two verifiers, one says yes to every pair and one no: no pair has a majority."""
     db, engine = match_project(tmp_path, redundancy=2)

@@ -41,6 +41,7 @@ def coco_pipeline(items: list[CaptionItem]) -> tuple[dict, dict]:
 
 
 @needs_java
+@pytest.mark.slow
 def test_coco_bleu_equals_pycocoevalcap_per_caption():
     from pycocoevalcap.bleu.bleu import Bleu
 

@@ -235,6 +235,7 @@ TABLE_4 = {
 
 
 @needs_anchors
+@pytest.mark.slow
 def test_table_4_correlations_reproduce(tmp_path):
     engine = open_database(tmp_path / "thumb.db")
     import_thumb(engine, THUMB_JSONL, THUMB_REFS, actor="t")

@@ -173,6 +173,7 @@ def build_sqlite_release(path: Path) -> None:
     connection.close()
 
 
+@pytest.mark.slow
 def test_a_new_database_has_exactly_the_models_schema(tmp_path):
     engine = open_database(tmp_path / "new.db")
     with engine.connect() as connection:

@@ -124,6 +124,7 @@ def blind_values(engine) -> dict[str, dict[int, tuple[float, float]]]:
     return values
 
 
+@pytest.mark.slow
 async def test_the_monitor_follows_ratings_written_while_it_runs(engine):
     assign_double(engine, 0.4, seed=3, actor="lead")  # 6 images get two blind ratings
     app = monitor_app(engine)
@@ -180,6 +181,7 @@ async def test_the_monitor_follows_ratings_written_while_it_runs(engine):
         assert f"ALERTS ({count})" in text and f"{count} alert" in text
 
 
+@pytest.mark.slow
 async def test_the_timer_refreshes_without_a_key(engine):
     app = monitor_app(engine, every=0.1)
     async with app.run_test(size=(120, 60)) as pilot:
@@ -225,6 +227,7 @@ async def test_review_and_drift_alerts_with_thresholds_the_lead_set(engine):
     assert "alice: drift P +" in text and "recent P" in text
 
 
+@pytest.mark.slow
 async def test_the_monitor_never_writes(engine):
     assign_double(engine, 0.4, seed=3, actor="lead")
     rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)

@@ -7,6 +7,7 @@ screen with Pilot and checks the screen and the database."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select, update
 from textual.widgets import OptionList, Static
 
@@ -58,6 +59,7 @@ def stage_values(engine, stage: Stage, caption_id: int) -> dict:
 
 # -- 1: a restart resumes where the focus is -------------------------------------------------
 
+@pytest.mark.slow
 async def test_a_killed_session_resumes_on_the_caption_the_focus_moved_on_to(tmp_path):
     engine = sample_engine(tmp_path)
     app = make_app(engine)
@@ -100,6 +102,7 @@ def stage_one_with_penalties(engine) -> None:
                              image_index=index, focus=0)
 
 
+@pytest.mark.slow
 async def test_the_first_review_key_adds_to_and_takes_from_the_stage_one_values(tmp_path):
     engine = sample_engine(tmp_path)
     stage_one_with_penalties(engine)
@@ -130,6 +133,7 @@ async def test_the_first_review_key_adds_to_and_takes_from_the_stage_one_values(
 
 # -- 3: the resolver's values and reasons stay on screen ---------------------------------------
 
+@pytest.mark.slow
 async def test_resolve_keeps_the_values_and_reasons_in_view_under_long_texts(tmp_path):
     engine = sample_engine(tmp_path)
     review_with_changes(engine)
@@ -190,6 +194,7 @@ async def test_ctrl_q_gives_up_the_untouched_claim_and_saves_the_place(tmp_path)
 
 # -- 5: a resolve undo says it withdrew the reasons --------------------------------------------
 
+@pytest.mark.slow
 async def test_resolve_undo_says_the_reasons_were_withdrawn(tmp_path):
     engine = sample_engine(tmp_path)
     review_with_changes(engine)
@@ -243,6 +248,7 @@ async def test_the_fluency_round_stops_at_the_last_caption(tmp_path):
 
 # -- 7: the gold feedback is read whole --------------------------------------------------------
 
+@pytest.mark.slow
 async def test_long_gold_feedback_is_read_whole_in_a_dialog(tmp_path):
     engine = sample_engine(tmp_path)
     reason = "because the picture shows something else and the rubric says so; " * 3
@@ -276,6 +282,7 @@ async def test_long_gold_feedback_is_read_whole_in_a_dialog(tmp_path):
 
 # -- 8: the help, the rubric panel and the note dialog -----------------------------------------
 
+@pytest.mark.slow
 async def test_help_names_every_digit_key_alike_and_the_rubric_panel_ends_whole(tmp_path):
     engine = sample_engine(tmp_path)
     app = make_app(engine)
@@ -293,6 +300,7 @@ async def test_help_names_every_digit_key_alike_and_the_rubric_panel_ends_whole(
         assert "score 2" not in keys
 
 
+@pytest.mark.slow
 async def test_the_note_dialog_scrolls_a_long_caption_to_its_end(tmp_path):
     engine = sample_engine(tmp_path)
     app = make_app(engine)

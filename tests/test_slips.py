@@ -64,6 +64,7 @@ def rate_image(session: AnnotationSession, index: int) -> None:
 
 # -- 1. x asks first ------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_x_asks_before_flagging_n_leaves_the_image_y_flags_it(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -105,6 +106,7 @@ def test_the_flag_dialog_fits_80x24(snap_compare, tmp_path):
 
 # -- 2. u undoes the flag, and only this session's changes --------------------------------
 
+@pytest.mark.slow
 async def test_u_after_a_flag_takes_the_flag_back_and_leaves_older_ratings(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -132,6 +134,7 @@ async def test_u_after_a_flag_takes_the_flag_back_and_leaves_older_ratings(engin
                                               SOUND_IMAGE, None)
 
 
+@pytest.mark.slow
 async def test_the_undo_message_names_field_caption_and_image(engine):
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -48,6 +48,7 @@ def test_after_rating_with_penalties(snap_compare, tmp_path, size):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.slow
 def test_fluency_picker(snap_compare, tmp_path, size):
     app = make_app(sample_engine(tmp_path), image_mode="halfcell")
     assert snap_compare(app, terminal_size=size, press=["f"])
@@ -109,10 +110,12 @@ def test_resolve_with_notes(snap_compare, tmp_path):
     assert snap_compare(resolve_app(tmp_path), terminal_size=(80, 24))
 
 
+@pytest.mark.slow
 def test_resolve_reasons_dialog(snap_compare, tmp_path):
     assert snap_compare(resolve_app(tmp_path), terminal_size=(80, 24), press=["a", "r"])
 
 
+@pytest.mark.slow
 def test_fluency_round(snap_compare, tmp_path):
     engine = sample_engine(tmp_path)
     with engine.begin() as connection:
@@ -174,6 +177,7 @@ def test_zero_to_ten_typed_entry(snap_compare, tmp_path):
                         press=["s", "1", "1", "enter"])
 
 
+@pytest.mark.slow
 def test_ranged_penalty_entry(snap_compare, tmp_path):
     """TS-7's Bias is a range (0.5-1.5): its amount is typed, checked by the rubric."""
     assert snap_compare(rubric_app(tmp_path, "ts7-1"), terminal_size=(80, 24),

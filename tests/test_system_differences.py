@@ -49,6 +49,7 @@ def paired_by_loop(data: pd.DataFrame, system: str, versus: str) -> tuple[float,
     return estimate, interval.low, interval.high
 
 
+@pytest.mark.slow
 def test_every_pair_matches_the_loop_and_leaves_out_unshared_images():
     data = scores()
     table = system_differences(data, bootstrap=BOOTSTRAP, ci=CI, seed=SEED)

@@ -111,6 +111,7 @@ HARD_TEXTS = st.lists(st.sampled_from(FRAGMENTS)
 
 @settings(max_examples=300, deadline=None)
 @given(HARD_TEXTS)
+@pytest.mark.slow
 def test_the_lexer_tries_only_rules_that_can_start_at_a_character(text):
     """Skipping the rules that cannot match at a character changes no token: the same
     tokens as trying every rule at every position."""
@@ -193,6 +194,7 @@ def test_the_class_data_archive_changes_nothing_but_speed(tmp_path, monkeypatch)
 
 
 @needs_java
+@pytest.mark.slow
 def test_a_caption_gets_the_tokens_it_has_alone_whatever_follows_it():
     """In one pycocoevalcap call "a." loses its period before a capitalised caption."""
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer

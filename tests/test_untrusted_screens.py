@@ -76,6 +76,7 @@ async def test_annotate_shows_a_broken_image_as_a_reason_and_keeps_working(
     assert app.return_code in (0, None)
 
 
+@pytest.mark.slow
 async def test_x_flags_the_image_moves_on_and_status_lists_it(engine, tmp_path):
     break_image(engine, tmp_path, "noise")
     app = make_app(engine, image_mode="halfcell")
