@@ -5,9 +5,7 @@ passed its checks."""
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
-import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +18,7 @@ from typing import IO
 from sqlalchemy import Connection, Engine, Table, bindparam, func, select, update
 
 from rubrics import Rubric
+from rubrics.files import regular_file
 from storage.db import (
     INSERT_CHUNK,
     SQLITE_BUSY_TIMEOUT_MS,
@@ -97,15 +96,13 @@ RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's ra
 
 def file_digest(path: Path) -> str | None:
     """The SHA-256 of a file's bytes (None if it cannot be read again, or is not a regular
-    file): which file an import event records, beyond its name. Opened without waiting:
-    opening a FIFO for reading waits for a writer, which kept this thread for ever after
-    the import had refused the FIFO."""
+    file): which file an import event records, beyond its name. Through the readers' gate
+    (`regular_file`): opening a FIFO for reading waits for a writer, which kept this
+    thread for ever after the import had refused the FIFO."""
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
+        with regular_file(path).open("rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
