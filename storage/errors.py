@@ -28,14 +28,17 @@ class Problem:
 
 
 class InputError(ValueError):
-    """Raised when an input file is rejected; nothing has been written to the database."""
+    """Raised when an input file is rejected; nothing has been written to the database.
+    `note`, said after the problems, tells what the listing leaves out (the quick check
+    of an import lists the problems of the values alone)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], note: str = "") -> None:
         self.problems = sorted(problems, key=lambda p: (str(p.file), p.line))
+        self.note = note
         listed = [str(p) for p in self.problems[:MAX_LISTED]]
         if len(self.problems) > MAX_LISTED:
             listed.append(f"... and {len(self.problems) - MAX_LISTED} more problems")
-        super().__init__("\n".join(listed))
+        super().__init__("\n".join([*listed, *filter(None, [note])]))
 
 
 class Problems:

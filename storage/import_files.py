@@ -148,24 +148,34 @@ def _csv_records(lines: Iterator[str], problems: Problems) -> Parsed:
             problems.add(start, f"malformed CSV: {exc}")
             return
         line_after = reader.line_num
-        # the cells joined by a comma, which no escape or CR LF pair can straddle: what
-        # `clean_source` judges (the cells are all a record's texts)
-        text = ",".join(row)
-        if not (row and row[0].strip()) and not "".join(row).strip():
-            continue  # a blank row (spaces at most)
+        if blank_row(row):
+            continue
         if len(row) != width:
             problems.add(start, f"row has {len(row)} fields, the header has {width}")
             continue
-        if "\r" in text:  # a quoted cell keeps its line breaks, as newlines
-            row = [cell.replace("\r\n", "\n") for cell in row]
-        # a cell that an export escaped for spreadsheets (`'=…`) reads back as it was
-        # (looked for only in a row that has a `'`); an empty one is None
-        if "'" in text:
-            cells = [(from_spreadsheet(cell) if cell[:1] == "'" else cell) or None
-                     for cell in map(str.strip, row)]
-        else:
-            cells = [cell.strip() or None for cell in row]
-        yield start, dict(zip(columns, cells, strict=True)), names_clean and clean_source(text)
+        # the cells joined by a comma, which no escape or CR LF pair can straddle: what
+        # `clean_source` judges (the cells are all a record's texts)
+        text = ",".join(row)
+        yield (start, dict(zip(columns, csv_cells(row, text), strict=True)),
+               names_clean and clean_source(text))
+
+
+def blank_row(row: list[str]) -> bool:
+    """A CSV row of empty cells (spaces at most): skipped, as a blank line is."""
+    return not (row and row[0].strip()) and not "".join(row).strip()
+
+
+def csv_cells(row: list[str], text: str) -> list[str | None]:
+    """A CSV row's cells as a record holds them (`text`: the cells joined by commas):
+    stripped, None where empty, line breaks in a quoted cell as newlines, and a cell that
+    an export escaped for spreadsheets (`'=…`) as it was (looked for only in a row that has
+    a `'`)."""
+    if "\r" in text:
+        row = [cell.replace("\r\n", "\n") for cell in row]
+    if "'" in text:
+        return [(from_spreadsheet(cell) if cell[:1] == "'" else cell) or None
+                for cell in map(str.strip, row)]
+    return [cell.strip() or None for cell in row]
 
 
 def _jsonl_records(lines: Iterator[str], problems: Problems) -> Parsed:

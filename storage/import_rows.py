@@ -17,7 +17,7 @@ from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from rubrics.model import error_codes
 from storage.images import ImageChecker, ImageFolder, Verdict, checked_image, spare_cpus
 from storage.import_files import Record
-from storage.models import RATING_VALUE_FIELDS, Stage
+from storage.stages import RATING_VALUE_FIELDS, Stage
 from storage.untrusted import (
     FLAG,
     KEY,
@@ -302,7 +302,7 @@ def rating(record: Record, rubric: Rubric) -> RatingRow | None:
     problems = _Collected()
     check = problems.check
     stage = check(_stage, record)
-    seconds = check(_seconds, record)
+    seconds = check(rating_seconds, record)
     precision = check(score, record, "precision", rubric)
     recall = check(score, record, "recall", rubric)
     fluency = check(penalty, record, "fluency", rubric)
@@ -449,7 +449,7 @@ def _stage(record: Record) -> Stage:
         raise RowError(str(exc)) from None
 
 
-def _seconds(record: Record) -> float:
+def rating_seconds(record: Record) -> float:
     seconds = _number(record, "seconds") or 0.0
     if seconds < 0:
         raise RowError(f"seconds must not be negative, not {record['seconds']!r}")
@@ -623,15 +623,19 @@ class RowReader:
         self._ratings[values] = (None if _TEXT_OR_EMPTY.issuperset(types) else types, found)
         return found
 
-    def row(self, line: int, record: Record) -> CaptionRow:
-        """One record's CaptionRow; RowError names every problem the record has."""
+    def row(self, line: int, record: Record, *, images: bool = True) -> CaptionRow:
+        """One record's CaptionRow; RowError names every problem the record has. Without
+        `images`, its image file is neither checked nor decoded (the quick check of a
+        file's values, `storage.import_scan`): the row keeps the path as given."""
         problems = _Collected()
         image_path = _text(record, "image")
         image_key = _text(record, "image_id") or image_path
         if image_key is None:
             problems.append("image (a path) or image_id is required")
         resolved, refused_before = None, None
-        if image_path is not None:
+        if image_path is not None and not images:
+            resolved = image_path
+        elif image_path is not None:
             refused_before = self.refused_images.get(image_path)
             if refused_before is None:
                 resolved = problems.check(self.image_file, image_path)

@@ -43,6 +43,8 @@ from storage.import_rows import (
     normalise_keys,
     unknown_columns,
 )
+from storage.import_scan import NOTE as QUICK_NOTE
+from storage.import_scan import quick_problems
 from storage.models import (
     RATING_VALUE_FIELDS,
     Annotator,
@@ -88,7 +90,7 @@ JUDGED_STATES = 65_536
 
 # How far an import is: (phase, done, total), the phases in order
 ImportProgress = Callable[[str, int, int], None]
-CHECKING, WRITING = "checking rows", "writing"
+QUICK_CHECK, CHECKING, WRITING = "checking values", "checking rows", "writing"
 
 CaptionKey = tuple[str, str]  # (image key, system)
 RatingKey = tuple[str, str, int]  # (system, annotator, stage) of one image's rating
@@ -943,6 +945,10 @@ def import_captions(
     path = Path(path)
     chosen = rubric
     rubric = chosen or project_rubric(engine)
+    found = quick_problems(path, rubric, progress=None if progress is None else (
+        lambda done, total: progress(QUICK_CHECK, done, total)))
+    if found:
+        raise InputError(found, note=QUICK_NOTE)
     rows = _FileRows(path, RowReader(path.parent, rubric,
                                      allow_outside_images=allow_outside_images), progress)
     return import_caption_rows(engine, rows, rows.problems, actor=actor, rubric=rubric,

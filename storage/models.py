@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import IntEnum
 
 from sqlalchemy import (
     CheckConstraint,
@@ -15,10 +14,8 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from rubrics import PENALTY_KEYS, SCORE_KEYS
-
-# The rating columns a rubric fills: the scores, and each penalty with its error type(s).
-RATING_VALUE_FIELDS = (*SCORE_KEYS, *(f for key in PENALTY_KEYS for f in (key, f"{key}_type")))
+from storage.stages import RATING_VALUE_FIELDS as RATING_VALUE_FIELDS
+from storage.stages import Stage as Stage
 
 
 def utcnow() -> datetime:
@@ -30,26 +27,6 @@ def _timestamp(**kwargs: object) -> Field:
         default_factory=utcnow,
         sa_column=Column(DateTime(timezone=True), nullable=False, **kwargs),
     )
-
-
-class Stage(IntEnum):
-    """Rating stages of THUMB: first annotator, second (checking) annotator, final."""
-
-    FIRST = 1
-    SECOND = 2
-    FINAL = 3
-
-    @property
-    def label(self) -> str:
-        return "final" if self is Stage.FINAL else str(int(self))
-
-    @classmethod
-    def parse(cls, value: object) -> Stage:
-        text = str(value).strip().lower()
-        aliases = {"1": cls.FIRST, "2": cls.SECOND, "final": cls.FINAL}
-        if text not in aliases:
-            raise ValueError(f"stage must be 1, 2 or final, not {value!r}")
-        return aliases[text]
 
 
 class Image(SQLModel, table=True):

@@ -411,6 +411,19 @@ def _read(module: str, name: str) -> Callable[[Path], object]:
     return read
 
 
+def _quick_check(path: Path) -> None:
+    """A large CSV import's quick check (`storage.import_scan`), run in this process (an
+    import runs it in a process of its own): the problems it finds refuse the file as the
+    import refuses it."""
+    from rubrics import load_rubric
+    from storage.errors import InputError
+    from storage.import_scan import NOTE, scan_problems
+
+    found = scan_problems(path, load_rubric("thumb-1.0"))
+    if found:
+        raise InputError(found, note=NOTE)
+
+
 def build_readers() -> list[Reader]:
     errors = _errors()
     imports = ("storage.import_files:_lines", "storage.import_files:iter_records",
@@ -420,6 +433,11 @@ def build_readers() -> list[Reader]:
         # --- storage: the imports (through `thumb`, with the database) ---
         Reader("captions CSV", (*imports, *images), "captions.csv", captions_csv,
                CAPTION_TEXTS, "text", command=("import", "{dir}/captions.csv"), setup=_png),
+        # (its texts are the full pass's to check: the quick check finds values' problems)
+        Reader("captions CSV, the quick check", ("storage.import_scan:scan_problems",
+                                                 "storage.import_scan:_Scan._header"),
+               "captions.csv", lambda _texts: captions_csv(CAPTION_TEXTS), (), "text",
+               read=_quick_check, error=ValueError, setup=_png),
         Reader("captions JSONL", imports, "captions.jsonl", captions_jsonl, CAPTION_TEXTS,
                "lines", command=("import", "{dir}/captions.jsonl"), setup=_png),
         Reader("captions Parquet", ("storage.import_files:_parquet_records",),
@@ -563,6 +581,8 @@ TRUSTED = {
     "metrics.clip:ClipEmbedder._embed_images":
         "project images, each checked by storage.images.image_problem at import "
         "(registered: 'image file')",
+    "storage.import_scan:serve_quick_check":
+        "its stdin: the path and rubric the importing process sends it, as JSON",
     "storage.match:unpack_top_lists":
         "np.load over a blob from the database (io.BytesIO), not a file",
     "storage.migrations:_head_in_files":

@@ -1,0 +1,353 @@
+"""The quick check of a large CSV import: its rows' own values, checked a column at a time
+(pyarrow) before the full pass, so that a bad value anywhere in a file of a million rows is
+refused in seconds instead of after the full pass (which reads every row in Python,
+decodes every image and checks each row against the others and the database).
+
+A row is checked by its signature: for each column the row's own checks read, the cell's
+value (stage, scores, penalties and their types, flags, reasons, rubric), whether it is
+empty (texts: image, system, caption, references, annotator, notes) or whether it is
+empty, valid or not (times and seconds, which differ from row to row). Rows of one
+signature pass or fail `RowReader.row`'s checks together, so one row of each is checked,
+and every row of a failing signature is then checked itself, by the same code and with
+the same message as in the full pass. So the quick check never refuses a row that the full
+pass accepts; it may miss problems (images, repeated rows, the database, THUMB's protocol,
+forbidden characters in a row whose values pass), which the full pass then finds. Where
+it cannot read the file as the full pass does (bad UTF-8, a row of the wrong width, blank
+lines, a header problem, too many signatures), it finds nothing and the full pass
+reports."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rubrics import Rubric
+from rubrics.files import regular_file
+from rubrics.model import parse_rubric
+from storage.errors import Problem
+from storage.import_files import FORMATS, ReadProgress, blank_row, csv_cells
+from storage.import_rows import (
+    ALIASES,
+    CAPTION_COLUMNS,
+    RATING_COLUMNS,
+    REFERENCE_COLUMN,
+    RUBRIC_COLUMN,
+    WORKFLOW_COLUMNS,
+    RowError,
+    RowReader,
+    missing_columns,
+    normalise_keys,
+    rating_seconds,
+    timestamp,
+    unknown_columns,
+)
+from storage.untrusted import clean_source, text_problems
+
+if TYPE_CHECKING:
+    import numpy
+    import pyarrow
+
+QUICK_BYTES = 16 * 2**20  # a smaller file's full pass takes a few seconds: no quick check
+# What pyarrow parses at a time: its reader holds many blocks ahead, so the process's
+# memory grows with it (about 170 MB for a million rows at 1 MB, 150 MB more at 4 MB), and its
+# allocator keeps what it freed unless asked after each batch (`release_unused`).
+BLOCK_BYTES = 2**20
+MAX_SIGNATURES = 20_000  # more distinct signatures than this: the check stops, finds nothing
+# What the refusal says after the problems the quick check found.
+NOTE = ("(a quick check of the rows' values found these; the images, repeated rows, the "
+        "database and THUMB's protocol are checked once they are fixed)")
+
+# The columns whose checks depend on whether the cell is empty only (texts: CSV cells are
+# never JSON), and those checked one value at a time (times and seconds differ on every row
+# of an export); the others that `RowReader.row` reads go in the signature as they are.
+PRESENCE_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references",
+                    "annotator", "note", "resolution_note", "fluency_round_by"}
+VALUE_CHECKS: dict[str, Callable[[str], object]] = {
+    **{name: (lambda text, name=name: timestamp({name: text}, name))
+       for name in ("created_at", "updated_at", "resolved_at", "fluency_round_at")},
+    "seconds": lambda text: rating_seconds({"seconds": text}),
+}
+READ_COLUMNS = CAPTION_COLUMNS | RATING_COLUMNS | WORKFLOW_COLUMNS | {RUBRIC_COLUMN}
+EMPTY, VALID, INVALID = 0, 1, 2
+
+
+class _CannotScan(Exception):
+    """The file cannot be read here as the full pass reads it: that pass reports."""
+
+
+def quick_problems(path: Path, rubric: Rubric,
+                   progress: ReadProgress | None = None) -> list[Problem]:
+    """The problems of the rows of CSV file `path` (of QUICK_BYTES or more) that the quick
+    check finds, with their lines and the full pass's messages; none for a smaller file,
+    another format, or one it cannot read as the full pass does. `progress(done, total)`
+    hears the bytes parsed. It runs in a process of its own: pyarrow and what its readers
+    held would stay in this one for the full pass (about 110 MB more at the peak of a
+    million rows' import)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return []  # the full pass says why
+    if (FORMATS.get(path.suffix.lower()) != "csv" or not stat.S_ISREG(info.st_mode)
+            or info.st_size < QUICK_BYTES):
+        return []
+    # A fresh interpreter, as the image workers are (storage.images._Worker says why).
+    program = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+               "from storage.import_scan import serve_quick_check; serve_quick_check()")
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", program, json.dumps(sys.path)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except (OSError, ValueError):  # no interpreter to start: the full pass checks alone
+        return []
+    found: list[Problem] = []
+    try:
+        with process.stdin:  # type: ignore[union-attr]
+            process.stdin.write(json.dumps(  # type: ignore[union-attr]
+                [str(path), dict(rubric.definition), MAX_SIGNATURES]).encode())
+        for line in process.stdout:  # type: ignore[union-attr]
+            kind, *values = json.loads(line)
+            if kind == "read" and progress is not None:
+                progress(*values)
+            elif kind == "problem":
+                found.append(Problem(path, *values))
+            elif kind == "cannot":
+                found.clear()
+    except (OSError, ValueError):  # a broken pipe or line: as if it found nothing
+        found.clear()
+    finally:
+        process.stdout.close()  # type: ignore[union-attr]
+        if process.wait() != 0:  # (it ended before saying all it found)
+            found.clear()
+    return found
+
+
+def serve_quick_check() -> None:
+    """The quick check's process: [path, the rubric's definition, MAX_SIGNATURES] in JSON
+    on stdin, a JSON line on stdout for each stretch of the file read (["read", done,
+    total]) and each problem (["problem", line, message]), or ["cannot"] if the file
+    cannot be checked here."""
+    path, definition, max_signatures = json.load(sys.stdin.buffer)
+    rubric = parse_rubric(definition, check=False)  # (as the database reads it back)
+    out = sys.stdout
+
+    def say(*values: object) -> None:
+        out.write(json.dumps(values) + "\n")
+
+    def read(done: int, total: int) -> None:
+        say("read", done, total)
+        out.flush()
+
+    problems = scan_problems(Path(path), rubric, max_signatures=max_signatures,
+                             progress=read)
+    if problems is None:
+        say("cannot")
+    for problem in problems or ():
+        say("problem", problem.line, problem.message)
+    out.flush()
+
+
+def scan_problems(path: Path, rubric: Rubric, *, max_signatures: int = MAX_SIGNATURES,
+                  progress: ReadProgress | None = None) -> list[Problem] | None:
+    """The quick check itself, in this process: the problems found, or None where the file
+    cannot be read as the full pass reads it; ValueError naming `path` if it is not a
+    regular file (`rubrics.files.regular_file`: a FIFO is not waited on)."""
+    import pyarrow
+
+    try:
+        size = os.stat(path).st_size
+        return _Scan(path, RowReader(path.parent, rubric), size, max_signatures,
+                     progress).problems()
+    except (_CannotScan, pyarrow.ArrowException, OSError, UnicodeError, csv.Error):
+        return None
+
+
+class _Scan:
+    def __init__(self, path: Path, reader: RowReader, size: int, max_signatures: int,
+                 progress: ReadProgress | None) -> None:
+        self.path, self.reader, self.size, self.progress = path, reader, size, progress
+        self.max_signatures = max_signatures
+        self.columns = self._header()
+        named = [ALIASES.get(name, name) for name in self.columns]
+        if (len(set(named)) < len(named)  # (an alias and its column both given)
+                or unknown_columns(set(named)) or missing_columns(set(named))):
+            raise _CannotScan
+        read = [at for at, name in enumerate(named)
+                if name in READ_COLUMNS or REFERENCE_COLUMN.match(name)]
+        self.presence = [at for at in read
+                         if named[at] in PRESENCE_COLUMNS or REFERENCE_COLUMN.match(named[at])]
+        self.checked = [at for at in read if named[at] in VALUE_CHECKS]
+        self.values = [at for at in read if at not in self.presence and at not in self.checked]
+        self.checks = [VALUE_CHECKS[named[at]] for at in self.checked]
+        self.unread = [at for at in range(len(named)) if at not in read]
+        self.outcomes: dict[tuple, bool] = {}  # signature -> whether its rows pass
+
+    def _header(self) -> list[str]:
+        """The header's column names as the full pass reads them; a header the full pass
+        reports a problem of (or that spans lines) cannot be scanned."""
+        with open(regular_file(self.path), encoding="utf-8-sig", newline="") as handle:
+            lines = csv.reader(handle, strict=True)
+            header = next(lines, None)
+            if header is None or lines.line_num != 1:
+                raise _CannotScan
+        columns = [name.strip().lower() for name in header]
+        if (not all(columns) or len(set(columns)) < len(columns)
+                or text_problems(dict.fromkeys(columns), "")):
+            raise _CannotScan
+        return columns
+
+    def _batches(self) -> Iterator[pyarrow.RecordBatch]:
+        import pyarrow
+        import pyarrow.csv
+
+        names = [f"c{at}" for at in range(len(self.columns))]
+        stream = pyarrow.input_stream(str(self.path))
+        batches = pyarrow.csv.open_csv(
+            stream,
+            read_options=pyarrow.csv.ReadOptions(column_names=names, skip_rows=1,
+                                                 block_size=BLOCK_BYTES),
+            parse_options=pyarrow.csv.ParseOptions(newlines_in_values=True,
+                                                   ignore_empty_lines=False),
+            convert_options=pyarrow.csv.ConvertOptions(
+                column_types=dict.fromkeys(names, pyarrow.string()),
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+        for batch in batches:
+            yield batch
+            if self.progress is not None:
+                self.progress(min(stream.tell(), self.size), self.size)
+
+    def problems(self) -> list[Problem]:
+        """Each batch's rows grouped by signature, one row of each new signature checked,
+        the rows of failing ones checked one by one; their lines counted as the full pass
+        counts them (an empty line is a row of empty cells here, skipped there)."""
+        import numpy
+        import pyarrow
+
+        found: list[Problem] = []
+        rows = breaks = 0  # before the batch: rows read, line breaks inside their cells
+        pool = pyarrow.default_memory_pool()
+        for batch in self._batches():
+            inside = _breaks_inside(batch)
+            # a row's first line: the header's, then one per row and break before it
+            starts = 2 + rows + breaks + numpy.arange(batch.num_rows) + (
+                numpy.cumsum(inside) - inside)
+            for index in self._failing_rows(batch):
+                found += self._row_problems(batch, index, int(starts[index]))
+            rows += batch.num_rows
+            breaks += int(inside.sum())
+            del batch
+            pool.release_unused()
+        return found
+
+    def _failing_rows(self, batch: pyarrow.RecordBatch) -> Iterator[int]:
+        """The indexes of the batch's rows whose signature fails, in order. (The rows are
+        grouped by NumPy over each key's codes: pyarrow's own grouping would load its
+        query engine, about 55 MB more of this process's memory.)"""
+        import numpy
+        import pyarrow.compute as compute
+
+        keys = []  # (the keys' values, and each row's code of its value among them)
+        for at in self.presence:
+            keys.append(_codes(compute.invert(_blank(batch.column(at)))))
+        for at, check in zip(self.checked, self.checks, strict=True):
+            keys.append(_codes(_validity(batch.column(at), check)))
+        for at in self.values:
+            keys.append(_codes(batch.column(at)))
+        if self.unread:  # a blank row passes, a row with only these columns does not
+            keys.append(_codes(functools.reduce(compute.and_, (
+                _blank(batch.column(at)) for at in self.unread))))
+        combined = numpy.zeros(batch.num_rows, dtype=numpy.int64)
+        for values, codes in keys:
+            if len(values) > 1:  # renumbered densely, so that no product overflows
+                _, combined = numpy.unique(combined * len(values) + codes,
+                                           return_inverse=True)
+        _, firsts, groups = numpy.unique(combined, return_index=True, return_inverse=True)
+        failing = numpy.zeros(len(firsts), dtype=bool)
+        for group, first in enumerate(firsts.tolist()):
+            signature = tuple(values[codes[first]] for values, codes in keys)
+            passes = self.outcomes.get(signature)
+            if passes is None:
+                if len(self.outcomes) >= self.max_signatures:
+                    raise _CannotScan
+                passes = not self._row_problems(batch, first, 0, texts=False)
+                self.outcomes[signature] = passes
+            failing[group] = not passes
+        return iter(numpy.flatnonzero(failing[groups]).tolist())
+
+    def _row_problems(self, batch: pyarrow.RecordBatch, index: int, line: int, *,
+                      texts: bool = True) -> list[Problem]:
+        """The problems of the batch's row `index` (at `line`) as the full pass gives them:
+        its texts' (unless not `texts`: they are not the signature's), else its fields'
+        (without its image file's)."""
+        raw = [column[index].as_py() for column in batch.columns]
+        if blank_row(raw):
+            return []
+        text = ",".join(raw)
+        record = dict(zip(self.columns, csv_cells(raw, text), strict=True))
+        if texts and not clean_source(text):
+            messages = text_problems(record, "")
+            if messages:
+                return [Problem(self.path, line, message) for message in messages]
+        try:
+            self.reader.row(line, normalise_keys(record), images=False)
+        except RowError as exc:
+            return [Problem(self.path, line, str(exc))]
+        return []
+
+
+def _codes(column: pyarrow.Array) -> tuple[list, numpy.ndarray]:
+    """The column's distinct values, and each cell's index among them."""
+    encoded = column.dictionary_encode()
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy()
+
+
+def _validity(column: pyarrow.Array, check: Callable[[str], object]) -> pyarrow.Array:
+    """EMPTY, VALID or INVALID for each cell: `check` run once per distinct value."""
+    import pyarrow
+    import pyarrow.compute as compute
+
+    bad = []
+    for value in compute.unique(column).to_pylist():
+        text = value.strip()
+        if not text:
+            continue
+        try:
+            check(text)
+        except RowError:
+            bad.append(value)
+    empty = _blank(column)
+    invalid = compute.is_in(column, value_set=pyarrow.array(bad, pyarrow.string()))
+    return compute.if_else(empty, EMPTY, compute.if_else(invalid, INVALID, VALID))
+
+
+def _blank(column: pyarrow.Array) -> pyarrow.Array:
+    """Whether each cell is empty or white space only (what the full pass reads as None)."""
+    import pyarrow.compute as compute
+
+    return compute.or_(compute.equal(compute.binary_length(column), 0),
+                       compute.utf8_is_space(column))
+
+
+def _breaks_inside(batch: pyarrow.RecordBatch) -> numpy.ndarray:
+    """The line breaks inside each row's cells (quoted ones), counted as the full pass's
+    reader counts lines: CR LF, CR or LF."""
+    import numpy
+    import pyarrow.compute as compute
+
+    inside = numpy.zeros(batch.num_rows, dtype=numpy.int64)
+    for column in batch.columns:
+        newlines = compute.count_substring(column, "\n")
+        if compute.max(newlines).as_py():
+            inside += newlines.to_numpy()
+        returns = compute.count_substring(column, "\r")
+        if compute.max(returns).as_py():  # a CR LF is one break
+            inside += (returns.to_numpy()
+                       - compute.count_substring(column, "\r\n").to_numpy())
+    return inside
