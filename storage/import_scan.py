@@ -12,9 +12,9 @@ and every row of a failing signature is then checked itself, by the same code an
 the same message as in the full pass. So the quick check never refuses a row that the full
 pass accepts; it may miss problems (images, repeated rows, the database, THUMB's protocol,
 forbidden characters in a row whose values pass), which the full pass then finds. Where
-it cannot read the file as the full pass does (bad UTF-8, a row of the wrong width, blank
-lines, a header problem, too many signatures), it finds nothing and the full pass
-reports."""
+it cannot read the file as the full pass does (bad UTF-8, quoting that Python's `csv`
+refuses, a row of the wrong width, a line of spaces, a header problem, too many
+signatures), it finds nothing and the full pass reports."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import csv
 import functools
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -120,8 +121,11 @@ def quick_problems(path: Path, rubric: Rubric,
                 found.append(Problem(path, *values))
             elif kind == "cannot":
                 found.clear()
-    except (OSError, ValueError):  # a broken pipe or line: as if it found nothing
+    except (OSError, ValueError, TypeError):  # a broken pipe or line: as if it found nothing
         found.clear()
+    except BaseException:  # (an interrupt, the progress display's error): it ends now
+        process.kill()
+        raise
     finally:
         process.stdout.close()  # type: ignore[union-attr]
         if process.wait() != 0:  # (it ended before saying all it found)
@@ -229,11 +233,17 @@ class _Scan:
         counts them (an empty line is a row of empty cells here, skipped there)."""
         import numpy
         import pyarrow
+        import pyarrow.compute as compute
 
+        if not _strict_csv(self.path):
+            raise _CannotScan
         found: list[Problem] = []
         rows = breaks = 0  # before the batch: rows read, line breaks inside their cells
         pool = pyarrow.default_memory_pool()
         for batch in self._batches():
+            if any(compute.max(compute.binary_length(column)).as_py() > csv.field_size_limit()
+                   for column in batch.columns):
+                raise _CannotScan  # (`csv` refuses a cell that long: a byte is a character or less)
             inside = _breaks_inside(batch)
             # a row's first line: the header's, then one per row and break before it
             starts = 2 + rows + breaks + numpy.arange(batch.num_rows) + (
@@ -309,14 +319,16 @@ def _codes(column: pyarrow.Array) -> tuple[list, numpy.ndarray]:
 
 
 def _validity(column: pyarrow.Array, check: Callable[[str], object]) -> pyarrow.Array:
-    """EMPTY, VALID or INVALID for each cell: `check` run once per distinct value."""
+    """EMPTY, VALID or INVALID for each cell: `check` run once per distinct value, on the
+    value as the full pass reads the cell (`csv_cells`: stripped, a spreadsheet escape
+    undone)."""
     import pyarrow
     import pyarrow.compute as compute
 
     bad = []
     for value in compute.unique(column).to_pylist():
-        text = value.strip()
-        if not text:
+        (text,) = csv_cells([value], value)
+        if text is None:
             continue
         try:
             check(text)
@@ -333,6 +345,48 @@ def _blank(column: pyarrow.Array) -> pyarrow.Array:
 
     return compute.or_(compute.equal(compute.binary_length(column), 0),
                        compute.utf8_is_space(column))
+
+
+# A quoted cell, its quotes doubled inside.
+_QUOTED_CELL = re.compile(rb'"[^"]*(?:""[^"]*)*"')
+_CHUNK_BYTES = 2**22
+
+
+def _strict_csv(path: Path) -> bool:
+    """Whether Python's `csv` (strict, as the full pass reads) reads the file without an
+    error of its quoting: every quoted cell closed, and followed by a comma, a line break
+    or the end. Where it would stop with an error, pyarrow reads on (it takes `"1"x` as
+    `1x`, a quote left open as a cell to the end), and the two would no longer agree. A
+    quote opens a cell at the start of the text or after a comma or a line break; `csv`
+    takes any other as a character of an unquoted cell."""
+    with open(path, "rb") as handle:
+        data = handle.read(_CHUNK_BYTES).removeprefix(b"\xef\xbb\xbf")
+        at, ended = 0, False
+        previous = b"\n"  # the byte before data[0] (the file's start opens a cell too)
+        while True:
+            quote = data.find(b'"', at)
+            if quote < 0:
+                if ended:
+                    return True
+                previous, data, at = data[-1:] or previous, b"", 0
+            else:
+                before = data[quote - 1:quote] if quote else previous
+                if before not in (b",", b"\r", b"\n"):
+                    at = quote + 1  # a character of an unquoted cell
+                    continue
+                cell = _QUOTED_CELL.match(data, quote)
+                after = data[cell.end():cell.end() + 1] if cell else b""
+                if cell and (after in (b",", b"\r", b"\n") or (not after and ended)):
+                    at = cell.end()
+                    continue
+                if ended or len(data) - quote > 4 * csv.field_size_limit() + 2:
+                    # a quote left open, what follows a closing one, or a cell longer than
+                    # `csv` takes (a character is at most 4 bytes, a doubled quote 2)
+                    return False
+                previous, data, at = before, data[quote:], 0  # (the cell may go on)
+            more = handle.read(_CHUNK_BYTES)
+            ended = not more
+            data += more
 
 
 def _breaks_inside(batch: pyarrow.RecordBatch) -> numpy.ndarray:

@@ -435,7 +435,8 @@ def build_readers() -> list[Reader]:
                CAPTION_TEXTS, "text", command=("import", "{dir}/captions.csv"), setup=_png),
         # (its texts are the full pass's to check: the quick check finds values' problems)
         Reader("captions CSV, the quick check", ("storage.import_scan:scan_problems",
-                                                 "storage.import_scan:_Scan._header"),
+                                                 "storage.import_scan:_Scan._header",
+                                                 "storage.import_scan:_strict_csv"),
                "captions.csv", lambda _texts: captions_csv(CAPTION_TEXTS), (), "text",
                read=_quick_check, error=ValueError, setup=_png),
         Reader("captions JSONL", imports, "captions.jsonl", captions_jsonl, CAPTION_TEXTS,

@@ -291,3 +291,51 @@ def test_the_command_says_what_the_quick_check_left_for_later(folder, quick):
     assert "images, repeated rows, the database and THUMB's protocol are checked" in (
         result.output.replace("\n", " "))
     assert not (folder / "x.db").exists()
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet='ab,"\r\n ', max_size=24))
+def test_its_quoting_test_agrees_with_python_s_csv(tmp_path, monkeypatch, text):
+    """`_strict_csv` against the full pass's reader (`csv`, strict), chunk boundaries
+    anywhere (3-byte chunks): the quick check reads a file only where `csv` would."""
+    monkeypatch.setattr(import_scan, "_CHUNK_BYTES", 3)
+    path = tmp_path / "quoting.csv"
+    path.write_bytes(("\ufeff" + text).encode())
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            for _ in csv.reader(handle, strict=True):
+                pass
+        strict = True
+    except csv.Error:
+        strict = False
+    assert import_scan._strict_csv(path) == strict
+
+
+@pytest.mark.parametrize("cell", ['"1"x', '"7" ', '"7', "x" * 140_000])
+def test_what_python_s_csv_refuses_is_left_to_the_full_pass(folder, monkeypatch, cell):
+    """Characters after a closing quote, a space included, a quote left open, a cell over
+    `csv`'s limit: pyarrow would read on (`"1"x` as `1x`) and the quick check would list
+    other lines; the full pass stops at this row, `malformed CSV`."""
+    rows = good_rows()
+    rows[30]["stage"] = "9"  # (after the damage: the full pass never reads it)
+    path = write(folder / "captions.csv", rows)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    quoted = cell if cell.startswith('"') else f'"{cell}"'
+    lines[5] = lines[5].replace(",1,", f",{quoted},", 1)  # the stage column
+    path.write_text("\n".join(lines), encoding="utf-8")
+    assert import_scan.scan_problems(path, THUMB) is None
+    full = full_pass_problems(path, monkeypatch)
+    assert full[-1][0] == 6 and full[-1][1].startswith("malformed CSV")
+
+
+def test_times_and_seconds_are_read_as_the_full_pass_reads_them(folder, monkeypatch):
+    """A spreadsheet escape (`'-5`, `'+5`) undone before the value is checked: `'-5`
+    seconds is negative, `'+5` is not."""
+    rows = good_rows()
+    rows[0]["seconds"], rows[1]["seconds"] = "'+5", "'-5"
+    rows[2]["created_at"] = "'-2026"
+    path = write(folder / "captions.csv", rows)
+    found = quick_problems(path)
+    assert [line for line, _ in found] == [3, 4]
+    assert found == [p for p in full_pass_problems(path, monkeypatch) if p[0] in (3, 4)]
