@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import itertools
 import json
 import os
 import re
@@ -117,8 +118,9 @@ def quick_problems(path: Path, rubric: Rubric,
             kind, *values = json.loads(line)
             if kind == "read" and progress is not None:
                 progress(*values)
-            elif kind == "problem":
-                found.append(Problem(path, *values))
+            elif kind == "problems":
+                message, lines = values
+                found += [Problem(path, line, message) for line in lines]
             elif kind == "cannot":
                 found.clear()
     except (OSError, ValueError, TypeError):  # a broken pipe or line: as if it found nothing
@@ -136,8 +138,9 @@ def quick_problems(path: Path, rubric: Rubric,
 def serve_quick_check() -> None:
     """The quick check's process: [path, the rubric's definition, MAX_SIGNATURES] in JSON
     on stdin, a JSON line on stdout for each stretch of the file read (["read", done,
-    total]) and each problem (["problem", line, message]), or ["cannot"] if the file
-    cannot be checked here."""
+    total]) and each run of problems with the same message (["problems", message, [line,
+    …]]: a file whose every row is wrong the same way sends one line, not a million), or
+    ["cannot"] if the file cannot be checked here."""
     path, definition, max_signatures = json.load(sys.stdin.buffer)
     rubric = parse_rubric(definition, check=False)  # (as the database reads it back)
     out = sys.stdout
@@ -153,8 +156,8 @@ def serve_quick_check() -> None:
                              progress=read)
     if problems is None:
         say("cannot")
-    for problem in problems or ():
-        say("problem", problem.line, problem.message)
+    for message, run in itertools.groupby(problems or (), key=lambda found: found.message):
+        say("problems", message, [problem.line for problem in run])
     out.flush()
 
 
@@ -192,6 +195,8 @@ class _Scan:
         self.checks = [VALUE_CHECKS[named[at]] for at in self.checked]
         self.unread = [at for at in range(len(named)) if at not in read]
         self.outcomes: dict[tuple, bool] = {}  # signature -> whether its rows pass
+        self.invalid: dict[int, set[str]] = {}  # a checked column -> its batch's bad cells
+        self.messages: dict[tuple, list[str]] = {}  # see `_failing_row_problems`
 
     def _header(self) -> list[str]:
         """The header's column names as the full pass reads them; a header the full pass
@@ -248,18 +253,24 @@ class _Scan:
             # a row's first line: the header's, then one per row and break before it
             starts = 2 + rows + breaks + numpy.arange(batch.num_rows) + (
                 numpy.cumsum(inside) - inside)
-            for index in self._failing_rows(batch):
-                found += self._row_problems(batch, index, int(starts[index]))
+            failing, signatures = self._failing_rows(batch)
+            if failing:  # (their cells taken out together: one at a time costs far more)
+                chosen = batch.take(pyarrow.array(failing, pyarrow.int64()))
+                cells = zip(*(column.to_pylist() for column in chosen.columns), strict=True)
+                for index, signature, raw in zip(failing, signatures, cells, strict=True):
+                    found += self._failing_row_problems(signature, list(raw),
+                                                        int(starts[index]))
             rows += batch.num_rows
             breaks += int(inside.sum())
             del batch
             pool.release_unused()
         return found
 
-    def _failing_rows(self, batch: pyarrow.RecordBatch) -> Iterator[int]:
-        """The indexes of the batch's rows whose signature fails, in order. (The rows are
-        grouped by NumPy over each key's codes: pyarrow's own grouping would load its
-        query engine, about 55 MB more of this process's memory.)"""
+    def _failing_rows(self, batch: pyarrow.RecordBatch) -> tuple[list[int], list[tuple]]:
+        """The indexes of the batch's rows whose signature fails, in order, and their
+        signatures. (The rows are grouped by NumPy over each key's codes: pyarrow's own
+        grouping would load its query engine, about 55 MB more of this process's
+        memory.)"""
         import numpy
         import pyarrow.compute as compute
 
@@ -267,7 +278,8 @@ class _Scan:
         for at in self.presence:
             keys.append(_codes(compute.invert(_blank(batch.column(at)))))
         for at, check in zip(self.checked, self.checks, strict=True):
-            keys.append(_codes(_validity(batch.column(at), check)))
+            validity, self.invalid[at] = _validity(batch.column(at), check)
+            keys.append(_codes(validity))
         for at in self.values:
             keys.append(_codes(batch.column(at)))
         if self.unread:  # a blank row passes, a row with only these columns does not
@@ -280,23 +292,45 @@ class _Scan:
                                            return_inverse=True)
         _, firsts, groups = numpy.unique(combined, return_index=True, return_inverse=True)
         failing = numpy.zeros(len(firsts), dtype=bool)
+        signatures = []
         for group, first in enumerate(firsts.tolist()):
             signature = tuple(values[codes[first]] for values, codes in keys)
+            signatures.append(signature)
             passes = self.outcomes.get(signature)
             if passes is None:
                 if len(self.outcomes) >= self.max_signatures:
                     raise _CannotScan
-                passes = not self._row_problems(batch, first, 0, texts=False)
+                passes = not self._row_problems(
+                    [column[first].as_py() for column in batch.columns], 0, texts=False)
                 self.outcomes[signature] = passes
             failing[group] = not passes
-        return iter(numpy.flatnonzero(failing[groups]).tolist())
+        rows = numpy.flatnonzero(failing[groups])
+        return rows.tolist(), [signatures[group] for group in groups[rows].tolist()]
 
-    def _row_problems(self, batch: pyarrow.RecordBatch, index: int, line: int, *,
-                      texts: bool = True) -> list[Problem]:
-        """The problems of the batch's row `index` (at `line`) as the full pass gives them:
+    def _failing_row_problems(self, signature: tuple, raw: list[str], line: int
+                              ) -> list[Problem]:
+        """`_row_problems` of a row whose signature fails. Its fields' problem says the
+        signature's values and the text of each time or seconds that does not parse, and
+        nothing else of the row, so it is worked out once for each of those (a file whose
+        every row gives a stage 7 has one message to make, not a million)."""
+        text = ",".join(raw)
+        if not clean_source(text):  # (its texts' problems come first: the row's own)
+            return self._row_problems(raw, line)
+        key = (signature, tuple(raw[at] if raw[at] in self.invalid[at] else None
+                                for at in self.checked))
+        messages = self.messages.get(key)
+        if messages is None:
+            messages = [problem.message for problem in self._row_problems(raw, line)]
+            if len(self.messages) >= self.max_signatures:
+                self.messages.clear()
+            self.messages[key] = messages
+        return [Problem(self.path, line, message) for message in messages]
+
+    def _row_problems(self, raw: list[str], line: int, *, texts: bool = True
+                      ) -> list[Problem]:
+        """The problems of the row of cells `raw` (at `line`) as the full pass gives them:
         its texts' (unless not `texts`: they are not the signature's), else its fields'
         (without its image file's)."""
-        raw = [column[index].as_py() for column in batch.columns]
         if blank_row(raw):
             return []
         text = ",".join(raw)
@@ -318,10 +352,11 @@ def _codes(column: pyarrow.Array) -> tuple[list, numpy.ndarray]:
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy()
 
 
-def _validity(column: pyarrow.Array, check: Callable[[str], object]) -> pyarrow.Array:
-    """EMPTY, VALID or INVALID for each cell: `check` run once per distinct value, on the
-    value as the full pass reads the cell (`csv_cells`: stripped, a spreadsheet escape
-    undone)."""
+def _validity(column: pyarrow.Array, check: Callable[[str], object]
+              ) -> tuple[pyarrow.Array, set[str]]:
+    """EMPTY, VALID or INVALID for each cell, and the cells that are INVALID: `check` run
+    once per distinct value, on the value as the full pass reads the cell (`csv_cells`:
+    stripped, a spreadsheet escape undone)."""
     import pyarrow
     import pyarrow.compute as compute
 
@@ -336,7 +371,7 @@ def _validity(column: pyarrow.Array, check: Callable[[str], object]) -> pyarrow.
             bad.append(value)
     empty = _blank(column)
     invalid = compute.is_in(column, value_set=pyarrow.array(bad, pyarrow.string()))
-    return compute.if_else(empty, EMPTY, compute.if_else(invalid, INVALID, VALID))
+    return compute.if_else(empty, EMPTY, compute.if_else(invalid, INVALID, VALID)), set(bad)
 
 
 def _blank(column: pyarrow.Array) -> pyarrow.Array:

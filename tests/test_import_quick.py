@@ -339,3 +339,22 @@ def test_times_and_seconds_are_read_as_the_full_pass_reads_them(folder, monkeypa
     found = quick_problems(path)
     assert [line for line, _ in found] == [3, 4]
     assert found == [p for p in full_pass_problems(path, monkeypatch) if p[0] in (3, 4)]
+
+
+def test_rows_wrong_alike_get_each_its_own_message(folder, monkeypatch):
+    """A message is made once for rows wrong in the same way, but each bad time it quotes
+    is the row's own: every message equals the full pass's."""
+    rows = good_rows()
+    for index, row in enumerate(rows[:24]):
+        # the same problem, the same values; times valid, all different
+        row.update(stage="7", precision="3", recall="3", seconds="4.5",
+                   created_at=f"2026-01-01T10:{index:02d}:00")
+        if index % 3 == 0:  # and a bad time of its own
+            row["created_at"] = f"not a time {index}"
+        if index % 4 == 0:
+            row["seconds"] = f"-{index + 1}"
+    path = write(folder / "captions.csv", rows)
+    found = quick_problems(path)
+    assert len(found) == 24
+    assert "not a time 21" in found[21][1] and "not '-9'" in found[8][1]
+    assert found == [p for p in full_pass_problems(path, monkeypatch) if p[0] <= 25]
