@@ -8,12 +8,13 @@ value (stage, scores, penalties and their types, flags, reasons, rubric), whethe
 empty (texts: image, system, caption, references, annotator, notes) or whether it is
 empty, valid or not (times and seconds, which differ from row to row). Rows of one
 signature pass or fail `RowReader.row`'s checks together, so one row of each is checked,
-and every row of a failing signature is then checked itself, by the same code and with
-the same message as in the full pass. So the quick check never refuses a row that the full
-pass accepts; it may miss problems (images, repeated rows, the database, THUMB's protocol,
-forbidden characters in a row whose values pass), which the full pass then finds. Where
-it cannot read the file as the full pass does (bad UTF-8, quoting that Python's `csv`
-refuses, a row of the wrong width, a line of spaces, a header problem, too many
+and every row of a failing signature then gets the full pass's message, made by the same
+code (once for each signature and bad time or seconds: all that goes into it besides the
+signature's values, `_failing_row_problems`). So the quick check never refuses a row that
+the full pass accepts; it may miss problems (images, repeated rows, the database, THUMB's
+protocol, forbidden characters in a row whose values pass), which the full pass then finds.
+Where it cannot read the file as the full pass does (bad UTF-8, quoting that Python's
+`csv` refuses, a row of the wrong width, a line of spaces, a header problem, too many
 signatures), it finds nothing and the full pass reports."""
 
 from __future__ import annotations
