@@ -940,8 +940,12 @@ def import_captions(
     pass of checks that spools its rows a chunk at a time; they are written in the same
     transaction once every row has passed, so a refused file writes nothing: what is held
     is one chunk of rows, and the keys and lines of those before it that the checks
-    compare with. `progress(phase, done, total)` hears how far each phase is: CHECKING
-    (bytes of the file read; rows of a Parquet file), then WRITING (chunks of rows)."""
+    compare with. A CSV file of `import_scan.QUICK_BYTES` or more first gets the quick
+    check of its values (`storage.import_scan`): if it finds problems, InputError lists
+    those (with the note that the other checks come once they are fixed), in seconds.
+    `progress(phase, done, total)` hears how far each phase is: QUICK_CHECK (bytes of the
+    file parsed), CHECKING (bytes of the file read; rows of a Parquet file), then WRITING
+    (chunks of rows)."""
     path = Path(path)
     chosen = rubric
     rubric = chosen or project_rubric(engine)
