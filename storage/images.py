@@ -189,20 +189,26 @@ def serve_image_checks() -> None:
         sys.stdout.buffer.flush()
 
 
+def start_worker(module: str, function: str) -> subprocess.Popen[bytes]:
+    """A worker process that runs `module.function()` and talks over pipes (its stdin and
+    stdout; its stderr discarded): a fresh interpreter with this one's `sys.path`. Not
+    multiprocessing's spawn, which would run the importing program's own script again in
+    it (every top-level line of a script without a __main__ guard), nor a fork, which
+    would copy the importing process. OSError (or ValueError) if it cannot start."""
+    program = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+               f"from {module} import {function}; {function}()")
+    return subprocess.Popen(
+        [sys.executable, "-c", program, json.dumps(sys.path)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
 class _Worker:
     """One worker process of ImageChecker and the thread that reads its verdicts as they
     come (so that neither process ever waits on a full pipe); its tasks are answered in
     the order they were sent, and a worker that fails answers None to every task left."""
 
     def __init__(self) -> None:
-        # A fresh interpreter, started afresh: multiprocessing's spawn would run the
-        # importing program's own script again in it (every top-level line of a script
-        # without a __main__ guard), and a fork would copy the importing process.
-        program = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-                   "from storage.images import serve_image_checks; serve_image_checks()")
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", program, json.dumps(sys.path)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.process = start_worker("storage.images", "serve_image_checks")
         self.answers: queue.SimpleQueue[list[Verdict] | None] = queue.SimpleQueue()
         self._reader = threading.Thread(target=self._read, name="thumb-image-verdicts",
                                         daemon=True)

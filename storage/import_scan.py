@@ -25,8 +25,6 @@ import itertools
 import json
 import os
 import re
-import stat
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +34,7 @@ from rubrics import Rubric
 from rubrics.files import regular_file
 from rubrics.model import parse_rubric
 from storage.errors import Problem
+from storage.images import start_worker
 from storage.import_files import FORMATS, ReadProgress, blank_row, csv_cells
 from storage.import_rows import (
     ALIASES,
@@ -94,20 +93,15 @@ def quick_problems(path: Path, rubric: Rubric,
     hears the bytes parsed. It runs in a process of its own: pyarrow and what its readers
     held would stay in this one for the full pass (about 110 MB more at the peak of a
     million rows' import)."""
+    if FORMATS.get(path.suffix.lower()) != "csv":
+        return []
     try:
-        info = os.stat(path)
+        if regular_file(path).stat().st_size < QUICK_BYTES:
+            return []
     except (OSError, ValueError):
         return []  # the full pass says why
-    if (FORMATS.get(path.suffix.lower()) != "csv" or not stat.S_ISREG(info.st_mode)
-            or info.st_size < QUICK_BYTES):
-        return []
-    # A fresh interpreter, as the image workers are (storage.images._Worker says why).
-    program = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-               "from storage.import_scan import serve_quick_check; serve_quick_check()")
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-c", program, json.dumps(sys.path)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        process = start_worker("storage.import_scan", "serve_quick_check")
     except (OSError, ValueError):  # no interpreter to start: the full pass checks alone
         return []
     found: list[Problem] = []
