@@ -10,9 +10,9 @@ import math
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -21,6 +21,9 @@ from metrics.retrieval import ncs_label_suffix
 from reports.numbers import is_missing
 from reports.plotting import plot_label, pyplot
 from rubrics.escape import for_markdown, printable
+
+if TYPE_CHECKING:  # the tables come built; importing pandas would slow every command
+    import pandas as pd
 
 COLUMNS = ("i2t", "t2i", "mean")
 TERMINAL_WIDTH = 80  # every terminal table fits this or switches to its long layout
@@ -179,8 +182,8 @@ def retrieval_sections(table: pd.DataFrame) -> list[tuple[str, str]]:
 def _agreement_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
     for row in table.to_dict(orient="records"):
-        value = UNDEFINED if pd.isna(row["r"]) else f"{row['r']:.3f}"
-        interval = "" if pd.isna(row["ci_low"]) else (
+        value = UNDEFINED if is_missing(row["r"]) else f"{row['r']:.3f}"
+        interval = "" if is_missing(row["ci_low"]) else (
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
             + (" (!)" if _has_warning(row) else ""))
         rows.append([str(row["scorer"]), str(row["method"]), value, interval, str(row["n"])])
@@ -229,7 +232,7 @@ def rank_rows(ranks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 def tau_rows(tau: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Rows and columns numbered as in the ranks table (labels would not fit 80 columns)."""
     numbered = [f"({i + 1})" for i in range(len(tau))]
-    rows = [[n, *(UNDEFINED if pd.isna(v) else f"{v:.2f}" for v in tau.loc[label])]
+    rows = [[n, *(UNDEFINED if is_missing(v) else f"{v:.2f}" for v in tau.loc[label])]
             for n, label in zip(numbered, tau.index, strict=True)]
     return ["τ-b", *numbered], rows
 
