@@ -116,7 +116,8 @@ def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
             select(caption.c.image_id, rating.c.stage, rating.c.annotator_id,
                    func.count(rating.c.id).filter(complete))
             .join(caption, rating.c.caption_id == caption.c.id)
-            .group_by(caption.c.image_id, rating.c.stage, rating.c.annotator_id)):
+            .group_by(caption.c.image_id, rating.c.stage, rating.c.annotator_id)
+    ).all():  # fetched whole: row by row costs more than the reading on a large project
         started.setdefault((stage, annotator_id), set()).add(image_id)
         if scored == sizes[image_id]:
             finished.setdefault((stage, annotator_id), set()).add(image_id)

@@ -370,7 +370,8 @@ def takes_clause(image: FromClause | None = None) -> ColumnElement[int]:
 # An image state's holders, the fields of `ImageState` from `first` to `closed`: all that
 # `refusals` reads of a state besides `takes` (not the key nor the captions).
 Holders = tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], bool]
-NOBODY: Holders = (frozenset(), frozenset(), frozenset(), frozenset(), False)
+NO_ONE: frozenset[str] = frozenset()
+NOBODY: Holders = (NO_ONE, NO_ONE, NO_ONE, NO_ONE, False)
 
 
 def _read_holders(connection: Connection, image_ids: Collection[int] | None,
@@ -378,23 +379,38 @@ def _read_holders(connection: Connection, image_ids: Collection[int] | None,
     """image id -> its holders, for the images (all, or those given) that anyone holds or
     that are closed; most images are held by nobody (`NOBODY`). `sizes`: image id -> its
     number of captions, which a complete stage-1 rating covers."""
-    held: dict[tuple[int, int], set[str]] = {}
-    complete: dict[int, set[str]] = {}
+    held: dict[tuple[int, int], frozenset[str]] = {}
+    complete: dict[int, frozenset[str]] = {}
     closed: set[int] = set()
-    for image_id, name, stage, done in _run(connection, "ratings", image_ids):
-        held.setdefault((image_id, stage), set()).add(name)
+    grown: dict[tuple[frozenset[str], str], frozenset[str]] = {}
+
+    def add(into: dict, key: object, name: str) -> None:
+        """`name` added to the holders at `key`; most images share a few sets of holders
+        (one annotator each), so each set is built once and shared."""
+        before = into.get(key, NO_ONE)
+        after = grown.get((before, name))
+        if after is None:
+            after = grown[before, name] = before | {name}
+        into[key] = after
+
+    # fetched whole: row by row costs more than the reading on a large project
+    for image_id, name, stage, done in _run(connection, "ratings", image_ids).all():
+        add(held, (image_id, stage), name)
         if stage == Stage.FIRST and done == sizes.get(image_id):
-            complete.setdefault(image_id, set()).add(name)
+            add(complete, image_id, name)
         if stage >= Stage.SECOND:
             closed.add(image_id)
-    for image_id, name, stage, released_at in _run(connection, "claims", image_ids):
+    for image_id, name, stage, released_at in _run(connection, "claims", image_ids).all():
         if stage >= Stage.SECOND:
             closed.add(image_id)  # the reviewer saw the stage-1 scores
         if released_at is None and stage <= Stage.SECOND:
-            held.setdefault((image_id, stage), set()).add(name)
+            add(held, (image_id, stage), name)
+    first, second, final = map(int, STAGES)  # (an enum member's lookup is slow)
     touched = {image_id for image_id, _ in held} | closed
-    return {image_id: (*(frozenset(held.get((image_id, stage), ())) for stage in STAGES),
-                       frozenset(complete.get(image_id, ())), image_id in closed)
+    return {image_id: (held.get((image_id, first), NO_ONE),
+                       held.get((image_id, second), NO_ONE),
+                       held.get((image_id, final), NO_ONE),
+                       complete.get(image_id, NO_ONE), image_id in closed)
             for image_id in touched}
 
 
@@ -405,7 +421,7 @@ def read_states(connection: Connection, image_ids: Collection[int] | None = None
     commits."""
     if lock:
         lock_images(connection, image_ids)
-    base = {row.id: row for row in _run(connection, "images", image_ids)}
+    base = {row.id: row for row in _run(connection, "images", image_ids).all()}
     sizes = dict(_run(connection, "captions", image_ids).all())
     holders = _read_holders(connection, image_ids, sizes)
     return {image_id: ImageState(row.key, _takes(row.double_rating),
