@@ -83,6 +83,8 @@ class WorkerMemory:
         while not self._done.wait(self.SAMPLE):
             workers = quick_check = 0
             for pid in _children():
+                if _not_started(pid):
+                    continue
                 if _is_quick_check(pid):
                     quick_check += _resident_bytes(pid)
                 else:
@@ -99,11 +101,22 @@ class WorkerMemory:
         return self.peak, self.quick_check_peak
 
 
-def _is_quick_check(pid: int) -> bool:
+def _command_line(pid: int | str) -> bytes:
     try:
-        return b"serve_quick_check" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return False
+        return b""
+
+
+def _is_quick_check(pid: int) -> bool:
+    return b"serve_quick_check" in _command_line(pid)
+
+
+def _not_started(pid: int) -> bool:
+    """A child between fork and exec: its resident memory is this process's own pages,
+    shared, not memory of its own (sampled, the quick check's process in that instant
+    once counted as 101 MB of image workers)."""
+    return _command_line(pid) == _command_line("self")
 
 
 def import_file(database: Path, path: Path
