@@ -75,6 +75,7 @@ class WorkerMemory:
 
     def __init__(self) -> None:
         self.peak = self.quick_check_peak = 0
+        self._own_command = _command_line("self")
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -83,9 +84,13 @@ class WorkerMemory:
         while not self._done.wait(self.SAMPLE):
             workers = quick_check = 0
             for pid in _children():
-                if _not_started(pid):
+                command = _command_line(pid)
+                if command == self._own_command:
+                    # between fork and exec: its resident memory is this process's own
+                    # pages, shared (the quick check's process in that instant was once
+                    # counted as 101 MB of image workers)
                     continue
-                if _is_quick_check(pid):
+                if b"serve_quick_check" in command:
                     quick_check += _resident_bytes(pid)
                 else:
                     workers += _resident_bytes(pid)
@@ -107,16 +112,6 @@ def _command_line(pid: int | str) -> bytes:
     except OSError:
         return b""
 
-
-def _is_quick_check(pid: int) -> bool:
-    return b"serve_quick_check" in _command_line(pid)
-
-
-def _not_started(pid: int) -> bool:
-    """A child between fork and exec: its resident memory is this process's own pages,
-    shared, not memory of its own (sampled, the quick check's process in that instant
-    once counted as 101 MB of image workers)."""
-    return _command_line(pid) == _command_line("self")
 
 
 def import_file(database: Path, path: Path
