@@ -36,7 +36,7 @@ install: $(VENV)/.installed
 demo: install
 	@if [ ! -f $(DEMO_DB) ]; then $(BIN)/thumb --db $(DEMO_DB) import sample_data/captions.csv; fi
 	@# the annotator first: rating commands refuse a name the project does not know
-	@$(BIN)/thumb --db $(DEMO_DB) annotator $(DEMO_ANNOTATOR) >/dev/null
+	@$(BIN)/thumb --db $(DEMO_DB) annotator add $(DEMO_ANNOTATOR) >/dev/null
 	$(BIN)/thumb --db $(DEMO_DB) status
 	$(BIN)/thumb --db $(DEMO_DB) annotate --annotator $(DEMO_ANNOTATOR)
 	@echo "Your ratings are in $(DEMO_DB) (thumb --db $(DEMO_DB) report, once you have rated"

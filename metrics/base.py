@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -39,17 +39,37 @@ class CaptionItem:
 class ReferenceRule:
     """How a run chose each caption's references and cleaned the texts: rules, never counts
     of the data, so that a signature (the key under which stored scores are reused) stays
-    the same when unrelated captions are imported."""
+    the same when unrelated captions are imported. The one count it carries, how many
+    references were the caption itself, is shown beside the signature (`beside_signature`),
+    never in it, and takes no part in comparing two rules."""
 
-    self_references: str = "excluded"  # excluded, excluded-by-id (ids compared) or kept
+    # excluded (texts compared after the clean-up, ignoring case), excluded-exact (texts
+    # compared as given, under clean:none), excluded-by-id (ids compared) or kept
+    self_references: str = "excluded"
     clean: str = "thumb"  # THUMB's clean-up, or none (the texts as given)
     source: str = "image"  # where the references come from: the caption's image
+    # references that are their caption itself: left out (excluded…) or kept, as the rule says
+    self_reference_count: int = field(default=0, compare=False)
 
     def fields(self, uses_references: bool) -> dict[str, str]:
         """The signature's fields; a metric that uses no references names only the clean-up."""
         clean = {"clean": self.clean}
         return {"refs": self.source, "self": self.self_references, **clean} if (
             uses_references) else clean
+
+    def beside_signature(self, uses_references: bool) -> str | None:
+        """The count of the data a signature leaves out, as a line beside it (`48
+        self-references excluded`); None for a metric that uses no references."""
+        if not uses_references:
+            return None
+        return self_reference_note(self.self_reference_count, self.self_references)
+
+
+def self_reference_note(count: int, rule: str) -> str:
+    """`48 self-references excluded` (or `kept`): how many references were their caption
+    itself under a signature's `self:` rule, shown beside the signature wherever it is."""
+    done = "kept" if rule == "kept" else "excluded"
+    return f"{count} self-reference{'' if count == 1 else 's'} {done}"
 
 
 @dataclass(frozen=True)

@@ -88,11 +88,16 @@ class BertScore(Metric):
             "idf": f"yes#{digest(idf_corpus(items))}" if self.idf else "no",
             "rescale": self.rescaling,
             "agg": "max-f1",
-            "dtype": "fp16" if self.device.startswith("cuda") else "fp32",
+            # on CUDA, bert-score's call runs under torch's autocast (torch.float16)
+            "dtype": "fp16-autocast" if self.device.startswith("cuda") else "fp32",
         }
 
     def _load(self, items: Sequence[CaptionItem]):
+        """bert-score's `BERTScorer`, and the batch size from the model's widths, read from
+        its configuration through transformers' public `AutoConfig` (bert-score keeps its
+        model private)."""
         from bert_score import BERTScorer
+        from transformers import AutoConfig
 
         try:
             scorer = BERTScorer(
@@ -101,17 +106,18 @@ class BertScore(Metric):
                 device=self.device, batch_size=self.batch_size, lang="en",
                 rescale_with_baseline=self.rescale, baseline_path=self.baseline_path,
             )
+            config = AutoConfig.from_pretrained(self.model)
         except (OSError, ValueError, KeyError) as exc:
             raise load_error("BERTScore", self.model, exc) from exc
         except AssertionError as exc:  # bert-score checks the layer against the model depth
             raise ValueError(f"--bert-layer {self.layer}: {exc}") from exc
-        if self.device.startswith("cuda"):
-            scorer._model.half()
-        self.batch_size = model_batch_size(self.device, scorer._model.config, CAPTION_TOKENS,
+        self.batch_size = model_batch_size(self.device, config, CAPTION_TOKENS,
                                            self.batch_size)
         return scorer
 
     def compute(self, items: Sequence[CaptionItem]) -> np.ndarray:
+        import torch
+
         if self._scorer is None:
             self._scorer = self._load(items)
         scorer = self._scorer
@@ -120,8 +126,11 @@ class BertScore(Metric):
         references = [list(item.references) for item in items]
 
         def f1(batch_size: int) -> np.ndarray:
-            # one call: bert-score embeds each distinct sentence once, longest first
-            _, _, values = scorer.score(texts, references, batch_size=batch_size)
+            # one call: bert-score embeds each distinct sentence once, longest first; in
+            # fp16 on CUDA through torch's autocast, since bert-score takes no dtype
+            with torch.autocast("cuda", dtype=torch.float16,
+                                enabled=self.device.startswith("cuda")):
+                _, _, values = scorer.score(texts, references, batch_size=batch_size)
             return values.float().numpy()
 
         values, self.batch_size = at_fitting_size(f1, self.batch_size)

@@ -6,14 +6,17 @@ counts come from storage/gold.py). Pure functions over plain frames and counts
 
 `ratings` is one row per complete rating (P and R set) with the columns annotator, stage
 (1, 2 or 3), image_id, caption_id, precision, recall, seconds (time stored on the rating
-itself; imported ratings may carry it, the app leaves it 0), image_seconds (the time the
-app recorded on that annotator's image at that stage; 0 or NaN when none) and sequence
-(the order the ratings were last changed in: a larger number is later)."""
+itself: the app stores its first pass, from opening the image or the previous first
+completion there to its first complete rating; imported ratings may carry their own; 0
+where none), image_seconds (the time the app recorded on that annotator's image at that
+stage, revisits included; 0 or NaN when none), image_captions (how many captions the image
+has) and sequence (the order the ratings were last changed in: a larger number is later).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -24,25 +27,31 @@ RATED_STAGES = (1, 2)  # pace, rushed share and drift read stage 1 and stage 2 r
 DIMENSIONS = ("precision", "recall")
 MIN_AGREEMENT_IMAGES = 5  # fewer double-rated images complete: "too few", no number
 RECENT = 20  # drift "recent": over each annotator's last RECENT compared captions
+# Drift names a person only on captions this many annotators rated: with two, a difference
+# cannot say which one drifted, and the two come out as mirror images of each other.
+CONSENSUS_RATERS = 3
 
 
 @dataclass(frozen=True)
 class Pace:
     """Time per caption: `timed` captions had a recorded time; `median_seconds` is their
     median; `rushed` of them took less than the threshold (`rushed_share` = rushed/timed).
-    None where nothing was timed."""
+    None where nothing was timed. `revisit_seconds`: the time spent on images after their
+    first pass, which the figures above leave out (None where nothing tells it)."""
 
     timed: int
     median_seconds: float | None
     rushed: int
     rushed_share: float | None
+    revisit_seconds: float | None = None
 
 
 @dataclass(frozen=True)
 class Drift:
-    """An annotator's mean P and mean R minus the others' mean on the same captions:
-    over every compared caption (`captions`) and over the last `recent_captions` of them.
-    None where no caption was compared."""
+    """An annotator's mean P and mean R minus the others' consensus (the mean of their
+    values) on the captions that at least CONSENSUS_RATERS annotators rated: over every
+    such caption (`captions`) and over the last `recent_captions` of them. None where no
+    caption was compared."""
 
     captions: int
     precision: float | None
@@ -50,6 +59,18 @@ class Drift:
     recent_captions: int
     recent_precision: float | None
     recent_recall: float | None
+
+
+@dataclass(frozen=True)
+class PairDifference:
+    """Two annotators who are the only raters of `captions` captions: `first`'s mean P
+    and R minus `second`'s on them. Which of the two drifted, two raters cannot say."""
+
+    first: str
+    second: str
+    captions: int
+    precision: float
+    recall: float
 
 
 @dataclass(frozen=True)
@@ -72,9 +93,10 @@ class AgreementFigure:
 @dataclass(frozen=True)
 class Thresholds:
     """Where a figure raises an alert: rushed share above `rushed`, |drift| of P or R
-    above `drift`, alpha below `agreement`, gold accuracy below `gold`. Rushed share and
-    drift alert only from `min_captions` timed (compared) captions on, gold accuracy
-    only from `min_gold` gold answers on, so that one caption cannot raise one."""
+    (or the difference between two raters) above `drift`, alpha below `agreement`, gold
+    accuracy below `gold`. Rushed share and drift alert only from `min_captions` timed
+    (compared) captions on, gold accuracy only from `min_gold` gold answers on, so that
+    one caption cannot raise one."""
 
     rushed: float = 0.2
     drift: float = 0.5
@@ -86,7 +108,9 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Alert:
-    subject: str  # an annotator's name (stored text: show it escaped) or "agreement"
+    # an annotator's name, two of them ("alice vs bob"; stored text: show it escaped) or
+    # "agreement"
+    subject: str
     message: str
 
 
@@ -125,33 +149,61 @@ def pace(seconds: Iterable[float], rushed_below: float) -> Pace:
     return Pace(len(timed), float(np.median(timed)), rushed, rushed / len(timed))
 
 
+def revisit_seconds(ratings: pd.DataFrame) -> dict[str, float]:
+    """annotator -> seconds spent on their images after the first passes, at stage 1 or 2:
+    on each image they have complete whose ratings all carry a time of their own, the
+    image's time less those. An image still in progress (its time goes to the captions
+    yet to come) or with a rating without its own time (rated before the app stored first
+    passes) tells nothing and is left out; an annotator with no image left is absent."""
+    rated = ratings[ratings["stage"].isin(RATED_STAGES)]
+    units = rated.assign(timed=rated["seconds"] > 0).groupby(
+        ["annotator", "stage", "image_id"]).agg(
+        first_passes=("seconds", "sum"), timed=("timed", "all"), rated=("seconds", "size"),
+        captions=("image_captions", "first"), image_seconds=("image_seconds", "first"))
+    known = units[units["timed"] & (units["rated"] == units["captions"])
+                  & (units["image_seconds"] > 0)]
+    after = (known["image_seconds"] - known["first_passes"]).clip(lower=0.0)
+    return {str(name): float(total)
+            for name, total in after.groupby(level="annotator").sum().items()}
+
+
 def paces(ratings: pd.DataFrame, rushed_below: float) -> dict[str, Pace]:
-    """annotator -> pace over their stage-1 and stage-2 ratings."""
+    """annotator -> pace over their stage-1 and stage-2 ratings, each caption timed by its
+    first pass, with their revisit time beside it."""
     rated = ratings[ratings["stage"].isin(RATED_STAGES)]
     seconds = seconds_per_caption(rated)
-    return {str(name): pace(seconds[rows.index], rushed_below)
+    revisits = revisit_seconds(rated)
+    return {str(name): replace(pace(seconds[rows.index], rushed_below),
+                               revisit_seconds=revisits.get(str(name)))
             for name, rows in rated.groupby("annotator")}
 
 
+def _rater_values(ratings: pd.DataFrame) -> pd.DataFrame:
+    """One row per caption and annotator who rated it at stage 1 or 2: their mean P and R
+    (over both stages, had they rated it at both), when they last changed it, and how many
+    annotators rated the caption (`raters`)."""
+    rated = ratings[ratings["stage"].isin(RATED_STAGES)]
+    values = rated.groupby(["caption_id", "annotator"]).agg(
+        p=("precision", "mean"), r=("recall", "mean"),
+        sequence=("sequence", "max")).reset_index()
+    return values.assign(raters=values.groupby("caption_id")["annotator"].transform("size"))
+
+
 def drifts(ratings: pd.DataFrame, recent: int = RECENT) -> dict[str, Drift]:
-    """annotator -> drift: on every caption they rated at stage 1 or 2 that someone else
-    rated at stage 1 or 2 too, their value minus the mean of the others' values (their own
-    mean if they rated it twice), averaged over those captions for P and for R; `recent`:
-    the same over their last `recent` such captions (by when their rating last changed)."""
+    """annotator -> drift: on every caption they rated at stage 1 or 2 that at least
+    CONSENSUS_RATERS annotators rated, their value minus the mean of the others' values,
+    averaged over those captions for P and for R; `recent`: the same over their last
+    `recent` such captions (by when their rating last changed). Captions with fewer raters
+    are `pair_differences`."""
     if recent < 1:
         raise ValueError("recent must be at least 1")
-    rated = ratings[ratings["stage"].isin(RATED_STAGES)]
-    names = sorted({str(name) for name in rated["annotator"].unique()})
-    # per caption and annotator: their mean, and the sums and counts of everyone's values
-    mine = rated.groupby(["caption_id", "annotator"]).agg(
-        p_sum=("precision", "sum"), r_sum=("recall", "sum"), n=("precision", "size"),
-        sequence=("sequence", "max")).reset_index()
-    everyone = mine.groupby("caption_id")[["p_sum", "r_sum", "n"]].transform("sum")
-    others = everyone["n"] - mine["n"]
-    compared = mine.assign(
-        p=mine["p_sum"] / mine["n"] - (everyone["p_sum"] - mine["p_sum"]) / others,
-        r=mine["r_sum"] / mine["n"] - (everyone["r_sum"] - mine["r_sum"]) / others,
-    )[others > 0].sort_values("sequence")
+    values = _rater_values(ratings)
+    names = sorted({str(name) for name in values["annotator"].unique()})
+    sums = values.groupby("caption_id")[["p", "r"]].transform("sum")
+    others = values["raters"] - 1
+    compared = values.assign(p=values["p"] - (sums["p"] - values["p"]) / others,
+                             r=values["r"] - (sums["r"] - values["r"]) / others)
+    compared = compared[compared["raters"] >= CONSENSUS_RATERS].sort_values("sequence")
     by_name = {str(name): rows for name, rows in compared.groupby("annotator")}
     result = {}
     for name in names:
@@ -163,6 +215,20 @@ def drifts(ratings: pd.DataFrame, recent: int = RECENT) -> dict[str, Drift]:
         result[name] = Drift(len(rows), float(rows["p"].mean()), float(rows["r"].mean()),
                              len(last), float(last["p"].mean()), float(last["r"].mean()))
     return result
+
+
+def pair_differences(ratings: pd.DataFrame) -> list[PairDifference]:
+    """For each two annotators who are the only raters (stage 1 or 2) of some captions:
+    the first's (by name) mean P and R minus the second's over those captions, by name."""
+    values = _rater_values(ratings)
+    two = values[values["raters"] == 2].assign(annotator=lambda f: f["annotator"].astype(str))
+    two = two.sort_values(["caption_id", "annotator"]).reset_index(drop=True)
+    first, second = two.iloc[0::2].reset_index(drop=True), two.iloc[1::2].reset_index(drop=True)
+    differences = pd.DataFrame({"first": first["annotator"], "second": second["annotator"],
+                                "p": first["p"] - second["p"], "r": first["r"] - second["r"]})
+    return [PairDifference(first_name, second_name, len(rows), float(rows["p"].mean()),
+                           float(rows["r"].mean()))
+            for (first_name, second_name), rows in differences.groupby(["first", "second"])]
 
 
 def agreement_so_far(pairs: pd.DataFrame, *, min_images: int = MIN_AGREEMENT_IMAGES,
@@ -201,12 +267,15 @@ def agreement_so_far(pairs: pd.DataFrame, *, min_images: int = MIN_AGREEMENT_IMA
 
 def alerts(paces_: Mapping[str, Pace], drifts_: Mapping[str, Drift],
            agreement: Sequence[AgreementFigure], thresholds: Thresholds,
-           gold: Mapping[str, tuple[int, int]] | None = None) -> list[Alert]:
+           gold: Mapping[str, tuple[int, int]] | None = None,
+           pairs: Sequence[PairDifference] = ()) -> list[Alert]:
     """Every figure beyond its threshold: an annotator's rushed share, their drift in P or
     R (overall, and recent where it covers fewer captions; from `min_captions` compared
-    captions on), their gold accuracy (`gold`: annotator -> (gold answers, right ones);
-    from `min_gold` answers on), and alpha of P or R below its threshold at any level (one
-    alert per dimension, naming the levels; only where alpha has a value)."""
+    captions on), the difference in P or R between two annotators who alone rated
+    `min_captions` captions or more (`pairs`: named as a pair, neither blamed), their gold
+    accuracy (`gold`: annotator -> (gold answers, right ones); from `min_gold` answers
+    on), and alpha of P or R below its threshold at any level (one alert per dimension,
+    naming the levels; only where alpha has a value)."""
     found = []
     for name, figure in sorted(paces_.items()):
         if figure.rushed_share is not None and figure.timed >= thresholds.min_captions \
@@ -223,6 +292,14 @@ def alerts(paces_: Mapping[str, Pace], drifts_: Mapping[str, Drift],
                     and abs(value) > thresholds.drift:
                 found.append(Alert(name, f"drift {label} {value:+.2f} over {count} captions "
                                          f"(alert beyond ±{thresholds.drift:g})"))
+    for pair in pairs:
+        for label, value in (("P", pair.precision), ("R", pair.recall)):
+            if pair.captions >= thresholds.min_captions and abs(value) > thresholds.drift:
+                found.append(Alert(
+                    f"{pair.first} vs {pair.second}",
+                    f"{label} differs by {value:+.2f} over {pair.captions} captions only they "
+                    f"rated; two raters cannot say which one drifted (alert beyond "
+                    f"±{thresholds.drift:g})"))
     for name, (answered, correct) in sorted((gold or {}).items()):
         if answered and answered >= thresholds.min_gold \
                 and correct / answered < thresholds.gold:

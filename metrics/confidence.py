@@ -91,24 +91,33 @@ def acceleration(jackknife: np.ndarray | Sequence[np.ndarray]) -> float:
     return numerator / (6 * denominator**1.5)
 
 
+def below_scores(replicates: np.ndarray, estimate: float) -> np.ndarray:
+    """Each finite replicate's count towards the share below the estimate: 1 below it, 0
+    above, a half for a tie. Their mean is the share whose Φ⁻¹ is the bias correction z0."""
+    noise = TIES * max(1.0, abs(estimate))  # replicates this close are ties (float noise)
+    return ((replicates < estimate - noise).astype(float)
+            + (replicates <= estimate + noise)) / 2
+
+
+def bca_level(z0: float, z_alpha: float, accel: float) -> float:
+    """The BCa percentile level (a fraction) of the limit whose normal quantile is
+    `z_alpha`: Φ(z0 + (z0 + z_alpha) / (1 - a (z0 + z_alpha)))."""
+    shifted = z0 + z_alpha
+    scale = 1 - accel * shifted
+    # beyond a(z0 + z_alpha) = 1 the formula's limit is the end of the distribution
+    return _ndtr(z0 + shifted / scale if scale > 0 else math.copysign(math.inf, shifted))
+
+
 def bca_levels(replicates: np.ndarray, estimate: float, accel: float, ci: float
                ) -> tuple[float, float] | None:
     """The BCa percentile levels (fractions) of the finite `replicates`, or None where
     they are undefined: every replicate on one side of the estimate (z0 = ±∞)."""
-    noise = TIES * max(1.0, abs(estimate))  # replicates this close are ties (float noise)
-    share = (np.count_nonzero(replicates < estimate - noise)
-             + np.count_nonzero(replicates <= estimate + noise)) / (2 * len(replicates))
+    share = float(below_scores(replicates, estimate).mean())
     if not 0 < share < 1:
         return None
     z0 = _ndtri(share)
-    levels = []
-    for z_alpha in (_ndtri((1 - ci) / 2), _ndtri((1 + ci) / 2)):
-        shifted = z0 + z_alpha
-        scale = 1 - accel * shifted
-        # beyond a(z0 + z_alpha) = 1 the formula's limit is the end of the distribution
-        z = z0 + shifted / scale if scale > 0 else math.copysign(math.inf, shifted)
-        levels.append(_ndtr(z))
-    return levels[0], levels[1]
+    return (bca_level(z0, _ndtri((1 - ci) / 2), accel),
+            bca_level(z0, _ndtri((1 + ci) / 2), accel))
 
 
 def bca_ci(replicates: np.ndarray, estimate: float | None,
@@ -136,6 +145,58 @@ def bca_ci(replicates: np.ndarray, estimate: float | None,
         low, high = min(low, estimate), max(high, estimate)
         warnings.append(WIDENED)
     return Interval(low, high, "; ".join(warnings) or None)
+
+
+def zero_margins(replicates: np.ndarray, estimate: float,
+                 jackknife: np.ndarray | Sequence[np.ndarray], ci: float
+                 ) -> tuple[float, float]:
+    """How far each limit of `bca_ci`'s interval is from crossing 0, in Monte-Carlo
+    standard errors: another seed draws other replicates, and a limit this close to 0 may
+    land on its other side. The low limit is above 0 when the share F of replicates at or
+    below 0 is under its BCa level L = Φ(w); on the normal scale, where the tails are not
+    squeezed against 0 and 1, its margin is (w - Φ⁻¹(F)) / SE, positive on the side
+    "above 0" (the high limit's: (Φ⁻¹(F') - w') / SE, F' the share below 0, positive
+    "below 0"; no replicate beyond 0 is an infinite margin). SE by the delta method over
+    the B finite replicates, from their own moments: F is a mean of indicators x ≤ 0,
+    with dΦ⁻¹(F)/dF = 1/φ(Φ⁻¹(F)); w moves with the share p below the estimate (a mean of
+    `below_scores` s, z0 = Φ⁻¹(p)) by dw/dp = (1 + 1/(1 - a t)²)/φ(z0), t = z0 + z_alpha;
+    so SE² = (Var(x ≤ 0)/φ(Φ⁻¹(F))² + (dw/dp)² Var(s) - 2 dw/dp Cov(x ≤ 0, s)/φ(Φ⁻¹(F)))
+    / B. Replicates that all tie (a constant difference) leave p, and so w, fixed."""
+    values = np.asarray(replicates, dtype=float)
+    values = values[np.isfinite(values)]
+    if estimate is None or not math.isfinite(estimate) or not len(values):
+        return math.nan, math.nan
+    scores = below_scores(values, estimate)
+    share = float(scores.mean())
+    accel = acceleration(jackknife)
+    z0 = _ndtri(share) if 0 < share < 1 else None  # None: percentile levels, fixed
+    margins = []
+    for tail, beyond in (((1 - ci) / 2, values <= 0), ((1 + ci) / 2, values < 0)):
+        z_alpha = _ndtri(tail)
+        level, moves = tail, 0.0  # moves: dw/dp
+        if z0 is not None:
+            level = bca_level(z0, z_alpha, accel)
+            scale = 1 - accel * (z0 + z_alpha)
+            moves = (1 + 1 / scale**2) / _density(z0) if scale > 0 else 0.0
+        crossed = float(beyond.mean())
+        where = _ndtri(crossed)  # ±inf: no replicate (every one) beyond 0
+        distance = _ndtri(level) - where if tail < 0.5 else where - _ndtri(level)
+        if not math.isfinite(distance):  # NaN: limit and 0 both at one end, fixed
+            margins.append(math.inf if math.isnan(distance) else distance)
+            continue
+        stretch = 1 / _density(where)  # dΦ⁻¹(F)/dF
+        covariance = float(scores[beyond].sum()) / len(values) - crossed * share
+        variance = (stretch**2 * crossed * (1 - crossed) + moves**2 * float(scores.var())
+                    - 2 * stretch * moves * covariance) / len(values)
+        error = math.sqrt(max(variance, 0.0))
+        margins.append(distance / error if error > 0
+                       else math.copysign(math.inf, distance) if distance else 0.0)
+    return margins[0], margins[1]
+
+
+def _density(z: float) -> float:
+    """φ(z), the standard normal density (0 at ±∞)."""
+    return math.exp(-z * z / 2) / math.sqrt(2 * math.pi) if math.isfinite(z) else 0.0
 
 
 def resample_counts(units: int, replicates: int, rng: np.random.Generator, *, chunk: int

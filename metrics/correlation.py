@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import sparse
 
 from metrics.confidence import Interval, bca_ci, jackknife_groups, leave_one_out
+from metrics.significance import Verdict, interval_call
 
 HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
@@ -388,8 +389,11 @@ def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: i
                        ) -> pd.DataFrame:
     """Every pair of systems, higher mean Total first: the difference of their mean Totals
     over the images both captioned, with a paired BCa bootstrap CI (an image drawn brings
-    both systems' captions of it) and `significant`, whether the CI leaves out 0. A tidy
-    frame: system, versus, difference, ci_low, ci_high, ci_warning, images, significant."""
+    both systems' captions of it) and the call on it (`metrics.significance.interval_call`:
+    `verdict` significant, not significant, too few or borderline, `verdict_reason`;
+    `significant` is the verdict "significant"; none of them without a bootstrap). A tidy
+    frame: system, versus, difference, ci_low, ci_high, ci_warning, images, verdict,
+    verdict_reason, significant."""
     order = data.groupby("system", sort=False)["total"].mean().sort_values(ascending=False)
     images, _ = pd.factorize(data["image_id"])  # pairs are picked in arrays, not frames
     all_totals = data["total"].to_numpy(dtype=float)
@@ -408,31 +412,37 @@ def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: i
             difference = float(totals[first == 1].mean() - totals[first == 0].mean())
             row = {"system": system, "versus": versus, "difference": difference,
                    "ci_low": np.nan, "ci_high": np.nan, "ci_warning": None,
-                   "images": int(shared.sum())}
+                   "images": int(shared.sum()), "verdict": None, "verdict_reason": None}
             if bootstrap:
                 codes, counts = image_draws(images[in_pair], bootstrap, seed, jackknife=True)
                 first_totals, firsts, second_totals, seconds = weighted_sums(
                     codes, counts, [totals * first, first, totals * (1 - first), 1 - first])
                 with np.errstate(invalid="ignore", divide="ignore"):
                     replicates = first_totals / firsts - second_totals / seconds
-                row["ci_low"], row["ci_high"], row["ci_warning"] = bca(
-                    replicates, difference, bootstrap, ci)
+                interval = bca(replicates, difference, bootstrap, ci)
+                call = interval_call(interval, replicates[:bootstrap], difference,
+                                     replicates[bootstrap:], ci, units=row["images"])
+                row["ci_low"], row["ci_high"], row["ci_warning"] = interval
+                row["verdict"], row["verdict_reason"] = call.verdict.value, call.reason
             rows.append(row)
     columns = ["system", "versus", "difference", "ci_low", "ci_high", "ci_warning",
-               "images"]
+               "images", "verdict", "verdict_reason"]
     table = pd.DataFrame(rows, columns=columns)
-    table["significant"] = (table["ci_low"] > 0) | (table["ci_high"] < 0)
+    table["significant"] = table["verdict"] == Verdict.SIGNIFICANT
     return table
 
 
 def strict_best_worst(data: pd.DataFrame) -> pd.DataFrame:
     """THUMB Table 3: how often a system is best (worst) in its image's caption set in both
-    P and R: its P and its R are each at least (at most) every other caption's."""
+    P and R: its P and its R are each at least (at most) every other caption's. An image
+    with fewer than two rated captions counts for no system: a caption alone (the only
+    one rated so far) is compared with nothing, so it is neither best nor worst."""
     by_image = data.groupby("image_id")
     p, r = data["precision"], data["recall"]
-    best = (p == by_image["precision"].transform("max")) & (
+    compared = (p.notna() & r.notna()).groupby(data["image_id"]).transform("sum") >= 2
+    best = compared & (p == by_image["precision"].transform("max")) & (
         r == by_image["recall"].transform("max"))
-    worst = (p == by_image["precision"].transform("min")) & (
+    worst = compared & (p == by_image["precision"].transform("min")) & (
         r == by_image["recall"].transform("min"))
     counts = pd.DataFrame({"system": data["system"], "best": best, "worst": worst})
     totals = counts.groupby("system", sort=False)[["best", "worst"]].sum()

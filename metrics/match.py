@@ -391,8 +391,9 @@ def aggregate_votes(votes: pd.DataFrame, rule: str = "yes+partial", min_votes: i
 QUALITY_COLUMNS = {
     "direction": "i2t: images query captions; t2i: captions query images",
     "queries": "queries with positives in the existing set r",
-    "queries_kept": "queries with a judged positive (r'_i = r_i ∩ h_i not empty): "
-                    "precision's mean runs over them",
+    "queries_kept": "queries with a positive shown to people (r'_i = r_i ∩ h_i not "
+                    "empty, h_i: the query's pairs shown, verdict or not): precision's "
+                    "mean runs over them",
     "recall_queries": "kept queries with a human-verified positive (t_i not empty): "
                       "recall's mean runs over them",
     "recall_dropped": "kept queries without a human-verified positive (t_i empty), left "
@@ -402,7 +403,7 @@ QUALITY_COLUMNS = {
     "recall": "ECCV Caption Table 2 (section 3.3): mean over recall_queries of "
               "1 - |t_i \\ r'_i| / |t_i|",
     "size": "pairs in r",
-    "judged": "pairs in r' = r ∩ h (h: pairs people decided)",
+    "judged": "pairs in r' = r ∩ h (h: pairs shown to people, verdict or not)",
     "verified_positives": "human-verified positive pairs whose query is a query of r",
     "hits": "pairs in r' verified positive",
     "pooled_precision": "pooled over pairs, not the paper's: hits / judged",
@@ -413,9 +414,11 @@ QUALITY_COLUMNS = {
 def positive_set_quality(existing: pd.DataFrame, verified: pd.DataFrame) -> pd.DataFrame:
     """ECCV Caption Table 2 for one existing positive set, per direction, as its section
     3.3 defines it. For query i (an image for i2t, a caption for t2i): r_i its positives
-    in the existing set, h_i its pairs that humans decided, r'_i = r_i ∩ h_i (only judged
-    pairs can be checked), t_i its human-verified positives. Queries with r'_i = ∅ are
-    dropped; over the others (`queries_kept`)
+    in the existing set, h_i its pairs shown to people (every pair of `verified`, with a
+    verdict or not: a tie or too few votes leaves a shown pair undecided, and it counts
+    as not verified positive), r'_i = r_i ∩ h_i (only shown pairs can be checked), t_i its
+    human-verified positives. Queries with r'_i = ∅ are dropped; over the others
+    (`queries_kept`)
         precision = mean_i |r'_i ∩ t_i| / |r'_i|,
         recall    = mean_i (1 - |t_i \\ r'_i| / |t_i|)
     where recall leaves out the kept queries with t_i = ∅ (their term is 0/0: nothing
@@ -425,12 +428,13 @@ def positive_set_quality(existing: pd.DataFrame, verified: pd.DataFrame) -> pd.D
     with r' = r ∩ h, p the verified positives and p_d those whose query is a query of r.
 
     `existing` has direction, image, caption; `verified` has image, caption, verdict
-    (bool; NaN: undecided, not judged). Returns one row per direction with
-    QUALITY_COLUMNS: queries (of r), queries_kept, recall_queries, recall_dropped,
-    precision, recall, size (|r|), judged (|r'|), verified_positives (|p_d|), hits
-    (|r' ∩ p|), pooled_precision, pooled_recall; NaN where a mean has no term."""
+    (bool; NaN: shown but undecided), one row per pair shown. Returns one row per
+    direction with QUALITY_COLUMNS: queries (of r), queries_kept, recall_queries,
+    recall_dropped, precision, recall, size (|r|), judged (|r'|), verified_positives
+    (|p_d|), hits (|r' ∩ p|), pooled_precision, pooled_recall; NaN where a mean has no
+    term."""
+    h = verified[["image", "caption"]].drop_duplicates()
     decided = verified.dropna(subset=["verdict"])
-    h = decided[["image", "caption"]].drop_duplicates()
     positive = decided["verdict"].astype(bool).to_numpy()
     p = decided.loc[positive, ["image", "caption"]].drop_duplicates()
     rows = []

@@ -18,6 +18,7 @@ import inspect
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from difflib import get_close_matches
 from functools import cache
 from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
@@ -213,8 +214,11 @@ def metric_class(name: str) -> type[Metric]:
         if why:
             raise ValueError(f"metric {name!r} is not available: " + "; ".join(why))
         others = [str(p) for p in plugin_problems()]
-        raise ValueError(f"unknown metric {printable(name, newlines=False)!r}; known: "
-                         f"{', '.join(classes)}"
+        # a name typed without its dash (`ciderd`) or a letter off is the nearest known one
+        near = get_close_matches(name.casefold(), classes, n=1, cutoff=0.75)
+        raise ValueError(f"unknown metric {printable(name, newlines=False)!r}"
+                         + (f" (did you mean {near[0]!r}?)" if near else "")
+                         + f"; known: {', '.join(classes)}"
                          + (f" (plugins left out: {'; '.join(others)})" if others else ""))
     return classes[name]
 

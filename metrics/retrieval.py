@@ -18,14 +18,18 @@ directions.
 
 Semantic metrics (Biten et al., WACV 2022) grade retrieved items by a relevance matrix
 φ(image, caption) (a captioning metric of the caption against the image's references):
-- `ncs@k`, two averagings over queries (`NCS_AVERAGINGS`; the evaluation's signature
-  says which): `ratio` (the default) Σ_q Σ φ(top-k retrieved of q) / Σ_q Σ φ(the k most
-  relevant items for q), a ratio of sums over queries, as the authors' released code
-  computes it and so as the paper's tables report it (queries whose best k are all 0 add
-  nothing to either side; `n` counts every query); `per-query` the paper's Eq. 5, each
-  query's Σ φ(top-k retrieved) / Σ φ(its k most relevant items), averaged over queries
-  (a query whose best k are all 0 is undefined: left out and not counted in `n`). φ is
-  summed in float64 whatever the matrix's dtype (relevance files hold float32);
+- `ncs@k`, three averagings over queries (`NCS_AVERAGINGS`; the evaluation's signature
+  says which): `authors` (the default) as the authors' released code (`ncs_metric`,
+  `metric.py`, the NCS branch of `calculate_ranks`) computes the paper's tables: per
+  query mean φ(top-k retrieved) / (mean φ(the k most relevant items) + 1e-10), averaged
+  over every query (a query whose best k are all 0 counts 0; `n` counts every query);
+  `eq5` the paper's Eq. 5, each query's Σ φ(top-k retrieved) / Σ φ(its k most relevant
+  items), averaged over the queries where it is defined (a query whose best k are all 0
+  is left out and not counted in `n`); `ratio` Σ_q Σ φ(top-k retrieved of q) / Σ_q Σ φ(the
+  k most relevant items for q), a ratio of sums over queries (the authors' earlier line,
+  commented out in their code since early 2021; `n` counts every query). A place past
+  the end of a short list holds φ = 0. φ is summed in float64 whatever the matrix's dtype
+  (relevance files hold float32);
 - `sr@k` with m: |top-k ∩ the m most relevant items| / m, averaged over queries.
 "Most relevant" ranks by φ, ties broken by ascending id. Without ground truth (`no-gt`),
 the query's ground-truth items are removed from both the ranking and the ideal list.
@@ -51,8 +55,11 @@ RSUM_KS = (1, 5, 10)
 PMRP_CAP = 50
 DIRECTIONS = ("i2t", "t2i")
 BOOTSTRAP_CHUNK_BYTES = 2**20  # the resampling counts of one chunk of replicates (in cache)
-NCS_AVERAGINGS = ("ratio", "per-query")
-DEFAULT_NCS_AVERAGING = "ratio"  # the authors' code, which gave the paper's tables
+NCS_AVERAGINGS = ("authors", "eq5", "ratio")
+DEFAULT_NCS_AVERAGING = "authors"  # the authors' public code, which gave the paper's tables
+# Earlier names still read from stored signatures and accepted on the command line.
+NCS_AVERAGING_ALIASES = {"per-query": "eq5"}
+AUTHORS_NCS_EPSILON = 1e-10  # added to the ideal mean in the authors' code
 
 Key = tuple[str, int | None, int | None]  # metric, k, m
 
@@ -63,7 +70,7 @@ class Sample:
     metric keeps numerator and denominator (value: Σ numerators / Σ denominators, and the
     same sums over each bootstrap replicate's resampled queries). `left_out` queries are
     in the arrays (so every metric of a direction resamples the same queries) but are not
-    counted in `n`: per-query NCS's undefined queries, whose numerator and denominator
+    counted in `n`: Eq. 5 NCS's undefined queries, whose numerator and denominator
     are both 0. `queries` are each fold's query ids in the arrays' order: what a
     replicate resamples (samples over the same queries share their draws)."""
 
@@ -461,39 +468,49 @@ def pmrp_samples(directions: Mapping[str, Ranked], plausible: PositiveSet, *,
     return samples
 
 
-def check_ncs_averaging(averaging: str) -> None:
+def ncs_averaging_name(averaging: str) -> str:
+    """The averaging's current name (`per-query` is Eq. 5's earlier name, `eq5`); a
+    ValueError naming the choices for anything else."""
+    averaging = NCS_AVERAGING_ALIASES.get(averaging, averaging)
     if averaging not in NCS_AVERAGINGS:
-        raise ValueError(f"NCS averaging must be {' or '.join(NCS_AVERAGINGS)}, not "
-                         f"{averaging!r}")
+        raise ValueError(f"NCS averaging must be {', '.join(NCS_AVERAGINGS[:-1])} or "
+                         f"{NCS_AVERAGINGS[-1]}, not {averaging!r}")
+    return averaging
 
 
 def ncs_averaging_of(signature: str | None) -> str:
-    """The NCS averaging a result's signature names (`ncs:…`); `ratio` for a signature
-    without one (results stored before the choice existed were ratios of sums)."""
+    """The NCS averaging a result's signature names (`ncs:…`, an earlier name read as
+    the current one); `ratio` for a signature without one (results stored before the
+    choice existed were ratios of sums)."""
     from metrics.signature import parse_signature
 
     found = parse_signature(signature).get("ncs") if signature else None
-    return found or DEFAULT_NCS_AVERAGING
+    return NCS_AVERAGING_ALIASES.get(found, found) if found else "ratio"
 
 
 def ncs_label_suffix(metric: str, signature: str | None) -> str:
-    """What a label adds to an NCS result that is not the default ratio of sums:
-    `per-query` for Eq. 5's mean over queries; empty otherwise."""
+    """What a label adds to an NCS result not averaged as the default (the authors'
+    code): `eq5` or `ratio`; empty otherwise."""
     if metric != "ncs@k":
         return ""
     averaging = ncs_averaging_of(signature)
     return "" if averaging == DEFAULT_NCS_AVERAGING else averaging
 
 
-def ncs_sample(numerators: np.ndarray, denominators: np.ndarray, averaging: str) -> Sample:
+def ncs_sample(numerators: np.ndarray, denominators: np.ndarray, averaging: str, *,
+               k: int) -> Sample:
     """NCS@k over queries from each query's Σ φ(top-k retrieved) and Σ φ(k most relevant).
-    `ratio`: Σ_q numerator / Σ_q denominator (the authors' code), every query counted;
-    `per-query`: the mean of numerator / denominator over the queries whose denominator
-    is positive (Eq. 5), the others left out of the value and of `n`. Either way a
-    bootstrap replicate resamples all queries and applies the same formula to them."""
-    check_ncs_averaging(averaging)
+    `authors`: the mean over every query of (numerator / k) / (denominator / k + 1e-10),
+    as the authors' code divides the two means (a query whose ideal is all 0 counts 0);
+    `eq5`: the mean of numerator / denominator over the queries whose denominator is
+    positive, the others left out of the value and of `n`; `ratio`: Σ_q numerator /
+    Σ_q denominator, every query counted. Each way a bootstrap replicate resamples all
+    queries and applies the same formula to them."""
+    averaging = ncs_averaging_name(averaging)
     numerators = np.asarray(numerators, dtype=np.float64)
     denominators = np.asarray(denominators, dtype=np.float64)
+    if averaging == "authors":
+        return Sample([(numerators / k) / (denominators / k + AUTHORS_NCS_EPSILON)])
     if averaging == "ratio":
         return Sample([numerators], [denominators])
     defined = denominators > 0
@@ -510,7 +527,7 @@ def semantic_samples(directions: Mapping[str, Ranked], views: Mapping[str, Relev
                      ) -> dict[str, dict[Key, Sample]]:
     """Samples of every semantic metric, per direction, over every ranked query (in
     canonical order: `canonical_order`)."""
-    check_ncs_averaging(ncs_averaging)
+    ncs_averaging = ncs_averaging_name(ncs_averaging)
     samples: dict[str, dict[Key, Sample]] = {}
     for direction, ranked in directions.items():
         truth = None if ground_truth is None else ground_truth.direction(direction)
@@ -518,10 +535,14 @@ def semantic_samples(directions: Mapping[str, Ranked], views: Mapping[str, Relev
                                                    ground_truth=truth, ks=ks, ms=ms)
         queries = canonical_order(ranked.queries)
         order = ranked.rows_of(queries)  # semantic_scores' values follow the rows
-        samples[direction] = {
-            key: replace(Sample([values[order]]) if key not in denominators else ncs_sample(
-                values[order], denominators[key][order], ncs_averaging), queries=[queries])
-            for key, values in numerators.items()}
+        by_key: dict[Key, Sample] = {}
+        for key, values in numerators.items():
+            metric, k, _ = key
+            sample = (ncs_sample(values[order], denominators[key][order], ncs_averaging,
+                                 k=k) if metric == "ncs@k" and k is not None
+                      else Sample([values[order]]))
+            by_key[key] = replace(sample, queries=[queries])
+        samples[direction] = by_key
     return samples
 
 
@@ -543,7 +564,7 @@ def evaluation_sets(directions: Mapping[str, Ranked], *,
                     ncs_averaging: str = DEFAULT_NCS_AVERAGING) -> list[SetSamples]:
     """The per-query samples of every set of an evaluation (see `evaluate`), before any
     resampling: `summarize_sets` resamples them together."""
-    check_ncs_averaging(ncs_averaging)
+    ncs_averaging = ncs_averaging_name(ncs_averaging)
     if not ks or min(ks) < 1:
         raise ValueError("cut-offs k must be positive integers")
     if not ms or min(ms) < 1:
@@ -581,7 +602,7 @@ def evaluate(directions: Mapping[str, Ranked], *,
              ) -> list[dict[str, object]]:
     """Every metric of one model's rankings, as tidy records (see the module docstring).
     `positive_sets` pairs a label with its folds (one fold, or COCO 1K's five);
-    `ncs_averaging` is `ratio` or `per-query` (NCS_AVERAGINGS)."""
+    `ncs_averaging` is `authors`, `eq5` or `ratio` (NCS_AVERAGINGS)."""
     check_ci(ci)
     sets = evaluation_sets(directions, positive_sets=positive_sets, plausible=plausible,
                            pmrp_cap=pmrp_cap, semantic=semantic, ks=ks, ms=ms,

@@ -31,6 +31,9 @@ class MetricRun:
     computed: int
     reused: int
     seconds: float
+    # shown beside the signature: how many references were their caption itself
+    # (ReferenceRule.beside_signature); None for a metric that uses no references
+    self_references: str | None = None
 
 
 CLEAN_UPS = ("thumb", "none")  # THUMB's minimal clean-up of every text, or the texts as given
@@ -49,17 +52,23 @@ def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
     `clean`: `thumb` applies THUMB's clean-up (`rubrics.clean_caption`) to captions and
     references; `none` scores the texts as given. A reference is the caption itself when
     both carry an id (the caption's `external_id`, the image's `reference_ids`) and the ids
-    are equal, else when their texts are equal after THUMB's clean-up, ignoring case; the
-    signature says which rule (`self:excluded`, `self:excluded-by-id` when ids were
-    compared), never how many: a count of the data would change every caption's signature
-    when one caption is imported."""
+    are equal, else when their texts are equal as scored: under `thumb` after the clean-up,
+    ignoring case; under `none` character for character (a text in capitals is another
+    text to the metrics, so it stays a reference). The signature says which rule
+    (`self:excluded`; `self:excluded-by-id` when ids were compared, `self:excluded-exact`
+    when texts were compared character for character under `none`), never how many: a
+    count of the data would change every caption's signature when one caption is
+    imported. The rule carries the count apart (`ReferenceRule.self_reference_count`)."""
     if clean not in CLEAN_UPS:
         raise ValueError(f"the text clean-up is thumb or none, not {clean!r}")
     prepare = clean_caption if clean == "thumb" else str
     texts = {image: [prepare(text) for text in refs] for image, refs in references.items()}
+    # the form in which a caption and a reference are the same text: as scored, and under
+    # THUMB's clean-up also ignoring case
+    same_text = str.casefold if clean == "thumb" else str
     match_keys: dict[int, list[str]] = {}
     reference_ids = reference_ids or {}
-    items, by_id = [], False
+    items, by_id, found = [], False, 0
     for row in captions:
         text = prepare(row.text)
         refs = texts.get(row.image_id, [])
@@ -70,16 +79,20 @@ def caption_items(captions: Iterable[Any], references: dict[int, list[str]],
             by_id = True
         else:
             if row.image_id not in match_keys:
-                match_keys[row.image_id] = [
-                    (r if clean == "thumb" else clean_caption(r)).casefold() for r in refs]
-            key = (text if clean == "thumb" else clean_caption(text)).casefold()
+                match_keys[row.image_id] = [same_text(r) for r in refs]
+            key = same_text(text)
             itself = [k == key for k in match_keys[row.image_id]]
+        found += sum(itself)
         kept = tuple(refs) if keep_self_references else tuple(
             r for r, same in zip(refs, itself, strict=True) if not same)
         items.append(CaptionItem(int(row.caption_id), row.image_key, row.path, row.system,
                                  text, kept))
-    how = f"{'kept' if keep_self_references else 'excluded'}{'-by-id' if by_id else ''}"
-    return items, ReferenceRule(self_references=how, clean=clean)
+    # the rule's name says how a self-reference was found, so that scores stored under
+    # another rule are computed again, not reused
+    found_by = ("-by-id" if by_id else "-exact" if clean == "none" and not keep_self_references
+                else "")
+    how = f"{'kept' if keep_self_references else 'excluded'}{found_by}"
+    return items, ReferenceRule(self_references=how, clean=clean, self_reference_count=found)
 
 
 def run_metric(
@@ -112,7 +125,8 @@ def run_metric(
             if progress:
                 progress(metric.name, start_at + len(chunk), len(todo))
     return MetricRun(metric.name, signature, len(todo), len(items) - len(todo),
-                     time.perf_counter() - start)
+                     time.perf_counter() - start,
+                     references.beside_signature(metric.needs_references))
 
 
 def _needs_scoring(metric: Metric, item: CaptionItem, done: Mapping[int, str | None]) -> bool:

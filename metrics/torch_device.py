@@ -43,8 +43,11 @@ def model_label(name_or_path: str) -> str:
 
 def load_error(kind: str, name: str, exc: Exception) -> RuntimeError:
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    # the libraries' messages run over several lines; ours is one (a metric's error is
+    # printed on one line, a line break in it shown as a literal `\n`)
+    reason = " ".join(str(exc).split())
     return RuntimeError(
-        f"cannot load the {kind} model {name!r} ({type(exc).__name__}: {exc}). Without "
+        f"cannot load the {kind} model {name!r} ({type(exc).__name__}: {reason}). Without "
         "internet access, download it elsewhere (e.g. save_pretrained) and pass its local "
         "folder instead of the name"
         + ("; or let it be fetched from the hub (--allow-download)." if offline else ".")

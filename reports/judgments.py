@@ -22,6 +22,7 @@ from metrics.judgments import (
     score_correlations,
 )
 from metrics.signature import tool_version
+from reports.scoring import self_reference_notes
 from reports.tables import metric_columns
 from storage.judgments import (
     JudgmentSetInfo,
@@ -44,6 +45,8 @@ class JudgmentReport:
     records: pd.DataFrame  # RECORD_COLUMNS
     differences: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # label -> how many references were their caption itself, beside its signature
+    self_references: dict[str, str] = field(default_factory=dict)
 
 
 def ci_words(report: JudgmentReport, *, paired: bool = False) -> str:
@@ -149,8 +152,9 @@ def build_judgment_report(engine: Engine, name: str, *, aggregate: str = "flat",
         "metrics_skipped": _skipped(scores, [m for m in chosen if m not in complete],
                                     sorted(caption_ids), info),
     }
-    report = JudgmentReport(info, header, {m: signatures[m] for m in complete},
-                            pd.DataFrame(columns=RECORD_COLUMNS))
+    reported = {m: signatures[m] for m in complete}
+    report = JudgmentReport(info, header, reported, pd.DataFrame(columns=RECORD_COLUMNS),
+                            self_references=self_reference_notes(engine, reported, info.id))
     options = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
     if info.kind == "score":
         header["aggregate"] = aggregate

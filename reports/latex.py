@@ -14,16 +14,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from reports.figures import FigureData
 from reports.judgments import JudgmentReport
 from reports.numbers import ci_bounds, is_missing
 from reports.render import (
-    NO_WILLIAMS,
     WILLIAMS_NOTE,
     WILLIAMS_TITLE,
     Notes,
     differences_frame,
     header_value,
     judgment_frames,
+    no_williams,
+    subset_label,
     williams_table,
     with_intervals,
 )
@@ -50,6 +52,7 @@ PREAMBLE = "\n".join([
     r"\usepackage[margin=2cm]{geometry}",
     r"\usepackage{booktabs}",
     r"\usepackage{longtable}",
+    r"\usepackage{graphicx}",
 ])
 LONG_ROWS = 30  # a table with more rows is a longtable, which breaks across pages
 TABLES_FOLDER = "tables"
@@ -100,8 +103,11 @@ class LatexTable:
                  ] if self.notes else []
         if len(self.rows) > LONG_ROWS:
             return "\n".join([
+                # the caption and its label once, over the first page's head; the head
+                # repeated on each later page says it continues
                 rf"\begin{{longtable}}{{{align}}}", rf"\caption{{{self.caption}}}{label} \\",
-                *head, r"\endhead", r"\bottomrule", r"\endfoot", *body,
+                *head, r"\endfirsthead", r"\caption[]{(continued)} \\", *head, r"\endhead",
+                r"\bottomrule", r"\endfoot", *body,
                 r"\end{longtable}", *notes, ""])
         return "\n".join([
             r"\begin{table}[htbp]", r"\centering", rf"\caption{{{self.caption}}}{label}",
@@ -233,11 +239,6 @@ def table3(report: Report) -> LatexTable:
                       ["System", "Best", "Worst"], rows)
 
 
-def subset_label(subset: str) -> str:
-    """`all systems`, `w/o Human`: a correlation subset as a column group's title."""
-    return "all systems" if subset == "all" else "w/o " + subset.removeprefix("without:")
-
-
 def table4(report: Report) -> LatexTable:
     """THUMB Table 4: instance-level Pearson r of each metric with the rubric's scores and
     Total, one column group per subset (all systems, without Human), each column's
@@ -343,15 +344,16 @@ def report_tables(report: Report) -> list[LatexTable]:
     return [table for table in tables if table.rows]
 
 
-def omitted_sections(report: Report) -> list[str]:
+def omitted_sections(report: Report, *, with_figures: bool = False) -> list[str]:
     """The sections of the Markdown and HTML reports that the LaTeX report leaves out
-    (named in report.tex and on stderr, never dropped silently)."""
+    (named in report.tex and on stderr, never dropped silently); the figures are in it
+    `with_figures` (--print-figures)."""
     sections = [("the BISON tables", bool(report.bison)),
                 ("the retrieval results", not report.retrieval.empty),
                 ("the gold items' accuracy", not report.gold.empty),
                 ("the progress per stage", not report.progress.empty
                  and bool(report.header.get("images"))),
-                ("the figures", not report.data.empty)]
+                ("the figures", not report.data.empty and not with_figures)]
     return [f"{name}: thumb report --format md or html has them"
             for name, there in sections if there]
 
@@ -367,16 +369,35 @@ def _itemize(lines: Sequence[str]) -> list[str]:
             ] if lines else []
 
 
-def _signature_items(signatures: dict[str, str]) -> list[str]:
-    """Each metric's label and signature, typewriter type that may break after a `|`."""
-    return _itemize([rf"{for_latex(label)}: \texttt{{"
-                     + for_latex(signature).replace("|", r"|\allowbreak{}") + "}"
-                     for label, signature in signatures.items()])
+def _signature_items(signatures: dict[str, str], beside: dict[str, str]) -> list[str]:
+    """Each metric's label and signature, typewriter type that may break after a `|`, and
+    in parentheses after it the count of the data it leaves out (`beside`: label -> `48
+    self-references excluded`)."""
+    # ragged right: typewriter type breaks only after a `|`, and a justified line that
+    # cannot be filled runs into the margin instead (a spice-approx signature by 84 pt)
+    return [r"{\raggedright", *_itemize([
+        rf"{for_latex(label)}: \texttt{{" + for_latex(signature).replace("|", r"|\allowbreak{}")
+        + "}" + (f" ({for_latex(beside[label])})" if label in beside else "")
+        for label, signature in signatures.items()]), r"\par}"]
 
 
-def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
-    """report.tex: what the report covers, each table \\input from tables/, the metrics'
-    signatures, and what cannot be computed yet."""
+def _figure(figure: FigureData) -> str:
+    """A print figure's PDF, at the text's width (a scatter plot no taller than half a
+    page), under its caption. Its file name is ours, letters, digits, `.` and `-` only
+    (`reports.figures`); its caption holds stored names: escaped."""
+    return "\n".join([
+        r"\begin{figure}[htbp]", r"\centering",
+        rf"\includegraphics[width=\linewidth,height=0.5\textheight,keepaspectratio]"
+        rf"{{{figure.stem}.pdf}}",
+        rf"\caption{{{for_latex(figure.caption)}}}\label{{fig:{figure.stem}}}",
+        r"\end{figure}"])
+
+
+def report_document(report: Report, tables: Sequence[LatexTable],
+                    figures: Sequence[FigureData] = ()) -> str:
+    """report.tex: what the report covers, each table \\input from tables/, each print
+    figure written beside it, the metrics' signatures, and what cannot be computed
+    yet."""
     from reports.render import header_value, missing_lines
 
     # the whole header, as the other formats give it: project, systems, rubric, raters,
@@ -387,8 +408,9 @@ def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
             *_itemize([for_latex(line) for line in summarize(report).sentences()]),
             r"\subsection*{Settings}", *_itemize([for_latex(fact) for fact in facts])]
     body += [rf"\input{{{TABLES_FOLDER}/{table.name}}}" for table in tables]
+    body += [_figure(figure) for figure in figures]
     if not report.williams.empty and "williams" not in {table.name for table in tables}:
-        body += [for_latex(f"{WILLIAMS_TITLE}: {NO_WILLIAMS}")]
+        body += [for_latex(f"{WILLIAMS_TITLE}: {no_williams(report)}")]
     for number, judgments in enumerate(report.judgments, start=1):
         body += [rf"\subsection*{{{for_latex(f'Judgment set {judgments.info.name}')}}}",
                  *_judgment_body(judgments, f"judgments-{number}", "subsubsection")]
@@ -398,24 +420,34 @@ def report_document(report: Report, tables: Sequence[LatexTable]) -> str:
                                       f"{item.annotator})") for item in report.broken])]
     if report.signatures:
         body += [r"\subsection*{Signatures}",
-                 *_signature_items(report.signatures)]
+                 *_signature_items(report.signatures, report.self_references)]
     if report.missing:
         body += [r"\subsection*{Not computed yet}",
                  *_itemize([for_latex(line) for line in missing_lines(report)])]
-    if omitted := omitted_sections(report):
+    if omitted := omitted_sections(report, with_figures=bool(figures)):
         body += [r"\subsection*{Not in this LaTeX report}",
                  *_itemize([for_latex(line) for line in omitted])]
     return document("thumb-tui report", body)
 
 
-def write_report(report: Report, folder: Path, tables_folder: Path) -> Path:
+def write_report(report: Report, folder: Path, tables_folder: Path, *,
+                 print_figures: bool = False) -> Path:
     """Write report.tex into `folder` and each table that can be computed into
-    `tables_folder` (tables/ beside report.tex once in place); return report.tex."""
+    `tables_folder` (tables/ beside report.tex once in place), and with `print_figures`
+    each figure as PDF and PNG beside report.tex, which includes the PDFs; return
+    report.tex."""
     tables = report_tables(report)
     for table in tables:
         (tables_folder / f"{table.name}.tex").write_text(table.latex(), encoding="utf-8")
+    figures: list[FigureData] = []
+    if print_figures:
+        from reports.figures import figure_data
+        from reports.print_figures import write_print_figures
+
+        figures = figure_data(report)
+        write_print_figures(figures, folder)
     path = folder / REPORT_FILE
-    path.write_text(report_document(report, tables), encoding="utf-8")
+    path.write_text(report_document(report, tables, figures), encoding="utf-8")
     return path
 
 
@@ -474,7 +506,8 @@ def _judgment_body(report: JudgmentReport, name: str, heading: str) -> list[str]
         body.append(frame_table(f"{name}-{number}", title, frame, notes,
                                 text_columns=("note",)).latex())
     if report.signatures:
-        body += [rf"\{heading}*{{Signatures}}", *_signature_items(report.signatures)]
+        body += [rf"\{heading}*{{Signatures}}",
+                 *_signature_items(report.signatures, report.self_references)]
     return body
 
 

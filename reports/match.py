@@ -405,9 +405,11 @@ def derive_positives(engine: Engine, *, name: str, rule: str = DEFAULT_RULE,
                        actor=actor, replace=replace)
     stored = store_positive_set(engine, name, merged, source=source, actor=actor,
                                 replace=replace)
-    # Table 2 judges every pair people answered, gold items too (the known positives are
-    # the original set's own pairs: their answers measure its precision).
-    quality = positive_sets_quality(engine, verdicts(engine, rule, min_votes, gold=True),
+    # Table 2's h is every pair people were shown and answered, with a verdict or not,
+    # gold items too (the known positives are the original set's own pairs: their answers
+    # measure its precision); a pair on an image flagged as broken was not seen.
+    shown = verdicts(engine, rule, min_votes, gold=True)
+    quality = positive_sets_quality(engine, shown[~shown["image_flagged"]],
                                     skip={name, f"{name}-human"})
     answers = verification_frame(engine)
     votes = answers[(answers["status"] == "active") & answers["gold"].isna()
@@ -442,7 +444,8 @@ def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
 
 TABLE2_TITLE = (
     "Existing positive sets against the verified pairs: ECCV Caption Table 2 (its\n"
-    "section 3.3). Per query: r' = its judged positives in the set, t = its verified\n"
+    "section 3.3). Per query: r' = its positives in the set that people were shown\n"
+    "(verdict or not: an undecided pair is not a verified positive), t = its verified\n"
     "positives. precision = mean of |r' ∩ t| / |r'| over queries_kept (r' not\n"
     "empty); recall = mean of 1 - |t \\ r'| / |t| over recall_queries (t not empty\n"
     "too; recall_dropped: kept queries without a verified positive).")

@@ -22,10 +22,11 @@ import pandas as pd
 
 from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
+from metrics.significance import LEVEL, MIN_UNITS, NOISE_SES, Verdict, p_value_call
 from reports.figures import WrittenFigure, draw_figures
 from reports.judgments import JudgmentReport, ci_words, metrics_hint
 from reports.numbers import ci_bounds, json_records, mean_with_ci
-from reports.summary import subset_words, summarize
+from reports.summary import counted, header_count, subset_words, summarize
 from reports.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
 
@@ -35,6 +36,7 @@ FORMATS = ("md", "html", "json")
 def to_json(report: Report) -> str:
     return json.dumps({
         "header": report.header, "signatures": report.signatures,
+        "self_references": report.self_references,
         "summary": summarize(report).sentences(),
         "systems": json_records(report.systems),
         "differences": json_records(report.differences),
@@ -161,8 +163,9 @@ def _with_cis(report: Report) -> bool:
 
 
 def differences_frame(report: Report, notes: Notes) -> tuple[str, pd.DataFrame]:
-    """Every pair of systems: the difference of mean Totals with its paired CI, and whether
-    the CI leaves out 0; with the sentence that says how it was computed."""
+    """Every pair of systems: the difference of mean Totals with its paired CI, and the
+    call on it (`metrics.significance`); with the sentence that says how it was
+    computed and when a difference is called."""
     table = report.differences
     ci = f"{float(report.header.get('ci', 0.9)):.0%}"
     if not _with_cis(report):
@@ -172,13 +175,20 @@ def differences_frame(report: Report, notes: Notes) -> tuple[str, pd.DataFrame]:
                               "Δ Total": _cells(table, "difference", notes),
                               "images": table["images"].astype(str)}))
     return ("Paired bootstrap over the images both systems captioned: a difference is "
-            "significant when its BCa CI leaves out 0.", pd.DataFrame({
+            f"significant when its BCa CI leaves out 0, over {MIN_UNITS} images or more "
+            "(fewer: too few), with neither limit within "
+            f"{NOISE_SES:g} Monte-Carlo standard errors of 0 (borderline: another --seed "
+            "may call it either way).", pd.DataFrame({
                 "system": table["system"], "versus": table["versus"],
                 f"Δ Total [{ci} CI]": _cells(table, "difference", notes),
                 "images": table["images"].astype(str),
-                "significant": ["—" if pd.isna(low) else "yes" if significant else "no"
-                                for low, significant in zip(
-                                    table["ci_low"], table["significant"], strict=True)]}))
+                "significant": [VERDICT_CELLS.get(verdict, "—")
+                                for verdict in table["verdict"]]}))
+
+
+# the differences table's "significant" column for each call (`metrics.significance`)
+VERDICT_CELLS = {Verdict.SIGNIFICANT: "yes", Verdict.NOT_SIGNIFICANT: "no",
+                 Verdict.BORDERLINE: "borderline", Verdict.TOO_FEW: "too few images"}
 
 
 def _differences_table(report: Report) -> str:
@@ -362,7 +372,8 @@ def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
          "(THUMB Table 3)", markdown_table(report.strict, index=False))])
     correlation_sections = [
         ("Instance-level Pearson r (THUMB Table 4)",
-         markdown_table(report.table4, index=False, floatfmt=".3f")),
+         markdown_table(report.table4.assign(subset=report.table4["subset"].map(subset_label)),
+                        index=False, floatfmt=".3f")),
         *_correlation_sections(report),
         *([] if report.pairwise.empty else [
             ("BISON-style pairwise choices (caption pairs of one image, Totals differ)",
@@ -387,27 +398,45 @@ def _computed_tables(report: Report, figures: Sequence[tuple[str, str]] = (), *,
         sections.append((WILLIAMS_TITLE, (
             markdown_table(significant, index=False, floatfmt=".3f", colalign=WILLIAMS_ALIGN)
             + "\n\n" + WILLIAMS_NOTE
-            if len(significant) else NO_WILLIAMS)))
+            if len(significant) else no_williams(report))))
     return sections
 
 
-WILLIAMS_TITLE = "Williams test: metric correlates better than versus (p < 0.05)"
+WILLIAMS_TITLE = (f"Williams test: metric correlates better than versus (p < {LEVEL:g}, "
+                  f"{MIN_UNITS} captions or more)")
 WILLIAMS_NOTE = ("n: each pair of metrics is tested on the captions both score, so where a "
                  "metric is undefined for some captions its r here may differ from Table 4's, "
                  "which uses every caption that metric scores.")
 # text left, r and p right, n left under its one-letter heading (the note explains it)
 WILLIAMS_ALIGN = ("left", "left", "left", "left", "right", "right", "left", "right")
-NO_WILLIAMS = "No metric's correlation with a human score is significantly higher than another's."
+
+
+def no_williams(report: Report) -> str:
+    """Why the Williams table lists no test: every test has too few captions to call
+    (`metrics.significance.p_value_call`), or none is significant."""
+    if (report.williams["n"] < MIN_UNITS).all():
+        return (f"Too few captions to call any Williams test (fewer than {MIN_UNITS} that "
+                "both metrics score).")
+    return "No metric's correlation with a human score is significantly higher than another's."
+
+
+def subset_label(subset: str) -> str:
+    """`all systems`, `w/o Human`: a correlation subset as every table names it (the
+    paper's Table 4 wording; a sentence says it in words, `subset_words`)."""
+    return "all systems" if subset == "all" else "w/o " + subset.removeprefix("without:")
 
 
 def williams_table(report: Report) -> pd.DataFrame:
-    """The significant Williams tests as the report shows them: metric, versus, dim,
-    subset, r, r vs, n (the captions both metrics score), p; t is in the JSON (80
-    columns)."""
-    significant = report.williams[report.williams["p"] < 0.05].rename(
+    """The significant Williams tests (`metrics.significance.p_value_call`: p below its
+    level over enough captions) as the report shows them: metric, versus, dim, subset, r,
+    r vs, n (the captions both metrics score), p; t is in the JSON (80 columns)."""
+    called = [p_value_call(p, n).significant
+              for p, n in zip(report.williams["p"], report.williams["n"], strict=True)]
+    significant = report.williams[called].rename(
         columns={"dimension": "dim", "r_metric": "r", "r_versus": "r vs"})
     significant = significant[["metric", "versus", "dim", "subset", "r", "r vs", "n", "p"]]
-    return significant.assign(dim=significant["dim"].map(score_labels(report.rubric)))
+    return significant.assign(dim=significant["dim"].map(score_labels(report.rubric)),
+                              subset=significant["subset"].map(subset_label))
 
 
 def header_value(value: object) -> str:
@@ -426,8 +455,15 @@ def _header_lines(report: Report | JudgmentReport) -> list[str]:
     if report.signatures:
         lines += ["", "Signatures:", ""]
         lines += [f"- {for_markdown(label)}: {for_markdown(signature)}"
+                  + _beside(report.self_references.get(label), for_markdown)
                   for label, signature in report.signatures.items()]
     return lines
+
+
+def _beside(note: str | None, escape: Callable[[str], str]) -> str:
+    """A count of the data shown after a signature, in parentheses: never part of it
+    (`48 self-references excluded`, `reports.scoring.self_reference_notes`)."""
+    return f" ({escape(note)})" if note else ""
 
 
 def _summary_markdown(report: Report) -> str:
@@ -483,13 +519,18 @@ def _anchor(index: int, title: str) -> str:
 
 
 def _meta_line(report: Report, generated: date) -> str:
-    """Under the title: the date, rubric and size of the project (escaped)."""
+    """Under the title: the date, rubric and size of the project, with how much of it is
+    rated while that is not all (escaped)."""
     header = report.header
-    parts = [generated.isoformat(), *[f"rubric {r}" for r in header.get("rubric") or []],
-             f"{header.get('captions', 0)} captions", f"{header.get('images', 0)} images"]
-    for key in ("systems", "annotators"):
-        if named := header.get(key):
-            parts.append(f"{len(named)} {key if len(named) > 1 else key[:-1]}")
+    parts = [generated.isoformat(), *[f"rubric {r}" for r in header.get("rubric") or []]]
+    for key in ("captions", "images", "systems", "annotators"):
+        count = header_count(header, key)
+        if not count and key in ("systems", "annotators"):
+            continue
+        part = counted(count, key[:-1])
+        if f"rated_{key}" in header and (rated := header_count(header, f"rated_{key}")) < count:
+            part += f" ({rated} rated)"
+        parts.append(part)
     parts.append(str(header.get("tool", "thumb-tui")))
     return " · ".join(for_html(str(part)) for part in parts)
 
@@ -703,6 +744,7 @@ def judgment_sections(report: JudgmentReport) -> list[tuple[str, str]]:
 
 def judgment_json(report: JudgmentReport) -> dict[str, object]:
     return {"header": report.header, "signatures": report.signatures,
+            "self_references": report.self_references,
             "records": json_records(report.records),
             "differences": json_records(report.differences),
             "agreement": json_records(report.agreement)}

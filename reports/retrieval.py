@@ -44,8 +44,8 @@ from metrics.retrieval import (
     MissingLists,
     SemanticInput,
     SetSamples,
-    check_ncs_averaging,
     evaluation_sets,
+    ncs_averaging_name,
     ncs_label_suffix,
     summarize_sets,
 )
@@ -277,15 +277,16 @@ class Settings:
     bootstrap: int = 1000
     ci: float = 0.95
     seed: int = 0
-    ncs_averaging: str = DEFAULT_NCS_AVERAGING  # ratio (the authors' code) | per-query
+    ncs_averaging: str = DEFAULT_NCS_AVERAGING  # authors (their code) | eq5 | ratio
 
     def __post_init__(self) -> None:
-        check_ncs_averaging(self.ncs_averaging)
+        # an earlier name (per-query) is stored under the current one (eq5)
+        object.__setattr__(self, "ncs_averaging", ncs_averaging_name(self.ncs_averaging))
 
     def signature(self, target: Target) -> str:
         """`retrieval|positives:…|k:…|…`; a relevance matrix's also names SR's m and the
-        NCS averaging (`ncs:ratio` or `ncs:per-query`), so a result stored under one
-        averaging is never read back as the other."""
+        NCS averaging (`ncs:authors`, `ncs:eq5` or `ncs:ratio`), so a result stored under
+        one averaging is never read back as another."""
         fields = {"positives": f"{target.label}#{digest([target.content])}",
                   "k": ",".join(map(str, self.ks))}
         if target.kind == "plausible":
@@ -490,7 +491,7 @@ def spice_approx_pair() -> Callable[[str, Sequence[str]], float]:
 
 def metric_label(row: object) -> str:
     """`eccv map@r`, `coco-5k recall@5`, `cider-d sr@5 (m=2)`, `coco-5k rsum`,
-    `cider-d ncs@5 (per-query)` (NCS not averaged as the default ratio of sums)."""
+    `cider-d ncs@5 (eq5)` (NCS not averaged as the default, the authors' code)."""
     import pandas as pd
 
     name = row.metric.replace("@k", f"@{int(row.k)}") if not pd.isna(row.k) else row.metric

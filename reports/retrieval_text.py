@@ -58,8 +58,8 @@ def _signatures(records: Sequence[dict[str, object]]) -> list[str]:
 
 
 def _metric_name(record: dict[str, object]) -> str:
-    """`ncs@5`, `sr@5 m=2`, `ncs@5 per-query` (NCS averaged per query, not the default
-    ratio of sums: the signature says which)."""
+    """`ncs@5`, `sr@5 m=2`, `ncs@5 eq5` (NCS not averaged as the default, the authors'
+    code: the signature says which)."""
     metric = str(record["metric"])
     averaging = ncs_label_suffix(metric, record.get("signature"))
     if record["k"] is not None:
@@ -309,8 +309,9 @@ def json_text(payload: object) -> str:
 
 
 def unranked_note(unranked: dict[str, str]) -> str | None:
-    """Which metrics the comparison leaves out, scored for one model only (a per-query
-    NCS next to ratio-of-sums ones, say), or None: said, never dropped without a word."""
+    """Which metrics the comparison leaves out, scored for one model only (an Eq. 5
+    NCS next to ones averaged as the authors' code, say), or None: said, never dropped
+    without a word."""
     if not unranked:
         return None
     listed = "; ".join(f"{printable(metric, newlines=False)} (only "

@@ -4,16 +4,17 @@ metrics run in `metrics`, and every chunk of scores is stored as soon as it is c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import Engine, Row
 from sqlmodel import SQLModel
 
-from metrics.base import CaptionItem, ReferenceRule
+from metrics.base import CaptionItem, ReferenceRule, self_reference_note
 from metrics.registry import MetricOptions, build_metric
-from metrics.runner import MetricRun, Progress, caption_items, run_metric
+from metrics.runner import CLEAN_UPS, MetricRun, Progress, caption_items, run_metric
+from metrics.signature import parse_signature
 from storage.judgments import judgment_caption_rows, judgment_reference_ids, judgment_set
 from storage.metric_scores import caption_rows, store_metric_scores, stored_scores
 from storage.models import JudgmentMetricScore, MetricScore
@@ -24,6 +25,33 @@ def load_items(engine: Engine, keep_self_references: bool = False
     """Every caption of the project as the metrics take it, and the reference rule of the
     signatures (see `metrics.runner.caption_items`)."""
     return caption_items(*caption_rows(engine), keep_self_references)
+
+
+def self_reference_notes(engine: Engine, signatures: Mapping[str, str],
+                         judgment_set_id: int | None = None) -> dict[str, str]:
+    """label -> `48 self-references excluded` (or `kept`) for each signature with a `self:`
+    rule: the count a report shows beside the signature, never in it (a signature names
+    rules, not counts of the data: `metrics.base.ReferenceRule`). Counted as `thumb metrics
+    compute` counts it, on the captions as they are now under the signature's clean-up:
+    the project's, or those of the judgment set with its reference ids. An old-form
+    signature carries its own count (`self:excluded(3)`) and gets no note."""
+    rules: dict[str, tuple[str, str]] = {}  # label -> (self rule, clean-up)
+    for label, signature in signatures.items():
+        fields = parse_signature(signature)
+        rule, clean = fields.get("self"), fields.get("clean")
+        if rule is not None and "(" not in rule and clean in CLEAN_UPS:
+            rules[label] = (rule, clean)
+    if not rules:
+        return {}
+    if judgment_set_id is None:
+        rows, reference_ids = caption_rows(engine), None
+    else:
+        rows = judgment_caption_rows(engine, judgment_set_id)
+        reference_ids = judgment_reference_ids(engine, judgment_set_id)
+    counts = {clean: caption_items(*rows, clean=clean, reference_ids=reference_ids)[1]
+              .self_reference_count for clean in {clean for _, clean in rules.values()}}
+    return {label: self_reference_note(counts[clean], rule)
+            for label, (rule, clean) in rules.items()}
 
 
 def _compute(engine: Engine, rows: tuple[list[Row], dict[int, list[str]]],

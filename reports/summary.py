@@ -3,8 +3,10 @@ Markdown, LaTeX): the systems ranked by human Total with their CIs and which nei
 differ significantly (a paired bootstrap of their difference); per subset, the metric that
 agrees best with the human Total and whether Williams' test says it beats the next;
 agreement between annotators; per judgment set, the metric that agrees best with its
-judges. The sentences hold stored text (system and metric names)
-unescaped: each renderer escapes them for its medium."""
+judges. Whether a comparison is called significant is `metrics.significance`'s rule (too
+few images or captions, or a limit within resampling noise of 0, make no call). The
+sentences hold stored text (system and metric names) unescaped: each renderer escapes
+them for its medium."""
 
 from __future__ import annotations
 
@@ -15,12 +17,20 @@ from dataclasses import dataclass
 import pandas as pd
 
 from metrics.agreement import over_every_pair
+from metrics.significance import MIN_UNITS, NOISE_SES, Verdict, p_value_call
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, mean_with_ci
 from reports.tables import Report, score_labels
 
-SIGNIFICANCE = 0.05  # Williams' test, as the report's Williams table uses it
 AGREEMENT_STATISTIC = "alpha_interval"  # Krippendorff's alpha on the interval scale
+# how the summary names each call on a pair of neighbours, in the order it lists them
+VERDICT_WORDS = {
+    Verdict.SIGNIFICANT: "significantly different",
+    Verdict.BORDERLINE: "borderline (depends on the resampling seed: a CI limit within "
+                        f"{NOISE_SES:g} Monte-Carlo standard errors of 0)",
+    Verdict.NOT_SIGNIFICANT: "not significantly different (the CI holds 0)",
+    Verdict.TOO_FEW: f"too few images to call (fewer than {MIN_UNITS} both captioned)",
+}
 KIND_WORDS = {"blind": "blind double ratings, two independent stage-1 ratings",
               "stage1-vs-stage2": "stage 1 vs stage 2, the reviewer saw the first scores"}
 
@@ -39,14 +49,18 @@ class RankedSystem:
 @dataclass(frozen=True)
 class Difference:
     """Two neighbours in the ranking: the difference of their mean Totals over the images
-    both captioned, its paired CI, and whether the CI leaves out 0."""
+    both captioned, its paired CI, and the call on it (`metrics.significance`)."""
 
     upper: str
     lower: str
     difference: float
     ci_low: float  # NaN without a bootstrap
     ci_high: float
-    significant: bool
+    verdict: Verdict | None  # None without a bootstrap: no call
+
+    @property
+    def significant(self) -> bool:
+        return self.verdict is Verdict.SIGNIFICANT
 
     def text(self) -> str:
         interval = "" if math.isnan(self.ci_low) else f" {ci_bounds(self.ci_low, self.ci_high)}"
@@ -56,7 +70,8 @@ class Difference:
 @dataclass(frozen=True)
 class BestMetric:
     """The metric of a subset with the highest Pearson r with the human Total, and the
-    runner-up with Williams' one-sided p that the best's r is higher (None: one metric)."""
+    runner-up with Williams' one-sided p that the best's r is higher (None: one metric)
+    over the captions both score."""
 
     subset: str
     metric: str
@@ -66,6 +81,7 @@ class BestMetric:
     runner_up: str | None
     runner_up_r: float
     williams_p: float
+    williams_captions: int
 
 
 @dataclass(frozen=True)
@@ -82,8 +98,8 @@ class JudgmentFinding:
     """A judgment set (reports.judgments): its size and the metric that agrees best with
     its judges — the highest Pearson r with their scores, or for pairwise choices the
     highest accuracy against the majority — with the runner-up and, for scores, Williams'
-    one-sided p that the best's r is higher. `best` is None where no metric scored it
-    (`hint` says what to run)."""
+    one-sided p that the best's r is higher (over `williams_captions`). `best` is None
+    where no metric scored it (`hint` says what to run)."""
 
     name: str
     captions: int
@@ -96,6 +112,7 @@ class JudgmentFinding:
     runner_up: str | None
     runner_up_value: float
     williams_p: float  # NaN for pairwise choices, one metric, or an undefined test
+    williams_captions: int
     hint: str | None  # why there is no metric to name, and the command that scores one
 
     def text(self) -> str:
@@ -114,14 +131,18 @@ class JudgmentFinding:
         sentence += f", ahead of {self.runner_up} ({self.runner_up_value:.3f})"
         if self.statistic != "Pearson r":
             return sentence + "."
-        return f"{sentence}: {williams_verdict(self.williams_p)}."
+        return f"{sentence}: {williams_verdict(self.williams_p, self.williams_captions)}."
 
 
-def williams_verdict(p: float) -> str:
-    """Whether Williams' test says the best metric's r is higher than the runner-up's."""
+def williams_verdict(p: float, captions: int) -> str:
+    """Whether Williams' test over `captions` says the best metric's r is higher than the
+    runner-up's (`metrics.significance.p_value_call`: too few captions make no call)."""
     if math.isnan(p):
         return "Williams' test is undefined here"
-    if p < SIGNIFICANCE:
+    call = p_value_call(p, captions)
+    if call.verdict is Verdict.TOO_FEW:
+        return f"too few captions to call by Williams' test ({call.reason}; {_p(p)})"
+    if call.significant:
         return f"significantly higher by Williams' test ({_p(p)})"
     return f"not significantly higher by Williams' test ({_p(p)})"
 
@@ -133,17 +154,37 @@ def subset_words(subset: str) -> str:
             else subset.replace("without:", "captions without ", 1))
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 caption`, `60 captions`."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def header_count(header: dict[str, object], key: str) -> int:
+    """How many a header entry counts: its number, or how many names it lists (systems);
+    0 where it is absent."""
+    value = header.get(key)
+    if isinstance(value, list | tuple):
+        return len(value)
+    return value if isinstance(value, int) else 0
+
+
 def scope_sentence(header: dict[str, object]) -> str:
-    """What the report covers: captions, images, systems and where the final scores come
-    from."""
-    if not header.get("captions"):
+    """What the report covers: the project's captions, images and systems, how many of
+    them are rated so far (while that is not all) and where the final scores come from."""
+    captions = header_count(header, "captions")
+    if not captions:
         return "The project has no captions of its own."
-    systems = header.get("systems") or []
+    systems = header_count(header, "systems")
+    rated = header_count(header, "rated_captions")
     final = header.get("final_scores")
     sources = (", ".join(f"{count} from {source}" for source, count in final.items())
                if isinstance(final, dict) else str(final))
-    return (f"{header.get('captions', 0)} captions of {header.get('images', 0)} images"
-            + (f" from {len(systems)} systems" if systems else "")
+    return (f"{counted(captions, 'caption')} of "
+            f"{counted(header_count(header, 'images'), 'image')}"
+            + (f" from {counted(systems, 'system')}" if systems else "")
+            + (f", {counted(rated, 'caption')} of "
+               f"{counted(header_count(header, 'rated_images'), 'image')} rated so far"
+               if rated < captions else "")
             + f"; final human scores: {sources or 'none yet'}.")
 
 
@@ -166,13 +207,10 @@ class Summary:
         if self.ranking:
             lines.append(f"Systems ranked by human Total ({self._ci_words()}): "
                          + self._ranking_text() + ".")
-        tested = [pair for pair in self.neighbours if not math.isnan(pair.ci_low)]
+        tested = [pair for pair in self.neighbours if pair.verdict is not None]
         if tested:
-            apart = [pair.text() for pair in tested if pair.significant]
-            close = [pair.text() for pair in tested if not pair.significant]
-            verdicts = ([f"significantly different: {', '.join(apart)}"] if apart else []) + (
-                [f"not significantly different (the CI holds 0): {', '.join(close)}"]
-                if close else [])
+            verdicts = [f"{words}: {', '.join(pairs)}" for verdict, words in VERDICT_WORDS.items()
+                        if (pairs := [p.text() for p in tested if p.verdict is verdict])]
             lines.append("Neighbours in the ranking, by the difference of their mean Totals "
                          f"over the images both captioned (paired {self.ci:.0%} BCa CI): "
                          + "; ".join(verdicts) + ".")
@@ -217,7 +255,7 @@ class Summary:
         if best.runner_up is None:
             return sentence + "; it is the only metric."
         return (sentence + f", ahead of {best.runner_up} (r {best.runner_up_r:.3f}): "
-                + williams_verdict(best.williams_p) + ".")
+                + williams_verdict(best.williams_p, best.williams_captions) + ".")
 
 
 def _p(p: float) -> str:
@@ -247,7 +285,7 @@ def _neighbours(ranking: tuple[RankedSystem, ...], differences: pd.DataFrame
         row = by_pair.loc[(upper.name, lower.name)]
         found.append(Difference(upper.name, lower.name, float(row["difference"]),
                                 float(row["ci_low"]), float(row["ci_high"]),
-                                bool(row["significant"])))
+                                None if pd.isna(row["verdict"]) else Verdict(row["verdict"])))
     return tuple(found)
 
 
@@ -262,17 +300,18 @@ def _best_metrics(correlations: pd.DataFrame, williams: pd.DataFrame
         ranked = rows.sort_values("r", ascending=False)
         best = ranked.iloc[0]
         runner_up = ranked.iloc[1] if len(ranked) > 1 else None
-        p = float("nan")
+        p, captions = float("nan"), 0
         if runner_up is not None and not williams.empty:
             test = williams[(williams["metric"] == best["metric"])
                             & (williams["versus"] == runner_up["metric"])
                             & (williams["dimension"] == "total")
                             & (williams["subset"] == subset)]
-            p = float(test["p"].iloc[0]) if len(test) else p
+            if len(test):
+                p, captions = float(test["p"].iloc[0]), int(test["n"].iloc[0])
         found.append(BestMetric(
             str(subset), str(best["metric"]), float(best["r"]), float(best["ci_low"]),
             float(best["ci_high"]), None if runner_up is None else str(runner_up["metric"]),
-            float("nan") if runner_up is None else float(runner_up["r"]), p))
+            float("nan") if runner_up is None else float(runner_up["r"]), p, captions))
     return tuple(found)
 
 
@@ -309,22 +348,23 @@ def _judgment_finding(judgments: JudgmentReport) -> JudgmentFinding:
     if chosen.empty:
         hint = metrics_hint(judgments, str) or "no metric has a defined value for it"
         return JudgmentFinding(*size, statistic, None, math.nan, math.nan, math.nan, None,
-                               math.nan, math.nan, hint)
+                               math.nan, math.nan, 0, hint)
     ranked = chosen.sort_values("value", ascending=False)
     best = ranked.iloc[0]
     runner_up = ranked.iloc[1] if len(ranked) > 1 else None
-    p = math.nan
+    p, captions = math.nan, 0
     if runner_up is not None and score_set and len(judgments.differences):
         pair = {best["metric"], runner_up["metric"]}
         differences = judgments.differences
         test = differences[(differences["statistic"] == "pearson")
                            & differences["metric"].isin(pair)
                            & differences["versus"].isin(pair)]
-        p = float(test["williams_p"].iloc[0]) if len(test) else p
+        if len(test):
+            p, captions = float(test["williams_p"].iloc[0]), int(test["n"].iloc[0])
     return JudgmentFinding(
         *size, statistic, str(best["metric"]), float(best["value"]), float(best["ci_low"]),
         float(best["ci_high"]), None if runner_up is None else str(runner_up["metric"]),
-        math.nan if runner_up is None else float(runner_up["value"]), p, None)
+        math.nan if runner_up is None else float(runner_up["value"]), p, captions, None)
 
 
 def summarize(report: Report) -> Summary:

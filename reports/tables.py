@@ -27,6 +27,7 @@ from metrics.signature import (
 )
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
+from storage.dashboard import ProjectSize, pipeline_stages, project_size
 from storage.image_flags import broken_images
 from storage.metric_scores import caption_rows, metric_scores, signatures_computed_at
 from storage.rating_frames import contributing_annotators, final_scores, fluency_checkers
@@ -99,6 +100,9 @@ class Report:
     # every pair of systems: the difference of mean Totals with a paired bootstrap CI
     # (metrics.correlation.system_differences)
     differences: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # label -> how many references were their caption itself (`48 self-references
+    # excluded`): shown beside its signature, never in it (reports.scoring)
+    self_references: dict[str, str] = field(default_factory=dict)
 
 
 def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -192,16 +196,24 @@ RATE_COMMAND = ("thumb annotate --annotator ANNOTATOR (then thumb review), or th
                 "RATINGS.csv")
 
 
-def _progress(engine: Engine) -> tuple[pd.DataFrame, int, int]:
-    """Each stage of the pipeline (as `thumb status` shows it), and the project's images
-    and captions."""
+def _progress(engine: Engine) -> pd.DataFrame:
+    """Each stage of the pipeline (as `thumb status` shows it)."""
     from dataclasses import asdict
 
-    from storage.dashboard import pipeline_stages, project_size
+    return pd.DataFrame([asdict(stage) for stage in pipeline_stages(engine)],
+                        columns=PROGRESS_COLUMNS)
 
-    stages = pd.DataFrame([asdict(stage) for stage in pipeline_stages(engine)],
-                          columns=PROGRESS_COLUMNS)
-    return stages, *project_size(engine)
+
+def size_header(size: ProjectSize, rated: pd.DataFrame | None) -> dict[str, object]:
+    """The header's size of the project: its captions, images and systems, each beside
+    those `rated` so far (the final human scores in the tables, so none of a flagged
+    image): an early report says how far the rating has come, not only what it has."""
+    none = rated is None or rated.empty
+    return {"captions": size.captions, "rated_captions": 0 if none else len(rated),
+            "images": size.images,
+            "rated_images": 0 if none else int(rated["image_id"].nunique()),
+            "systems": size.systems,
+            "rated_systems": [] if none else list(dict.fromkeys(rated["system"]))}
 
 
 def missing_tables(images: int, has_human: bool, has_metrics: bool) -> list[dict[str, str]]:
@@ -245,8 +257,10 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
     from reports.agreement import agreement_report
     from reports.judgments import judgment_reports
+    from reports.scoring import self_reference_notes
 
     check_ci(ci)
+    size = project_size(engine)
     human = final_scores(engine, flagged=False)  # a flagged image is out of the report
     broken = broken_images(engine)
     scores = metric_scores(engine)
@@ -282,8 +296,8 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                     if (data["system"] != s).any()})
     header = {
         "project": project_name(engine), "tool": f"thumb-tui {tool_version()}",
-        "captions": len(data), "images": int(data["image_id"].nunique()),
-        "systems": systems, "rubric": sorted(r for r in data["rubric"].unique() if r),
+        **size_header(size, data if has_human else None),
+        "rubric": sorted(r for r in data["rubric"].unique() if r),
         "annotators": contributing_annotators(engine),
         "annotators_of_final_scores": sorted((set(data["annotator"]) - {""})
                                              | fluency_checkers(engine)),
@@ -297,17 +311,19 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
     compared = metrics if has_human else []  # nothing human to correlate with
     correlations = correlation_records(data, compared, subsets, bootstrap=bootstrap, ci=ci,
                                        seed=seed)
-    progress, images, captions = _progress(engine)
-    stale = out_of_date(scores, {s: label for label, s in signatures.items()}, captions)
+    stale = out_of_date(scores, {s: label for label, s in signatures.items()},
+                        size.captions)
     if stale:
         header["metrics_out_of_date"] = stale
     if superseded:
         header["metrics_superseded"] = _superseded_notes(superseded)
     bison = _bison_tables(engine, bootstrap=bootstrap, ci=ci, seed=seed)
+    reported = {m: signatures[m] for m in metrics}
     return Report(
-        progress=progress, header=header, broken=broken,
-        missing=[*missing_tables(images, has_human, bool(metrics)), *bison_missing(bison)],
-        signatures={m: signatures[m] for m in metrics},
+        progress=_progress(engine), header=header, broken=broken,
+        missing=[*missing_tables(size.images, has_human, bool(metrics)),
+                 *bison_missing(bison)],
+        signatures=reported, self_references=self_reference_notes(engine, reported),
         systems=system_table(data, metrics, scores=[*rubric.score_keys, *rubric.penalty_keys],
                              bootstrap=bootstrap, ci=ci, seed=seed),
         strict=strict_best_worst(data) if has_human else pd.DataFrame(
@@ -335,20 +351,21 @@ def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed:
     from reports.judgments import judgment_reports
 
     options = {"bootstrap": bootstrap, "ci": ci, "seed": seed}
-    progress, images, captions = _progress(engine)
     bison = _bison_tables(engine, **options)
+    size = project_size(engine)
     header = {"project": project_name(engine), "tool": f"thumb-tui {tool_version()}",
-              "captions": captions, "images": images,
+              **size_header(size, None),
               "final_scores": "none yet: no caption has a human or metric score"
-              if captions else "none: the project has no captions of its own",
+              if size.captions else "none: the project has no captions of its own",
               **options, "ci_method": CI_METHOD}
     return Report(header=header, signatures={}, systems=pd.DataFrame(),
                   strict=pd.DataFrame(), correlations=pd.DataFrame(), williams=pd.DataFrame(),
                   pairwise=pd.DataFrame(), table4=pd.DataFrame(), rubric=THUMB_1_0,
                   data=pd.DataFrame(), bison=bison,
                   judgments=judgment_reports(engine, **options),
-                  retrieval=_retrieval_table(engine), progress=progress,
-                  missing=[*missing_tables(images, False, False), *bison_missing(bison)],
+                  retrieval=_retrieval_table(engine), progress=_progress(engine),
+                  missing=[*missing_tables(size.images, False, False),
+                           *bison_missing(bison)],
                   gold=gold_table(engine, header))
 
 

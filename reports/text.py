@@ -336,5 +336,6 @@ def judgment_text(report: JudgmentReport) -> str:
     if report.signatures:
         lines += ["", "signatures:"]
         lines += [f"  {terminal_text(label)}: {signature}"
+                  + (f" ({note})" if (note := report.self_references.get(label)) else "")
                   for label, signature in report.signatures.items()]
     return "\n".join(lines)

@@ -33,6 +33,13 @@ _FORBIDDEN_OR_NEWLINE = re.compile(f"[\t\n{FORBIDDEN_CHARACTERS}]")
 # in CommonMark and stays readable.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_~$]|\](?=[(\[]))")
 _MARKDOWN_TABLE_SPECIAL = re.compile(r"([\\`*_~$|]|\](?=[(\[]))")
+# HTML's `<` and `&` where they could begin a tag, an autolink or an entity: anywhere but
+# before a space (at the end too: the text after it is not known). `p < 0.001` and
+# `A & B` are text as they are.
+_MARKDOWN_HTML = re.compile(r"[<&](?!\s)")
+_HTML_ENTITIES = {"<": "&lt;", "&": "&amp;"}
+# A `>` closes nothing once `<` is escaped; at the start of a line it begins a block quote.
+_BLOCK_QUOTE = re.compile(r"^( *)>")
 
 
 def forbidden_character(text: str) -> str | None:
@@ -101,11 +108,15 @@ def for_markup(text: str, *, newlines: bool = True) -> str:
 
 def for_markdown(text: str, *, table_cell: bool = False) -> str:
     """`text` as one line of Markdown that renders as exactly this text: printable (so it
-    cannot start a line of its own); HTML's `<`, `>`, `&` as entities (no raw HTML, no
-    autolink, no entity); emphasis, code, strike-through, math (`$`) and link-closing
-    characters backslash-escaped; in a table cell also `|`."""
+    cannot start a line of its own); `<` and `&` as entities where they could begin raw
+    HTML, an autolink or an entity, and a leading `>` backslash-escaped (no block quote),
+    so that a comparison reads as one in the Markdown file (`A > B`, `p < 0.001`, not
+    `&gt;`); emphasis, code, strike-through, math (`$`) and link-closing characters
+    backslash-escaped; in a table cell also `|`."""
     special = _MARKDOWN_TABLE_SPECIAL if table_cell else _MARKDOWN_SPECIAL
-    return html.escape(special.sub(r"\\\1", printable(text, newlines=False)), quote=False)
+    escaped = special.sub(r"\\\1", printable(text, newlines=False))
+    escaped = _MARKDOWN_HTML.sub(lambda match: _HTML_ENTITIES[match.group()], escaped)
+    return _BLOCK_QUOTE.sub(r"\1\\>", escaped)
 
 
 def for_html(text: str) -> str:

@@ -4,12 +4,15 @@ first write would refuse; `register` writes, inside the caller's transaction."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy import Connection, Engine, Row, select, update
 
 from storage.db import run_write
 from storage.events import log_change
 from storage.models import Annotator, FluencyCheck, utcnow
-from storage.protocol import ProtocolError, may_check_fluency
+from storage.protocol import ProtocolError, may_check_fluency, served_by_team
 
 
 def registration(connection: Connection, name: str, native_english: bool | None
@@ -71,3 +74,72 @@ def annotator_names(engine: Engine) -> list[str]:
     table = Annotator.__table__
     with engine.connect() as connection:
         return sorted(connection.execute(select(table.c.name)).scalars())
+
+
+@dataclass(frozen=True)
+class AnnotatorInfo:
+    """One annotator as `thumb annotator list` shows them."""
+
+    name: str
+    native_english: bool | None
+    created_at: datetime
+    retired_at: datetime | None
+
+
+def annotators(engine: Engine) -> list[AnnotatorInfo]:
+    """Every annotator of the project, retired ones included, sorted by name."""
+    table = Annotator.__table__
+    with engine.connect() as connection:
+        return [AnnotatorInfo(row.name, row.native_english, row.created_at, row.retired_at)
+                for row in connection.execute(
+                    select(table.c.name, table.c.native_english, table.c.created_at,
+                           table.c.retired_at).order_by(table.c.name))]
+
+
+def _row_of(connection: Connection, name: str) -> Row:
+    """The annotator's row; ValueError for a name the project does not know."""
+    table = Annotator.__table__
+    row = connection.execute(select(table).where(table.c.name == name)).one_or_none()
+    if row is None:
+        raise ValueError(f"no annotator {name!r} in this project")
+    return row
+
+
+def rename_annotator(engine: Engine, old: str, new: str, *, actor: str) -> None:
+    """Give the annotator another name; their ratings, claims and history follow (they
+    hold the annotator's id, not the name), and the change is logged. ValueError where
+    `new` is taken, and on a team database, where the name is the annotator's login role
+    (`storage.team`)."""
+    table = Annotator.__table__
+
+    def rename(connection: Connection) -> None:
+        row = _row_of(connection, old)
+        if served_by_team(connection, "thumb_me"):
+            raise ValueError("on a team database an annotator's name is their login role: "
+                             "it cannot be renamed")
+        if connection.execute(select(table.c.id).where(table.c.name == new)).first():
+            raise ValueError(f"there is an annotator {new!r} already")
+        connection.execute(update(table).where(table.c.id == row.id).values(name=new))
+        log_change(connection, actor=actor, action="rename", table="annotator",
+                   row_id=row.id, old={"name": old}, new={"name": new})
+
+    run_write(engine, rename)
+
+
+def retire_annotator(engine: Engine, name: str, *, actor: str) -> bool:
+    """Retire the annotator: from now on the protocol gives them no new image
+    (`storage.protocol.is_retired`); their work, claims and history stay. Logged. Returns
+    False where they were retired already (nothing changes)."""
+    table = Annotator.__table__
+
+    def retire(connection: Connection) -> bool:
+        row = _row_of(connection, name)
+        if row.retired_at is not None:
+            return False
+        now = utcnow()
+        connection.execute(update(table).where(table.c.id == row.id).values(retired_at=now))
+        log_change(connection, actor=actor, action="retire", table="annotator",
+                   row_id=row.id, old={"retired_at": None}, new={"retired_at": now.isoformat()})
+        return True
+
+    return run_write(engine, retire)

@@ -4,9 +4,11 @@ THUMB pipeline is, what each annotator did and what waits for them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC
 from functools import cached_property
+from typing import NamedTuple
 
-from sqlalchemy import Connection, Engine, Table, func, select
+from sqlalchemy import Connection, Engine, Table, and_, func, select
 
 from storage.gold import gold_accuracy, gold_count, gold_waiting
 from storage.image_flags import BrokenImage, broken_images, flagged_by, flagged_image_ids
@@ -21,6 +23,7 @@ from storage.models import (
     Rating,
     Resolution,
     Stage,
+    utcnow,
 )
 from storage.project_queues import (
     Disagreement,
@@ -33,6 +36,7 @@ from storage.protocol import (
     ImageState,
     complete_clause,
     holding_clause,
+    is_retired,
     may_check_fluency,
     open_images,
     read_states,
@@ -91,6 +95,19 @@ class AnnotatorProgress:
 
 
 @dataclass(frozen=True)
+class HeldClaim:
+    """A claim that holds its image (`storage.protocol.holding_clause`): whose, which
+    image and stage, how many captions of it they rated there, and its age: seconds since
+    they last worked on the image (a killed session's grows until `thumb release`)."""
+
+    annotator: str
+    image: str
+    stage: int
+    rated_captions: int
+    age_seconds: float
+
+
+@dataclass(frozen=True)
 class Dashboard:
     images: int
     captions: int
@@ -100,6 +117,32 @@ class Dashboard:
     broken_images: list[BrokenImage]
     bison_items: int
     gold_captions: int = 0  # gold items (storage.gold): apart from images and captions
+    claims: list[HeldClaim] = field(default_factory=list)  # oldest first
+
+
+def held_claims(connection: Connection) -> list[HeldClaim]:
+    """Every claim that holds its image, the oldest (longest untouched) first."""
+    claim, image, person = Assignment.__table__, Image.__table__, Annotator.__table__
+    caption, rating = Caption.__table__, Rating.__table__
+    rated = (select(caption.c.image_id, rating.c.annotator_id, rating.c.stage,
+                    func.count().label("captions"))
+             .join(caption, rating.c.caption_id == caption.c.id)
+             .group_by(caption.c.image_id, rating.c.annotator_id, rating.c.stage).subquery())
+    now = utcnow()
+    claims = []
+    for name, key, stage, captions, seen in connection.execute(
+            select(person.c.name, image.c.key, claim.c.stage,
+                   func.coalesce(rated.c.captions, 0), claim.c.last_viewed_at)
+            .join(person, person.c.id == claim.c.annotator_id)
+            .join(image, image.c.id == claim.c.image_id)
+            .outerjoin(rated, and_(rated.c.image_id == claim.c.image_id,
+                                   rated.c.annotator_id == claim.c.annotator_id,
+                                   rated.c.stage == claim.c.stage))
+            .where(holding_clause(claim)).order_by(claim.c.last_viewed_at, claim.c.id)):
+        seen = seen if seen.tzinfo else seen.replace(tzinfo=UTC)  # SQLite's naive UTC
+        claims.append(HeldClaim(name, key, stage, captions,
+                                max(0.0, (now - seen).total_seconds())))
+    return claims
 
 
 def _finished_and_started(connection: Connection) -> tuple[dict, dict]:
@@ -244,6 +287,10 @@ def nothing_open_at_stage_one(engine: Engine, name: str) -> str:
         annotator_id = connection.execute(select(annotator.c.id).where(
             annotator.c.name == name)).scalar_one_or_none()
         finished, _ = _finished_and_started(connection)
+        retired = is_retired(connection, name)
+    if retired:
+        return ("No image is open to you: you are retired (the lead's `thumb annotator "
+                "retire`), and a retired annotator takes no new image.")
     if not total:
         return ("No image is open to you at stage 1: the project has none yet (import some "
                 "with `thumb import FILE`).")
@@ -307,10 +354,24 @@ def _count(connection: Connection, table: Table) -> int:
     return connection.execute(select(func.count()).select_from(table)).scalar_one()
 
 
-def project_size(engine: Engine) -> tuple[int, int]:
-    """The project's images and captions."""
+class ProjectSize(NamedTuple):
+    """The project's images, captions and systems (in the order of their first caption,
+    the order of the report's tables)."""
+
+    images: int
+    captions: int
+    systems: list[str]
+
+
+def project_size(engine: Engine) -> ProjectSize:
+    """The project's images, captions and systems: an early report names them all, not
+    only those rated so far."""
+    caption = Caption.__table__
     with engine.connect() as connection:
-        return _count(connection, Image.__table__), _count(connection, Caption.__table__)
+        systems = connection.execute(select(caption.c.system).group_by(caption.c.system)
+                                     .order_by(func.min(caption.c.id))).scalars()
+        return ProjectSize(_count(connection, Image.__table__), _count(connection, caption),
+                           list(systems))
 
 
 def pipeline_stages(engine: Engine) -> list[StageProgress]:
@@ -348,6 +409,7 @@ def dashboard(engine: Engine) -> Dashboard:
         gold = {row.annotator: row for row in gold_accuracy(connection)}
         gold_captions = gold_count(connection)
         work = {name: _work_for(connection, name, reads) for _, name, _ in people}
+        claims = held_claims(connection)
 
     def progress(annotator_id: int, stage: Stage) -> tuple[int, int]:
         done = finished.get((int(stage), annotator_id), set())
@@ -363,4 +425,4 @@ def dashboard(engine: Engine) -> Dashboard:
         for annotator_id, name, native in people
     ]
     return Dashboard(counts[0], counts[1], systems, stages, annotators,
-                     broken_images(engine), counts[2], gold_captions)
+                     broken_images(engine), counts[2], gold_captions, claims)

@@ -9,11 +9,15 @@ one (exclusion by construction). What reads them is here:
 - `read_gold` / `import_gold`: the gold file (CSV or JSONL), checked like every user's
   file (each problem names file:line; all or nothing, in one transaction).
 - `gold_settings` / `set_gold_settings`: the rate (share of a stage-1 queue that is gold)
-  and whether a failed item's reason is shown after the image.
+  and whether a failed item's reason is shown after the image; `gold_share`: what the
+  rate gives with the gold images there are (fewer than it wants: a lower share).
 - `GoldSeeds`: the gold images of one annotator's stage-1 session, interleaved among the
-  real ones (deterministically per annotator) with the same shapes (`ImageItem`,
-  `CaptionGroup`; negative ids, which no real row has), and their answers.
-- `gold_accuracy`: per annotator, how many gold captions they answered and got right.
+  real ones (each in the same place in every session of the annotator, `placed`) with
+  the same shapes (`ImageItem`, `CaptionGroup`; negative ids, which no real row has), and
+  their answers.
+- `gold_results` / `gold_accuracy`: per annotator and gold caption, the first complete
+  answer (the scored one: going back after the feedback cannot change it) and whether it
+  was right, with the answer now where it was changed; per annotator, the tally.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path, PurePath
 
 from sqlalchemy import (
@@ -59,6 +64,7 @@ from storage.models import (
 )
 from storage.protocol import complete_clause, is_complete, served_by_team
 from storage.rating_desk import (
+    EMPTY_RATING,
     RATING_FIELDS,
     CaptionGroup,
     ImageItem,
@@ -75,6 +81,7 @@ EPSILON = 1e-9
 
 REQUIRED = ("image", "caption", *SCORE_KEYS, "reason")
 OPTIONAL = ("path", *PENALTY_KEYS)
+SCORED = (*SCORE_KEYS, *PENALTY_KEYS)  # what decides whether an answer is right
 GOLD_SCHEMA = {"image": KEY, "path": TEXT, "caption": TEXT,
                **dict.fromkeys(SCORE_KEYS, KEY), **dict.fromkeys(PENALTY_KEYS, NUMBER),
                "reason": TEXT}
@@ -344,14 +351,37 @@ def answer_is_right(answer: dict[str, object], caption: dict[str, object]) -> bo
         for key in PENALTY_KEYS)
 
 
+def first_answer(values: dict[str, object], at: datetime) -> dict[str, object]:
+    """The `first_*` columns of a gold answer that is complete with `values` for the first
+    time (at `at`): the answer its accuracy scores from then on; {} while incomplete."""
+    if not is_complete(values):
+        return {}
+    return {**{f"first_{key}": values[key] for key in SCORED}, "first_answered_at": at}
+
+
 @dataclass(frozen=True)
 class GoldAccuracy:
-    """One annotator's gold record: complete answers, how many were right, the share."""
+    """One annotator's gold record: captions answered (completely), how many of those first
+    answers were right, the share, and how many answers were changed afterwards."""
 
     annotator: str
     answered: int
     correct: int
     accuracy: float  # correct / answered (a row exists only with answered > 0)
+    changed: int = 0  # answers that differ now from the first (scored) one
+
+
+@dataclass(frozen=True)
+class GoldResult:
+    """One annotator's answer to one gold caption, for the lead: the first complete answer
+    (the scored one), whether it was right, and the answer now where it was changed."""
+
+    annotator: str
+    image: str  # the lead's key of the gold image
+    caption: str
+    answer: dict[str, object]  # the first complete answer: scores and penalties
+    right: bool
+    changed_to: dict[str, object] | None  # the answer now, where it differs from `answer`
 
 
 def _limits() -> list:
@@ -360,29 +390,86 @@ def _limits() -> list:
         caption.c[f"{key}_max"] for key in PENALTY_KEYS]
 
 
-def gold_accuracy(database: Engine | Connection) -> list[GoldAccuracy]:
-    """Per annotator with any complete gold answer (by name): answered, correct."""
-    answer, caption, annotator = (GoldAnswer.__table__, GoldCaption.__table__,
-                                  Annotator.__table__)
-    query = (select(annotator.c.name, *[answer.c[k] for k in (*SCORE_KEYS, *PENALTY_KEYS)],
-                    *_limits())
+def gold_results(database: Engine | Connection) -> list[GoldResult]:
+    """Every annotator's first complete answer to each gold caption (by annotator, gold
+    image key, caption), judged by the caption's ranges, with the answer now if changed."""
+    answer, caption, annotator, image = (GoldAnswer.__table__, GoldCaption.__table__,
+                                         Annotator.__table__, GoldImage.__table__)
+    query = (select(annotator.c.name, image.c.key, caption.c.text,
+                    *[answer.c[key] for key in SCORED],
+                    *[answer.c[f"first_{key}"] for key in SCORED], *_limits())
              .select_from(answer)
              .join(caption, caption.c.id == answer.c.gold_caption_id)
+             .join(image, image.c.id == caption.c.gold_image_id)
              .join(annotator, annotator.c.id == answer.c.annotator_id)
-             .where(complete_clause(answer)))
+             .where(answer.c.first_answered_at.is_not(None))
+             .order_by(annotator.c.name, image.c.key, caption.c.id))
     if isinstance(database, Engine):
         with database.connect() as connection:
             rows = connection.execute(query).all()
     else:
         rows = database.execute(query).all()
-    tally: dict[str, list[int]] = {}
+    results = []
     for row in rows:
-        values = dict(row._mapping)
-        counts = tally.setdefault(values["name"], [0, 0])
+        values = row._mapping
+        first = {key: values[f"first_{key}"] for key in SCORED}
+        now = {key: values[key] for key in SCORED}
+        results.append(GoldResult(row.name, row.key, row.text, first,
+                                  answer_is_right(first, dict(values)),
+                                  None if now == first else now))
+    return results
+
+
+def gold_accuracy(database: Engine | Connection) -> list[GoldAccuracy]:
+    """Per annotator with any complete gold answer (by name): answered, correct (of the
+    first complete answers), changed since."""
+    tally: dict[str, list[int]] = {}
+    for result in gold_results(database):
+        counts = tally.setdefault(result.annotator, [0, 0, 0])
         counts[0] += 1
-        counts[1] += answer_is_right(values, values)
-    return [GoldAccuracy(name, answered, correct, correct / answered)
-            for name, (answered, correct) in sorted(tally.items())]
+        counts[1] += result.right
+        counts[2] += result.changed_to is not None
+    return [GoldAccuracy(name, answered, correct, correct / answered, changed)
+            for name, (answered, correct, changed) in sorted(tally.items())]
+
+
+@dataclass(frozen=True)
+class GoldShare:
+    """What a gold rate gives a stage-1 list of all the project's images: the gold images
+    it wants, those there are to seed, and the share of the list they will be."""
+
+    asked: float
+    real_images: int
+    wanted: int
+    gold_images: int
+
+    @property
+    def seeded(self) -> int:
+        return min(self.wanted, self.gold_images)
+
+    @property
+    def rate(self) -> float:
+        listed = self.real_images + self.seeded
+        return self.seeded / listed if listed else 0.0
+
+    @property
+    def short(self) -> bool:
+        """Too few gold images to reach the rate asked."""
+        return self.gold_images < self.wanted
+
+
+def gold_share(engine: Engine) -> GoldShare:
+    """The project's gold rate against its images and the gold images on its rubric (the
+    ones a session can seed)."""
+    caption = GoldCaption.__table__
+    with engine.connect() as connection:
+        rate = _read_settings(connection).rate
+        real = connection.execute(select(func.count()).select_from(Image.__table__)
+                                  ).scalar_one()
+        gold = connection.execute(
+            select(func.count(caption.c.gold_image_id.distinct()))
+            .where(caption.c.rubric == project_rubric(connection).signature)).scalar_one()
+    return GoldShare(rate, real, wanted_gold(real, rate), gold)
 
 
 def gold_count(connection: Connection) -> int:
@@ -403,15 +490,19 @@ def _shown_key(key: str, path: str | None) -> str:
     return PurePath(path).stem if path else key
 
 
+def wanted_gold(real_images: int, rate: float) -> int:
+    """How many gold images make `rate` the gold share of a list of `real_images`."""
+    return round(rate * real_images / (1 - rate)) if real_images and rate < 1 else 0
+
+
 def seeded_gold(connection: Connection, annotator: str, annotator_id: int | None,
                 real_images: int, rate: float, rubric: str
-                ) -> tuple[list[ImageItem], dict[int, list[int]], dict[int, set[int]],
-                           random.Random]:
+                ) -> tuple[list[ImageItem], dict[int, list[int]], dict[int, set[int]]]:
     """The gold images an annotator's stage-1 list of `real_images` holds: those they have
     answered (each stays, once), then more in an order seeded by their name until the
     gold share is `rate` (of the list); only gold captions on the session's `rubric`
-    (signature). Returns them, their captions, the captions the
-    annotator has complete (ids negative), and the generator that places them."""
+    (signature). Returns them, their captions and the captions the annotator has
+    complete (ids negative)."""
     gold_image, gold_caption = GoldImage.__table__, GoldCaption.__table__
     answer = GoldAnswer.__table__
     images = connection.execute(select(gold_image.c.id, gold_image.c.key, gold_image.c.path)
@@ -435,11 +526,30 @@ def seeded_gold(connection: Connection, annotator: str, annotator_id: int | None
     order = [ImageItem(-row.id, _shown_key(row.key, row.path), row.path) for row in images
              if -row.id in captions_of]
     rng.shuffle(order)
-    target = round(rate * real_images / (1 - rate)) if real_images and rate < 1 else 0
     chosen = [item for item in order if item.id in answered]
     chosen += [item for item in order if item.id not in answered][
-        :max(0, target - len(chosen))]
-    return chosen, captions_of, answered, rng
+        :max(0, wanted_gold(real_images, rate) - len(chosen))]
+    return chosen, captions_of, answered
+
+
+def placed(real: list[ImageItem], gold: list[ImageItem], annotator: str,
+           id_span: tuple[int, int]) -> list[ImageItem]:
+    """The real images in their order (by id) with each gold image just before the first
+    real one whose id reaches the gold image's anchor: a point among the project's ids
+    (`id_span`: lowest and highest; each of the places before one of them, or after the
+    last, as likely) drawn from the annotator's name and the gold image alone. So a gold
+    image keeps its place among the real images from session to session as they keep
+    theirs, whichever gold images were answered or are seeded with it."""
+    low, high = id_span
+    anchors = {item.id: low - 1 + (high - low + 2) * random.Random(
+        f"thumb-gold-place:{annotator}:{-item.id}").random() for item in gold}
+    waiting = sorted(gold, key=lambda item: (anchors[item.id], item.id))
+    merged: list[ImageItem] = []
+    for image in real:
+        while waiting and anchors[waiting[0].id] <= image.id:
+            merged.append(waiting.pop(0))
+        merged.append(image)
+    return merged + waiting
 
 
 def gold_waiting(connection: Connection, annotator: str, annotator_id: int | None,
@@ -448,7 +558,7 @@ def gold_waiting(connection: Connection, annotator: str, annotator_id: int | Non
     counts them with the images to rate, as the session does)."""
     if not gold_count(connection):
         return 0
-    chosen, captions_of, answered, _ = seeded_gold(
+    chosen, captions_of, answered = seeded_gold(
         connection, annotator, annotator_id, real_images, _read_settings(connection).rate,
         project_rubric(connection).signature)
     return sum(len(answered.get(item.id, ())) < len(captions_of[item.id]) for item in chosen)
@@ -458,19 +568,22 @@ class GoldSeeds:
     """The gold images seeded into one annotator's stage-1 session (their desk's
     worklist) and their answers. Which gold images, and where, follow from the
     annotator's name (a seeded shuffle): the ones they have answered stay, and more are
-    taken until the gold share of the list is the rate; each at a random place."""
+    taken until the gold share of the list is the rate; each in its own place among the
+    real images (`placed`), the same in every session."""
 
     def __init__(self, desk: RatingDesk) -> None:
         self.desk = desk
         real = list(desk.images)
+        image = Image.__table__
         with desk.engine.connect() as connection:
             self.settings = _read_settings(connection)
-            chosen, captions_of, answered, rng = seeded_gold(
+            chosen, captions_of, answered = seeded_gold(
                 connection, desk.annotator, desk.annotator_id, len(real), self.settings.rate,
                 desk.rubric.signature)
-        merged = list(real)
-        for item in chosen:
-            merged.insert(rng.randrange(len(merged) + 1), item)
+            # the project's ids (on a team database, those the annotator's role may read)
+            low, high = connection.execute(select(func.min(image.c.id),
+                                                  func.max(image.c.id))).one()
+        merged = placed(real, chosen, desk.annotator, (low or 0, high or 0))
         self.image_ids = {item.id for item in chosen}
         desk.add_undoer("gold", self.undo)  # gold answer changes join the desk's undo
         desk.worklist = desk.worklist.including(
@@ -564,19 +677,20 @@ class GoldSeeds:
         row = connection.execute(select(answer).where(
             answer.c.gold_caption_id == -caption_id, answer.c.annotator_id == me)
         ).one_or_none()
+        old = (dict(EMPTY_RATING) if row is None
+               else {f: getattr(row, f) for f in RATING_FIELDS})
+        scored = {} if row is not None and row.first_answered_at is not None else (
+            first_answer({**old, **values}, now))
         if row is None:
-            from storage.rating_desk import EMPTY_RATING
-
-            old = dict(EMPTY_RATING)
             answer_id = connection.execute(answer.insert().values(
                 gold_caption_id=-caption_id, annotator_id=me,
                 rubric=self.desk.rubric.signature, seconds=seconds, created_at=now,
-                updated_at=now, **{**EMPTY_RATING, **values})).inserted_primary_key[0]
+                updated_at=now, **{**EMPTY_RATING, **values}, **scored)
+            ).inserted_primary_key[0]
         else:
-            old = {f: getattr(row, f) for f in RATING_FIELDS}
             answer_id = row.id
             connection.execute(update(answer).where(answer.c.id == answer_id).values(
-                updated_at=now, seconds=answer.c.seconds + seconds, **values))
+                updated_at=now, seconds=answer.c.seconds + seconds, **values, **scored))
         log_change(connection, actor=self.desk.annotator, action=action,
                    table="gold_answer", row_id=answer_id, old=old, new=values,
                    change_id=change_id, reverts=reverts)
@@ -747,6 +861,7 @@ def seeds_for(desk: RatingDesk) -> GoldSeeds | None:
     return seeds if seeds.image_ids else None
 
 
-__all__ = ["GoldAccuracy", "GoldFront", "GoldRow", "GoldSeeds", "GoldSettings", "answer_is_right",
-           "check_rate", "gold_accuracy", "gold_settings", "import_gold", "is_gold",
-           "read_gold", "seeds_for", "set_gold_settings"]
+__all__ = ["GoldAccuracy", "GoldFront", "GoldResult", "GoldRow", "GoldSeeds", "GoldSettings",
+           "GoldShare", "answer_is_right", "check_rate", "gold_accuracy", "gold_results",
+           "gold_settings", "gold_share", "import_gold", "is_gold", "read_gold", "seeds_for",
+           "set_gold_settings"]

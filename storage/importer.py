@@ -621,13 +621,15 @@ class _WorkflowState:
                                         f"({reason!r})")
 
     def check_checkers(self, plan: ImportPlan) -> None:
-        """Only native speakers do the fluency round; an unknown checker is recorded as one."""
+        """Only native speakers do the fluency round (`protocol.may_check_fluency`): a
+        verdict by a checker that the file or the database records as not native is
+        refused. The import records only what the file says, so a checker whom nothing
+        records keeps an unknown native language (which that rule counts as no for new
+        work); the verdict itself is the file's record of work done."""
         for line, verdict in self.fluency_line.values():
             name = verdict.checker
             native = plan.native.get(name, self.existing.native.get(name))
-            if native is None:
-                plan.native[name] = True
-            elif not may_check_fluency(native):
+            if native is not None and not may_check_fluency(native):
                 self.problems.add(line, f"fluency_round_by {name!r} is not a native English "
                                         "speaker")
 

@@ -82,6 +82,9 @@ class Annotator(SQLModel, table=True):
     name: str = Field(unique=True, index=True)
     native_english: bool | None = None
     created_at: datetime = _timestamp()
+    # set by `thumb annotator retire`: no new claims, their work and history stay
+    retired_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
 
 
 class RatingValues(SQLModel):
@@ -107,16 +110,25 @@ class RatingValues(SQLModel):
                                  nullable=False)
 
 
+def _rating_constraints(table: str) -> tuple[CheckConstraint | ForeignKeyConstraint, ...]:
+    """A rating's checks (its stage, its seconds, a registered rubric), named for `table`:
+    one declaration for `rating` and `released_rating`, which holds ratings moved out of
+    it (a constraint object belongs to one table, so each gets its own)."""
+    return (
+        CheckConstraint("stage IN (1, 2, 3)", name=f"{table}_stage_valid"),
+        CheckConstraint("seconds >= 0", name=f"{table}_seconds_non_negative"),
+        ForeignKeyConstraint(["rubric"], ["rubric.signature"], name=f"{table}_rubric_fkey",
+                             ondelete="RESTRICT"),
+    )
+
+
 class Rating(RatingValues, table=True):
     """One annotator's scores of one caption at one stage. Scores stay NULL until set.
     Triggers (migration 0006) refuse values that the rating's rubric does not allow."""
 
     __table_args__ = (
         UniqueConstraint("caption_id", "annotator_id", "stage", name="rating_unique"),
-        CheckConstraint("stage IN (1, 2, 3)", name="rating_stage_valid"),
-        CheckConstraint("seconds >= 0", name="rating_seconds_non_negative"),
-        ForeignKeyConstraint(["rubric"], ["rubric.signature"], name="rating_rubric_fkey",
-                             ondelete="RESTRICT"),
+        *_rating_constraints("rating"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -124,6 +136,31 @@ class Rating(RatingValues, table=True):
     caption_id: int = Field(foreign_key="caption.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
     stage: int
+
+
+class ReleasedRating(RatingValues, table=True):
+    """A rating that the lead's `thumb release --force` moved out of `rating`, every value
+    as it was, so that no analysis, protocol rule or team policy counts it and no rating
+    is lost: its own id there (`rating_id`; SQLite may give that id again to a later
+    rating, so it is not unique here), the claim it was made under, when and by whom it
+    was released. Its values passed the rating table's rubric triggers when written and
+    are copied in the database, so it takes rating's CHECKs and foreign keys, no trigger."""
+
+    __tablename__ = "released_rating"
+    __table_args__ = (
+        *_rating_constraints("released_rating"),
+        CheckConstraint("length(released_by) > 0", name="released_rating_by_not_empty"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    rating_id: int = Field(description="the rating's id in `rating`")
+    caption_id: int = Field(foreign_key="caption.id", ondelete="RESTRICT")
+    annotator_id: int = Field(foreign_key="annotator.id", ondelete="RESTRICT")
+    stage: int
+    assignment_id: int = Field(foreign_key="assignment.id", ondelete="RESTRICT",
+                               description="the claim the rating was made under")
+    released_at: datetime = _timestamp()
+    released_by: str = Field(description="who released it, as the event log names actors")
 
 
 class ImageFlag(SQLModel, table=True):
@@ -889,7 +926,9 @@ class GoldCaption(SQLModel, table=True):
 
 class GoldAnswer(RatingValues, table=True):
     """An annotator's answer to a gold caption, with the values a rating would hold
-    (triggers of 0012 check them against the answer's rubric like a rating's)."""
+    (triggers of 0012 check them against the answer's rubric like a rating's), and the
+    scored values: those of the first moment it was complete (0014), which no later
+    change replaces, so that going back after the feedback cannot raise the accuracy."""
 
     __tablename__ = "gold_answer"
     __table_args__ = (
@@ -903,6 +942,13 @@ class GoldAnswer(RatingValues, table=True):
     # indexed as the first column of gold_answer_unique (0013)
     gold_caption_id: int = Field(foreign_key="gold_caption.id", ondelete="RESTRICT")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="RESTRICT")
+    first_precision: int | None = None
+    first_recall: int | None = None
+    first_fluency: float | None = None
+    first_conciseness: float | None = None
+    first_inclusive: float | None = None
+    first_answered_at: datetime | None = Field(default=None,
+                                               sa_type=DateTime(timezone=True))
 
 
 GOLD_TABLES = (GoldSetting, GoldImage, GoldCaption, GoldAnswer)

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
 from rubrics import SCORE_KEYS
-from storage.dashboard import StageProgress, pipeline_stages
+from storage.dashboard import HeldClaim, StageProgress, held_claims, pipeline_stages
 from storage.db import DatabaseBusy, _failure
 from storage.gold import GoldAccuracy, gold_accuracy, gold_count
 from storage.image_flags import BrokenImage, broken_images
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RATING_COLUMNS = ["rating_id", "annotator", "stage", "image_id", "image", "double_rating",
-                  "caption_id", *SCORE_KEYS, "seconds", "image_seconds", "sequence"]
+                  "caption_id", *SCORE_KEYS, "seconds", "image_seconds", "image_captions",
+                  "sequence"]
 
 
 PAIR_COLUMNS = ["image", "caption_id", "annotator_a", "annotator_b",
@@ -53,6 +54,7 @@ class MonitorData:
     gold_captions: int = 0
     gold: list[GoldAccuracy] = field(default_factory=list)
     double_images: int | None = None  # images marked for blind double rating
+    claims: list[HeldClaim] = field(default_factory=list)  # held, oldest first
 
 
 def double_marked(engine: Engine) -> int:
@@ -64,21 +66,25 @@ def double_marked(engine: Engine) -> int:
 
 
 def complete_ratings(engine: Engine) -> pd.DataFrame:
-    """Every complete rating with its annotator, image, the seconds stored on it, the
-    seconds the app recorded on that annotator's image at that stage (`image_seconds`, 0
-    without an assignment) and `sequence`: its place in the order ratings were last changed
-    (updated_at, then id)."""
+    """Every complete rating with its annotator, image, the seconds stored on it (the app
+    stores its first pass), the seconds the app recorded on that annotator's image at that
+    stage (`image_seconds`, 0 without an assignment), how many captions the image has
+    (`image_captions`: whether the annotator has all of it complete) and `sequence`: its
+    place in the order ratings were last changed (updated_at, then id)."""
     import pandas as pd
 
     rating, caption, image, annotator, assignment = (
         Rating.__table__, Caption.__table__, Image.__table__, Annotator.__table__,
         Assignment.__table__)
+    captions_of = (select(caption.c.image_id, func.count().label("captions"))
+                   .group_by(caption.c.image_id).subquery())
     query = (
         select(rating.c.id, annotator.c.name, rating.c.stage, image.c.id, image.c.key,
                image.c.double_rating, caption.c.id, *[rating.c[key] for key in SCORE_KEYS],
-               rating.c.seconds, assignment.c.seconds)
+               rating.c.seconds, assignment.c.seconds, captions_of.c.captions)
         .join(caption, rating.c.caption_id == caption.c.id)
         .join(image, caption.c.image_id == image.c.id)
+        .join(captions_of, captions_of.c.image_id == image.c.id)
         .join(annotator, rating.c.annotator_id == annotator.c.id)
         .outerjoin(assignment, and_(assignment.c.image_id == caption.c.image_id,
                                     assignment.c.annotator_id == rating.c.annotator_id,
@@ -91,7 +97,8 @@ def complete_ratings(engine: Engine) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=RATING_COLUMNS)
     frame = frame.astype({"rating_id": "int64", "stage": "int64", "image_id": "int64",
                           "caption_id": "int64", "seconds": "float64",
-                          "image_seconds": "float64", "sequence": "int64",
+                          "image_seconds": "float64", "image_captions": "int64",
+                          "sequence": "int64",
                           **dict.fromkeys(SCORE_KEYS, "float64")})
     frame["image_seconds"] = frame["image_seconds"].fillna(0.0)
     frame["double_rating"] = frame["double_rating"].astype(bool)
@@ -152,9 +159,11 @@ def read_monitor(engine: Engine, previous: MonitorData | None = None) -> Monitor
         else:
             pairs = blind_pairs(engine)
         gold_captions, gold = gold_reading(engine)
+        with engine.connect() as connection:
+            claims = held_claims(connection)
         return MonitorData(annotator_names(engine), ratings, pairs, pipeline_stages(engine),
                            broken_images(engine), gold_captions, gold,
-                           double_marked(engine))
+                           double_marked(engine), claims)
     except DBAPIError as exc:
         if _failure(exc) == "busy":
             raise MonitorBusy("the database is busy (locked by another process)") from exc

@@ -12,8 +12,20 @@ import random
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, Engine, Row, Table, delete, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Row,
+    Table,
+    delete,
+    insert,
+    literal,
+    select,
+    update,
+)
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
 from rubrics.model import error_codes
@@ -27,6 +39,7 @@ from storage.models import (
     FluencyCheck,
     Image,
     Rating,
+    ReleasedRating,
     Resolution,
     Stage,
     utcnow,
@@ -136,17 +149,93 @@ def assign_double(engine: Engine, share: float, *, seed: int, actor: str) -> Dou
     return run_write(engine, assign)
 
 
-def release_untouched_claims(engine: Engine, annotator: str, *, actor: str,
-                             image_key: str | None = None) -> list[str]:
+@dataclass(frozen=True)
+class KeptClaim:
+    """A claim `release_claims` kept: its image, its stage, and how many captions its
+    annotator has rated there."""
+
+    image_key: str
+    stage: int
+    rated: int
+
+
+@dataclass(frozen=True)
+class ClaimRelease:
+    """What `release_claims` did: the keys of the images released, the claims it kept, and
+    how many ratings a forced release moved into `released_rating`."""
+
+    released: list[str]
+    kept: list[KeptClaim]
+    set_aside: int = 0
+
+
+def _removed_rating(row: Row) -> dict[str, object]:
+    """A rating row's fields as the event log keeps them (times as ISO text)."""
+    return {key: value.isoformat() if isinstance(value, datetime) else value
+            for key, value in row._mapping.items() if key != "id"}
+
+
+def release_claims(engine: Engine, annotator: str, *, actor: str,
+                   image_key: str | None = None, force: bool = False) -> ClaimRelease:
     """Give up the claims `annotator` holds at stages 1 and 2 on images they have rated
     nothing of at that stage (a session killed before it could give them up itself), so
     that others may take the images; only the image `image_key`'s, where given. A claim
-    with a rating stays: a rated image stays its annotator's. Each claim is judged again
-    under its image's lock, as a session takes one, and each release is logged. Returns
-    the keys of the images released. ValueError for an unknown annotator or image."""
+    with a rating is kept (a rated image stays its annotator's) unless `force` (which
+    needs `image_key`): then their ratings of the image at that stage move, in this
+    transaction and every value as it was, into `released_rating` (with the claim, the
+    time and `actor`), each logged with its values, so that no rating is lost and none
+    counts: the image is open to others as if they had never rated it (stage 1 is blind,
+    so the next rater would not have seen them; a review starts again from the stage-1
+    values). A review is not forced out once someone has rated the image at the final
+    stage. Each claim is judged again under its image's lock, as a session takes one, and
+    each release is logged. ValueError for an unknown annotator or image."""
+    if force and image_key is None:
+        raise ValueError("--force frees one claim: name its image with --image")
     assignment, image, person = Assignment.__table__, Image.__table__, Annotator.__table__
+    rating, caption = Rating.__table__, Caption.__table__
+    released_rating = ReleasedRating.__table__
 
-    def release(connection: Connection) -> list[str]:
+    def ratings_of(connection: Connection, annotator_id: int, image_id: int,
+                   stage: int) -> list[Row]:
+        return connection.execute(
+            select(rating).join(caption, rating.c.caption_id == caption.c.id)
+            .where(caption.c.image_id == image_id, rating.c.annotator_id == annotator_id,
+                   rating.c.stage == stage).order_by(rating.c.id)).all()
+
+    def set_ratings_aside(connection: Connection, rated: list[Row], *, claim: int,
+                          now: datetime) -> int:
+        """Move `rated` into `released_rating` (copied in the database, so every value is
+        the one stored), log each with its values, remove it from `rating`."""
+        change_id = uuid.uuid4().hex
+        ids = [removed.id for removed in rated]
+        copied = [column.name for column in rating.c if column.name != "id"]
+        moved = connection.execute(
+            insert(released_rating).from_select(
+                [*copied, "rating_id", "assignment_id", "released_at", "released_by"],
+                select(*(rating.c[name] for name in copied), rating.c.id, literal(claim),
+                       literal(now, released_rating.c.released_at.type), literal(actor))
+                .where(rating.c.id.in_(ids)))
+            .returning(released_rating.c.id, released_rating.c.rating_id)).all()
+        for removed in rated:
+            old = _removed_rating(removed)
+            log_change(connection, actor=actor, action="release", table=rating.name,
+                       row_id=removed.id, old=old, new=dict.fromkeys(old),
+                       change_id=change_id)
+        for released_id, rating_id in moved:
+            log_change(connection, actor=actor, action="release",
+                       table=released_rating.name,
+                       row_id=released_id, new={"rating_id": rating_id},
+                       change_id=change_id)
+        connection.execute(delete(rating).where(rating.c.id.in_(ids)))
+        return len(moved)
+
+    def resolved(connection: Connection, image_id: int) -> bool:
+        return connection.execute(
+            select(rating.c.id).join(caption, rating.c.caption_id == caption.c.id)
+            .where(caption.c.image_id == image_id, rating.c.stage == int(Stage.FINAL))
+            .limit(1)).first() is not None
+
+    def release(connection: Connection) -> ClaimRelease:
         annotator_id = connection.execute(select(person.c.id).where(
             person.c.name == annotator)).scalar_one_or_none()
         if annotator_id is None:
@@ -163,20 +252,27 @@ def release_untouched_claims(engine: Engine, annotator: str, *, actor: str,
             query = query.where(image.c.key == image_key)
         held = connection.execute(query).all()
         lock_images(connection, {row.image_id for row in held})
-        released = []
+        released, kept, set_aside = [], [], 0
         for row in held:
             still_held = connection.execute(select(assignment.c.released_at).where(
                 assignment.c.id == row.id)).scalar_one() is None
-            if not still_held or has_rated(connection, annotator_id, row.image_id, row.stage):
+            if not still_held:
                 continue
             now = utcnow()
+            if has_rated(connection, annotator_id, row.image_id, row.stage):
+                rated = ratings_of(connection, annotator_id, row.image_id, row.stage)
+                if not force or (row.stage == Stage.SECOND
+                                 and resolved(connection, row.image_id)):
+                    kept.append(KeptClaim(row.key, row.stage, len(rated)))
+                    continue
+                set_aside += set_ratings_aside(connection, rated, claim=row.id, now=now)
             connection.execute(update(assignment).where(assignment.c.id == row.id)
                                .values(released_at=now))
             log_change(connection, actor=actor, action="release", table=assignment.name,
                        row_id=row.id, old={"released_at": None},
                        new={"released_at": now.isoformat()})
             released.append(row.key)
-        return sorted(released)
+        return ClaimRelease(sorted(released), kept, set_aside)
 
     return run_write(engine, release)
 

@@ -439,13 +439,25 @@ def has_rated(connection: Connection, annotator_id: int, image_id: int, stage: i
                rating.c.stage == int(stage)).limit(1)).first() is not None
 
 
+def is_retired(connection: Connection, annotator: str) -> bool:
+    """Whether the lead retired the annotator (`thumb annotator retire`): they take no new
+    claim, and their work and history stay."""
+    table = Annotator.__table__
+    return connection.execute(select(table.c.retired_at).where(
+        table.c.name == annotator)).scalar() is not None
+
+
 def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_id: int, *,
                    lock: bool = True) -> None:
     """Raise ProtocolError (ImageTaken when another annotator holds the image) unless the
-    annotator may rate this image at `stage` now. It locks the image first: call it in the
-    write transaction of the write it guards, before that write (without `lock` it only
-    reads: a refusal is final, a pass must be checked again under the lock)."""
+    annotator may rate this image at `stage` now: not retired, and the image's state
+    allows it. It locks the image first: call it in the write transaction of the write it
+    guards, before that write (without `lock` it only reads: a refusal is final, a pass
+    must be checked again under the lock)."""
     state = read_states(connection, [image_id], lock=lock).get(image_id)
+    if is_retired(connection, annotator):
+        raise ProtocolError(f"{annotator} is retired: a retired annotator takes no new "
+                            "image")
     if state is None:  # on a team database: an image the annotator's role may not hold
         raise ImageTaken("another annotator took this image")
     found = refusals(state, [(annotator, stage)])
@@ -457,12 +469,14 @@ def open_images(connection: Connection, annotator: str, stage: Stage,
                 states: Mapping[int, ImageState] | None = None) -> set[int]:
     """Images the annotator may work on at stage 1 or 2: those with captions where
     `check_may_rate` would let them rate now; at review, none that someone flagged as
-    broken (the review queue leaves them out until the lead unflags them). `refusals` is
-    asked once per distinct state of holders (most images share one). `states`: every image's
-    `read_states`, where the caller has read them for several annotators (`thumb
-    status`: read once, not twice per annotator)."""
+    broken (the review queue leaves them out until the lead unflags them); none for a
+    retired annotator. `refusals` is asked once per distinct state of holders (most
+    images share one). `states`: every image's `read_states`, where the caller has read
+    them for several annotators (`thumb status`: read once, not twice per annotator)."""
     if stage not in (Stage.FIRST, Stage.SECOND):
         raise ValueError("open images are defined for stages 1 and 2")
+    if is_retired(connection, annotator):
+        return set()
     out = flagged_image_ids(connection) if stage == Stage.SECOND else set()
     if states is None:
         states = read_states(connection)

@@ -538,12 +538,16 @@ class RatingDesk:
 
         def write(connection: Connection, me: int) -> dict[int, set[int]]:
             check_may_rate(connection, self.annotator, self.stage, image_id)
+            completed = []
             for (group, _), new in zip(changes, changed, strict=True):
                 if not new:
                     continue
                 for caption_id in group.caption_ids:
-                    self._write(connection, me, caption_id, new, change_id, action="update")
+                    if (rating_id := self._write(connection, me, caption_id, new, change_id,
+                                                 action="update")) is not None:
+                        completed.append(rating_id)
             self.save_time_and_focus(connection, me, image_id, focus, elapsed)
+            self._time_first_passes(connection, me, image_id, completed)
             return self._complete_in(connection, me, select(Caption.__table__.c.image_id)
                                      .where(Caption.__table__.c.id.in_(caption_ids)))
 
@@ -554,8 +558,9 @@ class RatingDesk:
 
     def _write(self, connection: Connection, annotator_id: int, caption_id: int,
                values: dict[str, object], change_id: str, *, action: str,
-               reverts: str | None = None) -> None:
-        """Upsert this annotator's rating of one caption and log old -> new per field."""
+               reverts: str | None = None) -> int | None:
+        """Upsert this annotator's rating of one caption and log old -> new per field;
+        returns the rating's id where the write completed it (it was not complete before)."""
         rating = Rating.__table__
         now = utcnow()
         row = connection.execute(
@@ -582,6 +587,35 @@ class RatingDesk:
                    row_id=rating_id, old=old, new=values, change_id=change_id, reverts=reverts)
         if self._after_write is not None:
             self._after_write(connection, annotator_id, caption_id, values.keys())
+        return rating_id if not is_complete(old) and is_complete({**old, **values}) else None
+
+    def _time_first_passes(self, connection: Connection, annotator_id: int, image_id: int,
+                           completed: Collection[int]) -> None:
+        """Give each rating just completed that has no time yet (never complete before;
+        an imported one keeps its own) its first pass: the image's time so far less the
+        time its earlier first passes took, shared evenly among them. A caption's time is
+        then from opening the image (or the last first completion there) to its first
+        complete rating, and the time an annotator spends on the image afterwards, paging
+        back through it, stays in the assignment's time only (the monitor's revisits). A
+        measurement like the assignment's time, not a value: not in the event log, and an
+        undo leaves it."""
+        if not completed:
+            return
+        rating, caption = Rating.__table__, Caption.__table__
+        spent = connection.execute(select(Assignment.__table__.c.seconds).where(
+            self.mine(image_id, annotator_id))).scalar_one_or_none()
+        if spent is None:  # rated without opening the image: no time recorded
+            return
+        rows = connection.execute(
+            select(rating.c.id, rating.c.seconds)
+            .join(caption, rating.c.caption_id == caption.c.id)
+            .where(caption.c.image_id == image_id, rating.c.annotator_id == annotator_id,
+                   rating.c.stage == int(self.stage))).all()
+        untimed = [row.id for row in rows if row.id in completed and not row.seconds]
+        share = max(0.0, spent - sum(row.seconds for row in rows)) / max(1, len(untimed))
+        if untimed and share > 0:
+            connection.execute(update(rating).where(rating.c.id.in_(untimed))
+                               .values(seconds=share))
 
     def remember(self, kind: str, change_id: str) -> None:
         """Record a change of this session for undo (`kind`: one with an undoer)."""

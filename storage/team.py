@@ -8,7 +8,9 @@ the images the protocol lets them hold (`storage.protocol.HOLDABLE_FUNCTION`) wi
 their captions (without the system), references, claims and flags; their own ratings,
 the stage-1 ratings of an image they hold at review, the ratings of a reviewed image
 they may resolve or check in the fluency round; gold captions without their answer key,
-their own event-log rows (for undo). An annotator's name in the tool is their login role
+their own event-log rows (for undo); never the ratings that the lead's `thumb release
+--force` set aside (`released_rating`: blind scores, their own or another's). An
+annotator's name in the tool is their login role
 (`session_user`). The predicates are SQL functions owned by the owner role (SECURITY
 DEFINER, fixed search_path), so a policy can ask who holds an image without granting the
 rows it reads; each is the application's own query compiled where one exists: which
@@ -74,7 +76,10 @@ READ_ROWS = {"image": f"id {IN_HOLDABLE}", "caption": f"image_id {IN_HOLDABLE}",
 OWN_ROWS = {"annotator": None, "assignment": "annotator_id", "rating": "annotator_id",
             "image_flag": "annotator_id", "resolution": "resolver_id",
             "fluency_check": "checker_id", "gold_answer": "annotator_id"}
-REACHED = sorted({*READABLE, *OWN_ROWS, "event_log"})  # row-level security on each
+# Tables only the lead reads: no grant to annotators, and row-level security with the
+# lead's policy alone, so that even a grant made by hand shows an annotator no row.
+LEADS_ONLY = ("released_rating",)
+REACHED = sorted({*READABLE, *OWN_ROWS, "event_log", *LEADS_ONLY})  # row-level security on each
 # The functions the policies call, which only the team may run; with TEAM_FUNCTION, every
 # function `init_team` makes.
 PREDICATES = (f"{PROGRESS_FUNCTION}(integer[])", f"{FEEDBACK_FUNCTION}(integer)",
@@ -284,8 +289,9 @@ def _grants(connection: Connection, roles: TeamRoles) -> list[str]:
 
 
 def _policies(connection: Connection, roles: TeamRoles) -> list[str]:
-    """Row-level security on every table an annotator reaches: the lead's policy passes
-    every row, the annotator's pass their own rows and what the protocol shows them."""
+    """Row-level security on every table an annotator reaches, and on the leads' own
+    (`LEADS_ONLY`): the lead's policy passes every row, the annotator's pass their own
+    rows and what the protocol shows them (none of a leads' table)."""
     lead, annotator = _quote(connection, roles.lead), _quote(connection, roles.annotator)
     statements: list[str] = []
 

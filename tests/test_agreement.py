@@ -265,7 +265,7 @@ def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path)
     row = next(line.split() for line in matrix[1:] if line.split()[0] == first)
     assert int(row[header.index(second)]) == off_diagonal[f"confusion:{first}->{second}"]
     markdown = agreement_text(report, markdown=True, ci=0.9, bootstrap=10)
-    assert '### "alice" &amp; "bob"' in markdown and "| kappa " in markdown
+    assert '### "alice" & "bob"' in markdown and "| kappa " in markdown
 
 
 def test_agreement_text_counts_one_image_in_the_singular(tmp_path):
@@ -313,7 +313,7 @@ def test_a_pair_is_two_annotators_however_their_names_read(tmp_path):
     assert header.split(",")[1:3] == ["annotator_a", "annotator_b"]
     assert '"a|b" & "<i>c</i>": 60 captions' in thumb("agreement", "--bootstrap", "0")
     markdown = thumb("agreement", "--format", "md", "--bootstrap", "0")
-    assert '### "a|b" &amp; "&lt;i&gt;c&lt;/i&gt;": 60 captions' in markdown
+    assert '### "a|b" & "&lt;i>c&lt;/i>": 60 captions' in markdown
     assert "<i>" not in markdown
     latex = thumb("agreement", "--format", "latex", "--bootstrap", "0")
     assert r'\caption{"a|b" \& "<i>c</i>": 60 captions, 15 images}' in latex

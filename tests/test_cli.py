@@ -273,3 +273,66 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (1, b"")
+
+
+def test_annotator_commands_list_rename_and_retire_and_never_make_a_subcommand_a_name(
+        tmp_path):
+    """The trial: `thumb annotator list` silently made an annotator named "list", and no
+    command listed, renamed or retired annotators."""
+    from sqlalchemy import select
+
+    from storage import open_database
+    from storage.annotators import annotator_names
+    from storage.models import Event, Stage
+    from storage.protocol import ProtocolError, check_may_rate, open_images
+
+    db = str(tmp_path / "a.db")
+    assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0
+    empty = runner.invoke(app, ["--db", db, "annotator", "list"])
+    assert empty.exit_code == 0 and "No annotators yet" in empty.output
+    assert runner.invoke(app, ["--db", db, "annotator", "zoe", "--native"]).exit_code == 0
+    assert runner.invoke(app, ["--db", db, "annotator", "add", "yan"]).exit_code == 0
+    for name in ("list", "retire"):
+        refused = runner.invoke(app, ["--db", db, "annotator", "add", name])
+        assert refused.exit_code == 2 and "is a subcommand of `thumb annotator`" in (
+            refused.output)
+    engine = open_database(db)
+    assert annotator_names(engine) == ["yan", "zoe"]
+
+    taken = runner.invoke(app, ["--db", db, "annotator", "rename", "zoe", "yan"])
+    assert taken.exit_code == 2 and "there is an annotator 'yan' already" in taken.output
+    assert runner.invoke(app, ["--db", db, "annotator", "rename", "zoe", "add"]).exit_code == 2
+    renamed = runner.invoke(app, ["--db", db, "annotator", "rename", "zoe", "amy", "--by",
+                                  "lead"])
+    assert renamed.exit_code == 0 and "renamed zoe to amy" in renamed.output
+    retired = runner.invoke(app, ["--db", db, "annotator", "retire", "yan", "--by", "lead"])
+    assert retired.exit_code == 0 and retired.output.startswith("retired yan")
+    listed = runner.invoke(app, ["--db", db, "annotator", "list"])
+    rows = {line.split()[0]: line.split()[1:] for line in listed.output.splitlines()[2:]}
+    assert rows["amy"][0] == "yes" and rows["amy"][-1] == "-"
+    assert rows["yan"][0] == "not" and rows["yan"][-1] != "-"  # retired: still listed
+
+    events = Event.__table__
+    with engine.connect() as connection:
+        logged = connection.execute(
+            select(events.c.action, events.c.old_value, events.c.new_value, events.c.actor)
+            .where(events.c.table_name == "annotator")).all()
+        assert ("rename", '"zoe"', '"amy"', "lead") in logged
+        assert any(action == "retire" and actor == "lead" for action, *_, actor in logged)
+        assert open_images(connection, "yan", Stage.FIRST) == set()
+        image_id = next(iter(open_images(connection, "amy", Stage.FIRST)))
+        with pytest.raises(ProtocolError, match="yan is retired"):
+            check_may_rate(connection, "yan", Stage.FIRST, image_id)
+    stage_one = runner.invoke(app, ["--db", db, "annotate", "--annotator", "yan",
+                                    "--image-mode", "none"])
+    assert "you are retired" in stage_one.output
+
+
+def test_db_after_the_command_name_says_where_it_goes(tmp_path):
+    """`thumb status --db x` said only "No such option: --db"."""
+    result = runner.invoke(app, ["status", "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 2
+    assert "--db goes before the command's name (thumb --db PATH status" in " ".join(
+        result.output.replace("│", " ").split())
+    nested = runner.invoke(app, ["gold", "accuracy", f"--db={tmp_path / 'x.db'}"])
+    assert "(thumb --db PATH gold accuracy" in " ".join(nested.output.replace("│", " ").split())

@@ -17,7 +17,7 @@ from storage.project_queues import (
     assign_double,
     disagreements,
     fluency_queue,
-    release_untouched_claims,
+    release_claims,
 )
 from storage.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
@@ -89,7 +89,7 @@ def test_a_claimed_image_is_in_progress_not_waiting_until_released(tmp_path):
     erin = next(p for p in board.annotators if p.name == "erin")
     assert (erin.rated_images, erin.rating_images) == (0, 1)
 
-    assert len(release_untouched_claims(engine, "erin", actor="lead")) == 1
+    assert len(release_claims(engine, "erin", actor="lead").released) == 1
     first = next(s for s in dashboard(engine).stages if s.stage == "stage 1")
     assert (first.waiting, first.in_progress, first.done) == (total, 0, 0)
 

@@ -5,12 +5,15 @@ line saying what is missing and the command that makes it. Every format."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import markdown_it
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from metrics.correlation import strict_best_worst
 from storage import open_database
 from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
@@ -158,3 +161,41 @@ def test_an_empty_database_says_to_import_captions(tmp_path):
     create(db).dispose()
     out, text = report(db, tmp_path / "r", "md")
     assert "thumb import" in out and "thumb import" in text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_one_rated_caption_is_counted_beside_the_project_and_is_neither_best_nor_worst(
+        tmp_path, fmt):
+    """Issue #44 item 8, the trial: with one caption of the sample's 60 rated, the header
+    counted only what was rated ("1 captions · 1 images · 1 system") and Table 3 counted
+    the lone caption as both strictly best and strictly worst of its image."""
+    db = imported(tmp_path)
+    engine = open_database(db)
+    session = AnnotationSession(engine, "alice")
+    group = session.open_image(0)[0]
+    session.set_values(group, {"precision": 4, "recall": 3}, image_index=0, focus=0)
+    engine.dispose()
+    _, text = report(db, tmp_path / "r", fmt)
+    data = json.loads(report(db, tmp_path / "j", "json")[1])
+    [system] = data["header"]["rated_systems"]
+    if fmt == "json":
+        header = data["header"]
+        assert (header["captions"], header["images"], len(header["systems"])) == (60, 15, 4)
+        assert (header["rated_captions"], header["rated_images"]) == (1, 1)
+        assert data["strict"] == [{"system": system, "best": 0, "worst": 0}]
+    elif fmt == "html":
+        assert "60 captions (1 rated) · 15 images (1 rated) · 4 systems (1 rated)" in text
+    else:
+        assert "60 captions of 15 images from 4 systems, 1 caption of 1 image rated so far" in text
+        table3 = text.split("(THUMB Table 3)")[1]
+        assert re.search(rf"\| {system} +\| +0 \| +0 \|", table3)
+
+
+def test_table_3_compares_a_caption_only_with_others_rated_for_its_image():
+    """An image with one rated caption counts for no system; on an image with two, one is
+    strictly best and the other strictly worst (P and R both higher / lower)."""
+    data = pd.DataFrame({"image_id": ["lone", "pair", "pair"], "system": ["A", "A", "B"],
+                         "precision": [3.0, 5.0, 2.0], "recall": [3.0, 4.0, 1.0]})
+    counts = {row.system: (row.best, row.worst)
+              for row in strict_best_worst(data).itertuples(index=False)}
+    assert counts == {"A": (1, 0), "B": (0, 1)}

@@ -21,6 +21,7 @@ from storage.dashboard import dashboard, work_for
 from storage.errors import InputError
 from storage.gold import (
     gold_accuracy,
+    gold_results,
     gold_settings,
     import_gold,
     is_gold,
@@ -344,6 +345,201 @@ def test_undo_takes_back_a_gold_answer_in_turn(engine, tmp_path):
     assert caption_id in real.caption_ids
     with engine.connect() as connection:
         assert connection.execute(select(Rating.__table__.c.precision)).scalar() is None
+
+
+# --- gold that cannot be gamed (issue 44, item 5) -----------------------------------------
+
+FOUR_ON_ONE = "image,caption,precision,recall,reason\n" + "".join(
+    f"gq,Caption number {n} of q.,4-5,3-5,Why {n}.\n" for n in range(4))
+WRONG, RIGHT = {"precision": 5, "recall": 1}, {"precision": 5, "recall": 4}  # recall 3-5
+
+
+def scored_by_hand(engine) -> dict[str, tuple[int, int]]:
+    """(answered, right) per annotator, each caption judged by its first complete answer
+    replayed here from the event log (independently of storage.gold)."""
+    with engine.connect() as connection:
+        limits = {row.id: row for row in connection.execute(select(GoldCaption.__table__))}
+        rows = {row.id: row for row in connection.execute(select(GoldAnswer.__table__))}
+        names = dict(connection.exec_driver_sql("SELECT id, name FROM annotator").all())
+        events = connection.execute(select(Event.__table__).where(
+            Event.__table__.c.table_name == "gold_answer").order_by(Event.__table__.c.id)).all()
+    now: dict[int, dict] = {}
+    first: dict[int, dict] = {}
+    for event in events:
+        values = now.setdefault(event.row_id, {"precision": None, "recall": None})
+        values[event.field_name] = json.loads(event.new_value)
+        if event.row_id not in first and None not in (values["precision"], values["recall"]):
+            first[event.row_id] = dict(values)
+    tally: dict[str, list[int]] = {}
+    for answer_id, values in first.items():
+        gold = limits[rows[answer_id].gold_caption_id]
+        counts = tally.setdefault(names[rows[answer_id].annotator_id], [0, 0])
+        counts[0] += 1
+        counts[1] += (gold.precision_min <= values["precision"] <= gold.precision_max
+                      and gold.recall_min <= values["recall"] <= gold.recall_max)
+    return {name: (answered, right) for name, (answered, right) in tally.items()}
+
+
+@pytest.mark.slow
+async def test_going_back_after_the_feedback_cannot_raise_the_gold_accuracy(engine,
+                                                                            tmp_path):
+    """The trial of issue 44: a gold image answered wrongly, the feedback read, `[` back
+    and the right answer typed. The first complete answers are scored (0 of 4, not 4 of
+    4); the new ones are kept and logged, and the lead sees each as changed after it."""
+    from thumb_tui.cli import app as cli
+
+    import_gold(engine, gold_file(tmp_path, FOUR_ON_ONE), actor="lead", rate=0.5,
+                feedback=True)
+    session = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    app = ThumbApp(session, "none")
+    gold_index = next(i for i, image in enumerate(session.images) if is_gold(image.id))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        screen.load_image(gold_index)
+        await pilot.pause()
+        for _ in screen.groups:
+            await pilot.press(*(str(WRONG[key]) for key in ("precision", "recall")))
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert "Why 0." in " ".join(screen_text(app).split())  # the feedback was read
+        await pilot.press("escape", "left_square_bracket")
+        await pilot.pause()
+        assert screen.image_index == gold_index
+        for _ in screen.groups:
+            await pilot.press(*(str(RIGHT[key]) for key in ("precision", "recall")))
+        await pilot.pause()
+    (accuracy,) = gold_accuracy(engine)
+    assert (accuracy.answered, accuracy.correct) == (4, 0)
+    assert accuracy.changed == 4
+    stored = answers(engine)
+    assert {(row.precision, row.recall) for row in stored} == {tuple(RIGHT.values())}
+    assert {(row.first_precision, row.first_recall) for row in stored} == {
+        tuple(WRONG.values())}
+    assert scored_by_hand(engine) == {"alice": (4, 0)}
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "app.db"), "gold", "results"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("alice  gq  ")]
+    assert lines == [f"alice  gq  “Caption number {n} of q.”: P5 R1 wrong; changed after "
+                     "feedback to P5 R4" for n in range(4)]
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "app.db"), "gold", "accuracy"])
+    assert "alice: 0/4 right (0%); 4 changed afterwards" in result.output
+
+
+def test_undo_and_retyping_keep_the_first_complete_answer(engine, tmp_path):
+    """Taking back a complete gold answer and typing another does not replace the scored
+    one; a half answer (P alone) is not yet one, so correcting it before R counts."""
+    import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5)
+    session = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    index = next(i for i, image in enumerate(session.images)
+                 if is_gold(image.id) and len(session.open_image(i)) == 1)  # g2 or g3
+    (group,) = session.open_image(index)
+    group = session.set_values(group, {"precision": 1}, image_index=index, focus=0)
+    group = session.set_values(group, {"precision": 5}, image_index=index, focus=0)
+    group = session.set_values(group, {"recall": 1}, image_index=index, focus=0)
+    first = [(row.first_precision, row.first_recall) for row in answers(engine)]
+    assert first == [(5, 1)]
+    session.undo()
+    session.set_values(session.group_for_caption(group.caption_ids[0]), {"recall": 5},
+                       image_index=index, focus=0)
+    (row,) = answers(engine)
+    assert (row.precision, row.recall) == (5, 5)
+    assert [(row.first_precision, row.first_recall)] == first
+    assert scored_by_hand(engine) == {
+        "alice": (1, int(gold_results(engine)[0].right))}
+    assert gold_results(engine)[0].changed_to is not None
+
+
+def test_the_upgrade_scores_answers_changed_before_it_by_their_first(tmp_path):
+    """A database of 0013 whose gold answers were changed after their first complete
+    answer (one retyped, one taken back by undo and retyped, one right at once): 0014
+    finds each one's first complete answer in the event log, so its accuracy drops to
+    what was first answered."""
+    from sqlalchemy import create_engine
+
+    from storage import open_database
+    from tests.test_migrations import T0, insert_rows, migrate
+
+    old = create_engine(f"sqlite:///{tmp_path / '0013.db'}")
+    migrate(old, "0013")
+    answer = {"gold_caption_id": 1, "annotator_id": 1, **RIGHT, "fluency": 0.0,
+              "conciseness": 0.0, "inclusive": 0.0, "note": "", "seconds": 1.0,
+              "rubric": "thumb-1.0", "created_at": T0, "updated_at": T0}
+    changes = [(1, "a", {**WRONG}), (1, "b", {"recall": 4}),  # retyped
+               (2, "c", {"precision": 5}), (2, "d", {"recall": 4}),  # right at once
+               (3, "e", {**WRONG}), (3, "f", {"recall": None}),  # undone, then retyped
+               (3, "g", {"recall": 4})]
+    insert_rows(old, {
+        "annotator": [{"id": 1, "name": "alice", "created_at": T0}],
+        "gold_image": [{"id": 1, "key": "gq", "created_at": T0}],
+        "gold_caption": [{"id": n, "gold_image_id": 1, "text": f"Caption {n}.",
+                          "precision_min": 4, "precision_max": 5, "recall_min": 3,
+                          "recall_max": 5, "fluency_max": 0.0, "conciseness_max": 0.0,
+                          "inclusive_max": 0.0, "reason": "r", "rubric": "thumb-1.0",
+                          "created_at": T0} for n in (1, 2, 3)],
+        "gold_answer": [{**answer, "id": n, "gold_caption_id": n} for n in (1, 2, 3)],
+        "event_log": [{"at": T0, "actor": "alice", "action": "update",
+                       "table_name": "gold_answer", "row_id": row, "field_name": field,
+                       "new_value": json.dumps(value), "change_id": change}
+                      for row, change, values in changes for field, value in values.items()],
+    })
+    old.dispose()
+    engine = open_database(tmp_path / "0013.db")
+    assert [(row.first_precision, row.first_recall) for row in answers(engine)] == [
+        (5, 1), (5, 4), (5, 1)]
+    assert {row.annotator: (row.answered, row.correct, row.changed)
+            for row in gold_accuracy(engine)} == {"alice": (3, 1, 2)}
+    assert scored_by_hand(engine) == {"alice": (3, 1)}
+
+
+def test_gold_keeps_its_places_across_sessions(engine, tmp_path):
+    """Two sessions of one annotator list gold at the same places though gold was answered
+    between them; and where others took real images meanwhile, each gold image still
+    follows the same real images, as the real images keep their order."""
+    import_gold(engine, gold_file(tmp_path), actor="lead", rate=0.5)
+    first = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    keys = [image.key for image in first.images]
+    gold_at = [i for i, image in enumerate(first.images) if is_gold(image.id)]
+    assert len(gold_at) == 3
+    last = gold_at[-1]  # the last gold image answered first: it was listed first after
+    for group in first.open_image(last):
+        first.set_values(group, RIGHT, image_index=last, focus=0)
+    first.close()
+    again = AnnotationSession(engine, "alice", seed_source=lambda: 1)
+    assert [image.key for image in again.images] == keys
+    taken = [image.key for image in first.images if not is_gold(image.id)][::3]
+    bob = AnnotationSession(engine, "bob", seed_source=lambda: 2)
+    for index, image in enumerate(bob.images):
+        if image.key in taken:
+            for group in bob.open_image(index):
+                bob.set_values(group, RIGHT, image_index=index, focus=0)
+    bob.close()
+    later = [image.key for image in AnnotationSession(engine, "alice").images]
+    assert set(later) == set(keys) - set(taken)
+    assert later == [key for key in keys if key not in taken]
+
+
+def test_a_rate_that_cannot_be_met_says_what_it_will_be(engine, tmp_path):
+    """`thumb gold rate 0.5` with 4 gold images and the 15 project images: 15 gold images
+    would make half of each list gold, 4 can; the command says the share will be
+    4 / (4 + 15), and a session lists just that."""
+    from thumb_tui.cli import app as cli
+
+    four = "image,caption,precision,recall,reason\n" + "".join(
+        f"g{n},Caption {n}.,4-5,3-5,Why {n}.\n" for n in range(4))
+    import_gold(engine, gold_file(tmp_path, four), actor="lead")
+    with engine.connect() as connection:
+        real = connection.exec_driver_sql("SELECT count(*) FROM image").scalar_one()
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--db", str(tmp_path / "app.db"), "gold", "rate", "0.5"])
+    assert result.exit_code == 0, result.output
+    will_be = 4 / (4 + real)
+    assert (f"gold rate 0.5 asked; with 4 gold images and {real} real images the rate "
+            f"will be {will_be:.2f} ({real} gold images would reach it)") in result.output
+    session = AnnotationSession(engine, "alice")
+    seeded = sum(is_gold(image.id) for image in session.images)
+    assert seeded / len(session.images) == pytest.approx(will_be)
+    result = runner.invoke(cli, ["--db", str(tmp_path / "app.db"), "gold", "rate", "0.1"])
+    assert "asked" not in result.output  # 0.1 of 15 real images wants 2: there are 4
 
 
 # --- excluded from every analysis --------------------------------------------------------

@@ -211,7 +211,10 @@ def test_export_then_import_keeps_the_workflow_state(tmp_path):
         assert (summary.resolutions, summary.fluency_checks, summary.double_images) == (3, 2, 3)
         after = state(again)
         # carol's unfinished rating is not exported; every other fact of the project is,
-        # the times of the ratings included
+        # the times of the ratings included, but for dave's native language: no row of the
+        # file gives it (he rated nothing), and the import records only what the file says
+        assert ("dave", None) in after["native"] and ("dave", True) in before["native"]
+        after["native"] = [(n, True if n == "dave" else v) for n, v in after["native"]]
         assert after == before, fmt
 
 
@@ -425,6 +428,30 @@ BAD_INPUTS = {
         "img/c.png,H,A dog.,typo,dan\n", 2,
         "fluency_round: unknown fluency error type 'typo'"),
 }
+
+
+def test_a_fluency_round_verdict_records_no_native_language_the_file_does_not_give(project):
+    """The import used to record every `fluency_round_by` name as a native English speaker
+    (a rule of its own beside `storage.protocol.may_check_fluency`): it records only what
+    the file says, and refuses a checker recorded as not native."""
+    from storage.annotators import register_annotator
+
+    engine = open_database(project / "f.db")
+    verdicts = project / "verdicts.csv"
+    verdicts.write_text("image,system,caption,fluency_round,fluency_round_by\n"
+                        "img/a.png,H,A dog.,0.1,dan\n", encoding="utf-8")
+    import_captions(engine, verdicts, actor="t")
+    table = Annotator.__table__
+    with engine.connect() as connection:
+        dan = connection.execute(select(table.c.native_english)
+                                 .where(table.c.name == "dan")).one()
+    assert dan.native_english is None and count(engine, FluencyCheck) == 1
+    register_annotator(engine, "eve", False)
+    by_eve = project / "eve.csv"
+    by_eve.write_text("image,system,caption,fluency_round,fluency_round_by\n"
+                      "img/b.png,H,Two cars.,0.1,eve\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"eve.csv:2: fluency_round_by 'eve' is not a native"):
+        import_captions(engine, by_eve, actor="t")
 
 
 @pytest.mark.slow

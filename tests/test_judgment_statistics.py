@@ -172,7 +172,7 @@ def test_stored_text_is_escaped_in_markdown_and_terminal(engine, tmp_path):
     report = build_judgment_report(engine, "<b>set</b>", bootstrap=0)
     markdown = "\n".join(title + body for title, body in judgment_sections(report))
     assert "<script>" not in markdown and "<b>" not in markdown
-    assert "&lt;script&gt;\\*x\\*&lt;/script&gt;" in markdown
+    assert "&lt;script>\\*x\\*&lt;/script>" in markdown
     import markdown_it
 
     html = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
@@ -437,6 +437,14 @@ def test_judgments_of_pairs_import_score_and_report_kendall_tau_b(tmp_path):
     assert len(values) == 90
     for signature in signatures.values():
         assert "|self:excluded-by-id|clean:none|" in signature
+    # how many were left out, beside the signatures (never in them): the (image, caption)
+    # pairs judged whose image has a reference with the caption's id
+    own = sum(any(ref_id == caption_id for ref_id, _ in refs[image])
+              for image, caption_id in set(zip(frame["image_id"], frame["caption_id"],
+                                               strict=True)))
+    assert results[1].output.count(f"\n  {own} self-references excluded\n") == 2
+    assert set(json.loads(results[2].output)["self_references"].values()) == {
+        f"{own} self-references excluded"}
     # the references each pair was scored against, by the definition: its image's
     # references but the one whose id is the caption's own
     keys = list(values)
@@ -494,7 +502,7 @@ def test_without_reference_ids_a_caption_is_its_reference_by_text(tmp_path):
     excluded = sum(len(refs[image]) - len(k) for (image, _), k in zip(keys, kept,
                                                                       strict=True))
     assert excluded == 30 + 1 + 1  # im0#0 twice at im0, im1#0 also at im5
-    assert "|self:excluded|clean:none|" in signatures["coco-bleu-4"]
+    assert "|self:excluded-exact|clean:none|" in signatures["coco-bleu-4"]
     expected = direct_bleu([texts[key] for key in keys], kept)
     ours = np.array([values[key]["coco-bleu-4"] for key in keys])
     np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-12)

@@ -109,3 +109,27 @@ def test_every_work_screen_has_help_and_open_image():
     for name in ("annotate", "review", "resolve", "fluency round", "BISON", "match"):
         actions = {b.action for b in screen_bindings()[name]}
         assert "help" in actions and any(a.startswith("open_image") for a in actions), name
+
+
+def test_keys_are_named_as_textual_bindings_name_them_without_its_private_api():
+    """The keymap named a character's key with Textual's private `_character_to_key`, and
+    the reasons list used the private `textual.widgets._toggle_button`: an upgrade may
+    drop either. Our own `character_key` must name every punctuation key as a Textual
+    binding of that character does (`,` and the space cannot be bound alone)."""
+    import re
+    import string
+    from pathlib import Path
+
+    from textual.binding import Binding, BindingsMap
+
+    from thumb_tui.keymap import character_key
+
+    for character in set(string.punctuation) - {","}:
+        bound = BindingsMap([Binding(character, "noop")]).key_to_bindings
+        assert list(bound) == [character_key(character)], character
+    assert (character_key(","), character_key(" "), character_key("a")) == (
+        "comma", "space", "a")
+    private = re.compile(r"textual(\.\w+)*\._\w|from textual[.\w]* import [^\n]*\b_\w")
+    sources = Path(__file__).parents[1] / "thumb_tui"
+    assert [path.name for path in sources.rglob("*.py")
+            if private.search(path.read_text(encoding="utf-8"))] == []

@@ -56,3 +56,21 @@ def test_the_check_finds_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "example.py"
     module.write_text("def f():\n    from storage.models import Rating\n    import sqlalchemy\n")
     assert imported_modules(module) == [(2, "storage.models"), (3, "sqlalchemy")]
+
+
+def private_attributes(path: Path) -> list[str]:
+    """`obj._name` read off anything but `self` or `cls`: another object's private part,
+    such as a dependency's (bert-score's `BERTScorer._model`), which may change in any
+    release of it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [f"{path.relative_to(ROOT)}:{node.lineno} reads {ast.unparse(node)}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))]
+
+
+def test_metrics_use_their_libraries_through_public_interfaces_only() -> None:
+    """ARCHITECTURE: dependencies are used through their public interfaces only."""
+    assert [problem for path in sorted((ROOT / "metrics").rglob("*.py"))
+            for problem in private_attributes(path)] == []

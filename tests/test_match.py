@@ -219,6 +219,53 @@ def test_positives_merge_report_table_2_and_bias(tmp_path):
 
 
 @pytest.mark.slow
+def test_table_2_counts_undecided_pairs_as_shown_and_leaves_out_flagged_images(tmp_path):
+    """ECCV Table 2's h is every pair shown to people: two verifiers who disagree on every
+    pair decide nothing, yet the original set's pairs they were shown are in r' (none of
+    them a verified positive: precision 0); a pair on an image flagged as broken was not
+    seen and is not in h."""
+    import pandas as pd
+
+    from reports.match import derive_positives
+    from storage.image_flags import flag_image
+    from storage.models import Annotator
+
+    _, engine = match_project(tmp_path, redundancy=2, size=10)
+    for name, answer in (("ann", 1), ("bob", 4)):  # 100% yes against no: every pair tied
+        session = fixed_session(engine, name)
+        while session.items and not session.batch_complete:
+            for index in range(len(session.items)):
+                session.answer(index, answer)
+            if session.claim_next() is None:
+                break
+    original = load_positive_set(engine, "original")["i2t"]
+    answered = verification_frame(engine)
+
+    def shown_in_original(frame: pd.DataFrame) -> set[tuple[str, str]]:
+        return {(i, c) for i, c in zip(frame["image_key"], frame["caption_key"], strict=True)
+                if c in original.get(i, [])}
+
+    def table_2(name: str) -> dict[str, object]:
+        quality = derive_positives(engine, name=name, actor="lead", bootstrap=0).quality
+        return quality.set_index(["positive_set", "direction"]).loc[("original", "i2t")
+                                                                    ].to_dict()
+
+    shown = shown_in_original(answered)
+    row = table_2("first")
+    assert row["judged"] == len(shown) > 0 and row["queries_kept"] > 0
+    assert row["precision"] == 0.0 and row["hits"] == 0
+    image_key, _ = sorted(shown)[0]
+    with engine.begin() as connection:
+        image_id = answered.loc[answered["image_key"] == image_key, "image"].iloc[0]
+        annotator_id = connection.execute(select(Annotator.__table__.c.id).where(
+            Annotator.__table__.c.name == "ann")).scalar_one()
+        flag_image(connection, int(image_id), annotator_id, "ann", "not an image")
+    row = table_2("second")
+    assert row["judged"] == len(shown_in_original(
+        answered[answered["image_key"] != image_key])) < len(shown)
+
+
+@pytest.mark.slow
 @needs_eccv_caption
 def test_shipped_sets_round_trip_and_table_3_counts(tmp_path):
     import eccv_caption

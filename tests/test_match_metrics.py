@@ -221,18 +221,47 @@ def test_table_2_by_hand_from_the_papers_section_3_3():
     assert table.loc["t2i", "pooled_recall"] == pytest.approx(2 / 3, abs=1e-15)
 
 
+def test_table_2_counts_every_pair_shown_in_h_verdict_or_not():
+    """Section 3.3's h_i is the query's pairs shown to people: a pair left undecided (a
+    tie, too few votes) is in h_i, so in r'_i when the set has it, and is not in t_i.
+    i2t (image queries; ?: shown, undecided; -: never shown):
+      A: r = {a1 T, a2 ?(tie), a3 ?(too few votes)}
+         r' = {a1, a2, a3}, t = {a1}: P = 1/3, R = 1
+      B: r = {b1 ?}                     r' = {b1}, t = ∅: P = 0, recall dropped
+      C: r = {c1 -};  c2 T              r' = ∅: dropped
+      Prec = (1/3 + 0) / 2 = 1/6;  Recall = 1 / 1 = 1
+      pooled: r' has 4 pairs, 1 positive: 1/4; r's queries have 2 verified positives
+      (a1, c2), 1 in r': 1/2.
+    (Counting only decided pairs in h, A's r' would be {a1} with P = 1, and B would be
+    dropped: Prec = 1.)"""
+    existing = pd.DataFrame([("i2t", "A", "a1"), ("i2t", "A", "a2"), ("i2t", "A", "a3"),
+                             ("i2t", "B", "b1"), ("i2t", "C", "c1")],
+                            columns=["direction", "image", "caption"])
+    verified = pd.DataFrame([("A", "a1", True), ("A", "a2", None), ("A", "a3", None),
+                             ("B", "b1", None), ("C", "c2", True)],
+                            columns=["image", "caption", "verdict"])
+    row = match.positive_set_quality(existing, verified).set_index("direction").loc["i2t"]
+    counts = ["queries", "queries_kept", "recall_queries", "recall_dropped", "size", "judged",
+              "hits", "verified_positives"]
+    assert row[counts].tolist() == [3, 2, 1, 1, 5, 4, 1, 2]
+    assert row["precision"] == pytest.approx(1 / 6, abs=1e-15)
+    assert row["recall"] == pytest.approx(1.0, abs=1e-15)
+    assert row["pooled_precision"] == pytest.approx(1 / 4, abs=1e-15)
+    assert row["pooled_recall"] == pytest.approx(1 / 2, abs=1e-15)
+
+
 def _table_2_loop(existing: pd.DataFrame, verified: pd.DataFrame, direction: str
                   ) -> tuple[float, float, int, int]:
-    """Section 3.3 one query at a time: (Prec, Recall, queries kept, queries in recall)."""
+    """Section 3.3 one query at a time: (Prec, Recall, queries kept, queries in recall).
+    h_i is every pair of the query shown to people (a row of `verified`, verdict or not)."""
     side = 0 if direction == "i2t" else 1
     r_pairs = {(i, c) for d, i, c in existing.itertuples(index=False) if d == direction}
-    judged = {(i, c) for i, c, v in verified.itertuples(index=False) if v is not None
-              and not (isinstance(v, float) and np.isnan(v))}
+    shown = {(i, c) for i, c, _ in verified.itertuples(index=False)}
     verified_positive = {(i, c) for i, c, v in verified.itertuples(index=False) if v is True}
     precisions, recalls = [], []
     for query in sorted({pair[side] for pair in r_pairs}):
         r_i = {pair for pair in r_pairs if pair[side] == query}
-        h_i = {pair for pair in judged if pair[side] == query}
+        h_i = {pair for pair in shown if pair[side] == query}
         t_i = {pair for pair in verified_positive if pair[side] == query}
         r_prime = r_i & h_i
         if not r_prime:

@@ -87,6 +87,26 @@ def test_unloadable_model_names_the_model_and_the_offline_way(sample, monkeypatc
         embedder("/no/such/clip/either", "cpu", 8)
 
 
+def test_a_model_that_cannot_load_is_named_on_one_line(sample, monkeypatch):
+    """The libraries' messages run over several lines; the metric's error is one line,
+    where a line break would show as a literal `\\n`."""
+    import bert_score
+
+    from metrics.bertscore import BertScore
+
+    def offline(**_: object) -> None:
+        raise OSError("We couldn't connect to 'https://huggingface.co'.\nCheck your "
+                      "internet connection.")
+
+    monkeypatch.setattr(bert_score, "BERTScorer", offline)
+    items, _ = load_items(sample)
+    with pytest.raises(RuntimeError) as raised:
+        BertScore(device="cpu").score(items)
+    message = str(raised.value)
+    assert "huggingface.co'. Check your internet connection.)" in message
+    assert "\\n" not in message and "\n" not in message
+
+
 def direct_clip_scores(model_path: str, items) -> tuple[np.ndarray, np.ndarray]:
     """CLIP-S and the reference term straight from the model, one item at a time."""
     from PIL import Image

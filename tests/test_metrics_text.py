@@ -202,6 +202,78 @@ def test_self_reference_is_left_out_and_the_signature_says_so(tmp_path):
     assert refs_kept.self_references == "kept"
 
 
+def test_under_clean_none_a_self_reference_is_the_same_text_character_for_character():
+    """Without the clean-up the texts are scored as given, so a reference in other case is
+    another text and stays; under THUMB's clean-up case is ignored, as documented."""
+    from types import SimpleNamespace
+
+    from metrics.runner import caption_items
+
+    caption = SimpleNamespace(caption_id=1, image_id=7, image_key="k", path=None,
+                              system="Human", text="A PLATE OF FOOD WITH A FORK")
+    references = {7: ["a plate of food with a fork", "A PLATE OF FOOD WITH A FORK",
+                      "A fork and a plate."]}
+    (item,), rule = caption_items([caption], references, clean="none")
+    assert item.references == ("a plate of food with a fork", "A fork and a plate.")
+    assert rule.self_reference_count == 1
+    # the rule's name differs from the clean-up's, so scores stored under it are not reused
+    assert rule.self_references == "excluded-exact"
+    (item,), rule = caption_items([caption], references, clean="thumb")
+    assert item.references == ("A fork and a plate.",)
+    assert rule.self_reference_count == 2
+    assert rule.self_references == "excluded"
+
+
+def test_the_self_reference_count_is_shown_beside_the_signature_never_in_it(tmp_path):
+    """`metrics compute` and every format of the report show how many references were
+    the caption itself on their own, after the signature, which names only the rule."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    good_png(tmp_path / "a.png")
+    data = tmp_path / "c.jsonl"
+    data.write_text(
+        '{"image": "a.png", "system": "Human", "caption": "a dog on grass", '
+        '"references": ["A dog on grass.", "A brown dog.", "A puppy outside."]}\n'
+        '{"image": "a.png", "system": "M", "caption": "A brown dog", '
+        '"references": ["A dog on grass.", "A brown dog.", "A puppy outside."]}\n'
+        '{"image": "a.png", "system": "N", "caption": "A cat.", '
+        '"references": ["A dog on grass.", "A brown dog.", "A puppy outside."]}\n',
+        encoding="utf-8",
+    )
+    db = str(tmp_path / "s.db")
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", db, "import", str(data), "--by", "t"]).exit_code == 0
+    done = runner.invoke(app, ["--db", db, "metrics", "compute", "--metric", "bleu"])
+    assert done.exit_code == 0, done.output
+    signature = next(line.strip() for line in done.output.splitlines()
+                     if line.strip().startswith("bleu|"))
+    assert "|self:excluded|" in signature and "(" not in signature
+    assert f"  {signature}\n  2 self-references excluded\n" in done.output
+    kept = runner.invoke(app, ["--db", db, "metrics", "compute", "--metric", "bleu",
+                               "--keep-self-references"])
+    assert "\n  2 self-references kept\n" in kept.output
+
+    for fmt, main in (("json", "report.json"), ("md", "report.md"), ("html", "report.html"),
+                      ("latex", "report.tex")):
+        out = tmp_path / fmt
+        written = runner.invoke(app, ["--db", db, "report", "--format", fmt, "--bootstrap",
+                                      "0", "--out", str(out)])
+        assert written.exit_code == 0, written.output
+        text = (out / main).read_text(encoding="utf-8")
+        if fmt == "json":
+            report = json.loads(text)
+            assert set(report["self_references"].values()) == {
+                "2 self-references excluded", "2 self-references kept"}
+            assert all("(" not in s for s in report["signatures"].values())
+        else:
+            assert "(2 self-references excluded)" in text, fmt
+            assert "(2 self-references kept)" in text, fmt
+
+
 def test_second_run_recomputes_nothing_and_scores_carry_signatures(sample):
     options = MetricOptions(tokenizer="ptb-python")
     first = compute_metrics(sample, ["bleu", "rouge-l", "cider-d"], options)

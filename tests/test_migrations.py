@@ -226,6 +226,40 @@ def test_release_0_1_0_sqlite_database_upgrades_keeping_every_row(tmp_path):
         connection.execute(text("DELETE FROM event_log"))
 
 
+def test_a_project_at_head_goes_down_to_0013_and_back_up_keeping_every_row(tmp_path):
+    """0015's downgrade rebuilt `annotator` through a batch, and on SQLite the foreign keys
+    of the ratings and claims refused its DROP TABLE: a database with rows could not go
+    back. Now every row stays down and up; and 0016 refuses to go down while it holds a
+    rating that `thumb release --force` set aside, rather than lose it."""
+    from storage.project_queues import release_claims
+
+    path = tmp_path / "thumb.db"
+    build_sqlite_release(path)
+    old = create_engine(f"sqlite:///{path}")
+    fill(old)
+    columns = release_columns(old)
+    old.dispose()
+    engine = open_database(path)
+    before = snapshot(engine, columns)
+
+    migrate(engine, "0013", down=True)
+    with engine.connect() as connection:
+        assert current_revision(connection) == "0013"
+    assert snapshot(engine, columns) == before
+    migrate(engine, "head")
+    assert snapshot(engine, columns) == before
+    assert schema_differences(engine) == []
+
+    freed = release_claims(engine, "ann-a", actor="lead", image_key="img1", force=True)
+    assert (freed.released, freed.set_aside) == (["img1"], 2)  # img1's two captions
+    with pytest.raises(RuntimeError, match=r"released_rating holds 2 rating\(s\)"):
+        migrate(engine, "0015", down=True)
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+        assert connection.execute(text("SELECT count(*) FROM released_rating")).scalar() == 2
+    engine.dispose()
+
+
 @pytest.mark.slow
 def test_thumb_db_upgrade_and_the_note_of_an_automatic_upgrade(tmp_path):
     from typer.testing import CliRunner

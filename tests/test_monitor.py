@@ -8,6 +8,7 @@ import io
 import itertools
 import math
 import os
+import random
 import sqlite3
 import threading
 from statistics import median
@@ -33,6 +34,8 @@ from metrics.campaign import (
     drifts,
     pace,
     paces,
+    pair_differences,
+    revisit_seconds,
     seconds_per_caption,
 )
 from storage import open_database
@@ -49,7 +52,13 @@ from tests.test_workflow import rate_everything
 from thumb_tui.app import ThumbApp
 from thumb_tui.cli import app as cli
 from thumb_tui.screens import monitor as monitor_module
-from thumb_tui.screens.monitor import BUSY, MonitorScreen, MonitorSettings, agreement_view
+from thumb_tui.screens.monitor import (
+    BUSY,
+    FigureMaker,
+    MonitorScreen,
+    MonitorSettings,
+    agreement_view,
+)
 
 midway = test_dashboard.midway  # the fixture: a project in the middle of the protocol
 FIXED_TIME = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC: the time the monitor shows
@@ -103,6 +112,15 @@ def row_of(text: str, name: str) -> list[str]:
         if cells and cells[0] == name:
             return cells
     raise AssertionError(f"no row of {name} in\n{text}")
+
+
+def sample_rushed_share(seconds_a_text: float, rushed_below: float = 3.0) -> float:
+    """The rushed share of an annotator who spends `seconds_a_text` on each caption text of
+    the sample project: identical captions of an image are rated as one and share its
+    time."""
+    sample = pd.read_csv(SAMPLE_CSV)
+    sharing = sample.groupby(["image", "caption"])["caption"].transform("size")
+    return float((seconds_a_text / sharing < rushed_below).mean())
 
 
 def blind_values(engine) -> dict[str, dict[int, tuple[float, float]]]:
@@ -171,14 +189,50 @@ async def test_the_monitor_follows_ratings_written_while_it_runs(engine):
                 line = next(line for line in text.splitlines()
                             if line.strip("│ ").split()[:2] == [dimension, level])
                 assert f"{expected:.2f}" in line and "24 captions, 6 images" in line
-            # drift: alice's mean minus bob's on the 24 shared captions
-            difference = sum(blind["alice"][c][position] - blind["bob"][c][position]
-                             for c in shared) / len(shared)
-            column = 6 if dimension == "P" else 7
-            assert row_of(text, "alice")[column] == f"{difference:+.2f}"
-            assert row_of(text, "bob")[column] == f"{-difference:+.2f}"
+        # two raters of the 24 shared captions: no drift for either, their difference
+        # (alice's mean minus bob's) as a pair
+        differences = [sum(blind["alice"][c][position] - blind["bob"][c][position]
+                           for c in shared) / len(shared) for position in (0, 1)]
+        for name in ("alice", "bob"):
+            assert row_of(text, name)[6:8] == ["-", "-"]
+        assert (f"alice − bob: ΔP {differences[0]:+.2f} ΔR {differences[1]:+.2f} on 24 "
+                "captions") in text
+        assert "two raters cannot say which one drifted" in text
         count = len(screen.figures.alerts)
         assert f"ALERTS ({count})" in text and f"{count} alert" in text
+
+
+async def test_paging_back_through_rated_images_keeps_the_pace_of_the_first_pass(engine):
+    """Issue 44, item 6 (the trial): alice rates each caption in about 2 s (one in five
+    slower), then pages back through every image she rated, a minute on each. Seconds per
+    caption and the rushed share still time each caption's first pass, as her clock
+    measured it (paging back once took her from most captions rushed to almost none);
+    the minutes of paging back show apart, as revisits."""
+    now = [0.0]
+    alice = AnnotationSession(engine, "alice", seed_source=lambda: 1, clock=lambda: now[0])
+    rng = random.Random(6)
+    first_passes: list[float] = []
+    for index in range(len(alice.images)):
+        for group in alice.open_image(index):
+            spent = rng.choice([1.5, 2.0, 2.0, 2.5, 8.0])
+            now[0] += spent
+            alice.set_values(group, {"precision": 3, "recall": 4}, image_index=index, focus=0)
+            first_passes += [spent / len(group.caption_ids)] * len(group.caption_ids)
+        alice.remember_position(index, 0)
+    for index in range(len(alice.images)):  # paging back through the rated images
+        alice.open_image(index)
+        now[0] += 60.0
+        alice.remember_position(index, 0)
+    alice.close()
+    rushed = sum(seconds < 3.0 for seconds in first_passes) / len(first_passes)
+    assert len(first_passes) == 60 and 0.5 < rushed < 1
+    app = monitor_app(engine)
+    async with app.run_test(size=(120, 60)) as pilot:
+        await reading(pilot, app.screen, 0)
+        text = screen_text(app)
+    assert row_of(text, "alice")[4:6] == [f"{median(first_passes):.1f}", f"{rushed:.0%}"]
+    assert f"alice: rushed {rushed:.0%} of 60 captions (alert above 20%)" in text
+    assert "revisits (time on rated images, not in s/cap or rush): alice 15m 00s" in text
 
 
 @pytest.mark.slow
@@ -194,7 +248,8 @@ async def test_the_timer_refreshes_without_a_key(engine):
             if screen.figures and screen.figures.annotators:
                 break
         await pilot.pause()
-        assert row_of(screen_text(app), "carol")[:6] == ["carol", "60", "0", "0", "4.0", "0%"]
+        assert row_of(screen_text(app), "carol")[:6] == [
+            "carol", "60", "0", "0", "4.0", f"{sample_rushed_share(4.0):.0%}"]
         seen = screen.readings
         await pilot.press("p")  # paused: the timer reads no more
         await pilot.pause(0.5)
@@ -202,8 +257,10 @@ async def test_the_timer_refreshes_without_a_key(engine):
 
 
 async def test_review_and_drift_alerts_with_thresholds_the_lead_set(engine):
-    """Stage-2 ratings count per stage and in drift; a low drift threshold raises alerts
-    for both sides, and a high rushed threshold makes everyone rushed."""
+    """Issue 44, item 7 (the trial): stage-2 ratings count per stage; bob reviews alice's
+    images a point stricter on P, and with only the two of them a low drift threshold
+    blames neither (it used to name both, each the other's mirror image): it names the
+    pair and says why. A high rushed threshold makes everyone rushed."""
     rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
                                       clock=ticking(10)), 1)
     bob = AnnotationSession(engine, "bob", stage=Stage.SECOND, seed_source=lambda: 2,
@@ -220,11 +277,71 @@ async def test_review_and_drift_alerts_with_thresholds_the_lead_set(engine):
         await reading(pilot, screen, 0)
         text = screen_text(app)
     assert row_of(text, "bob")[:4] == ["bob", "0", "60", "0"]
-    drift = screen.figures.annotators[1].drift
-    assert drift.captions == 60 and drift.precision < -0.1 and drift.recall == 0.0
+    assert [row.drift for row in screen.figures.annotators] == [
+        Drift(0, None, None, 0, None, None)] * 2
+    first, reviewed = stage_values(engine, "alice", 1), stage_values(engine, "bob", 2)
+    assert sorted(first) == sorted(reviewed) and len(first) == 60
+    p_difference = sum(first[c][0] - reviewed[c][0] for c in first) / len(first)
+    assert p_difference > 0.1
+    [pair] = screen.figures.pairs
+    assert (pair.first, pair.second, pair.captions) == ("alice", "bob", 60)
+    assert (pair.precision, pair.recall) == pytest.approx((p_difference, 0.0))
     assert "alice: rushed 100% of 60 captions (alert above 50%)" in text
-    assert f"bob: drift P {drift.precision:+.2f} over 60 captions (alert beyond ±0.1)" in text
-    assert "alice: drift P +" in text and "recent P" in text
+    found = [(alert.subject, alert.message) for alert in screen.figures.alerts]
+    assert found[2:] == [("alice vs bob", f"P differs by {p_difference:+.2f} over 60 "
+                          "captions only they rated; two raters cannot say which one "
+                          "drifted (alert beyond ±0.1)")]
+    assert [subject for subject, _ in found[:2]] == ["alice", "bob"]  # rushed, both
+    assert f"alice vs bob: P differs by {p_difference:+.2f}" in text
+    assert "drift P" not in text
+
+
+def stage_values(engine, name: str, stage: int) -> dict[int, tuple[float, float]]:
+    """caption id -> (P, R) of `name`'s complete ratings at `stage`, read from the rows."""
+    rating, annotator = Rating.__table__, Annotator.__table__
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(rating.c.caption_id, rating.c.precision, rating.c.recall)
+            .join(annotator, rating.c.annotator_id == annotator.c.id)
+            .where(annotator.c.name == name, rating.c.stage == stage,
+                   rating.c.precision.is_not(None), rating.c.recall.is_not(None))).all()
+    return {caption_id: (float(p), float(r)) for caption_id, p, r in rows}
+
+
+def test_three_raters_name_the_one_who_drifted(engine):
+    """Issue 44, item 7: every image rated blind by alice and bob (alike) and reviewed by
+    carol a point higher on P: against the other two's consensus carol drifts by +1, the
+    other two by -0.5 each, so a threshold between names carol alone."""
+    assign_double(engine, 1.0, seed=3, actor="lead")
+
+    def value(caption_id: int) -> dict[str, int]:
+        rng = random.Random(caption_id)
+        return {"precision": rng.randint(1, 4), "recall": rng.randint(1, 5)}
+
+    for name, stage in (("alice", Stage.FIRST), ("bob", Stage.FIRST), ("carol", Stage.SECOND)):
+        session = AnnotationSession(engine, name, stage=stage, seed_source=lambda: 1)
+        assert len(session.images) == 15
+        for index in range(len(session.images)):
+            for group in session.open_image(index):
+                values = value(group.caption_ids[0])
+                values["precision"] += stage == Stage.SECOND
+                session.set_values(group, values, image_index=index, focus=0)
+    ratings = {name: stage_values(engine, name, stage)
+               for name, stage in (("alice", 1), ("bob", 1), ("carol", 2))}
+    assert len(ratings["carol"]) == 60
+    figures = FigureMaker(MonitorSettings(thresholds=Thresholds(drift=0.6)))(
+        read_monitor(engine))
+    drift = {row.name: row.drift for row in figures.annotators}
+    for name, values in ratings.items():  # by the definition, caption by caption
+        others = [ratings[other] for other in ratings if other != name]
+        for position, figure in ((0, drift[name].precision), (1, drift[name].recall)):
+            expected = sum(values[c][position] - sum(o[c][position] for o in others) / 2
+                           for c in values) / len(values)
+            assert figure == pytest.approx(expected)
+    assert drift["carol"].precision == pytest.approx(1.0)
+    assert drift["alice"].precision == drift["bob"].precision == pytest.approx(-0.5)
+    assert figures.pairs == []
+    assert {alert.subject for alert in figures.alerts if "drift" in alert.message} == {"carol"}
 
 
 @pytest.mark.slow
@@ -372,7 +489,8 @@ async def test_ratings_written_from_another_thread_while_it_refreshes(engine):
             await pilot.pause(0.05)
         writer.join()
         text = await refreshed(pilot, screen)
-        assert row_of(text, "alice")[:6] == ["alice", "60", "0", "0", "5.0", "0%"]
+        assert row_of(text, "alice")[:6] == ["alice", "60", "0", "0", "5.0",
+                                             f"{sample_rushed_share(5.0):.0%}"]
         assert screen.readings > 3 and set(said) <= {""}, said
 
 
@@ -581,12 +699,16 @@ def test_the_command_needs_an_existing_database(tmp_path):
 
 # ---- the pure figures, against their definitions ----
 
-def frame(rows: list[tuple]) -> pd.DataFrame:
+def frame(rows: list[tuple], captions: dict[int, int] | None = None) -> pd.DataFrame:
     """Ratings as metrics/campaign.py reads them, from (annotator, stage, image_id,
-    caption_id, precision, recall, seconds, image_seconds) in the order they were made."""
+    caption_id, precision, recall, seconds, image_seconds) in the order they were made;
+    an image has the captions `captions` gives it, else those the rows name."""
     columns = ["annotator", "stage", "image_id", "caption_id", "precision", "recall",
                "seconds", "image_seconds"]
     data = pd.DataFrame(rows, columns=columns)
+    named = data.groupby("image_id")["caption_id"].nunique()
+    data["image_captions"] = [(captions or {}).get(image, named[image])
+                              for image in data["image_id"]]
     data["sequence"] = range(len(data))
     return data
 
@@ -626,25 +748,43 @@ def test_paces_read_stage_one_and_two_only():
     assert captions_per_stage(data) == {"a": {1: 1, 2: 1, 3: 1}}
 
 
-def test_drift_is_the_mean_difference_from_the_others_on_the_same_captions():
+def test_drift_is_against_the_consensus_of_two_others_and_two_raters_blame_no_one():
+    """Issue 44, item 7: a rater's drift is their value minus the others' mean only on
+    captions that three or more rated (their own mean where they rated one twice); a
+    caption two rated gives those two a difference, as a pair."""
     rows = [
         ("a", 1, 1, 1, 5, 4, 0, 0), ("b", 1, 1, 1, 3, 4, 0, 0), ("c", 2, 1, 1, 4, 1, 0, 0),
-        ("a", 1, 2, 2, 2, 2, 0, 0), ("b", 2, 2, 2, 4, 5, 0, 0),
-        ("a", 1, 3, 3, 1, 1, 0, 0),  # nobody else rated caption 3
-        ("a", 3, 2, 2, 1, 1, 0, 0),  # a resolution: not compared
+        ("a", 1, 2, 2, 2, 2, 0, 0), ("b", 1, 2, 2, 4, 5, 0, 0), ("d", 2, 2, 2, 1, 3, 0, 0),
+        ("b", 2, 2, 2, 2, 4, 0, 0),  # b twice on caption 2: b's mean counts once
+        ("a", 1, 3, 3, 1, 1, 0, 0), ("b", 2, 3, 3, 4, 2, 0, 0),  # two raters: a pair
+        ("a", 1, 4, 4, 3, 5, 0, 0), ("b", 2, 4, 4, 2, 5, 0, 0),
+        ("c", 1, 5, 5, 2, 2, 0, 0), ("b", 2, 5, 5, 5, 2, 0, 0),  # the pair b, c
+        ("a", 1, 6, 6, 1, 1, 0, 0),  # nobody else rated caption 6
+        ("c", 3, 3, 3, 5, 5, 0, 0),  # a resolution: not compared
     ]
     data = frame(rows)
     # by the definition, one caption at a time
     compared: dict[str, list[tuple[int, float, float]]] = {}
-    for caption in {row[3] for row in rows}:
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for caption in sorted({row[3] for row in rows}):
         here = [(i, row) for i, row in enumerate(rows) if row[3] == caption and row[1] in (1, 2)]
-        for i, row in here:
-            others = [other for _, other in here if other[0] != row[0]]
-            if others:
-                compared.setdefault(row[0], []).append((
-                    i, row[4] - sum(o[4] for o in others) / len(others),
-                    row[5] - sum(o[5] for o in others) / len(others)))
+        mean_of: dict[str, tuple[float, float, int]] = {}
+        for name in {row[0] for _, row in here}:
+            own = [(i, row) for i, row in here if row[0] == name]
+            mean_of[name] = (sum(row[4] for _, row in own) / len(own),
+                             sum(row[5] for _, row in own) / len(own), max(i for i, _ in own))
+        if len(mean_of) >= 3:
+            for name, (p, r, last) in mean_of.items():
+                others = [value for other, value in mean_of.items() if other != name]
+                compared.setdefault(name, []).append((
+                    last, p - sum(o[0] for o in others) / len(others),
+                    r - sum(o[1] for o in others) / len(others)))
+        elif len(mean_of) == 2:
+            first, second = sorted(mean_of)
+            pairs.setdefault((first, second), []).append(
+                (mean_of[first][0] - mean_of[second][0], mean_of[first][1] - mean_of[second][1]))
     result = drifts(data, recent=1)
+    assert set(result) == {"a", "b", "c", "d"} and set(compared) == {"a", "b", "c", "d"}
     for name, items in compared.items():
         items.sort()
         figure = result[name]
@@ -653,9 +793,32 @@ def test_drift_is_the_mean_difference_from_the_others_on_the_same_captions():
         assert figure.recall == pytest.approx(sum(r for _, _, r in items) / len(items))
         assert figure.recent_captions == 1
         assert (figure.recent_precision, figure.recent_recall) == pytest.approx(items[-1][1:])
-    assert result["a"].precision == pytest.approx(((5 - 3.5) + (2 - 4)) / 2)
-    assert result["c"] == Drift(1, 0.0, -3.0, 1, 0.0, -3.0)
-    assert set(result) == {"a", "b", "c"}
+    assert result["d"].captions == 1 and result["d"].precision == pytest.approx(1 - (2 + 3) / 2)
+    found = pair_differences(data)
+    assert [(pair.first, pair.second) for pair in found] == sorted(pairs) == [("a", "b"),
+                                                                              ("b", "c")]
+    for pair in found:
+        items = pairs[(pair.first, pair.second)]
+        assert pair.captions == len(items)
+        assert pair.precision == pytest.approx(sum(p for p, _ in items) / len(items))
+        assert pair.recall == pytest.approx(sum(r for _, r in items) / len(items))
+
+
+def test_revisits_are_the_image_time_after_the_first_passes_of_complete_images():
+    data = frame([
+        ("a", 1, 1, 1, 3, 3, 2.0, 50.0), ("a", 1, 1, 2, 3, 3, 3.0, 50.0),  # paged back to
+        ("a", 2, 2, 3, 3, 3, 4.0, 4.0),    # a review, never revisited
+        ("a", 1, 3, 4, 3, 3, 1.0, 30.0),   # in progress: a second caption to come
+        ("a", 1, 4, 6, 3, 3, 0.0, 20.0),   # rated before first passes were stored
+        ("a", 3, 5, 7, 3, 3, 1.0, 9.0),    # a resolution: not in pace
+        ("b", 1, 1, 1, 3, 3, 5.0, 0.0),    # imported with its own time, no image time
+    ], captions={3: 2})
+    expected = (50.0 - 2.0 - 3.0) + (4.0 - 4.0)  # images 1 and 2 only
+    assert revisit_seconds(data) == {"a": expected}
+    found = paces(data, 3.0)
+    assert found["a"].revisit_seconds == expected and found["b"].revisit_seconds is None
+    # the pace itself reads the first passes (image 4's untimed rating: its image's time)
+    assert found["a"].timed == 5 and found["a"].median_seconds == median([2, 3, 4, 1, 20])
 
 
 def test_agreement_waits_for_enough_images_then_is_alpha_with_a_ci():

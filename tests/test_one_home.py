@@ -37,6 +37,13 @@ RULES = {
     "a bootstrap interval's limits": ("metrics/confidence.py", [
         r"\bnp\.(nan)?(percentile|quantile)\(",
     ]),
+    "when a comparison is called significant": ("metrics/significance.py", [
+        r"\bci_low\W{0,3}\s*>\s*0\b",
+        r"\bci_high\W{0,3}\s*<\s*0\b",
+        r"\.low > 0\b",
+        r"\.high < 0\b",
+        r"\bp\W{0,3}\s*<\s*(0\.05|SIGNIFICANCE|LEVEL)\b",
+    ]),
     "the limits on JSON numbers": ("rubrics/json_limits.py", [
         r"is not a JSON number",
         r"a number written with",

@@ -220,3 +220,40 @@ def test_a_plugin_metric_is_built_like_a_builtin_and_a_broken_one_only_fails_whe
         build_metric("broken-metric", MetricOptions())
     with pytest.raises(ValueError, match=r"unknown metric 'nope'.*plugins left out"):
         build_metric("nope", MetricOptions())
+
+
+class SwitchedOn(LabMetric):
+    name = "lab-switched-on"
+    options = (MetricOption("lab_loud", "loud", True, "Shout (on unless turned off).", bool),)
+
+    def __init__(self, loud: bool = True) -> None:
+        self.loud, self.scale = loud, 1
+
+
+def test_a_plugin_switch_that_is_on_by_default_can_be_turned_off(installed) -> None:
+    """A bool option whose default is True gets its `--no-…` form on the command line."""
+    import typer
+
+    from thumb_tui.cli.analysis import with_metric_options
+
+    installed(point("lab-switched-on", "tests.test_registry:SwitchedOn"))
+    seen: dict[str, object] = {}
+
+    def command(**settings: object) -> None:
+        seen.update(settings)
+
+    cli = typer.Typer()
+    cli.command()(with_metric_options(command, [], "Takes every metric's options."))
+    for arguments, loud in (([], True), (["--lab-loud"], True), (["--no-lab-loud"], False)):
+        result = CliRunner().invoke(cli, arguments)
+        assert result.exit_code == 0, result.output
+        assert seen["lab_loud"] is loud
+        assert build_metric("lab-switched-on", MetricOptions(lab_loud=loud)).loud is loud
+
+
+def test_a_misspelt_metric_name_is_told_the_nearest_one() -> None:
+    with pytest.raises(ValueError, match=r"unknown metric 'ciderd' \(did you mean "
+                                         r"'cider-d'\?\); known: bleu, rouge-l, cider-d"):
+        build_metric("ciderd", MetricOptions())
+    with pytest.raises(ValueError, match=r"unknown metric 'nope'; known: "):
+        build_metric("nope", MetricOptions())

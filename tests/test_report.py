@@ -165,7 +165,7 @@ def test_report_formats(sample_report_db, tmp_path, fmt):
 def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
     """Each fact recomputed from the captions: systems ranked by mean Total, each pair of
     neighbours with the difference of their mean Totals over the images both captioned
-    (significant when its CI leaves out 0), the metric with the highest Pearson r with the
+    (called by `metrics.significance`'s rule), the metric with the highest Pearson r with the
     Total, and the agreement of the two stages."""
     from reports.summary import summarize
 
@@ -181,7 +181,10 @@ def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
         shared = by_system[[upper, lower]].dropna()
         assert (pair.upper, pair.lower) == (upper, lower)
         assert pair.difference == pytest.approx((shared[upper] - shared[lower]).mean())
-        assert pair.significant == (not pair.ci_low <= 0 <= pair.ci_high)
+        if pair.significant:  # a call needs the CI to leave out 0 (and more: see below)
+            assert not pair.ci_low <= 0 <= pair.ci_high
+        row = report.differences.set_index(["system", "versus"]).loc[(upper, lower)]
+        assert pair.verdict == row["verdict"]  # the rule's call, as the table makes it
     best = summary.best_metrics[0]
     r = {m: np.corrcoef(report.data[m], report.data["total"])[0, 1] for m in report.signatures}
     ranked = sorted(r, key=r.get, reverse=True)
@@ -397,8 +400,8 @@ def test_report_print_figures_option(sample_report_db, tmp_path):
     runner = CliRunner()
     result = runner.invoke(app, ["--db", db, "report", "--format", "json", "--out",
                                  str(tmp_path / "j"), "--print-figures"])
-    assert result.exit_code == 2 and "--print-figures goes with --format md or html" in (
-        result.output)
+    assert result.exit_code == 2 and ("--print-figures goes with --format md, html or latex"
+                                      in result.output)
     result = runner.invoke(app, ["--db", db, "report", "--format", "html", "--out",
                                  str(tmp_path / "h"), "--print-figures", "--bootstrap", "0"])
     assert result.exit_code == 0, result.output
@@ -473,3 +476,37 @@ def test_a_metric_undefined_for_some_captions_is_averaged_over_the_others():
     assert table.loc["B", "bleu"] == pytest.approx((5 + 7 + 9) / 3)
     assert "bleu_ci_low" not in table  # undefined for some captions of each: no CI
     assert not math.isnan(table.loc["A", "total_ci_low"])
+
+
+def test_the_markdown_summary_writes_a_comparison_as_text_not_as_an_html_entity(
+        sample_report_db, tmp_path):
+    """Issue #44 item 11: the ranking `A 4.95 [..] > B 4.19 [..]` read `&gt;` in the
+    Markdown file (and `p < 0.001` would have read `&lt;`)."""
+    report = build_report(sample_report_db, bootstrap=0)
+    text = write_report(report, tmp_path / "out", "md").read_text(encoding="utf-8")
+    summary = text.split("## Summary")[1].split("## Settings")[0]
+    ranking = next(line for line in summary.splitlines() if line.startswith("- Systems ranked"))
+    assert " > " in ranking
+    assert "&gt;" not in summary and "&lt;" not in summary and "&amp;" not in summary
+
+
+def test_the_williams_table_of_the_trial_fits_80_columns_in_the_tables_wording(
+        sample_report_db, tmp_path):
+    """Issue #44 item 11: a significant Williams test of spice-approx without Human made
+    the Markdown table 82 columns wide, its subset `without:Human` where every other table
+    (LaTeX's Tables 4 and correlations) says `w/o Human`: one wording, within 80."""
+    from dataclasses import replace
+
+    from reports.latex import williams
+    from reports.render import to_markdown
+
+    report = build_report(sample_report_db, bootstrap=0)
+    trial = {"metric": "spice-approx", "versus": "cider-d", "dimension": "total",
+             "subset": "without:Human", "r_metric": 0.548, "r_versus": 0.360, "n": 45,
+             "t": 1.8, "p": 0.037}
+    report = replace(report, williams=pd.DataFrame([trial]))
+    markdown = to_markdown(report)
+    table = markdown.split("## Williams test")[1].split("\n\n")[1].splitlines()
+    assert "w/o Human" in table[2] and max(map(len, table)) <= 80
+    assert "without:Human" not in markdown  # Table 4 says it as the others do too
+    assert [row[3] for row in williams(report).rows] == ["w/o Human"]

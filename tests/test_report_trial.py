@@ -155,7 +155,7 @@ def test_the_williams_table_gives_n_and_says_why_its_r_may_differ_from_table_4(t
     columns = [cell.strip() for cell in header.strip("|").split("|")]
     assert columns == ["metric", "versus", "dim", "subset", "r", "r vs", "n", "p"]
     row = next(r for r in rows if r.startswith("| close") and "| Total " in r
-               and "| all " in r)
+               and "| all systems " in r)
     assert row.split("|")[7].strip() == str(test["n"])
     assert "may differ from Table 4's" in section
     html = write_report(report, tmp_path / "html", "html").read_text(encoding="utf-8")
@@ -165,7 +165,7 @@ def test_the_williams_table_gives_n_and_says_why_its_r_may_differ_from_table_4(t
     [[header, *rows]] = check_tables((tmp_path / "tex" / "tables" / "williams.tex").read_text(
         encoding="utf-8"))
     assert header == ["metric", "versus", "dim", "subset", "r", "r vs", "n", "p"]
-    row = next(row for row in rows if row[:4] == ["close", "noise", "Total", "all"])
+    row = next(row for row in rows if row[:4] == ["close", "noise", "Total", "all systems"])
     assert row[4:7] == [f"{test['r_metric']:.3f}", numeric(f"{test['r_versus']:.3f}"),
                         str(test["n"])]
 

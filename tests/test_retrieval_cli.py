@@ -207,30 +207,41 @@ def test_relevance_then_semantic_metrics_then_compare(project):
     assert {"metric", "project map@r", "cider-d/no-gt ncs@10"} <= set(
         payload["kendall_tau_b"][0])
     assert payload["unranked"] == []
-    # a third model with per-query NCS: its NCS rows have no partner, and are said so
-    third = _evaluate(db, "--name", "per-query", "--scores", str(folder / "4.npz"),
+    # a third model with Eq. 5 NCS: its NCS rows have no partner, and are said so
+    third = _evaluate(db, "--name", "eq5-model", "--scores", str(folder / "4.npz"),
                       "--positives", "project", "--relevance", str(relevance),
-                      "--bootstrap", "0", "--ncs-averaging", "per-query")
+                      "--bootstrap", "0", "--ncs-averaging", "eq5")
     assert third.exit_code == 0, third.output
     table = runner.invoke(app, ["--db", db, "retrieval", "compare"])
-    assert "not ranked, scored for one model only: cider-d ncs@1 (per-query) (only " \
-        "per-query)" in " ".join(table.stderr.split())
+    assert "not ranked, scored for one model only: cider-d ncs@1 (eq5) (only " \
+        "eq5-model)" in " ".join(table.stderr.split())
     payload = json.loads(runner.invoke(app, ["--db", db, "retrieval", "compare", "--format",
                                              "json"]).stdout)
-    assert {"metric": "cider-d ncs@5 (per-query)", "model": "per-query"} in payload["unranked"]
+    assert {"metric": "cider-d ncs@5 (eq5)", "model": "eq5-model"} in payload["unranked"]
 
 
 def test_ncs_averaging_is_part_of_the_signature():
+    from metrics.retrieval import ncs_label_suffix
     from reports.retrieval import Settings, Target
 
     semantic = Target("semantic", "cider-d", "abc")
     positives = Target("positives", "project", "abc")
-    ratio, per_query = Settings(), Settings(ncs_averaging="per-query")
+    authors, eq5, ratio = Settings(), Settings(ncs_averaging="eq5"), Settings(
+        ncs_averaging="ratio")
+    assert "|ncs:authors|" in authors.signature(semantic)
+    assert "|ncs:eq5|" in eq5.signature(semantic)
     assert "|ncs:ratio|" in ratio.signature(semantic)
-    assert "|ncs:per-query|" in per_query.signature(semantic)
-    assert ratio.signature(positives) == per_query.signature(positives)  # no NCS there
+    # Eq. 5's earlier name is stored under the current one
+    assert Settings(ncs_averaging="per-query").signature(semantic) == eq5.signature(semantic)
+    assert authors.signature(positives) == eq5.signature(positives)  # no NCS there
     with pytest.raises(ValueError, match="NCS averaging"):
         Settings(ncs_averaging="mean")
+    # stored signatures: the default has no label, an earlier name reads as the current
+    # one, and one stored before the choice existed was a ratio of sums
+    assert ncs_label_suffix("ncs@k", authors.signature(semantic)) == ""
+    assert ncs_label_suffix("ncs@k", "retrieval|positives:x#1|k:5|m:1|ncs:per-query") == "eq5"
+    assert ncs_label_suffix("ncs@k", "retrieval|positives:x#1|k:5|m:1") == "ratio"
+    assert ncs_label_suffix("sr@k", "retrieval|positives:x#1|k:5|m:1|ncs:eq5") == ""
 
 
 def test_ncs_averaging_option_stores_and_labels_each_averaging(project):
@@ -243,36 +254,39 @@ def test_ncs_averaging_option_stores_and_labels_each_averaging(project):
     base = ["--name", "m", "--i2t", str(i2t), "--t2i", str(t2i), "--relevance",
             str(relevance), "--k", "5", "--sr-m", "1", "--bootstrap", "100"]
     results = {}
-    for averaging in (None, "per-query", "ratio", "per-query"):
+    for averaging in (None, "eq5", "authors", "per-query", "ratio"):
         out = folder / f"{averaging}.json"
         extra = [] if averaging is None else ["--ncs-averaging", averaging]
         result = _evaluate(db, *base, *extra, "--format", "json", "--out", str(out),
                            "--force")
         assert result.exit_code == 0, result.output
         computed = result.output.split(":")[1].strip().split()[0]
-        results.setdefault(averaging, []).append((computed, json.loads(out.read_text())))
-    # the default is ratio (read back as such); per-query is stored apart, then read back
-    assert [c for c, _ in results[None]] == ["1"] and [c for c, _ in results["ratio"]] == ["0"]
-    assert [c for c, _ in results["per-query"]] == ["1", "0"]
-    ncs = {a: {(r["direction"], r["k"]): r for r in results[a][0][1] if r["metric"] == "ncs@k"}
-           for a in ("ratio", "per-query")}
-    assert all("|ncs:ratio|" in r["signature"] for r in ncs["ratio"].values())
-    assert all("|ncs:per-query|" in r["signature"] for r in ncs["per-query"].values())
-    assert ncs["ratio"][("t2i", 5)]["value"] != ncs["per-query"][("t2i", 5)]["value"]
-    table = _evaluate(db, *base, "--ncs-averaging", "per-query", "--format", "md")
-    assert "| ncs@5 per-query |" in table.output and "| sr@5 m=1 |" in table.output
+        results[averaging] = (computed, json.loads(out.read_text()))
+    # the default is the authors' code (read back as such); eq5 and ratio are stored
+    # apart; per-query is eq5's earlier name, read back from eq5's results
+    assert {a: c for a, (c, _) in results.items()} == {
+        None: "1", "eq5": "1", "authors": "0", "per-query": "0", "ratio": "1"}
+    ncs = {a: {(r["direction"], r["k"]): r for r in results[a][1] if r["metric"] == "ncs@k"}
+           for a in ("authors", "eq5", "ratio")}
+    for averaging, records in ncs.items():
+        assert all(f"|ncs:{averaging}|" in r["signature"] for r in records.values())
+    assert len({ncs[a][("t2i", 5)]["value"] for a in ncs}) == 3
+    table = _evaluate(db, *base, "--ncs-averaging", "eq5", "--format", "md")
+    assert "| ncs@5 eq5 |" in table.output and "| sr@5 m=1 |" in table.output
     from reports.retrieval import metric_label  # `compare`'s labels tell them apart
     from storage import open_database
     from storage.retrieval import results_frame
 
     labels = {metric_label(r) for r in results_frame(open_database(db)).itertuples()}
-    assert {"cider-d ncs@5", "cider-d ncs@5 (per-query)"} <= labels
+    assert {"cider-d ncs@5", "cider-d ncs@5 (eq5)", "cider-d ncs@5 (ratio)"} <= labels
     refused = _evaluate(db, *base, "--ncs-averaging", "mean")
     assert refused.exit_code == 2
-    assert "--ncs-averaging must be ratio or per-query, not 'mean'" in refused.output
+    assert "--ncs-averaging: NCS averaging must be authors, eq5 or ratio, not 'mean'" in \
+        " ".join(refused.output.split())
     helped = runner.invoke(app, ["retrieval", "evaluate", "--help"], env={"COLUMNS": "200"})
     text = " ".join(helped.output.replace("│", " ").split())
-    assert "--ncs-averaging" in text and "per-query (the paper's Eq. 5" in text
+    assert "--ncs-averaging" in text and "authors (the default; as the authors' public " \
+        "code" in text and "eq5 (the paper's Eq. 5" in text
 
 
 @pytest.mark.slow

@@ -254,20 +254,28 @@ def test_ncs_and_semantic_recall_equal_a_direct_loop(seed: int):
 
 def _ncs_loop(lists, phi, items, truth, k, averaging):
     """NCS@k from its definitions, one query at a time in Python floats (float64): per
-    query, Σ φ of the first k retrieved items and Σ φ of the k candidate items with the
+    query, φ of the first k retrieved items and φ of the k candidate items with the
     highest φ (candidates: every item of the matrix; without ground truth, the query's
-    own items are removed from both). `per-query` is Biten et al.'s Eq. 5, the mean over
-    queries of the ratio (a query with an ideal sum of 0 is undefined: left out);
-    `ratio` is the authors' code, Σ over queries of the numerators / Σ of the
-    denominators. Returns (value, queries counted)."""
-    numerators, denominators = [], []
+    own items are removed from both). `authors` is the authors' public code (`metric.py`,
+    NCS branch of `calculate_ranks`): per query, the mean of the k retrieved φ (a place
+    past the end of a short list holds 0, as their zero-filled row does) over the mean of
+    the k ideal φ plus 1e-10, averaged over every query. `eq5` is Biten et al.'s Eq. 5,
+    the mean over queries of Σ retrieved / Σ ideal (a query with an ideal sum of 0 is
+    undefined: left out); `ratio` is Σ over queries of the retrieved sums / Σ of the
+    ideal sums. Returns (value, queries counted)."""
+    numerators, denominators, authors = [], [], []
     for query, ranked in lists.items():
         skip = set(truth.get(query, ())) if truth is not None else set()
-        retrieved = [i for i in ranked if i not in skip][:k]
+        retrieved = [float(phi[query][i]) for i in ranked if i not in skip][:k]
         candidates = sorted((float(phi[query][i]) for i in items if i not in skip),
-                            reverse=True)
-        numerators.append(sum(float(phi[query][i]) for i in retrieved))
-        denominators.append(sum(candidates[:k]))
+                            reverse=True)[:k]
+        numerators.append(sum(retrieved))
+        denominators.append(sum(candidates))
+        retrieved_row = retrieved + [0.0] * (k - len(retrieved))
+        ideal_row = candidates + [0.0] * (k - len(candidates))
+        authors.append((sum(retrieved_row) / k) / (sum(ideal_row) / k + 1e-10))
+    if averaging == "authors":
+        return sum(authors) / len(authors), len(lists)
     if averaging == "ratio":
         return sum(numerators) / sum(denominators), len(lists)
     ratios = [n / d for n, d in zip(numerators, denominators, strict=True) if d > 0]
@@ -282,7 +290,7 @@ def _ncs_case(seed: int):
     queries, items = list(range(40)), list(range(500, 570))
     values = (np.round(rng.random((40, 70)) * 4, 1) * rng.random((40, 70)).round(1)
               ).astype(np.float32)
-    values[[2, 11, 25]] = 0.0  # every item irrelevant: per-query NCS undefined
+    values[[2, 11, 25]] = 0.0  # every item irrelevant: Eq. 5 NCS undefined
     values[7] = 0.0
     values[7, 7] = 2.5  # only its ground-truth item is relevant: undefined without it
     values[:, 30:33] = values[:, 30:31]  # ties in φ between items
@@ -294,7 +302,7 @@ def _ncs_case(seed: int):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_ncs_both_averagings_equal_loops_from_the_definitions(seed: int):
+def test_ncs_averagings_equal_loops_from_the_definitions(seed: int):
     from metrics.retrieval import semantic_samples
 
     queries, items, values, phi, lists, truth = _ncs_case(seed)
@@ -302,7 +310,7 @@ def test_ncs_both_averagings_equal_loops_from_the_definitions(seed: int):
     directions = {"i2t": rankings_from_lists(lists)}
     for ground in (None, truth):
         gt = None if ground is None else positive_set("gt", ground, {})
-        for averaging in ("ratio", "per-query"):
+        for averaging in ("authors", "eq5", "ratio"):
             samples = semantic_samples(directions, {"i2t": view}, ground_truth=gt,
                                        ks=(1, 5, 10, 70), ms=(1,), ncs_averaging=averaging)
             for k in (1, 5, 10, 70):
@@ -312,10 +320,10 @@ def test_ncs_both_averagings_equal_loops_from_the_definitions(seed: int):
                 assert sample.n == counted
     # the zero rows are undefined per query, and query 7 once its own item is removed
     plain = semantic_samples(directions, {"i2t": view}, ground_truth=None, ks=(5,),
-                             ms=(1,), ncs_averaging="per-query")["i2t"][("ncs@k", 5, None)]
+                             ms=(1,), ncs_averaging="eq5")["i2t"][("ncs@k", 5, None)]
     without = semantic_samples(directions, {"i2t": view}, ms=(1,), ks=(5,),
                                ground_truth=positive_set("gt", truth, {}),
-                               ncs_averaging="per-query")["i2t"][("ncs@k", 5, None)]
+                               ncs_averaging="eq5")["i2t"][("ncs@k", 5, None)]
     assert (plain.n, without.n) == (37, 36)
 
 
@@ -333,7 +341,7 @@ def test_ncs_is_summed_in_float64_from_a_float32_matrix():
     assert np.abs(denominators[key] - exact).max() <= 1e-9
 
 
-def test_ncs_bootstrap_resamples_queries_under_either_averaging():
+def test_ncs_bootstrap_resamples_queries_under_each_averaging():
     from metrics.confidence import resample_counts
     from metrics.retrieval import ncs_sample
 
@@ -347,18 +355,59 @@ def test_ncs_bootstrap_resamples_queries_under_either_averaging():
     def replicates(sample) -> np.ndarray:
         return sample.from_sums([counts @ np.column_stack(sample.columns(0))])
 
-    ratio = replicates(ncs_sample(numerators, denominators, "ratio"))
+    ratio = replicates(ncs_sample(numerators, denominators, "ratio", k=5))
     assert np.allclose(ratio, [numerators[d].sum() / denominators[d].sum() for d in draws],
                        rtol=0, atol=1e-12)
-    per_query = ncs_sample(numerators, denominators, "per-query")
+    eq5 = ncs_sample(numerators, denominators, "eq5", k=5)
     expected = []
     for draw in draws:
         kept = draw[denominators[draw] > 0]
         expected.append(np.mean(numerators[kept] / denominators[kept]))
-    assert np.allclose(replicates(per_query), expected, rtol=0, atol=1e-12)
-    assert per_query.n == 28
-    with pytest.raises(ValueError, match="ratio or per-query"):
-        ncs_sample(numerators, denominators, "mean")
+    assert np.allclose(replicates(eq5), expected, rtol=0, atol=1e-12)
+    assert eq5.n == 28
+    # the authors' code: each query's mean over its mean + 1e-10, every query counted
+    authors = ncs_sample(numerators, denominators, "authors", k=5)
+    per_query = [(n / 5) / (d / 5 + 1e-10) for n, d in zip(numerators, denominators,
+                                                             strict=True)]
+    assert np.allclose(replicates(authors), [np.mean([per_query[i] for i in draw])
+                                             for draw in draws], rtol=0, atol=1e-12)
+    assert authors.n == 30
+    # Eq. 5's earlier name still works; anything else names the choices
+    assert ncs_sample(numerators, denominators, "per-query", k=5).value() == eq5.value()
+    with pytest.raises(ValueError, match="authors, eq5 or ratio, not 'mean'"):
+        ncs_sample(numerators, denominators, "mean", k=5)
+
+
+def test_ncs_default_is_the_authors_code_on_a_small_matrix():
+    """Three queries over five items, worked from the authors' `calculate_ranks` (NCS
+    branch): per query mean(φ of the top k retrieved) / (mean(φ of the k best) + 1e-10),
+    then the mean over all queries. q1's φ is all 0: it counts 0 (Eq. 5 leaves it out).
+      q0 φ = (3, 1, 0, 2, 0), ranked b a c d e: k=1: 1 / 3;  k=2: (1+3)/2 / ((3+2)/2) = 0.8
+      q1 φ = 0 everywhere:                       k=1: 0;      k=2: 0
+      q2 φ = (0, 0, 4, 0, 1), ranked c e a b d: k=1: 4 / 4;  k=2: (4+1)/2 / ((4+1)/2) = 1
+    NCS@1 = (1/3 + 0 + 1) / 3 = 4/9;  NCS@2 = (0.8 + 0 + 1) / 3 = 0.6.
+    Eq. 5: NCS@1 = (1/3 + 1) / 2 = 2/3 over 2 queries; ratio: (1 + 0 + 4) / (3 + 0 + 4)."""
+    items = ("a", "b", "c", "d", "e")
+    values = np.array([[3, 1, 0, 2, 0], [0, 0, 0, 0, 0], [0, 0, 4, 0, 1]], dtype=np.float32)
+    lists = {"q0": ["b", "a", "c", "d", "e"], "q1": ["e", "d", "c", "b", "a"],
+             "q2": ["c", "e", "a", "b", "d"]}
+    view = RelevanceView(("q0", "q1", "q2"), items, values)
+    directions = {"i2t": rankings_from_lists(lists)}
+    records = evaluate(directions, semantic=[SemanticInput("phi", {"i2t": view}, None)],
+                       ks=(1, 2), ms=(1,), bootstrap=0)
+    ncs = {r["k"]: r for r in records if r["metric"] == "ncs@k"}
+    assert ncs[1]["value"] == pytest.approx(4 / 9, abs=1e-9) and ncs[1]["n"] == 3
+    assert ncs[2]["value"] == pytest.approx(0.6, abs=1e-9) and ncs[2]["n"] == 3
+    phi = {q: dict(zip(items, row.tolist(), strict=True)) for q, row in zip(lists, values,
+                                                                            strict=True)}
+    for k in (1, 2):
+        assert abs(ncs[k]["value"] - _ncs_loop(lists, phi, items, None, k, "authors")[0]
+                   ) <= 1e-15
+    for averaging, value, n in (("eq5", 2 / 3, 2), ("ratio", 5 / 7, 3)):
+        other = evaluate(directions, semantic=[SemanticInput("phi", {"i2t": view}, None)],
+                         ks=(1,), ms=(1,), bootstrap=0, ncs_averaging=averaging)
+        record = next(r for r in other if r["metric"] == "ncs@k")
+        assert record["value"] == pytest.approx(value, abs=1e-15) and record["n"] == n
 
 
 def test_ncs_averagings_differ_and_records_count_defined_queries():
@@ -369,17 +418,20 @@ def test_ncs_averagings_differ_and_records_count_defined_queries():
     directions = {"i2t": rankings_from_lists(lists), "t2i": rankings_from_lists(back)}
     semantic = SemanticInput("phi", views, None)
     keyed = {}
-    for averaging in ("ratio", "per-query"):
+    for averaging in ("authors", "eq5", "ratio"):
         records = evaluate(directions, semantic=[semantic], ks=(5,), ms=(1,), bootstrap=100,
                            ci=0.9, seed=2, ncs_averaging=averaging)
         keyed[averaging] = {(r["metric"], r["direction"], r["k"]): r for r in records}
-    ratio, per_query = keyed["ratio"], keyed["per-query"]
-    # 3 rows of φ are all 0 (query 7 keeps its own item here): 37 of 40 defined
-    assert ratio[("ncs@k", "i2t", 5)]["n"] == 40 and per_query[("ncs@k", "i2t", 5)]["n"] == 37
-    assert per_query[("ncs@k", "mean", 5)]["n"] == 37 + per_query[("ncs@k", "t2i", 5)]["n"]
-    assert ratio[("ncs@k", "i2t", 5)]["value"] != per_query[("ncs@k", "i2t", 5)]["value"]
-    assert ratio[("sr@k", "i2t", 5)] == per_query[("sr@k", "i2t", 5)]  # SR is unchanged
-    for record in per_query.values():
+    authors, eq5, ratio = keyed["authors"], keyed["eq5"], keyed["ratio"]
+    # 3 rows of φ are all 0 (query 7 keeps its own item here): 37 of 40 defined for Eq. 5;
+    # the authors' code and the ratio of sums count all 40
+    assert authors[("ncs@k", "i2t", 5)]["n"] == ratio[("ncs@k", "i2t", 5)]["n"] == 40
+    assert eq5[("ncs@k", "i2t", 5)]["n"] == 37
+    assert eq5[("ncs@k", "mean", 5)]["n"] == 37 + eq5[("ncs@k", "t2i", 5)]["n"]
+    i2t_values = {a: keyed[a][("ncs@k", "i2t", 5)]["value"] for a in keyed}
+    assert len(set(i2t_values.values())) == 3, i2t_values
+    assert authors[("sr@k", "i2t", 5)] == eq5[("sr@k", "i2t", 5)] == ratio[("sr@k", "i2t", 5)]
+    for record in (*authors.values(), *eq5.values()):
         assert record["ci_low"] <= record["value"] <= record["ci_high"]
     with pytest.raises(ValueError, match="NCS averaging"):
         evaluate(directions, semantic=[semantic], ncs_averaging="mean")

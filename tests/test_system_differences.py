@@ -1,7 +1,8 @@
 """The paired difference between two systems' mean Totals (`system_differences`), checked
 against a loop written from the definition: resample images with replacement, take both
 systems' captions of every drawn image, difference of the two means; a BCa interval of
-those replicates; significant when the interval leaves out 0."""
+those replicates; significant when the interval leaves out 0 (and `metrics.significance`
+finds no reason to withhold the call)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def test_every_pair_matches_the_loop_and_leaves_out_unshared_images():
         estimate, low, high = paired_by_loop(data, row.system, row.versus)
         assert row.difference == pytest.approx(estimate, abs=1e-12)
         assert (row.ci_low, row.ci_high) == pytest.approx((low, high), abs=1e-12)
-        assert row.significant == (not low <= 0 <= high)
+        # significant: the CI leaves out 0, with no limit within resampling noise of it
+        assert row.significant == (not low <= 0 <= high and row.verdict != "borderline")
     # C is 1.4 below the others on average, with a spread of 0.5 per caption
     assert table.set_index(["system", "versus"]).loc[("B", "C"), "significant"]
 
@@ -80,6 +82,7 @@ def test_a_constant_shift_is_significant_with_a_point_interval():
 def test_without_a_bootstrap_there_is_no_interval_and_no_verdict():
     table = system_differences(scores(), bootstrap=0, ci=CI, seed=SEED)
     assert table["ci_low"].isna().all() and not table["significant"].any()
+    assert table["verdict"].isna().all()
 
 
 def test_every_mean_of_the_systems_table_has_its_interval():

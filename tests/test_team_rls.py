@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from storage import import_captions
 from storage.models import Image, Stage
-from storage.project_queues import assign_double, disagreements
+from storage.project_queues import assign_double, disagreements, release_claims
 from storage.protocol import PROGRESS_FUNCTION
 from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
@@ -185,6 +185,21 @@ def test_the_event_log_is_insert_only_and_read_by_leads_only(team, guarded):
               "SELECT * FROM event_log WHERE db_role <> :role",
               "UPDATE event_log SET actor = 'mallory'", "DELETE FROM event_log",
               role=team.names["bob"])
+
+
+def test_ratings_a_forced_release_set_aside_are_read_by_leads_only(team, guarded):
+    """`thumb release --force` moves an annotator's ratings of the image into
+    `released_rating`: blind scores, which no annotator reads, their own included."""
+    alice = AnnotationSession(team.engine("alice"), team.names["alice"])
+    group = alice.open_image(0)[0]
+    alice.set_values(group, {"precision": 4}, image_index=0, focus=0)
+    freed = release_claims(team.engine("lead"), team.names["alice"], actor="lead",
+                           image_key=alice.images[0].key, force=True)
+    assert freed.set_aside == len(group.caption_ids)
+    with team.engine("lead").connect() as connection:
+        assert reach(connection, "SELECT * FROM released_rating") == freed.set_aside
+    for who in ("alice", "bob"):
+        forbidden(team, guarded, who, "SELECT * FROM released_rating")
 
 
 @pytest.mark.slow

@@ -144,3 +144,20 @@ def test_a_clean_source_holds_no_forbidden_text():
     for escape in "bfr":
         line = f'{{"caption": "a\\{escape}"}}'
         assert not clean_source(line) and text_problems(json.loads(line), "")
+
+
+@pytest.mark.parametrize("text", ["Human 4.95 > Up-Down 4.16", "p < 0.001", "A & B"])
+def test_markdown_writes_a_comparison_as_text(text):
+    """Issue #44 item 11: `<`, `>` and `&` that can begin no markup are text in the
+    Markdown file, not entities (`&gt;`), and render as themselves."""
+    assert for_markdown(text) == text
+    html = markdown_it.MarkdownIt("commonmark", {"html": True}).render(for_markdown(text))
+    assert html.strip() == f"<p>{for_html(text)}</p>"
+
+
+@pytest.mark.parametrize("text", ["> quoted", "  > quoted", "a <b>", "a<", "&amp;", "x &#62;"])
+def test_markdown_still_escapes_what_markup_could_begin(text):
+    """A leading `>` (a block quote), and a `<` or `&` before anything but a space (a tag,
+    an autolink, an entity; at the end, whatever text comes next) render as the text."""
+    html = markdown_it.MarkdownIt("commonmark", {"html": True}).render(for_markdown(text))
+    assert html.strip() == f"<p>{for_html(text.strip()).replace('&#x27;', chr(39))}</p>"

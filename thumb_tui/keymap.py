@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from textual.binding import Binding
-from textual.keys import Keys, _character_to_key
+from textual.keys import KEY_NAME_REPLACEMENTS, Keys
 
 from rubrics import forbidden_character, refusal
 from rubrics.schema import FileError, read_toml, shown
@@ -63,12 +63,27 @@ def screen_bindings() -> dict[str, list[Binding]]:
     return {name: list(screen.BINDINGS) for name, screen in screens.items()}
 
 
+def character_key(character: str) -> str:
+    """The name Textual gives the key of one character: the character itself where it is
+    a letter or digit, else its Unicode name in lower case with `_` for spaces and
+    hyphens (`question_mark` for `?`), shortened as Textual shortens some (`slash`,
+    `minus`). Textual's own conversion is private; `tests/test_keymap.py` pins this one
+    to the names its bindings take."""
+    if character.isalnum():
+        return character
+    try:
+        name = unicodedata.name(character).lower().replace("-", "_").replace(" ", "_")
+    except ValueError:  # a character without a name (a control character)
+        return character
+    return KEY_NAME_REPLACEMENTS.get(name, name)
+
+
 @cache
 def key_names() -> frozenset[str]:
     """The names of keys that are not one character, as Textual reports them: `down`,
     `f1`, `pagedown`, `question_mark` (for `?`), `space`."""
     named = {key.value.rsplit("+", 1)[-1] for key in Keys}
-    named |= {_character_to_key(c) for c in string.punctuation + " "}
+    named |= {character_key(c) for c in string.punctuation + " "}
     return frozenset(name for name in named if len(name) > 1 and name.replace("_", "").isalnum()
                      and name.isascii())
 
@@ -82,7 +97,7 @@ def parse_key(key: str) -> str | None:
     if len(name) == 1:
         if unicodedata.category(name)[0] not in "LNPS":  # no control, space, mark, format
             return None
-        name = _character_to_key(name)
+        name = character_key(name)
     elif name not in key_names():
         return None
     return "+".join([*modifiers, name])

@@ -8,6 +8,7 @@ import typer
 
 from thumb_tui.cli import (
     analysis,
+    annotators,
     bison,
     campaign,
     database,
@@ -53,5 +54,6 @@ app.add_typer(match.app, name="match")
 app.add_typer(gold.app, name="gold")
 app.add_typer(images.app, name="image")
 app.add_typer(team.app, name="team")
+app.add_typer(annotators.app, name="annotator")
 
 __all__ = ["app"]

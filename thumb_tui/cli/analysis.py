@@ -111,7 +111,8 @@ def report_command(
     force: ForceOption = False,
     print_figures: Annotated[bool, typer.Option(
         "--print-figures", help="Also write each figure as PDF (vector) and PNG (300 dpi) "
-                                "for print; needs matplotlib (the metrics extra).")] = False,
+                                "for print (latex: report.tex includes the PDFs); needs "
+                                "matplotlib (the metrics extra).")] = False,
 ) -> None:
     """The THUMB paper's analyses for this project: systems table, strictly best/worst,
     metric-human correlations with Williams tests, BISON-style pairwise accuracy.
@@ -119,8 +120,9 @@ def report_command(
     The folder is made if its parent exists; a report file or figure that is there already
     is replaced only with --force."""
     check_format(fmt, REPORT_FORMATS)
-    if print_figures and fmt not in ("md", "html"):
-        fail("--print-figures goes with --format md or html (the reports with figures)")
+    if print_figures and fmt == "json":
+        fail("--print-figures goes with --format md, html or latex (the reports with "
+             "figures)")
     if fmt == "latex":  # the LaTeX renderer (and its tables' modules) only for LaTeX
         from reports import latex
 
@@ -139,7 +141,8 @@ def report_command(
                               bootstrap=bootstrap, ci=ci, seed=seed)
         with Outputs(force) as files:
             folder = files.folder(out)
-            main_file = (latex.write_report(report, folder, _tables_folder(files, out, folder))
+            main_file = (latex.write_report(report, folder, _tables_folder(files, out, folder),
+                                            print_figures=print_figures)
                          if fmt == "latex" else write_report(report, folder, fmt,
                                                               print_figures=print_figures))
             path = out / main_file.name
@@ -149,7 +152,7 @@ def report_command(
     for line in missing_lines(report):  # an early project: what is still to do
         typer.echo(f"not computed yet: {line}")
     if fmt == "latex":  # the sections only the Markdown and HTML reports have
-        for line in latex.omitted_sections(report):
+        for line in latex.omitted_sections(report, with_figures=print_figures):
             typer.echo(f"not in the LaTeX report: {line}", err=True)
 
 
@@ -174,9 +177,12 @@ def metric_option_parameters() -> list[inspect.Parameter]:
     parameters = []
     for option in metric_options().values():
         kind = option.kind | None if option.default is None else option.kind
+        # a switch that is on unless turned off needs its off form (`--no-…`)
+        flags = (f"{option.flag}/--no-{option.flag.removeprefix('--')}"
+                 if option.kind is bool and option.default else option.flag)
         parameters.append(inspect.Parameter(
             option.option, inspect.Parameter.KEYWORD_ONLY, default=option.default,
-            annotation=Annotated[kind, typer.Option(option.flag, help=for_markup(option.help),
+            annotation=Annotated[kind, typer.Option(flags, help=for_markup(option.help),
                                                     min=option.minimum)]))
     return parameters
 
@@ -221,8 +227,9 @@ def metrics_compute_command(
             else:
                 runs = compute_judgment_metrics(state.existing_engine, judgments, names,
                                                 options, progress=report)
-    for run in runs:
-        typer.echo(f"{run.summary}\n  {run.signature}")
+    for run in runs:  # a count of the data goes beside the signature, never into it
+        typer.echo(f"{run.summary}\n  {run.signature}"
+                   + (f"\n  {run.self_references}" if run.self_references else ""))
 
 
 def _register_compute() -> None:

@@ -27,8 +27,9 @@ def monitor_command(
         help="Alert when an annotator's rushed share is above this (0-1).")] = 0.2,
     alert_drift: Annotated[float, typer.Option(
         "--alert-drift", min=0.0,
-        help="Alert when an annotator's mean P or R differs from the others' on the same "
-             "captions by more than this.")] = 0.5,
+        help="Alert when an annotator's mean P or R differs from the others' consensus on "
+             "captions three or more rated (or two annotators' from each other on captions "
+             "only they rated) by more than this.")] = 0.5,
     alert_agreement: Annotated[float, typer.Option(
         "--alert-agreement", min=-1.0, max=1.0,
         help="Alert when Krippendorff's alpha of P or R on the blind double ratings is "
@@ -43,7 +44,8 @@ def monitor_command(
     images, and alerts.
 
     Reads the project every --every seconds; keys: r refresh, p pause, arrows and PgUp/PgDn
-    scroll, q quit. Pace and rushed share read stage-1 and stage-2 ratings; an alert on
+    scroll, q quit. Pace and rushed share read stage-1 and stage-2 ratings, each caption
+    timed by its first pass (paging back shows apart, as revisits); an alert on
     rushed share or drift needs 5 timed (compared) captions, one on gold accuracy 3 gold
     answers; agreement waits for 5 double-rated images rated twice."""
     from metrics.campaign import Thresholds

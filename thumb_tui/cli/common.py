@@ -191,6 +191,15 @@ class SafeGroup(TyperGroup):
 
         try:
             return super().invoke(ctx)
+        except typer.TyperException as exc:
+            # `thumb status --db x`: the root group's option given after the command's name
+            # (a usage error that names its option: Click's NoSuchOption, which Typer keeps)
+            where = getattr(exc, "ctx", None)
+            if getattr(exc, "option_name", None) == "--db" and where is not None:
+                command = where.command_path.partition(" ")[2]
+                exc.message = (f"{exc.message}: --db goes before the command's name "
+                               f"(thumb --db PATH {command} …)")
+            raise
         except ValueError as exc:
             # a keymap error needs the keymap loaded: commands that never load it (the
             # report, metrics) do not pay for importing Textual to recognise one

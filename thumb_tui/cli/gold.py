@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from rubrics import printable
+from rubrics import PENALTY_KEYS, SCORE_KEYS, printable
 from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
@@ -30,11 +30,20 @@ FeedbackOption = Annotated[bool | None, typer.Option(
 
 
 def _settings_line() -> str:
-    from storage.gold import gold_settings
+    """The gold settings, and what the rate will really be where there are too few gold
+    images to reach it (a session seeds only the gold images there are)."""
+    from storage.gold import gold_settings, gold_share
 
     settings = gold_settings(state.existing_engine)
-    return (f"gold rate {settings.rate:g} of each stage-1 queue; feedback "
+    line = (f"gold rate {settings.rate:g} of each stage-1 queue; feedback "
             f"{'on' if settings.feedback else 'off'}")
+    share = gold_share(state.existing_engine)
+    if share.short:
+        line += (f"\ngold rate {share.asked:g} asked; with {share.gold_images} gold image"
+                 f"{'' if share.gold_images == 1 else 's'} and {share.real_images} real "
+                 f"images the rate will be {share.rate:.2f} ({share.wanted} gold images "
+                 "would reach it)")
+    return line
 
 
 @app.command("import")
@@ -103,7 +112,8 @@ def gold_feedback_command(
 
 @app.command("accuracy")
 def gold_accuracy_command() -> None:
-    """Per annotator: gold captions answered, answered right, accuracy."""
+    """Per annotator: gold captions answered, first answers right, accuracy, and how many
+    answers were changed after the first (`thumb gold results` lists them)."""
     from storage.gold import gold_accuracy
 
     rows = gold_accuracy(state.existing_engine)
@@ -111,5 +121,35 @@ def gold_accuracy_command() -> None:
     if not rows:
         typer.echo("No gold answers yet.")
     for row in rows:
+        changed = f"; {row.changed} changed afterwards" if row.changed else ""
         typer.echo(f"{printable(row.annotator, newlines=False)}: {row.correct}/{row.answered}"
-                   f" right ({row.accuracy:.0%})")
+                   f" right ({row.accuracy:.0%}){changed}")
+
+
+def _answer_text(values: dict[str, object]) -> str:
+    """An answer as the screens key it: P5 R1, then any penalty held (fluency 0.5)."""
+    return " ".join([*(f"{key[0].upper()}{values[key]}" for key in SCORE_KEYS),
+                     *(f"{key} {values[key]:g}" for key in PENALTY_KEYS if values[key])])
+
+
+@app.command("results")
+def gold_results_command() -> None:
+    """Per annotator and gold caption: the first complete answer (the one scored), right
+    or wrong, and the answer now where it was changed — after the feedback, where the
+    first was wrong and feedback is on."""
+    from storage.gold import gold_results, gold_settings
+
+    results = gold_results(state.existing_engine)
+    feedback = gold_settings(state.existing_engine).feedback
+    typer.echo(_settings_line())
+    if not results:
+        typer.echo("No gold answers yet.")
+    for result in results:
+        line = (f"{printable(result.annotator, newlines=False)}  "
+                f"{printable(result.image, newlines=False)}  "
+                f"“{printable(result.caption, newlines=False)}”: "
+                f"{_answer_text(result.answer)} {'right' if result.right else 'wrong'}")
+        if result.changed_to is not None:
+            after = "after feedback" if feedback and not result.right else "afterwards"
+            line += f"; changed {after} to {_answer_text(result.changed_to)}"
+        typer.echo(line)

@@ -1,5 +1,5 @@
-"""Project commands: import, export, status and next, annotators and the double-rating
-assignment."""
+"""Project commands: import, export, status and next, releasing claims and the
+double-rating assignment."""
 
 from __future__ import annotations
 
@@ -19,11 +19,9 @@ from thumb_tui.cli.common import (
     ActorOption,
     AnnotatorOption,
     ForceOption,
-    NativeOption,
     Outputs,
     OutsideImagesOption,
     RawOption,
-    annotator_name,
     check_format,
     collector_paused,
     console,
@@ -33,7 +31,6 @@ from thumb_tui.cli.common import (
     named_tasks,
     output_file,
     progress_bar,
-    protocol_refusals,
     state,
     value_errors,
     working,
@@ -186,6 +183,8 @@ def status_command(
     console.print(_pipeline_table(board))
     if board.annotators:
         console.print(_annotator_table(board))
+    if board.claims:
+        console.print(_claims_table(board))
     for item in board.broken_images:
         console.print(f"broken image {for_markup(item.key, newlines=False)}: "
                       f"{for_markup(item.reason, newlines=False)} "
@@ -275,6 +274,34 @@ def _annotator_table(board: Dashboard) -> Table:
     return table
 
 
+def claim_age(seconds: float) -> str:
+    """A claim's age in its largest units: `45 s`, `12 min`, `3 h 05 min`, `2 d 04 h`."""
+    minutes, hours = int(seconds // 60), int(seconds // 3600)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if hours < 1:
+        return f"{minutes} min"
+    if hours < 24:
+        return f"{hours} h {minutes % 60:02d} min"
+    return f"{hours // 24} d {hours % 24:02d} h"
+
+
+def _claims_table(board: Dashboard) -> Table:
+    """The claims that hold their images, oldest first: a killed session's stays until
+    `thumb release`."""
+    table = Table(title="Claims held (age: since the annotator last worked on the image)",
+                  caption="thumb release --annotator NAME [--image KEY --force] frees them",
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+    for column in ("annotator", "image", "stage", "rated", "age"):
+        table.add_column(column, justify="right" if column in ("stage", "rated", "age")
+                         else "left", overflow="fold")
+    for claim in board.claims:
+        table.add_row(for_markup(claim.annotator, newlines=False),
+                      for_markup(claim.image, newlines=False), str(claim.stage),
+                      str(claim.rated_captions), claim_age(claim.age_seconds))
+    return table
+
+
 def _gold_cell(person: AnnotatorProgress) -> str:
     """Gold captions answered right of those answered, with the share: `3/4 75%`."""
     if not person.gold_answered:
@@ -304,22 +331,6 @@ def next_command(annotator: AnnotatorOption = None) -> None:
                    f"    # {item.description}")
 
 
-@app.command("annotator")
-def annotator_command(
-    name: Annotated[str, typer.Argument(help="Annotator name.")],
-    native: NativeOption = None,
-) -> None:
-    """Add an annotator or record whether they are a native English speaker."""
-    from storage.rating_sessions import register_annotator
-
-    with protocol_refusals():
-        native_english = register_annotator(state.existing_engine, annotator_name(name),
-                                            native)
-    said = {True: "a native English speaker", False: "not a native English speaker",
-            None: "native language not recorded (--native or --non-native records it)"}
-    typer.echo(printable(f"{name}: {said[native_english]}", newlines=False))
-
-
 def _listed(image_keys: list[str]) -> str:
     """Image keys as an indented paragraph of the terminal's width, each shown literally."""
     return textwrap.fill(", ".join(printable(key, newlines=False) for key in image_keys),
@@ -334,27 +345,48 @@ def release_command(
     image: Annotated[str | None, typer.Option(
         "--image", help="Only this image (its key); default: every untouched claim.")]
     = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="With --image: free the claim even though they rated some of the "
+                        "image (their ratings of it at that stage move to table "
+                        "released_rating, out of every analysis; each logged with its "
+                        "values).")] = False,
     by: ActorOption = "",
 ) -> None:
     """Give up an annotator's claims on images they have rated nothing of (stages 1 and 2).
 
     A session that was killed keeps the image it had open: it is offered to nobody else
     until its annotator starts the app again. The lead releases such claims here; a
-    claim with a rating stays (a rated image stays its annotator's). Each release is
-    logged."""
-    from storage.project_queues import release_untouched_claims
+    claim with a rating stays (a rated image stays its annotator's) unless --force frees
+    it: the image is then open to others as if they had never rated it, and their ratings
+    of it move, every value kept, to table released_rating, which no analysis, queue or
+    annotator reads. Each release and each moved rating is logged."""
+    import shlex
+
+    from storage.project_queues import release_claims
 
     name = known_annotator(annotator)
     with value_errors():
-        released = release_untouched_claims(state.existing_engine, name,
-                                            actor=by or os_login(), image_key=image)
+        result = release_claims(state.existing_engine, name, actor=by or os_login(),
+                                image_key=image, force=force)
     shown = printable(name, newlines=False)
-    if not released:
-        typer.echo(f"{shown} holds no claim on an image they have rated nothing of"
-                   + (f" ({printable(image, newlines=False)})" if image else "") + ".")
+    for kept in result.kept:
+        typer.echo(printable(
+            f"kept {name}'s claim on {kept.image_key} at stage {kept.stage}: they rated "
+            f"{kept.rated} caption(s) of it there"
+            + (" and it has been resolved since" if force else
+               f"; `thumb{state.db_option} release --annotator {shlex.quote(name)} --image "
+               f"{shlex.quote(kept.image_key)} --force` frees it (their ratings of it move "
+               "to table released_rating, each logged)"), newlines=False))
+    if not result.released:
+        if not result.kept:
+            typer.echo(f"{shown} holds no claim on an image they have rated nothing of"
+                       + (f" ({printable(image, newlines=False)})" if image else "") + ".")
         return
-    typer.echo(f"released {len(released)} claim(s) of {shown}; open to others again:")
-    typer.echo(_listed(released))
+    typer.echo(f"released {len(result.released)} claim(s) of {shown}; open to others again:")
+    typer.echo(_listed(result.released))
+    if result.set_aside:
+        typer.echo(f"{result.set_aside} rating(s) of theirs moved to table released_rating: "
+                   "kept there with every value, counted by no analysis (each logged)")
 
 
 @app.command("assign")

@@ -78,11 +78,14 @@ def evaluate_command(
                                                      "count as relevant.")] = "1,2,3",
     ncs_averaging: Annotated[str, typer.Option(
         "--ncs-averaging",
-        help="How NCS@K is averaged over queries: ratio (the default; Σ over queries of "
-             "Σ φ(top-K) / Σ over queries of Σ φ(ideal top-K), as the authors' code "
-             "computes the paper's tables) or per-query (the paper's Eq. 5: each query's "
-             "ratio, averaged; queries whose ideal top-K is all 0 are left out of the "
-             "mean and of n). The signature records it.")] = "ratio",
+        help="How NCS@K is averaged over queries: authors (the default; as the authors' "
+             "public code computes the paper's tables: each query's mean φ(top-K) / "
+             "(mean φ(ideal top-K) + 1e-10), averaged over every query, so a query whose "
+             "ideal top-K is all 0 counts 0), eq5 (the paper's Eq. 5 as printed: each "
+             "query's ratio, averaged; queries whose ideal top-K is all 0 are left out "
+             "of the mean and of n; per-query is its earlier name) or ratio (Σ over "
+             "queries of Σ φ(top-K) / Σ over queries of Σ φ(ideal top-K), the authors' "
+             "earlier, commented-out line). The signature records it.")] = "authors",
     bootstrap: QueriesBootstrapOption = 1000,
     ci: Annotated[float, typer.Option("--ci", help="Confidence level of the CIs.")] = 0.95,
     seed: SeedOption = 0,
@@ -94,7 +97,7 @@ def evaluate_command(
     force: ForceOption = False,
 ) -> None:
     """Evaluate a model on positive sets (stored results are reused)."""
-    from metrics.retrieval import NCS_AVERAGINGS
+    from metrics.retrieval import ncs_averaging_name
     from reports.retrieval import (
         ModelFiles,
         Settings,
@@ -128,8 +131,10 @@ def evaluate_command(
         fail("--pmrp-cap must be positive or 'none'")
     if not 0 < ci < 1:
         fail("--ci must be between 0 and 1 (0.95 for 95%)")
-    if ncs_averaging not in NCS_AVERAGINGS:
-        fail(f"--ncs-averaging must be {' or '.join(NCS_AVERAGINGS)}, not {ncs_averaging!r}")
+    try:
+        ncs_averaging = ncs_averaging_name(ncs_averaging)
+    except ValueError as error:
+        fail(f"--ncs-averaging: {error}")
     if not (positives or pm or pm_from or relevance):
         fail("nothing to evaluate against: give --positives (eccv, cxc, coco-5k, coco-1k, "
              "project or DIR), --pm, --pm-from or --relevance")

@@ -9,7 +9,7 @@ escaped Rich Text, never as markup."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 
@@ -26,21 +26,24 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from metrics.campaign import (
+    CONSENSUS_RATERS,
     MIN_AGREEMENT_IMAGES,
     RECENT,
     AgreementFigure,
     Alert,
     Drift,
     Pace,
+    PairDifference,
     Thresholds,
     agreement_so_far,
     alerts,
     captions_per_stage,
     drifts,
     paces,
+    pair_differences,
 )
 from rubrics import printable
-from storage.dashboard import StageProgress
+from storage.dashboard import HeldClaim, StageProgress
 from storage.gold import GoldAccuracy
 from storage.image_flags import BrokenImage
 from storage.monitor import MonitorBusy, MonitorData, read_monitor
@@ -83,6 +86,8 @@ class Figures:
     alerts: list[Alert]
     read_at: float
     gold_captions: int = 0  # the project's gold captions (0: no gold column)
+    pairs: list[PairDifference] = field(default_factory=list)  # drift no one is blamed for
+    claims: list[HeldClaim] = field(default_factory=list)  # held, oldest first
 
 
 class FigureMaker:
@@ -107,6 +112,7 @@ class FigureMaker:
         counts = captions_per_stage(data.ratings)
         pace_of = paces(data.ratings, settings.rushed_below)
         drift_of = drifts(data.ratings, settings.recent)
+        pairs = pair_differences(data.ratings)
         agreement = self.agreement(data)
         gold_of = {record.annotator: record for record in data.gold}
         rows = [AnnotatorRow(name, counts.get(name, {}), pace_of.get(name, Pace(0, None, 0,
@@ -116,9 +122,9 @@ class FigureMaker:
                 for name in data.annotators]
         found = alerts(pace_of, drift_of, agreement, settings.thresholds,
                        {name: (record.answered, record.correct)
-                        for name, record in gold_of.items()})
+                        for name, record in gold_of.items()}, pairs)
         return Figures(data.stages, rows, agreement, data.broken_images, found, self.clock(),
-                       data.gold_captions)
+                       data.gold_captions, pairs, data.claims)
 
 
 def _first_line(error: object) -> str:
@@ -141,6 +147,15 @@ def _share(value: float | None) -> str:
 
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as "45s", "4m 05s" or "1h 02m"."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def _gold(record: GoldAccuracy | None) -> str:
@@ -176,17 +191,52 @@ DRIFT_COLUMNS: list[AnnotatorColumn] = [
 
 
 def annotator_table(rows: list[AnnotatorRow], settings: MonitorSettings,
-                    gold: bool = False) -> Group:
+                    gold: bool = False, pairs: Sequence[PairDifference] = ()) -> Group:
     """The table, and a legend of its columns; the gold column only with `gold` (the
-    project has gold captions)."""
+    project has gold captions); then the revisit time each annotator's pace leaves out,
+    and the differences between two raters that no one is blamed for."""
     legend = Text(f"captions rated at s1 (stage 1), s2 (review), fin (resolution); s/cap: "
-                  f"median seconds a caption; rush: share under {settings.rushed_below:g} s; "
+                  f"median seconds to a caption's first complete rating; rush: share under "
+                  f"{settings.rushed_below:g} s; "
                   + ("gold: gold captions right/answered; " if gold else "")
-                  + f"Δ: mean minus others' on the same captions, rec: last "
-                  f"{settings.recent}", style="dim")
+                  + f"Δ: mean minus the others' where {CONSENSUS_RATERS}+ rated a caption, "
+                  f"rec: last {settings.recent}", style="dim")
     if not rows:
         return Group(Text("nobody has rated yet", style="dim"), legend)
-    return Group(AnnotatorRows(rows, gold), legend)
+    return Group(AnnotatorRows(rows, gold), legend, *revisits_text(rows),
+                 *pairs_text(pairs))
+
+
+def revisits_text(rows: list[AnnotatorRow]) -> list[Text]:
+    """One line: the time each annotator spent on images after their first pass (left
+    out of s/cap and rush); none where no one's is known."""
+    known = [row for row in rows if row.pace.revisit_seconds is not None]
+    if not known:
+        return []
+    text = Text("revisits (time on rated images, not in s/cap or rush): ", style="dim")
+    for number, row in enumerate(known):
+        text.append(", " if number else "")
+        text.append(literal(row.name))
+        text.append(f" {_duration(row.pace.revisit_seconds or 0.0)}")
+    return [text]
+
+
+def pairs_text(pairs: Sequence[PairDifference]) -> list[Text]:
+    """Two raters' difference on the captions only they rated, named as a pair and
+    saying why no one is blamed."""
+    if not pairs:
+        return []
+    lines = [Text("rated by two only (no Δ: two raters cannot say which one drifted):",
+                  style="dim")]
+    for pair in pairs:
+        line = Text("  ")
+        line.append(literal(pair.first))
+        line.append(" − ")
+        line.append(literal(pair.second))
+        line.append(f": ΔP {pair.precision:+.2f} ΔR {pair.recall:+.2f} on {pair.captions} "
+                    f"captions")
+        lines.append(line)
+    return lines
 
 
 class AnnotatorRows:
@@ -276,6 +326,29 @@ def alerts_text(found: list[Alert]) -> Text:
     return text
 
 
+CLAIMS_SHOWN = 3  # the oldest idle claims under the pipeline (all claims: thumb status)
+IDLE_CLAIM_SECONDS = 600  # a claim untouched this long is likely a dead session's
+
+
+def pipeline_view(stages: list[StageProgress], claims: list[HeldClaim]) -> Group:
+    """The pipeline table, and under it the claims idle for 10 minutes or more with their
+    age, oldest first: an annotator at work touches theirs all the time, and a killed
+    session's grows until `thumb release`."""
+    idle = [claim for claim in claims if claim.age_seconds >= IDLE_CLAIM_SECONDS]
+    if not idle:
+        return Group(pipeline_table(stages))
+    text = Text(f"claims idle for {IDLE_CLAIM_SECONDS // 60} min or more: {len(idle)}; "
+                "oldest:", style="dim")
+    for claim in idle[:CLAIMS_SHOWN]:
+        text.append("\n")
+        text.append(literal(claim.annotator, "bold"))
+        text.append(" on ")
+        text.append(literal(claim.image))
+        text.append(f" (stage {claim.stage}, {claim.rated_captions} rated) for "
+                    f"{_duration(claim.age_seconds)}")
+    return Group(pipeline_table(stages), text)
+
+
 def broken_text(items: list[BrokenImage]) -> Text:
     if not items:
         return Text("none", style="dim")
@@ -307,7 +380,8 @@ def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
         f"- **rushed share** above {limits.rushed:.0%} (from {limits.min_captions} timed "
         "captions on)",
         f"- **drift** of P or R beyond ±{limits.drift:g}, overall or recent (from "
-        f"{limits.min_captions} compared captions on)",
+        f"{limits.min_captions} compared captions on); the same for two annotators who "
+        "alone rated as many captions, named as a pair",
         f"- **gold accuracy** below {limits.gold:.0%} (from {limits.min_gold} gold "
         "answers on)",
         f"- **agreement**: α of P or R below {limits.agreement:g} (once it has a value)",
@@ -316,21 +390,31 @@ def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
         "",
         "- **s1, s2, fin**: captions rated completely at stage 1, in review (stage 2) and "
         "in resolution",
-        "- **s/cap**: median seconds per caption over stage-1 and stage-2 ratings. The app "
-        "records the time spent on each image; it is shared evenly among the captions "
-        "rated there (an imported rating's own seconds count as they are). Untimed "
-        "ratings are left out.",
+        "- **s/cap**: median seconds per caption over stage-1 and stage-2 ratings, each "
+        "timed by its first pass: from opening the image (or the previous caption's first "
+        "complete rating there) to its own first complete rating, so paging back through "
+        "rated images changes nothing (identical captions rated as one share its time; an "
+        "imported rating's own seconds count as they are; "
+        "a rating made before the app stored first passes gets an even share of its "
+        "image's time). Untimed ratings are left out.",
         f"- **rush**: share of those timed captions rated in under "
         f"{settings.rushed_below:g} s",
+        "- **revisits** (the line under the table): time spent on images after every "
+        "caption had its first complete rating, kept out of s/cap and rush; images still "
+        "in progress or with older ratings are left out.",
         "- **gold** (only where the project has gold captions, `thumb gold import`): of "
         "the gold captions seeded into the annotator's stage-1 images that they rated "
         "completely, how many were right (P and R within the gold ranges, every penalty "
         "at most the gold amount) and the share, as `thumb status` and the report count "
         "it; *-* before their first gold answer. Gold answers count in no other figure.",
-        "- **ΔP, ΔR**: on every caption the annotator rated (stage 1 or 2) that someone "
-        "else rated too, their value minus the others' mean, averaged; **rec**: the same "
-        f"over their last {settings.recent} such captions. Reviewers see the stage-1 "
-        "scores, so their drift is smaller by design.",
+        "- **ΔP, ΔR**: on every caption the annotator rated (stage 1 or 2) that at least "
+        f"{CONSENSUS_RATERS} annotators rated, their value minus the others' mean (their "
+        f"consensus), averaged; **rec**: the same over their last {settings.recent} such "
+        "captions. Reviewers see the stage-1 scores, so their drift is smaller by design.",
+        "- **rated by two only**: where only two annotators rated a caption, a "
+        "difference cannot say which one drifted, so no one gets a Δ from it: the lines "
+        "under the table give each such pair's difference (the first minus the second), "
+        "by name.",
         "",
         "## Agreement so far",
         "",
@@ -460,10 +544,12 @@ class MonitorScreen(KeyBarScreen):
         alerts_panel.set_class(bool(figures.alerts), "-alerting")
         alerts_panel.update(alerts_text(figures.alerts))
         self.query_one("#monitor-annotators", Static).update(
-            annotator_table(figures.annotators, self.settings, figures.gold_captions > 0))
+            annotator_table(figures.annotators, self.settings, figures.gold_captions > 0,
+                            figures.pairs))
         self.query_one("#monitor-agreement", Static).update(
             agreement_view(figures.agreement))
-        self.query_one("#monitor-pipeline", Static).update(pipeline_table(figures.stages))
+        self.query_one("#monitor-pipeline", Static).update(
+            pipeline_view(figures.stages, figures.claims))
         self.query_one("#monitor-broken", Static).update(broken_text(figures.broken_images))
 
     def title_text(self) -> Text:

@@ -10,8 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.strip import Strip
-from textual.widgets import Label, SelectionList, Static
-from textual.widgets._toggle_button import ToggleButton
+from textual.widgets import Checkbox, Label, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 
 from rubrics import printable
@@ -62,7 +61,9 @@ class ReasonList(SelectionList[str]):
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
         segments = list(strip)
-        if len(segments) < 2 or segments[1].text != ToggleButton.BUTTON_INNER:
+        # SelectionList draws its boxes with the toggle buttons' inner character, which
+        # the public Checkbox inherits
+        if len(segments) < 2 or segments[1].text != Checkbox.BUTTON_INNER:
             return strip
         try:
             option = self.get_option_at_index(self.scroll_offset.y + y)
