@@ -57,7 +57,8 @@ def test_the_lead_releases_a_killed_session_s_untouched_claim_only(tmp_path):
 
 def test_a_partly_rated_claim_is_kept_with_the_reason_and_freed_with_force(tmp_path):
     """The trial: a dead terminal's partly rated image stayed claimed for good, and `thumb
-    release` skipped it without a word."""
+    release` skipped it without a word. Freed with --force, its ratings move to
+    `released_rating` with every value (never lost, counted nowhere), logged."""
     engine = sample_engine(tmp_path)
     db = str(tmp_path / "app.db")
     dead = AnnotationSession(engine, "ann", seed_source=lambda: 1)
