@@ -48,8 +48,8 @@ class Pace:
 
 @dataclass(frozen=True)
 class Drift:
-    """An annotator's mean P and mean R minus the others' consensus (the mean of their
-    values) on the captions that at least CONSENSUS_RATERS annotators rated: over every
+    """An annotator's mean P and mean R minus the consensus (the median of the caption's
+    raters' values) on the captions that at least CONSENSUS_RATERS annotators rated: over every
     such caption (`captions`) and over the last `recent_captions` of them. None where no
     caption was compared."""
 
@@ -191,18 +191,19 @@ def _rater_values(ratings: pd.DataFrame) -> pd.DataFrame:
 
 def drifts(ratings: pd.DataFrame, recent: int = RECENT) -> dict[str, Drift]:
     """annotator -> drift: on every caption they rated at stage 1 or 2 that at least
-    CONSENSUS_RATERS annotators rated, their value minus the mean of the others' values,
-    averaged over those captions for P and for R; `recent`: the same over their last
-    `recent` such captions (by when their rating last changed). Captions with fewer raters
+    CONSENSUS_RATERS annotators rated, their value minus the caption's consensus, the
+    median of its raters' values, averaged over those captions for P and for R; `recent`:
+    the same over their last `recent` such captions (by when their rating last changed).
+    The median, not the others' mean: with three raters, one who drifts would move the
+    mean of the others of each of the two who agree past any threshold, and blame them
+    too; one rater cannot move the median of three or more. Captions with fewer raters
     are `pair_differences`."""
     if recent < 1:
         raise ValueError("recent must be at least 1")
     values = _rater_values(ratings)
     names = sorted({str(name) for name in values["annotator"].unique()})
-    sums = values.groupby("caption_id")[["p", "r"]].transform("sum")
-    others = values["raters"] - 1
-    compared = values.assign(p=values["p"] - (sums["p"] - values["p"]) / others,
-                             r=values["r"] - (sums["r"] - values["r"]) / others)
+    consensus = values.groupby("caption_id")[["p", "r"]].transform("median")
+    compared = values.assign(p=values["p"] - consensus["p"], r=values["r"] - consensus["r"])
     compared = compared[compared["raters"] >= CONSENSUS_RATERS].sort_values("sequence")
     by_name = {str(name): rows for name, rows in compared.groupby("annotator")}
     result = {}

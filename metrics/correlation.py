@@ -8,7 +8,7 @@ some captions; its statistics use the captions where it is defined."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import sparse
 
 from metrics.confidence import Interval, bca_ci, jackknife_groups, leave_one_out
-from metrics.significance import Verdict, interval_call
+from metrics.significance import Verdict, interval_call, p_value_call
 
 HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
@@ -432,14 +432,20 @@ def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: i
     return table
 
 
-def strict_best_worst(data: pd.DataFrame) -> pd.DataFrame:
+def strict_best_worst(data: pd.DataFrame,
+                      image_captions: Mapping[object, int] | None = None) -> pd.DataFrame:
     """THUMB Table 3: how often a system is best (worst) in its image's caption set in both
     P and R: its P and its R are each at least (at most) every other caption's. An image
-    with fewer than two rated captions counts for no system: a caption alone (the only
-    one rated so far) is compared with nothing, so it is neither best nor worst."""
+    counts only when at least two of its captions are rated and, where `image_captions`
+    gives how many captions each image has, every one of them: a caption alone is compared
+    with nothing, and one compared with only part of its set (an early report) may be
+    beaten by a caption not yet rated, so neither is best or worst."""
     by_image = data.groupby("image_id")
     p, r = data["precision"], data["recall"]
-    compared = (p.notna() & r.notna()).groupby(data["image_id"]).transform("sum") >= 2
+    rated = (p.notna() & r.notna()).groupby(data["image_id"]).transform("sum")
+    compared = rated >= 2
+    if image_captions is not None:
+        compared &= rated >= data["image_id"].map(image_captions).fillna(0)
     best = compared & (p == by_image["precision"].transform("max")) & (
         r == by_image["recall"].transform("max"))
     worst = compared & (p == by_image["precision"].transform("min")) & (
@@ -554,7 +560,9 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
                      subsets: dict[str, pd.Series]) -> pd.DataFrame:
     """For each pair of metrics and human dimension: is the first metric's Pearson r with
     the human score higher than the second's? (Williams test, one-sided, over the captions
-    where both metrics are defined.) All correlations of a subset come from one matrix."""
+    where both metrics are defined.) All correlations of a subset come from one matrix.
+    `verdict`: the call on it (`metrics.significance.p_value_call`), so that no reader of
+    the records applies its own rule."""
     records = []
     for subset, mask in subsets.items():
         part = data[mask]
@@ -579,9 +587,10 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
                     t, p = williams_test(r1, r2, r12, len(rows))
                     records.append({"metric": first, "versus": second, "dimension": dimension,
                                     "subset": subset, "r_metric": r1, "r_versus": r2,
-                                    "t": t, "p": p, "n": len(rows)})
+                                    "t": t, "p": p, "n": len(rows),
+                                    "verdict": p_value_call(p, len(rows)).verdict.value})
     return pd.DataFrame(records, columns=["metric", "versus", "dimension", "subset",
-                                          "r_metric", "r_versus", "t", "p", "n"])
+                                          "r_metric", "r_versus", "t", "p", "n", "verdict"])
 
 
 def caption_pairs(data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -41,6 +41,7 @@ class RankedSystem:
     total: float
     ci_low: float  # NaN without a bootstrap
     ci_high: float
+    ci_warning: str | None = None  # why the CI is unreliable (too few images), if it is
 
     def text(self) -> str:
         return f"{self.name} {mean_with_ci(self.total, self.ci_low, self.ci_high)}"
@@ -82,6 +83,7 @@ class BestMetric:
     runner_up_r: float
     williams_p: float
     williams_captions: int
+    ci_warning: str | None = None  # why the CI of r is unreliable (too few images), if it is
 
 
 @dataclass(frozen=True)
@@ -244,12 +246,16 @@ class Summary:
     def _ci_words(self) -> str:
         if self.ranking and math.isnan(self.ranking[0].ci_low):
             return "no CIs: --bootstrap 0"
-        return f"{self.ci:.0%} BCa CIs over images"
+        warning = next((system.ci_warning for system in self.ranking if system.ci_warning),
+                       None)
+        return f"{self.ci:.0%} BCa CIs over images" + (f"; {warning}" if warning else "")
 
     @staticmethod
     def _metric_sentence(best: BestMetric) -> str:
         where = subset_words(best.subset)
         interval = "" if math.isnan(best.ci_low) else f" {ci_bounds(best.ci_low, best.ci_high)}"
+        if interval and best.ci_warning:
+            interval += f"; {best.ci_warning}"
         sentence = (f"On {where}, {best.metric} agrees best with the human Total "
                     f"(Pearson r {best.r:.3f}{interval})")
         if best.runner_up is None:
@@ -266,10 +272,12 @@ def _p(p: float) -> str:
 def _ranking(systems: pd.DataFrame) -> tuple[RankedSystem, ...]:
     if systems.empty or systems["total"].isna().all():
         return ()
-    rows = systems.reindex(columns=["system", "total", "total_ci_low", "total_ci_high"])
+    rows = systems.reindex(columns=["system", "total", "total_ci_low", "total_ci_high",
+                                    "total_ci_warning"])
     rows = rows.dropna(subset=["total"]).sort_values("total", ascending=False)
-    return tuple(RankedSystem(str(name), float(total), float(low), float(high))
-                 for name, total, low, high in rows.itertuples(index=False))
+    return tuple(RankedSystem(str(name), float(total), float(low), float(high),
+                              str(warning) if isinstance(warning, str) else None)
+                 for name, total, low, high, warning in rows.itertuples(index=False))
 
 
 def _neighbours(ranking: tuple[RankedSystem, ...], differences: pd.DataFrame
@@ -311,7 +319,8 @@ def _best_metrics(correlations: pd.DataFrame, williams: pd.DataFrame
         found.append(BestMetric(
             str(subset), str(best["metric"]), float(best["r"]), float(best["ci_low"]),
             float(best["ci_high"]), None if runner_up is None else str(runner_up["metric"]),
-            float("nan") if runner_up is None else float(runner_up["r"]), p, captions))
+            float("nan") if runner_up is None else float(runner_up["r"]), p, captions,
+            best["ci_warning"] if isinstance(best.get("ci_warning"), str) else None))
     return tuple(found)
 
 

@@ -30,7 +30,12 @@ from storage.bison import has_bison_items
 from storage.dashboard import ProjectSize, pipeline_stages, project_size
 from storage.image_flags import broken_images
 from storage.metric_scores import caption_rows, metric_scores, signatures_computed_at
-from storage.rating_frames import contributing_annotators, final_scores, fluency_checkers
+from storage.rating_frames import (
+    captions_per_image,
+    contributing_annotators,
+    final_scores,
+    fluency_checkers,
+)
 from storage.retrieval import has_results
 from storage.rubric_registry import stored_rubrics
 
@@ -326,7 +331,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
         signatures=reported, self_references=self_reference_notes(engine, reported),
         systems=system_table(data, metrics, scores=[*rubric.score_keys, *rubric.penalty_keys],
                              bootstrap=bootstrap, ci=ci, seed=seed),
-        strict=strict_best_worst(data) if has_human else pd.DataFrame(
+        strict=strict_best_worst(data, captions_per_image(engine)) if has_human else pd.DataFrame(
             columns=["system", "best", "worst"]),
         correlations=correlations,
         table4=pearson_table(correlations, rubric),

@@ -126,6 +126,17 @@ def final_scores(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
     return final
 
 
+def captions_per_image(engine: Engine) -> dict[str, int]:
+    """image key (the frames' `image_id`) -> how many captions it has: what Table 3
+    compares a rated caption set against, so that a partly rated image counts for no
+    system."""
+    caption, image = Caption.__table__, Image.__table__
+    with engine.connect() as connection:
+        return dict(connection.execute(
+            select(image.c.key, func.count()).join(caption, caption.c.image_id == image.c.id)
+            .group_by(image.c.key)).all())
+
+
 def image_of_caption(engine: Engine, caption_id: int) -> tuple[str, str | None]:
     """The key and file path of the image a caption describes."""
     image, caption = Image.__table__, Caption.__table__

@@ -296,8 +296,15 @@ def test_annotator_commands_list_rename_and_retire_and_never_make_a_subcommand_a
         refused = runner.invoke(app, ["--db", db, "annotator", "add", name])
         assert refused.exit_code == 2 and "is a subcommand of `thumb annotator`" in (
             refused.output)
+    # the trial after the fix: a mistyped subcommand made annotators `lsit` and `Rename`
+    for typo, meant in (("lsit", "list"), ("Rename", "rename"), ("retier", "retire")):
+        refused = runner.invoke(app, ["--db", db, "annotator", typo])
+        assert refused.exit_code == 2 and f"did you mean `{meant}`?" in refused.output
+        assert "thumb annotator add NAME" in refused.output
+    added = runner.invoke(app, ["--db", db, "annotator", "add", "lisa"])
+    assert added.exit_code == 0 and added.output.startswith("added annotator lisa:")
     engine = open_database(db)
-    assert annotator_names(engine) == ["yan", "zoe"]
+    assert annotator_names(engine) == ["lisa", "yan", "zoe"]
 
     taken = runner.invoke(app, ["--db", db, "annotator", "rename", "zoe", "yan"])
     assert taken.exit_code == 2 and "there is an annotator 'yan' already" in taken.output
@@ -323,6 +330,8 @@ def test_annotator_commands_list_rename_and_retire_and_never_make_a_subcommand_a
         image_id = next(iter(open_images(connection, "amy", Stage.FIRST)))
         with pytest.raises(ProtocolError, match="yan is retired"):
             check_may_rate(connection, "yan", Stage.FIRST, image_id)
+    waiting = runner.invoke(app, ["--db", db, "next", "--annotator", "yan"])
+    assert "Nothing waits for yan now (retired" in waiting.output
     stage_one = runner.invoke(app, ["--db", db, "annotate", "--annotator", "yan",
                                     "--image-mode", "none"])
     assert "you are retired" in stage_one.output

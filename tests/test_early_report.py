@@ -199,3 +199,30 @@ def test_table_3_compares_a_caption_only_with_others_rated_for_its_image():
     counts = {row.system: (row.best, row.worst)
               for row in strict_best_worst(data).itertuples(index=False)}
     assert counts == {"A": (1, 0), "B": (0, 1)}
+
+
+def test_a_partly_rated_image_counts_for_no_system_in_table_3(tmp_path):
+    """The trial after #44 item 8: with two of an image's four captions rated, Table 3
+    called one of them strictly best and the other strictly worst, though either may be
+    beaten by a caption not rated yet. Only an image whose every caption is rated counts."""
+    db = imported(tmp_path)
+    engine = open_database(db)
+    session = AnnotationSession(engine, "alice")
+    groups = session.open_image(0)
+    assert sum(len(group.caption_ids) for group in groups) == 4
+    for group, values in zip(groups[:2], ({"precision": 5, "recall": 5},
+                                          {"precision": 1, "recall": 1}), strict=True):
+        session.set_values(group, values, image_index=0, focus=0)
+    engine.dispose()
+    data = json.loads(report(db, tmp_path / "j", "json")[1])
+    assert data["header"]["rated_captions"] == 2
+    assert all(row["best"] == row["worst"] == 0 for row in data["strict"])
+
+    image = pd.DataFrame({"image_id": [1, 1], "system": ["A", "B"],
+                          "precision": [5.0, 1.0], "recall": [5.0, 1.0]})
+    counts = {row.system: (row.best, row.worst)
+              for row in strict_best_worst(image, {1: 2}).itertuples(index=False)}
+    assert counts == {"A": (1, 0), "B": (0, 1)}  # every caption rated: compared
+    counts = {row.system: (row.best, row.worst)
+              for row in strict_best_worst(image, {1: 4}).itertuples(index=False)}
+    assert counts == {"A": (0, 0), "B": (0, 0)}

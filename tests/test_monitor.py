@@ -310,8 +310,9 @@ def stage_values(engine, name: str, stage: int) -> dict[int, tuple[float, float]
 
 def test_three_raters_name_the_one_who_drifted(engine):
     """Issue 44, item 7: every image rated blind by alice and bob (alike) and reviewed by
-    carol a point higher on P: against the other two's consensus carol drifts by +1, the
-    other two by -0.5 each, so a threshold between names carol alone."""
+    carol a point higher on P: against each caption's consensus, the median of its three
+    raters (alice's and bob's value), carol drifts by +1 and the other two not at all, so
+    only carol is named (the trial's mean of the others blamed the two who agree too)."""
     assign_double(engine, 1.0, seed=3, actor="lead")
 
     def value(caption_id: int) -> dict[str, int]:
@@ -333,13 +334,12 @@ def test_three_raters_name_the_one_who_drifted(engine):
         read_monitor(engine))
     drift = {row.name: row.drift for row in figures.annotators}
     for name, values in ratings.items():  # by the definition, caption by caption
-        others = [ratings[other] for other in ratings if other != name]
         for position, figure in ((0, drift[name].precision), (1, drift[name].recall)):
-            expected = sum(values[c][position] - sum(o[c][position] for o in others) / 2
-                           for c in values) / len(values)
+            expected = sum(values[c][position] - median(
+                rated[c][position] for rated in ratings.values()) for c in values) / len(values)
             assert figure == pytest.approx(expected)
     assert drift["carol"].precision == pytest.approx(1.0)
-    assert drift["alice"].precision == drift["bob"].precision == pytest.approx(-0.5)
+    assert drift["alice"].precision == drift["bob"].precision == pytest.approx(0.0)
     assert figures.pairs == []
     assert {alert.subject for alert in figures.alerts if "drift" in alert.message} == {"carol"}
 
@@ -748,10 +748,27 @@ def test_paces_read_stage_one_and_two_only():
     assert captions_per_stage(data) == {"a": {1: 1, 2: 1, 3: 1}}
 
 
+def test_one_rater_who_drifts_does_not_put_those_who_agree_past_the_threshold():
+    """The trial of issue 44: alice and carol give every caption 4, bob 2. Against the
+    mean of the others, alice and carol drifted +1 each and all three were alerted; against
+    the median of the caption's raters only bob drifts. With a fourth rater who agrees
+    with alice and carol, still only bob."""
+    for agreeing in (("alice", "carol"), ("alice", "carol", "dave")):
+        rows = [(name, 1 if name == "alice" else 2, caption, caption,
+                 2 if name == "bob" else 4, 2 if name == "bob" else 4, 0, 0)
+                for caption in range(1, 31) for name in (*agreeing, "bob")]
+        result = drifts(frame(rows))
+        assert result["bob"].precision == result["bob"].recall == pytest.approx(-2.0)
+        assert all(result[name].precision == result[name].recall == 0 for name in agreeing)
+        blamed = {name for name, figure in result.items()
+                  if abs(figure.precision) > 0.5 or abs(figure.recall) > 0.5}
+        assert blamed == {"bob"}
+
+
 def test_drift_is_against_the_consensus_of_two_others_and_two_raters_blame_no_one():
-    """Issue 44, item 7: a rater's drift is their value minus the others' mean only on
-    captions that three or more rated (their own mean where they rated one twice); a
-    caption two rated gives those two a difference, as a pair."""
+    """Issue 44, item 7: a rater's drift is their value minus the median of the caption's
+    raters' values only on captions that three or more rated (their own mean where they
+    rated one twice); a caption two rated gives those two a difference, as a pair."""
     rows = [
         ("a", 1, 1, 1, 5, 4, 0, 0), ("b", 1, 1, 1, 3, 4, 0, 0), ("c", 2, 1, 1, 4, 1, 0, 0),
         ("a", 1, 2, 2, 2, 2, 0, 0), ("b", 1, 2, 2, 4, 5, 0, 0), ("d", 2, 2, 2, 1, 3, 0, 0),
@@ -774,11 +791,10 @@ def test_drift_is_against_the_consensus_of_two_others_and_two_raters_blame_no_on
             mean_of[name] = (sum(row[4] for _, row in own) / len(own),
                              sum(row[5] for _, row in own) / len(own), max(i for i, _ in own))
         if len(mean_of) >= 3:
+            p_median = median(value[0] for value in mean_of.values())
+            r_median = median(value[1] for value in mean_of.values())
             for name, (p, r, last) in mean_of.items():
-                others = [value for other, value in mean_of.items() if other != name]
-                compared.setdefault(name, []).append((
-                    last, p - sum(o[0] for o in others) / len(others),
-                    r - sum(o[1] for o in others) / len(others)))
+                compared.setdefault(name, []).append((last, p - p_median, r - r_median))
         elif len(mean_of) == 2:
             first, second = sorted(mean_of)
             pairs.setdefault((first, second), []).append(
@@ -793,7 +809,8 @@ def test_drift_is_against_the_consensus_of_two_others_and_two_raters_blame_no_on
         assert figure.recall == pytest.approx(sum(r for _, _, r in items) / len(items))
         assert figure.recent_captions == 1
         assert (figure.recent_precision, figure.recent_recall) == pytest.approx(items[-1][1:])
-    assert result["d"].captions == 1 and result["d"].precision == pytest.approx(1 - (2 + 3) / 2)
+    # caption 2: a 2, b (4 + 2) / 2 = 3, d 1, so the median is 2
+    assert result["d"].captions == 1 and result["d"].precision == pytest.approx(1 - 2)
     found = pair_differences(data)
     assert [(pair.first, pair.second) for pair in found] == sorted(pairs) == [("a", "b"),
                                                                               ("b", "c")]

@@ -184,6 +184,16 @@ def test_no_renderer_calls_a_difference_on_one_or_two_images(tmp_path, images):
     differences = json.loads(outputs["json"])["differences"]
     assert differences and {row["verdict"] for row in differences} == {"too few"}
     assert all(f"{images} image" in row["verdict_reason"] for row in differences)
+    # the JSON's Williams rows carry the call too (too few captions), and the Summary's
+    # ranking and best-metric CIs say they are unreliable, as the tables' notes do
+    williams = json.loads(outputs["json"])["williams"]
+    assert williams and all(row["verdict"] == "too few" for row in williams
+                            if row["n"] < MIN_UNITS)
+    summary = json.loads(outputs["json"])["summary"]
+    ranking = next(line for line in summary if line.startswith("Systems ranked"))
+    assert f"only {images} image" in ranking and "unreliable" in ranking
+    best = [line for line in summary if "agrees best with the human Total" in line]
+    assert best and all("unreliable" in line for line in best)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ never a new annotator's, so `thumb annotator list` lists and makes no annotator 
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated
 
 import typer
@@ -29,13 +30,26 @@ SUBCOMMANDS = ("add", "list", "rename", "retire")
 
 class AnnotatorCommands(TyperGroup):
     """`thumb annotator`'s group: a first word that is no subcommand is the old form,
-    `thumb annotator NAME [--native]`, which still adds the annotator (`add NAME`)."""
+    `thumb annotator NAME [--native]`, which still adds the annotator (`add NAME`), unless
+    it looks like a mistyped subcommand (`lsit`, `Rename`): that is refused with the
+    subcommand it resembles, so a typo never becomes an annotator."""
 
     def resolve_command(self, ctx: typer.Context, args: list[str]
                         ) -> tuple[str | None, object, list[str]]:
         if args and args[0] not in self.commands and not args[0].startswith("-"):
+            if resembled := mistyped_subcommand(args[0]):
+                fail(f"{printable(args[0], newlines=False)!r} is no subcommand of `thumb "
+                     f"annotator`: did you mean `{resembled}`? (To add an annotator of "
+                     "that name: thumb annotator add NAME)")
             args = ["add", *args]
         return super().resolve_command(ctx, args)
+
+
+def mistyped_subcommand(word: str) -> str | None:
+    """The subcommand `word` looks like a slip of (the same but for case, or close by
+    `difflib`'s ratio: `lsit`, `retier`), or None."""
+    close = difflib.get_close_matches(word.lower(), SUBCOMMANDS, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 app = typer.Typer(cls=AnnotatorCommands, no_args_is_help=True,
@@ -64,13 +78,15 @@ def add_command(
 
     engine = state.existing_engine
     chosen = annotator_name(name)
-    if chosen not in annotator_names(engine):  # an existing "list" may still get --native
+    is_new = chosen not in annotator_names(engine)
+    if is_new:  # an existing "list" may still get --native
         chosen = new_name(chosen)
     with protocol_refusals():
         native_english = register_annotator(engine, chosen, native)
     said = {True: "a native English speaker", False: "not a native English speaker",
             None: "native language not recorded (--native or --non-native records it)"}
-    typer.echo(printable(f"{chosen}: {said[native_english]}", newlines=False))
+    added = "added annotator " if is_new else ""
+    typer.echo(printable(f"{added}{chosen}: {said[native_english]}", newlines=False))
 
 
 @app.command("list")

@@ -27,7 +27,7 @@ def monitor_command(
         help="Alert when an annotator's rushed share is above this (0-1).")] = 0.2,
     alert_drift: Annotated[float, typer.Option(
         "--alert-drift", min=0.0,
-        help="Alert when an annotator's mean P or R differs from the others' consensus on "
+        help="Alert when an annotator's mean P or R differs from the consensus (the median) on "
              "captions three or more rated (or two annotators' from each other on captions "
              "only they rated) by more than this.")] = 0.5,
     alert_agreement: Annotated[float, typer.Option(

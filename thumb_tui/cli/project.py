@@ -290,7 +290,8 @@ def _claims_table(board: Dashboard) -> Table:
     """The claims that hold their images, oldest first: a killed session's stays until
     `thumb release`."""
     table = Table(title="Claims held (age: since the annotator last worked on the image)",
-                  caption="thumb release --annotator NAME [--image KEY --force] frees them",
+                  caption="thumb release --annotator NAME frees their untouched claims; "
+                          "--image KEY --force frees one they rated part of",
                   box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
     for column in ("annotator", "image", "stage", "rated", "age"):
         table.add_column(column, justify="right" if column in ("stage", "rated", "age")
@@ -320,11 +321,16 @@ def next_command(annotator: AnnotatorOption = None) -> None:
     import shlex
 
     from storage.dashboard import work_for
+    from storage.protocol import is_retired
 
     name = known_annotator(annotator)
-    work = work_for(state.existing_engine, name)
+    engine = state.existing_engine
+    work = work_for(engine, name)
     if not work:
-        typer.echo(f"Nothing waits for {printable(name, newlines=False)} now.")
+        with engine.connect() as connection:
+            retired = is_retired(connection, name)
+        why = " (retired: a retired annotator takes no new image)" if retired else ""
+        typer.echo(f"Nothing waits for {printable(name, newlines=False)} now{why}.")
         return
     for item in work:
         typer.echo(f"thumb{state.db_option} {item.command} --annotator {shlex.quote(name)}"

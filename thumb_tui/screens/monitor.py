@@ -199,7 +199,7 @@ def annotator_table(rows: list[AnnotatorRow], settings: MonitorSettings,
                   f"median seconds to a caption's first complete rating; rush: share under "
                   f"{settings.rushed_below:g} s; "
                   + ("gold: gold captions right/answered; " if gold else "")
-                  + f"Δ: mean minus the others' where {CONSENSUS_RATERS}+ rated a caption, "
+                  + f"Δ: mean minus the median where {CONSENSUS_RATERS}+ rated a caption, "
                   f"rec: last {settings.recent}", style="dim")
     if not rows:
         return Group(Text("nobody has rated yet", style="dim"), legend)
@@ -408,8 +408,9 @@ def help_markdown(settings: MonitorSettings, keys: list[Binding]) -> str:
         "at most the gold amount) and the share, as `thumb status` and the report count "
         "it; *-* before their first gold answer. Gold answers count in no other figure.",
         "- **ΔP, ΔR**: on every caption the annotator rated (stage 1 or 2) that at least "
-        f"{CONSENSUS_RATERS} annotators rated, their value minus the others' mean (their "
-        f"consensus), averaged; **rec**: the same over their last {settings.recent} such "
+        f"{CONSENSUS_RATERS} annotators rated, their value minus the consensus (the median "
+        "of its raters' values: one rater who drifts cannot move it, nor blame the others), "
+        f"averaged; **rec**: the same over their last {settings.recent} such "
         "captions. Reviewers see the stage-1 scores, so their drift is smaller by design.",
         "- **rated by two only**: where only two annotators rated a caption, a "
         "difference cannot say which one drifted, so no one gets a Δ from it: the lines "
