@@ -276,8 +276,10 @@ def alpha_table(data: pd.DataFrame, targets: str, raters: str, ratings: str, gro
             raise ValueError(f"column {column!r} not in data (columns: {list(data.columns)})")
     wide = data.pivot_table(index=raters, columns=targets, values=ratings, aggfunc="first")
     matrix = wide.to_numpy(dtype=float)
+    # clusters numbered by their labels, not by their targets' (caption ids are drawn at
+    # random at import: the same project imported twice must draw the same resamples)
     group_of, names = pd.factorize(data.groupby(targets)[groups].first()
-                                   .reindex(wide.columns))
+                                   .reindex(wide.columns), sort=True)
     records, estimates = [], {}
     for level in levels:
         record: dict[str, object] = {"statistic": f"alpha_{level}", "value": None,

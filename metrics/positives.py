@@ -32,7 +32,7 @@ import numpy as np
 
 from metrics.integer_lists import parse_integer_lists
 from metrics.untrusted import load_json, regular_file
-from rubrics.escape import forbidden_character, refusal, text_refusal
+from rubrics.escape import forbidden_character, name_refusal, refusal
 
 Id = int | str
 IdMap = Mapping[Id, tuple[Id, ...]]
@@ -269,8 +269,8 @@ def read_positive_dir(directory: Path, name: str | None = None) -> PositiveSet:
                         else (Path(directory).resolve().name, "the folder's name"))
     else:
         source = "the positive set's name"
-    # the name is stored and shown (tables, the τ plot): an imported text like any other
-    problem = text_refusal(name)
+    # the name is stored and shown (tables, the τ plot) and names the set's files: a name
+    problem = name_refusal(name, in_file_names=True)
     if problem is not None:
         raise PositivesError(f"{directory}: {source} {shown(name)}: {problem}")
     return PositiveSet(

@@ -57,6 +57,7 @@ from storage.match import (
     ProposalSummary,
     TopLists,
     check_new_model,
+    check_set_name,
     collection,
     create_batches,
     load_positive_set,
@@ -190,9 +191,9 @@ def check_can_propose(engine: Engine, model: str, sample: int | None, seed: int)
     """Before any scoring: the model name is usable text (stored and shown: the import's
     check) and new, and every model proposes for the same queries (a sample must repeat
     the first model's)."""
-    from rubrics.escape import text_refusal
+    from rubrics.escape import name_refusal
 
-    if (problem := text_refusal(model)) is not None:
+    if (problem := name_refusal(model)) is not None:
         raise MatchError(f"the model name {shown(model)}: {problem}")
     check_new_model(engine, model)
     first = query_sample(engine)
@@ -382,6 +383,7 @@ def derive_positives(engine: Engine, *, name: str, rule: str = DEFAULT_RULE,
     recall of every existing set against the verified pairs (ECCV Caption Table 2) and the
     agreement of redundant verifiers. A stored set NAME or NAME-human (an imported one
     too) is replaced only with `replace`."""
+    check_set_name(name)
     if name == ORIGINAL or name.endswith("-human"):
         raise MatchError(f"choose another name than {name!r}")
     taken = [n for n in (name, f"{name}-human") if n in positive_set_names(engine)]
@@ -493,6 +495,7 @@ def import_positives(engine: Engine, name: str, directory: Path | None, *, actor
     from metrics.positives import PositivesError, eccv_caption_available
     from metrics.signature import package_version
 
+    check_set_name(name)
     try:
         if directory is None:
             if name not in SHIPPED_SETS:

@@ -307,9 +307,9 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
     targets, the number of targets computed now). Bad files leave the database as it
     was: everything is read and computed before anything is stored. The model's name is
     checked as imported text is (it is stored and shown)."""
-    from rubrics.escape import text_refusal
+    from rubrics.escape import name_refusal
 
-    if (problem := text_refusal(name)) is not None:
+    if (problem := name_refusal(name)) is not None:
         raise ValueError(f"the model name {shown(name)}: {problem}")
     labelled = files.labelled()
     directions = None

@@ -22,7 +22,21 @@ CONTROL_CHARACTERS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
 # marks word breaks with the first, Persian and Indic scripts spell words with the other
 # two, and emoji sequences need the joiner; they reorder nothing. Identifiers (a rubric's
 # codes, ids and short labels) allow none of them (rubrics/schema.py).
-FORMAT_CHARACTERS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+BIDI_CHARACTERS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+# Characters that show nothing yet hide, join or smuggle text: every other format character
+# (Unicode category Cf: the soft hyphen U+00AD, the Mongolian vowel separator U+180E, the
+# word joiner and invisible operators U+2060-2064, the deprecated U+206A-206F, interlinear
+# annotation U+FFF9-FFFB, the Egyptian, shorthand and musical format controls, and the tag
+# block U+E0001, U+E0020-E007F, which spells ASCII invisibly), and the Hangul fillers (U+115F,
+# U+1160, U+3164, U+FFA0: letters that render as blanks, used as invisible names). Left
+# allowed: the prepended concatenation marks (U+0600-0605, U+06DD, U+070F, U+0890-0891,
+# U+08E2, U+110BD, U+110CD), which are drawn, and U+2800 (a braille cell, a real character).
+# Refusing the tag block refuses the subdivision flags (England, Scotland, Wales) in text.
+# Listed as of Unicode 15.1; tests/test_untrusted_text.py checks the running Python's own.
+INVISIBLE_CHARACTERS = ("\u00ad\u115f\u1160\u180e\u2060-\u2064\u206a-\u206f\u3164"
+                        "\uffa0\ufff9-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+                        "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+FORMAT_CHARACTERS = BIDI_CHARACTERS + INVISIBLE_CHARACTERS
 # What an import refuses and every output shows as an escape (`\x1b`, `\u202e`).
 FORBIDDEN_CHARACTERS = CONTROL_CHARACTERS + FORMAT_CHARACTERS
 MAX_TEXT_CHARS = 20_000  # an imported text: a caption, reference, note, name or path
@@ -44,8 +58,8 @@ _BLOCK_QUOTE = re.compile(r"^( *)>")
 
 def forbidden_character(text: str) -> str | None:
     """The first character an import refuses in `text` (a control character other than
-    tab and newline, a lone surrogate, or a bidirectional formatting character or byte
-    order mark), or None."""
+    tab and newline, a lone surrogate, a bidirectional formatting character, a byte order
+    mark or another invisible character), or None."""
     match = _FORBIDDEN.search(text)
     return match.group() if match else None
 
@@ -55,7 +69,8 @@ def codepoint(character: str) -> str:
     return f"U+{ord(character):04X}"
 
 
-_FORMAT = re.compile(f"[{FORMAT_CHARACTERS}]")
+_BIDI = re.compile(f"[{BIDI_CHARACTERS}]")
+_INVISIBLE = re.compile(f"[{INVISIBLE_CHARACTERS}]")
 
 
 def refusal(character: str) -> str:
@@ -63,9 +78,12 @@ def refusal(character: str) -> str:
     U+001B is not allowed (only tab and newline are)`."""
     if character == "\ufeff":
         return f"invisible character {codepoint(character)} (byte order mark) is not allowed"
-    if _FORMAT.fullmatch(character):
+    if _BIDI.fullmatch(character):
         return (f"bidirectional formatting character {codepoint(character)} is not allowed "
                 "(it reorders the text shown around it)")
+    if _INVISIBLE.fullmatch(character):
+        return (f"invisible character {codepoint(character)} is not allowed (it hides or "
+                "changes text without being seen)")
     return f"control character {codepoint(character)} is not allowed (only tab and newline are)"
 
 
@@ -80,20 +98,50 @@ def text_refusal(text: str, limit: int = MAX_TEXT_CHARS) -> str | None:
     return None if character is None else refusal(character)
 
 
+def name_refusal(name: str, *, in_file_names: bool = False) -> str | None:
+    """Why a name someone gives is refused, or None: the one rule for every name the tool
+    stores and shows (annotators, judgment sets, positive sets, models). A name labels rows
+    in tables, on screens and in exports, so it must be seen as typed: not blank, without
+    a space at either end, on one line (no tab or newline), without a character an import
+    refuses, at most MAX_TEXT_CHARS. A set's name (positive and judgment sets) may become
+    part of file names (`in_file_names`: a positive set's eccv-json files are
+    `NAME_image_to_caption.json`), so it has no `/` or `\\` either: it names files in the
+    folder asked for, never a path out of it (`../../x`). A model's name keeps its `/`
+    (`openai/clip-vit-base-patch32`)."""
+    if not name.strip():
+        return "a name cannot be blank"
+    if len(name) > MAX_TEXT_CHARS:
+        return f"{len(name):,} characters (at most {MAX_TEXT_CHARS:,})"
+    character = _FORBIDDEN_OR_NEWLINE.search(name)
+    if character is not None:
+        return (f"{codepoint(character.group())} is not allowed (a name is one line, without "
+                "tabs, control, bidirectional or invisible characters)")
+    if name != name.strip():
+        return "a name cannot begin or end with a space"
+    separator = next((c for c in "/\\" if c in name), None) if in_file_names else None
+    if separator is not None:
+        return (f"{separator} is not allowed (the name is part of file names, "
+                f"NAME_image_to_caption.json, and names no folder)")
+    return None
+
+
 def _visible(match: re.Match[str]) -> str:
     character = match.group()
     if character == "\n":
         return "\\n"
     if character == "\t":
         return "\\t"
-    return f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
+    if ord(character) < 0x100:
+        return f"\\x{ord(character):02x}"
+    return f"\\u{ord(character):04x}" if ord(character) < 0x10000 else f"\\U{ord(character):08x}"
 
 
 def printable(text: str, *, newlines: bool = True) -> str:
     """`text` safe for a terminal: every control character, bidirectional formatting
-    character and byte order mark shown as an escape (`\\x1b`, `\\u202e`), so it is seen
-    but never acted on. With `newlines=False` (one-line output such as an error message or
-    a table cell) newlines and tabs are shown as `\\n`, `\\t` too."""
+    character, byte order mark and invisible character shown as an escape (`\\x1b`,
+    `\\u202e`, `\\U000e0041`), so it is seen but never acted on. With `newlines=False`
+    (one-line output such as an error message or a table cell) newlines and tabs are shown
+    as `\\n`, `\\t` too."""
     pattern = _FORBIDDEN if newlines else _FORBIDDEN_OR_NEWLINE
     return pattern.sub(_visible, text)
 

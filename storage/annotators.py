@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Engine, Row, select, update
+from sqlalchemy import Connection, Engine, Row, select, text, update
 
 from storage.db import run_write
 from storage.events import log_change
@@ -18,10 +18,16 @@ from storage.protocol import ProtocolError, may_check_fluency, served_by_team
 def registration(connection: Connection, name: str, native_english: bool | None
                  ) -> Row | None:
     """The annotator's row (None when new). Raises ProtocolError where recording
-    `native_english` is refused: an annotator who gave fluency-round verdicts as a native
-    speaker stays one."""
+    `native_english` is refused: by an annotator's own role on a team database (the lead
+    records it), and for an annotator who gave fluency-round verdicts as a native speaker
+    (they stay one)."""
     table, check = Annotator.__table__, FluencyCheck.__table__
     row = connection.execute(select(table).where(table.c.name == name)).one_or_none()
+    recorded = None if row is None else row.native_english
+    if (native_english is not None and native_english != recorded
+            and not _may_record_native_language(connection)):
+        raise ProtocolError("on a team database the lead records whether you are a native "
+                            f"English speaker (thumb annotator add {name} --native)")
     if (row is not None and native_english is not None
             and native_english != row.native_english
             and not may_check_fluency(native_english)
@@ -30,6 +36,14 @@ def registration(connection: Connection, name: str, native_english: bool | None
         raise ProtocolError(f"{name} gave fluency-round verdicts as a native English "
                             "speaker; that record stays")
     return row
+
+
+def _may_record_native_language(connection: Connection) -> bool:
+    """Whether this connection's role may record an annotator's native language: not a
+    team annotator's own role (`storage.team`: the fluency round is open to native
+    speakers, so it is the lead's to record); anyone on SQLite."""
+    return connection.dialect.name != "postgresql" or connection.execute(text(
+        "SELECT has_column_privilege('annotator', 'native_english', 'UPDATE')")).scalar_one()
 
 
 def register(connection: Connection, name: str, native_english: bool | None

@@ -369,7 +369,7 @@ def project_size(engine: Engine) -> ProjectSize:
     caption = Caption.__table__
     with engine.connect() as connection:
         systems = connection.execute(select(caption.c.system).group_by(caption.c.system)
-                                     .order_by(func.min(caption.c.id))).scalars()
+                                     .order_by(func.min(caption.c.import_order))).scalars()
         return ProjectSize(_count(connection, Image.__table__), _count(connection, caption),
                            list(systems))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -24,6 +25,7 @@ from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import parse_qsl, quote_plus, unquote, urlsplit
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, Insert, event
@@ -52,14 +54,35 @@ INSERT_CHUNK = 20_000  # rows per executemany: fast, and bounded in memory
 _WRITE = "thumb_write_lock_wait_ms"  # execution option: this transaction writes
 
 _SQLITE_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
-# serialization failure, deadlock detected, lock not available (lock_timeout)
-_POSTGRESQL_BUSY = {"40001", "40P01", "55P03"}
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout ran out
+# serialization failure, deadlock detected, lock not available
+_POSTGRESQL_BUSY = {"40001", "40P01", LOCK_NOT_AVAILABLE}
 _POSTGRESQL_UNIQUE = "23505"  # another process inserted the same row first
 
 
 class DatabaseBusy(RuntimeError):
     """The database stayed locked by other processes through every attempt; nothing of
-    the attempted change was written."""
+    the attempted change was written. `holders`: the database roles whose open
+    transactions held the lock, where known (`LockHeld`), so that the screen can say who
+    keeps the others waiting."""
+
+    def __init__(self, message: str, holders: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.holders = tuple(holders)
+
+
+class LockHeld(DatabaseBusy):
+    """A row lock not granted within its wait, with the roles whose open transactions hold
+    the rows (`storage.protocol.lock_images` reads them on PostgreSQL): `run_write` tries
+    again, as for any busy database, and names them when every attempt fails."""
+
+    def __init__(self, holders: Sequence[str]) -> None:
+        super().__init__(f"the rows are locked{_held_by(holders)}; nothing was saved",
+                         holders)
+
+
+def _held_by(holders: Sequence[str]) -> str:
+    return f" by the open transaction of {', '.join(holders)}" if holders else ""
 
 
 def is_url(target: str | Path) -> bool:
@@ -72,10 +95,20 @@ def sqlite_file(target: str | Path) -> Path | None:
     return None if is_url(target) else Path(target).expanduser()
 
 
+# The query keys of a `sqlite:///` URL that SQLAlchemy hands to the driver; with `uri=true`
+# every other key goes into the URI that SQLite opens (`?mode=rwc`).
+_DRIVER_KEYS = ("uri", "timeout", "isolation_level", "detect_types", "check_same_thread",
+                "cached_statements")
+_IN_MEMORY = ("", ":memory:")
+
+
 def sqlite_path(target: str | Path) -> Path | None:
-    """The SQLite file that `target` opens, whether a path or a `sqlite:///…` URL (any
-    driver), so that both are checked alike; None for other databases, an in-memory one
-    and a `file:` URI (`?uri=true`), whose file SQLite resolves itself."""
+    """The SQLite file that `target` opens, read as SQLAlchemy and SQLite read it: a path,
+    a `sqlite:///…` URL (any driver), or one with `uri=true`, whose name SQLite reads as a
+    `file:` URI (`sqlite:///file:x.db?mode=rwc&uri=true` opens x.db, creating it) or else
+    takes with the URI's query as the file name; so that every form is checked alike and
+    none lets a read command create a database. None for other databases and an in-memory
+    one (`:memory:`, `mode=memory`, `vfs=memdb`)."""
     path = sqlite_file(target)
     if path is not None:
         return path
@@ -83,10 +116,54 @@ def sqlite_path(target: str | Path) -> Path | None:
         url = make_url(str(target))
     except ArgumentError:
         return None
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" \
-            or url.database.startswith("file:") or url.query.get("mode") == "memory":
+    if url.get_backend_name() != "sqlite":
         return None
-    return Path(url.database).expanduser()
+    name = url.database or ""
+    query = {key: value if isinstance(value, str) else value[-1]
+             for key, value in url.query.items()}
+    if query.get("uri", "").lower() not in ("true", "1", "yes", "on", "y", "t"):
+        return None if name in _IN_MEMORY else Path(name)
+    options = {key: query[key] for key in sorted(query) if key not in _DRIVER_KEYS}
+    if not name.startswith("file:"):  # not a URI: the file name is taken as it is
+        name += "?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else ""
+        return None if name in _IN_MEMORY else Path(name)
+    uri = urlsplit(name)
+    options.update(parse_qsl(uri.query))
+    path = unquote(uri.path)
+    if path in _IN_MEMORY or options.get("mode") == "memory" or options.get("vfs") == "memdb":
+        return None
+    return Path(path)
+
+
+# A query key whose value is a secret: libpq's `password` and `sslpassword`, a token, a
+# client secret; matched anywhere in the key, in any letter case.
+_SECRET_KEY = re.compile("password|secret|token", re.IGNORECASE)
+MASK = "***"
+# The same two secrets in a text that is no URL SQLAlchemy reads: `user:pw@` and a query
+# value whose key names a secret.
+_USER_PASSWORD = re.compile(r"(://[^/?#@:]*:)[^/?#@]*@")
+_SECRET_VALUE = re.compile(r"([?&][^=&#]*(?:password|secret|token)[^=&#]*=)[^&#]*",
+                           re.IGNORECASE)
+
+
+def shown_url(target: str) -> str:
+    """`target` as it may be printed: a URL's password (`user:pw@`) and the value of every
+    query key that names a secret (`?password=`, `sslpassword=`, any key holding
+    "password", "secret" or "token") as `***`; anything else as it was given. The one
+    masking of `--db` for headers, messages and printed command lines."""
+    try:
+        url = make_url(target)
+    except ArgumentError:
+        return _SECRET_VALUE.sub(rf"\g<1>{MASK}", _USER_PASSWORD.sub(rf"\g<1>{MASK}@", target))
+    secret_keys = [key for key in url.query if _SECRET_KEY.search(key)]
+    if url.password is None and not secret_keys:
+        return target
+    query = "&".join(
+        f"{quote_plus(key)}={MASK if key in secret_keys else quote_plus(value)}"
+        for key, values in url.query.items()
+        for value in ((values,) if isinstance(values, str) else values))
+    shown = url.set(query={}).render_as_string(hide_password=True)
+    return f"{shown}?{query}" if query else shown
 
 
 def database_url(target: str | Path) -> str:
@@ -179,10 +256,26 @@ class WriteQueue:
 _WRITE_QUEUES: WeakKeyDictionary[Engine, WriteQueue] = WeakKeyDictionary()
 
 
+# Set on each PostgreSQL connection of ours: the team's change-log trigger
+# (`storage.team.CHANGE_LOG_TRIGGER`) leaves a lead's writes through thumb-tui to the
+# tool's own event-log rows, and logs what a lead changes from any other client.
+APPLICATION_SETTING = "thumb.application"
+
+
+def _mark_application(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"SET {APPLICATION_SETTING} = 'on'")  # for the session, past commits
+    cursor.close()
+    dbapi_connection.commit()
+
+
 def make_engine(target: str | Path) -> Engine:
     """Create an engine; on SQLite turn on foreign keys, WAL, a busy timeout, the
-    engine's own BEGIN and, for a file where the OS has `flock`, the writers' queue."""
+    engine's own BEGIN and, for a file where the OS has `flock`, the writers' queue; on
+    PostgreSQL mark each connection as thumb-tui's (`APPLICATION_SETTING`)."""
     engine = create_engine(database_url(target))
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "connect", _mark_application)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _configure_sqlite)
         event.listen(engine, "begin", _begin_sqlite)
@@ -427,15 +520,17 @@ def run_write(engine: Engine, work: Callable[[Connection], T], *,
         try:
             with write_transaction(engine, lock_wait_ms) as connection:
                 return work(connection)
-        except DBAPIError as exc:
-            failure = _failure(exc)
+        except (DBAPIError, LockHeld) as exc:
+            failure = "busy" if isinstance(exc, LockHeld) else _failure(exc)
             if failure is None:
                 raise
             if attempt == attempts:
                 if failure == "busy":
+                    holders = exc.holders if isinstance(exc, LockHeld) else ()
                     raise DatabaseBusy(
                         f"the database is busy: {attempts} attempts found it locked by "
-                        "another process; nothing was saved") from exc
+                        f"another process{_held_by(holders)}; nothing was saved",
+                        holders) from exc
                 raise
         time.sleep(random.uniform(0.5, 1.0) * 0.02 * 2 ** attempt)
     raise AssertionError("unreachable")

@@ -114,7 +114,7 @@ def export_frame(engine: Engine, out: Path, keep_caption_pk: bool = False) -> pd
         .join(image, caption.c.image_id == image.c.id)
         .outerjoin(check, check.c.caption_id == caption.c.id)
         .outerjoin(checker, check.c.checker_id == checker.c.id)
-        .order_by(caption.c.id)
+        .order_by(caption.c.import_order)
     )
     with engine.connect() as connection:
         captions = pd.read_sql(query, connection)

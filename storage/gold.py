@@ -37,7 +37,9 @@ from sqlalchemy import (
     Connection,
     Engine,
     Select,
+    Update,
     and_,
+    false,
     func,
     literal,
     literal_column,
@@ -351,12 +353,37 @@ def answer_is_right(answer: dict[str, object], caption: dict[str, object]) -> bo
         for key in PENALTY_KEYS)
 
 
-def first_answer(values: dict[str, object], at: datetime) -> dict[str, object]:
-    """The `first_*` columns of a gold answer that is complete with `values` for the first
-    time (at `at`): the answer its accuracy scores from then on; {} while incomplete."""
-    if not is_complete(values):
-        return {}
-    return {**{f"first_{key}": values[key] for key in SCORED}, "first_answered_at": at}
+# On a PostgreSQL team database (`storage.team`) an annotator's role may not write a gold
+# answer's `first_*` columns, so the first answer is recorded by this function, which the
+# team's owner role runs: `first_answer_update` for one answer row of the session's own
+# annotator, at the server's time.
+FIRST_ANSWER_FUNCTION = "thumb_gold_first_answer"
+
+
+def first_answer_update(answer_row: ColumnElement[int], annotator: ColumnElement[int],
+                        at: ColumnElement[datetime]) -> Update:
+    """Keep the answer's values as its `first_*` columns (at `at`) if it is the
+    annotator's, complete, and has no first answer yet: the answer its accuracy scores
+    from then on, which no later change replaces."""
+    answer = GoldAnswer.__table__
+    return (update(answer)
+            .where(answer.c.id == answer_row, answer.c.annotator_id == annotator,
+                   answer.c.first_answered_at.is_(None), complete_clause(answer))
+            .values(first_answered_at=at,
+                    **{f"first_{key}": answer.c[key] for key in SCORED}))
+
+
+def first_right_clause() -> ColumnElement[bool]:
+    """`answer_is_right` in SQL, of a gold answer's first answer (`first_*`) against its
+    caption's key (gold_answer joined to gold_caption): false, never NULL, for an
+    incomplete one."""
+    answer, caption = GoldAnswer.__table__, GoldCaption.__table__
+    right = and_(*(answer.c[f"first_{key}"].between(caption.c[f"{key}_min"],
+                                                     caption.c[f"{key}_max"])
+                   for key in SCORE_KEYS),
+                 *(func.coalesce(answer.c[f"first_{key}"], 0.0)
+                   <= caption.c[f"{key}_max"] + EPSILON for key in PENALTY_KEYS))
+    return func.coalesce(right, false())
 
 
 @dataclass(frozen=True)
@@ -679,18 +706,18 @@ class GoldSeeds:
         ).one_or_none()
         old = (dict(EMPTY_RATING) if row is None
                else {f: getattr(row, f) for f in RATING_FIELDS})
-        scored = {} if row is not None and row.first_answered_at is not None else (
-            first_answer({**old, **values}, now))
         if row is None:
             answer_id = connection.execute(answer.insert().values(
                 gold_caption_id=-caption_id, annotator_id=me,
                 rubric=self.desk.rubric.signature, seconds=seconds, created_at=now,
-                updated_at=now, **{**EMPTY_RATING, **values}, **scored)
+                updated_at=now, **{**EMPTY_RATING, **values})
             ).inserted_primary_key[0]
         else:
             answer_id = row.id
             connection.execute(update(answer).where(answer.c.id == answer_id).values(
-                updated_at=now, seconds=answer.c.seconds + seconds, **values, **scored))
+                updated_at=now, seconds=answer.c.seconds + seconds, **values))
+        if row is None or row.first_answered_at is None:
+            _record_first_answer(connection, answer_id, me, now)
         log_change(connection, actor=self.desk.annotator, action=action,
                    table="gold_answer", row_id=answer_id, old=old, new=values,
                    change_id=change_id, reverts=reverts)
@@ -747,8 +774,7 @@ class GoldSeeds:
             else:
                 rows = connection.execute(feedback_query(
                     literal(-image_id), literal(self.desk.annotator_id))).all()  # type: ignore[operator]
-        wrong = [f"“{_shortened(row.text)}”: {row.reason}" for row in rows
-                 if not answer_is_right(dict(row._mapping), dict(row._mapping))]
+        wrong = [f"“{_shortened(row.text)}”: {row.reason}" for row in rows]
         if not wrong:
             return None
         return "About the previous image: " + "\n".join(dict.fromkeys(wrong))
@@ -761,15 +787,30 @@ FEEDBACK_FUNCTION = "thumb_gold_feedback"
 
 
 def feedback_query(gold_image: ColumnElement[int], annotator: ColumnElement[int]) -> Select:
-    """The annotator's complete answers to the gold captions of the gold image, each with
-    the caption's text, reason and key (what `answer_is_right` reads)."""
-    caption, answer = GoldCaption.__table__, GoldAnswer.__table__
-    return (select(caption.c.reason, caption.c.text,
-                   *[answer.c[k] for k in (*SCORE_KEYS, *PENALTY_KEYS)], *_limits())
+    """The text and reason of each gold caption of the gold image whose first answer by
+    the annotator (the scored one) was wrong, judged here: while the project's feedback
+    is on, and never the key itself, so that what the feedback shows an annotator's role
+    is what the screen shows after the image, and no caption they have not answered."""
+    caption, answer, setting = (GoldCaption.__table__, GoldAnswer.__table__,
+                                GoldSetting.__table__)
+    return (select(caption.c.text, caption.c.reason)
             .join(answer, and_(answer.c.gold_caption_id == caption.c.id,
                                answer.c.annotator_id == annotator))
-            .where(caption.c.gold_image_id == gold_image, complete_clause(answer))
+            .where(caption.c.gold_image_id == gold_image,
+                   answer.c.first_answered_at.is_not(None), ~first_right_clause(),
+                   select(setting.c.id).where(setting.c.feedback.is_(True)).exists())
             .order_by(caption.c.id))
+
+
+def _record_first_answer(connection: Connection, answer_id: int, me: int,
+                         now: datetime) -> None:
+    """`first_answer_update` of one answer row: on a team database through the owner's
+    function (the role may not write `first_*`), elsewhere directly."""
+    if served_by_team(connection, FIRST_ANSWER_FUNCTION):
+        connection.execute(select(getattr(func, FIRST_ANSWER_FUNCTION)(answer_id)))
+    else:
+        at = literal(now, GoldAnswer.__table__.c.first_answered_at.type)
+        connection.execute(first_answer_update(literal(answer_id), literal(me), at))
 
 
 def _shortened(text: str, limit: int = 40) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import secrets
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -664,6 +665,32 @@ def _rating_values(rating: RatingRow) -> dict[str, object]:
             **{field: getattr(rating, field) for field in RATING_VALUE_FIELDS}}
 
 
+CAPTION_IDS = 2**31 - 1  # caption ids are drawn from 1..CAPTION_IDS (PostgreSQL's integer)
+_ID_LOOKUP = 5_000  # drawn ids looked up in the caption table at a time
+
+
+def unused_caption_ids(connection: Connection, count: int) -> list[int]:
+    """`count` new caption ids, each drawn at random (`secrets`) from 1..CAPTION_IDS and
+    none in use, in the caller's transaction: a team's annotators read caption ids, so an
+    id must say nothing of when its caption was imported (the order of an image's ids
+    would be the order of its systems in the file). An id the table or an earlier draw
+    holds is drawn again."""
+    caption = Caption.__table__
+    drawn: list[int] = []
+    seen: set[int] = set()
+    while len(drawn) < count:
+        fresh = [secrets.randbelow(CAPTION_IDS) + 1 for _ in range(count - len(drawn))]
+        for start in range(0, len(fresh), _ID_LOOKUP):
+            part = fresh[start:start + _ID_LOOKUP]
+            seen.update(connection.execute(select(caption.c.id)
+                                           .where(caption.c.id.in_(part))).scalars())
+            for caption_id in part:
+                if caption_id not in seen:
+                    seen.add(caption_id)
+                    drawn.append(caption_id)
+    return drawn
+
+
 def _by_caption(connection: Connection, table: Table, columns: Iterable[str]) -> BulkInsert:
     """A bulk insert of `columns` into `table` whose caption is named by the parameters
     `image_id` and `system` before them (one index look-up per row), so that no map of
@@ -693,8 +720,11 @@ class _Writer:
         self._images = BulkInsert(connection, image.insert(),
                                   ("key", "path", "set_id", "double_rating"))
         self._references = BulkInsert(connection, ref.insert(), ("image_id", "position", "text"))
-        self._captions = BulkInsert(connection, caption.insert(),
-                                    ("image_id", "system", "text", "external_id"))
+        self._captions = BulkInsert(connection, caption.insert(), (
+            "id", "import_order", "image_id", "system", "text", "external_id"))
+        # the captions' places in import order go on from the last import's
+        self.import_order = connection.execute(
+            select(func.coalesce(func.max(caption.c.import_order), 0))).scalar_one()
         self._ratings = _by_caption(connection, rating, [c.name for c in rating.columns
                                                          if c.name not in ("id", "caption_id")])
         self._rating_values: dict[int, tuple[RatingRow, tuple]] = {}
@@ -723,8 +753,16 @@ class _Writer:
         self.references += self._references(
             (image_ids[key], position, text)
             for key, texts in batch.references for position, text in enumerate(texts))
-        self._captions((image_ids[key], system, text, caption_id)
-                       for key, system, text, caption_id in batch.captions)
+        # written in the order of their random ids: PostgreSQL returns rows read without
+        # ORDER BY in the order they were written, which would be the file's
+        first = self.import_order + 1
+        self._captions(sorted(
+            (new_id, place, image_ids[key], system, text, caption_id)
+            for place, new_id, (key, system, text, caption_id) in zip(
+                range(first, first + len(batch.captions)),
+                unused_caption_ids(connection, len(batch.captions)),
+                batch.captions, strict=True)))
+        self.import_order += len(batch.captions)
         self._ratings(((image_ids[key], system, *self._values(rating))
                        for key, system, rating in batch.ratings), converted=True)
 

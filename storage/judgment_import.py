@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, select
 
-from rubrics.escape import printable, text_refusal
+from rubrics.escape import name_refusal, printable
 from storage.db import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
@@ -437,10 +437,9 @@ def import_judgments(
                          or "a score set needs its scale (--scale MIN-MAX, e.g. 1-5)")
     if kind == "pairwise" and scale is not None:
         raise ValueError("a pairwise set has no scale; leave out --scale")
-    if not name.strip():
-        raise ValueError("a judgment set needs a name")
-    if (problem := text_refusal(name)) is not None:  # stored and shown: imported text
-        raise ValueError(f"the judgment set name {printable(name[:60])!r}: {problem}")
+    if (problem := name_refusal(name, in_file_names=True)) is not None:  # like every set
+        raise ValueError(f"the judgment set name '{printable(name[:60], newlines=False)}': "
+                         f"{problem}")
     problems = Problems(path)
     try:
         records = read_records(path, schema=JUDGMENT_SCHEMA, problems=problems)

@@ -30,6 +30,7 @@ import pandas as pd
 from sqlalchemy import Connection, Engine, Row, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
+from rubrics.escape import name_refusal, printable
 from rubrics.match import ANSWER_VALUES
 from storage.db import BulkInsert, DatabaseBusy, run_write, write_transaction
 from storage.events import log_change
@@ -68,6 +69,15 @@ _HOLD_REFRESH = timedelta(seconds=15)  # answers refresh `seen_at` at most this 
 
 class MatchError(ValueError):
     """A match-verification request that cannot be carried out; the message says why."""
+
+
+def check_set_name(name: str) -> None:
+    """Refuse a new positive set's name that breaks the rule for names
+    (`rubrics.escape.name_refusal`), file names included: the set's eccv-json export is
+    `NAME_image_to_caption.json`, so `../../x` would name a file out of the folder."""
+    if (problem := name_refusal(name, in_file_names=True)) is not None:
+        raise MatchError(f"the positive set name '{printable(name[:60], newlines=False)}': "
+                         f"{problem}")
 
 
 class BatchHeld(ProtocolError):
@@ -122,7 +132,7 @@ def load_collection(connection: Connection) -> Collection:
     key_of = {row.id: row.key for row in images}
     captions = connection.execute(
         select(caption.c.id, caption.c.image_id, caption.c.system, caption.c.external_id)
-        .order_by(caption.c.id)).all()
+        .order_by(caption.c.import_order)).all()
     keys = [row.external_id or f"{key_of[row.image_id]}/{row.system}" for row in captions]
     if len(set(keys)) != len(keys):
         twice = pd.Series(keys)[pd.Series(keys).duplicated()].iloc[0]
@@ -144,7 +154,7 @@ def caption_texts(engine: Engine) -> tuple[list[str | None], list[str]]:
     image, caption = Image.__table__, Caption.__table__
     with engine.connect() as connection:
         paths = list(connection.execute(select(image.c.path).order_by(image.c.id)).scalars())
-        texts = list(connection.execute(select(caption.c.text).order_by(caption.c.id))
+        texts = list(connection.execute(select(caption.c.text).order_by(caption.c.import_order))
                      .scalars())
     return paths, [text.strip() for text in texts]
 
@@ -1043,6 +1053,7 @@ def store_positive_set(engine: Engine, name: str, maps: PositiveMaps, *, source:
                        actor: str, replace: bool = False) -> PositiveCounts:
     """Store a named positive set (all or nothing); with `replace`, an existing set of that
     name is replaced (logged as an update). Returns its size."""
+    check_set_name(name)
     if name == ORIGINAL:
         raise MatchError(f"{ORIGINAL!r} is the project's own positive set; choose another "
                          "name")

@@ -40,7 +40,7 @@ def caption_rows(engine: Engine) -> tuple[list[Row], dict[int, list[str]]]:
             select(caption.c.id.label("caption_id"), caption.c.image_id, caption.c.system,
                    caption.c.text, image.c.key.label("image_key"), image.c.path)
             .join(image, caption.c.image_id == image.c.id)
-            .order_by(caption.c.id)))
+            .order_by(caption.c.import_order)))
     return captions, references
 
 

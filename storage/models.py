@@ -56,6 +56,10 @@ class Caption(SQLModel, table=True):
     system: str
     text: str
     external_id: str | None = Field(default=None, unique=True)
+    # the caption's place in the order the imports gave the captions (0017): what the
+    # exports, frames and queues list them by, since the id is drawn at random (a team's
+    # annotators read ids, never this column)
+    import_order: int | None = Field(default=None, index=True)
 
 
 class ImageReference(SQLModel, table=True):

@@ -30,6 +30,8 @@ from sqlalchemy import (
     bindparam,
     case,
     column,
+    exists,
+    false,
     func,
     or_,
     select,
@@ -38,8 +40,10 @@ from sqlalchemy import (
     union,
     union_all,
 )
+from sqlalchemy.exc import DBAPIError
 
 from rubrics import SCORE_KEYS
+from storage.db import LOCK_NOT_AVAILABLE, LockHeld
 from storage.image_flags import flagged_image_ids
 from storage.models import Annotator, Assignment, Caption, Image, ImageFlag, Rating, Stage
 
@@ -347,12 +351,40 @@ def _run(connection: Connection, name: str, image_ids: Collection[int] | None) -
     return connection.execute(queries[name], {"ids": ids, "id_array": ids})
 
 
+# The login roles of the other sessions whose open transactions hold row locks on the
+# images given (NULL: any): a row lock writes its transaction's id into the row's xmax, and
+# that session also holds a lock on the image table. Any role may read pg_locks and the
+# role names in pg_stat_activity, and an image row that a role waits for is one it reads,
+# so the waiting annotator's own role runs it.
+_IMAGE_LOCK_HOLDERS = text(
+    "SELECT DISTINCT activity.usename::text FROM image "
+    "JOIN pg_locks AS xact ON xact.locktype = 'transactionid' AND xact.granted "
+    "AND xact.transactionid = image.xmax "
+    "JOIN pg_locks AS on_table ON on_table.pid = xact.pid AND on_table.granted "
+    "AND on_table.locktype = 'relation' AND on_table.relation = 'image'::regclass "
+    "AND on_table.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "JOIN pg_stat_activity AS activity ON activity.pid = xact.pid "
+    "WHERE xact.pid <> pg_backend_pid() AND (CAST(:ids AS integer[]) IS NULL "
+    "OR image.id = ANY(CAST(:ids AS integer[]))) ORDER BY 1")
+
+
 def lock_images(connection: Connection, image_ids: Collection[int] | None = None) -> None:
     """Lock the image rows (all, or those given) until the transaction ends, in id order so
     that two lockers never deadlock: SELECT … FOR UPDATE on PostgreSQL; on SQLite the write
-    transaction (BEGIN IMMEDIATE) already holds the whole database."""
-    if connection.dialect.name != "sqlite":
+    transaction (BEGIN IMMEDIATE) already holds the whole database. A PostgreSQL lock not
+    had within the lock wait raises LockHeld naming who holds the rows, read on a
+    connection of its own (this transaction is aborted)."""
+    if connection.dialect.name == "sqlite":
+        return
+    try:
         _run(connection, "lock", image_ids).all()
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        ids = None if image_ids is None else sorted(image_ids)
+        with connection.engine.connect() as reader:
+            holders = reader.execute(_IMAGE_LOCK_HOLDERS, {"ids": ids}).scalars().all()
+        raise LockHeld(holders) from exc
 
 
 def _takes(double_rating: bool) -> int:
@@ -463,6 +495,69 @@ def check_may_rate(connection: Connection, annotator: str, stage: Stage, image_i
     found = refusals(state, [(annotator, stage)])
     if found:
         raise found[0].error()
+
+
+def may_rate_clause(name: ColumnElement[str], image_id: ColumnElement[int],
+                    stage: ColumnElement[int]) -> ColumnElement[bool]:
+    """`check_may_rate` in SQL: true where the annotator `name` may write at `stage` on
+    the image now (not retired, and `refusals` finds no rule that the write would newly
+    break). A team's server asks it of every rating and claim an annotator's role writes
+    (`storage.team`), so that `psql` cannot do what a session may not;
+    `tests/test_protocol_sql.py` holds it to `check_may_rate` over many image states.
+
+    Only `name` can join a set of holders, so each rule of `_breaches` is new exactly
+    where `name` joins the set that breaks it: a second stage-1 holder more than the image
+    takes, a second reviewer, one who rated at both stages 1 and 2, or rated or reviewed
+    and resolves; a review before stage 1 is over (also a stage-1 holder joining an image
+    already under such a review); then stage 1 once closed, and a resolution before any
+    review."""
+    caption, image = Caption.__table__, Image.__table__
+    assignment, annotator = Assignment.__table__, Annotator.__table__
+    # each read once (CTEs that the rules share), not once per rule
+    ratings = rating_progress(caption.c.image_id == image_id).cte("image_ratings")
+    claims = (select(annotator.c.name, assignment.c.stage, assignment.c.released_at)
+              .join(annotator, assignment.c.annotator_id == annotator.c.id)
+              .where(assignment.c.image_id == image_id).cte("image_claims"))
+    holders = union(select(ratings.c.name, ratings.c.stage),
+                    select(claims.c.name, claims.c.stage).where(holding_clause(claims))
+                    ).cte("image_holders")
+
+    def held(at: Stage, *where: ColumnElement[bool]) -> ColumnElement[int]:
+        return (select(func.count()).select_from(holders)
+                .where(holders.c.stage == int(at), *where).scalar_subquery())
+
+    def holds(at: Stage) -> ColumnElement[bool]:
+        return held(at, holders.c.name == name) > 0
+
+    first, second, final = (holds(at) for at in STAGES)
+    writes = {at: stage == int(at) for at in STAGES}
+    joins_first, joins_second = writes[Stage.FIRST] & ~first, writes[Stage.SECOND] & ~second
+    after_first, after_second = first | writes[Stage.FIRST], second | writes[Stage.SECOND]
+    after_final = final | writes[Stage.FINAL]
+    captions = select(func.count()).where(caption.c.image_id == image_id).scalar_subquery()
+    complete = (select(func.count()).select_from(ratings)
+                .where(ratings.c.stage == int(Stage.FIRST), ratings.c.complete == captions)
+                .scalar_subquery())
+    takes = select(takes_clause()).where(image.c.id == image_id).scalar_subquery()
+    closed = or_(exists().where(ratings.c.stage >= int(Stage.SECOND)),
+                 exists().where(claims.c.stage >= int(Stage.SECOND)))
+    retired = exists().where(annotator.c.name == name, annotator.c.retired_at.is_not(None))
+    breaks = or_(
+        after_first & after_second & ~(first & second),  # own review
+        after_final & (after_first | after_second) & ~(final & (first | second)),
+        joins_first & (held(Stage.FIRST) + 1 > takes),  # stage-1 capacity
+        joins_second & (held(Stage.SECOND) > 0),  # one reviewer
+        (complete < takes) & (joins_second | (joins_first & (held(Stage.SECOND) > 0))),
+        writes[Stage.FIRST] & closed,
+        writes[Stage.FINAL] & (held(Stage.SECOND) == 0),  # resolution after review
+    )
+    return and_(exists().where(image.c.id == image_id), ~retired, ~breaks)
+
+
+def may_check_fluency_clause(annotator: FromClause | None = None) -> ColumnElement[bool]:
+    """`may_check_fluency` in SQL, over the annotator table (or an alias of it)."""
+    annotator = Annotator.__table__ if annotator is None else annotator
+    return func.coalesce(annotator.c.native_english, false())
 
 
 def open_images(connection: Connection, annotator: str, stage: Stage,

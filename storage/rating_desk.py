@@ -424,7 +424,7 @@ class RatingDesk:
                                     rating.c.annotator_id == annotator_id,
                                     rating.c.stage == int(self.stage)))
             .where(where)
-            .order_by(caption.c.id)
+            .order_by(caption.c.text, caption.c.id)  # (an annotator's role reads no import order)
         ).all()
 
     def image_rows(self, connection: Connection, annotator_id: int | None,

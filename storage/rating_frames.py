@@ -71,7 +71,7 @@ def ratings_frame(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
         .join(caption, rating.c.caption_id == caption.c.id)
         .join(image, caption.c.image_id == image.c.id)
         .join(annotator, rating.c.annotator_id == annotator.c.id)
-        .order_by(caption.c.id, rating.c.stage, rating.c.id)
+        .order_by(caption.c.import_order, rating.c.stage, rating.c.id)
     )
     if not flagged:
         query = query.where(not_flagged(image.c.id))
@@ -110,8 +110,9 @@ def final_scores(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
     counts = ~final_stage | (by_resolver & ~complete["caption_id"].isin(unresolved))
     ordered = complete[counts].sort_values(["caption_id", "stage", "rating_id"],
                                            ascending=[True, False, True])
-    final = ordered.drop_duplicates("caption_id").sort_values("caption_id").reset_index(
-        drop=True)
+    place = {caption_id: n for n, caption_id in enumerate(complete["caption_id"].unique())}
+    final = ordered.drop_duplicates("caption_id").sort_values(
+        "caption_id", key=lambda ids: ids.map(place)).reset_index(drop=True)  # import order
     final["final_source"] = final["stage"].map(
         {1: "stage 1", 2: "stage 2", 3: "final"}).where(
         ~((final["stage"] == 3) & final["caption_id"].isin(resolved)), "resolution")

@@ -1,17 +1,25 @@
 """Is a database's schema the one this thumb-tui's models describe? A database at the head
-revision can still be damaged (a table dropped by hand, a trigger lost in a manual repair):
-the revision number alone does not say so.
+revision can still be damaged (a table dropped by hand, a trigger lost in a manual repair)
+or added to (a trigger that deletes ratings on the next write): the revision number alone
+does not say so.
 
 - `schema_damage` is the full comparison `thumb db upgrade` runs (a few hundred ms):
   Alembic's autogenerate comparison of the models with the database (tables, columns and
   their types and NULLs, indexes, unique constraints, foreign keys), the named CHECK
-  constraints, and the triggers the revisions create (the append-only event log, the
-  rubric checks, PostgreSQL's role stamp), each difference as one sentence ("table
-  judgment_score is missing").
+  constraints, the triggers the revisions create (the append-only event log, the rubric
+  checks, PostgreSQL's role stamp), and everything else in the schema that runs code or
+  opens rows: any trigger or view (SQLite and PostgreSQL), rule, function, row-level
+  security policy or event trigger (PostgreSQL) that neither the revisions nor `thumb
+  team init` make, each named with the SQL that drops it. Each difference is one sentence
+  ("table judgment_score is missing"). Not compared: tables (and their indexes) that are
+  not thumb-tui's, which run nothing on ours; the bodies of our own functions and
+  policies, compared by name only (`thumb team init` rewrites a team's); grants, role
+  memberships and whether row-level security is on (`thumb team init` sets them).
 - `quick_damage` is what every command checks when it opens the database (well under a
   millisecond on SQLite): one catalog query for the names of the tables, columns, named
-  indexes and triggers that must be there. Only when it finds something missing does the
-  full comparison run, to say precisely what.
+  indexes and triggers that must be there, and of any trigger (and, on SQLite, view) that
+  must not. Only when it finds something wrong does the full comparison run, to say
+  precisely what.
 
 `tests/test_migrations.py` holds both to a new database (nothing differs) and to damaged
 copies."""
@@ -21,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
-from sqlalchemy import CheckConstraint, Connection, MetaData, inspect, text
+from sqlalchemy import CheckConstraint, Connection, MetaData, inspect
 
 # The triggers the revisions create, as (table, trigger) per dialect: SQLite's event log
 # refuses UPDATE and DELETE with one trigger each (0001), PostgreSQL's with one function
@@ -47,12 +55,21 @@ TRIGGERS: dict[str, frozenset[tuple[str, str]]] = {
           for table, columns in _RUBRIC_CHECKED.items() for column in columns)}),
 }
 _EXTRA = "is not in this thumb-tui's schema"
+# What each kind of object that nobody should have added could do, for its sentence; in
+# the order their DROPs run (a function last: a trigger or policy may call it).
+_ADDED_DOES = {"trigger": "it runs on writes to {table}",
+               "rule": "it rewrites statements on {table}",
+               "policy": "it opens rows of {table} to a role",
+               "view": "a view runs queries with its owner's rights",
+               "materialized view": "a view runs queries with its owner's rights",
+               "event trigger": "it runs on every schema change",
+               "function": "a trigger or policy could call it"}
 
 _SQLITE_NAMES = (
     "SELECT 'column', m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
     "WHERE m.type = 'table' "
     "UNION ALL SELECT type, tbl_name, name FROM sqlite_master "
-    "WHERE type IN ('index', 'trigger')")
+    "WHERE type IN ('index', 'trigger', 'view')")
 _POSTGRESQL_NAMES = (
     "WITH ours AS (SELECT c.oid, c.relname FROM pg_catalog.pg_class AS c "
     "  JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
@@ -86,10 +103,72 @@ def _expected_names(dialect: str) -> frozenset[tuple[str, str, str]]:
     return frozenset(names)
 
 
+# Every trigger, view, rule, policy, function and event trigger of the database's schema,
+# as (kind, table, name): what may run on a write or show rows. A function's "table" is
+# its signature (what DROP FUNCTION takes); one of an extension (pgcrypto…) is left out.
+_SQLITE_ADDED = "SELECT type, tbl_name, name FROM sqlite_master WHERE type IN ('trigger', 'view')"
+_POSTGRESQL_ADDED = (
+    "WITH here AS (SELECT c.oid, c.relname, c.relkind FROM pg_catalog.pg_class AS c "
+    "  JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+    "  WHERE n.nspname = current_schema()) "
+    "SELECT 'trigger', here.relname, t.tgname FROM here "
+    "  JOIN pg_catalog.pg_trigger AS t ON t.tgrelid = here.oid WHERE NOT t.tgisinternal "
+    "UNION ALL SELECT CASE relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END, "
+    "  relname, relname FROM here WHERE relkind IN ('v', 'm') "
+    "UNION ALL SELECT 'rule', here.relname, r.rulename FROM here "
+    "  JOIN pg_catalog.pg_rewrite AS r ON r.ev_class = here.oid WHERE r.rulename <> '_RETURN' "
+    "UNION ALL SELECT 'policy', here.relname, p.polname FROM here "
+    "  JOIN pg_catalog.pg_policy AS p ON p.polrelid = here.oid "
+    "UNION ALL SELECT 'function', p.oid::regprocedure::text, p.proname "
+    "  FROM pg_catalog.pg_proc AS p JOIN pg_catalog.pg_namespace AS n "
+    "  ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND NOT EXISTS ("
+    "    SELECT FROM pg_catalog.pg_depend AS d WHERE d.classid = 'pg_catalog.pg_proc'::regclass "
+    "    AND d.objid = p.oid AND d.deptype = 'e') "
+    "UNION ALL SELECT 'event trigger', '', evtname FROM pg_catalog.pg_event_trigger")
+
+
+def _expected_code(connection: Connection) -> frozenset[tuple[str, str, str]]:
+    """(kind, table, name) of the triggers, policies and functions the revisions and `thumb
+    team init` make (a function by name alone: its "table" is left ""); no view, rule or
+    event trigger is ours."""
+    dialect = connection.dialect.name
+    made = {("trigger", table, name) for table, name in TRIGGERS.get(dialect, ())}
+    if dialect == "postgresql":
+        from storage.team import made_by_init
+
+        # PostgreSQL's trigger functions are named after their triggers (0001, 0006, 0009,
+        # 0012)
+        made |= {("function", "", name) for _, name in TRIGGERS[dialect]}
+        made |= made_by_init(connection)
+    return frozenset(made)
+
+
+def _added(connection: Connection, found: Iterable[tuple[str, str, str]],
+           expected: frozenset[tuple[str, str, str]]) -> list[str]:
+    """A sentence for each of `found` that is not `expected`, naming it with the SQL that
+    drops it: refused, since a trigger or policy someone added can delete ratings or show
+    blind scores unseen."""
+    quote = connection.dialect.identifier_preparer.quote
+    sentences = []
+    order = list(_ADDED_DOES)
+    for kind, table, name in sorted(found, key=lambda row: (order.index(row[0]), row)):
+        if (kind, "" if kind == "function" else table, name) in expected:
+            continue
+        on = f" ON {quote(table)}" if kind in ("trigger", "rule", "policy") \
+            and connection.dialect.name == "postgresql" else ""
+        target = table if kind == "function" else f"{quote(name)}{on}"
+        where = f" on {table}" if kind in ("trigger", "rule", "policy") else ""
+        does = _ADDED_DOES[kind].format(table=table)
+        sentences.append(f"{kind} {name}{where} {_EXTRA} ({does}): drop it with "
+                         f"DROP {kind.upper()} {target};")
+    return sentences
+
+
 def quick_damage(connection: Connection) -> list[str]:
     """What is missing among the names the schema must have (tables, columns, named
-    indexes, triggers), read from the catalog in one query; [] on a sound database (and
-    on a dialect this check does not know)."""
+    indexes, triggers), and any trigger (or, on SQLite, view) it must not have, read from
+    the catalog in one query; [] on a sound database (and on a dialect this check does
+    not know)."""
     dialect = connection.dialect.name
     query = {"sqlite": _SQLITE_NAMES, "postgresql": _POSTGRESQL_NAMES}.get(dialect)
     if query is None:
@@ -98,8 +177,14 @@ def quick_damage(connection: Connection) -> list[str]:
     found |= {("table", table, "") for kind, table, _ in found if kind == "column"}
     missing = _expected_names(dialect) - found
     tables = {table for kind, table, _ in missing if kind == "table"}
-    return sorted(_missing_sentence(kind, table, name) for kind, table, name in missing
-                  if kind == "table" or table not in tables)
+    problems = sorted(_missing_sentence(kind, table, name) for kind, table, name in missing
+                      if kind == "table" or table not in tables)
+    added = {(kind, table, name) for kind, table, name in found if kind == "view"} | {
+        ("trigger", table, name) for kind, table, name in found if kind == "trigger"
+        and (table, name) not in TRIGGERS[dialect]}
+    if added:  # a team's own (PostgreSQL) are looked up only then
+        problems += _added(connection, added, _expected_code(connection))
+    return problems
 
 
 def _missing_sentence(kind: str, table: str, name: str) -> str:
@@ -195,29 +280,26 @@ def _check_damage(connection: Connection, missing_tables: set[str]) -> list[str]
 
 
 def _trigger_damage(connection: Connection, missing_tables: set[str]) -> list[str]:
+    """The triggers the revisions make that are missing, and every trigger, view, rule,
+    function, policy or event trigger that nobody should have added."""
     dialect = connection.dialect.name
-    if dialect == "sqlite":
-        rows = connection.execute(text(
-            "SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger'"))
-    elif dialect == "postgresql":
-        rows = connection.execute(text(
-            "SELECT c.relname, t.tgname FROM pg_catalog.pg_trigger AS t "
-            "JOIN pg_catalog.pg_class AS c ON c.oid = t.tgrelid "
-            "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"))
-    else:
+    query = {"sqlite": _SQLITE_ADDED, "postgresql": _POSTGRESQL_ADDED}.get(dialect)
+    if query is None:
         return []
-    found = {(table, name) for table, name in rows}
+    found = {(kind, table, name) for kind, table, name in connection.exec_driver_sql(query)}
+    triggers = {(table, name) for kind, table, name in found if kind == "trigger"}
     return [f"trigger {name} on {table} is missing"
-            for table, name in sorted(TRIGGERS.get(dialect, frozenset()) - found)
-            if table not in missing_tables]
+            for table, name in sorted(TRIGGERS[dialect] - triggers)
+            if table not in missing_tables] + _added(connection, found,
+                                                      _expected_code(connection))
 
 
 def schema_damage(connection: Connection) -> list[str]:
     """Every way the database's schema differs from this thumb-tui's, one sentence each
     ("table judgment_score is missing", "column event_log.os_login is missing", "trigger
-    event_log_no_update on event_log is missing"); [] when it is sound. Tables that are
-    not thumb-tui's are left alone, and so are triggers someone added."""
+    event_log_no_update on event_log is missing", "trigger rating_wipe on rating is not in
+    this thumb-tui's schema (…): drop it with DROP TRIGGER "rating_wipe";"); [] when it is
+    sound. Tables that are not thumb-tui's are left alone (see the module's docstring)."""
     differences = schema_differences(connection)
     missing_tables = {d[1].name for d in differences
                       if isinstance(d, tuple) and d[0] == "add_table"}

@@ -24,6 +24,14 @@ LONG_CAPTION = ("The photograph shows three shiny red balls of slightly differen
                 "clouds above. ") * 4 + "The end of the long caption."
 
 
+def first_caption_id(engine: Engine) -> int:
+    """The id of the project's first caption in import order (ids are drawn at random)."""
+    caption = Caption.__table__
+    with engine.connect() as connection:
+        return connection.execute(select(caption.c.id).order_by(caption.c.import_order)
+                                  .limit(1)).scalar_one()
+
+
 def sample_engine(folder: Path, *, marked_systems: bool = False, references: bool = True,
                   rubric: Rubric | None = None) -> Engine:
     """The sample project (under `rubric`, by default THUMB 1.0); with `marked_systems`,

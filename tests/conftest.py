@@ -101,17 +101,18 @@ def new_databases_from_the_template(request: pytest.FixtureRequest,
     from sqlalchemy import inspect as inspect_schema
 
     from storage import migrations
+    from storage.db import sqlite_path
 
     template = request.getfixturevalue("migrated_template")
     run_upgrade = migrations._run_upgrade
 
     def from_template(engine: Engine, **options: object) -> migrations.Upgrade:
-        if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        path = sqlite_path(engine.url.render_as_string(hide_password=False))
+        if path is not None:
             with engine.connect() as connection:
                 empty = not inspect_schema(connection).get_table_names()
             if empty:
                 engine.dispose()
-                path = Path(engine.url.database)
                 for side in ("-wal", "-shm"):
                     Path(f"{path}{side}").unlink(missing_ok=True)
                 shutil.copyfile(template, path)

@@ -436,6 +436,7 @@ def build_readers() -> list[Reader]:
         # (its texts are the full pass's to check: the quick check finds values' problems)
         Reader("captions CSV, the quick check", ("storage.import_scan:scan_problems",
                                                  "storage.import_scan:_Scan._header",
+                                                 "storage.import_scan:_Scan._batches",
                                                  "storage.import_scan:_strict_csv"),
                "captions.csv", lambda _texts: captions_csv(CAPTION_TEXTS), (), "text",
                read=_quick_check, error=ValueError, setup=_png),
@@ -584,6 +585,9 @@ TRUSTED = {
         "(registered: 'image file')",
     "storage.import_scan:serve_quick_check":
         "its stdin: the path and rubric the importing process sends it, as JSON",
+    "storage.importer:_Spool.__iter__":
+        "pickle.load of the import's own spool: an unnamed temporary file (mode 0600, "
+        "unlinked at once) holding the rows this import checked and pickled itself",
     "storage.match:unpack_top_lists":
         "np.load over a blob from the database (io.BytesIO), not a file",
     "storage.migrations:_head_in_files":
@@ -606,11 +610,29 @@ TRUSTED = {
 
 SCANNED = ("metrics", "storage", "rubrics", "reports", "thumb_tui")
 READ_CALLS = {"read_text", "read_bytes"}  # Path methods: always a read
-READ_FUNCTIONS = {("np", "load"), ("numpy", "load"), ("np", "memmap"), ("np", "fromfile"),
-                  ("json", "load"), ("tomllib", "load"), ("pd", "read_csv"),
-                  ("pd", "read_parquet"), ("pd", "read_json"), ("pd", "read_table"),
-                  ("pq", "read_table"), ("pq", "ParquetFile"), ("zipfile", "ZipFile"),
-                  ("shutil", "copy"), ("shutil", "copyfile"), ("shutil", "copy2")}
+# Functions that read the file (or file object) they are given, by their full name: a
+# call is resolved through the module's imports, whatever they alias (`import pickle as
+# p; p.load`, `from pyarrow import csv as pc; pc.read_csv`, `from pandas import
+# read_excel`). Not listed: sqlite3.connect and SQLAlchemy engines (the --db, trusted).
+READ_FUNCTIONS = {
+    "numpy.load", "numpy.memmap", "numpy.fromfile", "numpy.loadtxt", "numpy.genfromtxt",
+    "json.load", "tomllib.load", "pickle.load", "pickle.Unpickler", "marshal.load",
+    "shelve.open", "dbm.open",
+    *(f"pandas.read_{kind}" for kind in (
+        "csv", "table", "fwf", "json", "parquet", "excel", "feather", "orc", "pickle", "hdf",
+        "html", "xml", "sas", "spss", "stata")),
+    "pandas.ExcelFile", "pandas.HDFStore",
+    "pyarrow.csv.read_csv", "pyarrow.csv.open_csv", "pyarrow.json.read_json",
+    "pyarrow.parquet.read_table", "pyarrow.parquet.read_pandas", "pyarrow.parquet.ParquetFile",
+    "pyarrow.parquet.ParquetDataset", "pyarrow.feather.read_table",
+    "pyarrow.feather.read_feather", "pyarrow.ipc.open_file", "pyarrow.ipc.open_stream",
+    "pyarrow.dataset.dataset", "pyarrow.input_stream", "pyarrow.memory_map", "pyarrow.OSFile",
+    "zipfile.ZipFile", "shutil.copy", "shutil.copyfile", "shutil.copy2"}
+# Openers whose second argument is the mode: a read unless it writes.
+OPEN_WITH_MODE = {"open", "builtins.open", "io.open", "io.FileIO", "codecs.open",
+                  "gzip.open", "bz2.open", "lzma.open", "tarfile.open", "PIL.Image.open"}
+# Aliases so common that a snippet uses them without its import.
+CONVENTIONAL = {"np": "numpy", "pd": "pandas", "pq": "pyarrow.parquet", "pa": "pyarrow"}
 WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
 
 
@@ -640,32 +662,62 @@ def _flags(call: ast.Call, function: ast.AST | None) -> set[str]:
     return {n.attr for node in nodes for n in ast.walk(node) if isinstance(n, ast.Attribute)}
 
 
-def reads_a_file(call: ast.Call, enclosing: ast.AST | None = None) -> bool:
-    """Whether `call` reads a file: open() and `.open()` in a read mode (or an unknown
-    one), `os.open` without write flags, Path.read_text/read_bytes, and the loaders of
-    READ_FUNCTIONS (NumPy, JSON, TOML, pandas, Arrow, zip, copies). `enclosing` is the
+def imported_names(tree: ast.AST) -> dict[str, str]:
+    """What each name that the module's imports bind (at its top or inside a function)
+    stands for: `import pickle as p` binds p to pickle, `import pyarrow.csv` binds pyarrow,
+    `from pyarrow import csv as pc` binds pc to pyarrow.csv, `from pandas import
+    read_excel` binds read_excel to pandas.read_excel; CONVENTIONAL where not bound."""
+    names = dict(CONVENTIONAL)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                names[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def _full_name(function: ast.expr, imports: dict[str, str]) -> str | None:
+    """`a.b.c` of a call to a name or a chain of attributes of a name, its first part
+    resolved through `imports`; None for a call on anything else (`f().read()`)."""
+    parts: list[str] = []
+    while isinstance(function, ast.Attribute):
+        parts.insert(0, function.attr)
+        function = function.value
+    if not isinstance(function, ast.Name):
+        return None
+    return ".".join([imports.get(function.id, function.id), *parts])
+
+
+def reads_a_file(call: ast.Call, enclosing: ast.AST | None, imports: dict[str, str]) -> bool:
+    """Whether `call` reads a file: open() and the openers of OPEN_WITH_MODE, and any
+    other `.open()`, in a read mode (or an unknown one), `os.open` without write flags,
+    Path.read_text/read_bytes, and the loaders of READ_FUNCTIONS, each found under
+    whatever name `imports` (the module's, `imported_names`) gives it. `enclosing` is the
     function the call is in (where os.open's flags variable is looked up)."""
     function = call.func
-    if isinstance(function, ast.Name):
-        return function.id == "open" and not _writes(_mode(call, 1))
+    name = _full_name(function, imports)
+    if name in OPEN_WITH_MODE:
+        return not _writes(_mode(call, 1))
+    if name == "os.open":
+        return not _flags(call, enclosing) & WRITE_FLAGS
+    if name in READ_FUNCTIONS:
+        return True
     if not isinstance(function, ast.Attribute):
         return False
-    owner = function.value.id if isinstance(function.value, ast.Name) else None
-    if function.attr in READ_CALLS or (owner, function.attr) in READ_FUNCTIONS:
+    if function.attr in READ_CALLS:
         return True
-    if function.attr == "open":
-        if owner == "os":
-            return not _flags(call, enclosing) & WRITE_FLAGS
-        if owner == "io":
-            return not _writes(_mode(call, 1))
-        return not _writes(_mode(call, 0))  # Path.open(mode), Image.open(fp), zip.open
-    return False
+    return function.attr == "open" and not _writes(_mode(call, 0))  # Path.open, zip.open
 
 
 def scan_source(source: str, module: str) -> set[str]:
     """`module:qualname` of every function in `source` that holds a call reading a file
     (`<module>` for code outside any function)."""
     found: set[str] = set()
+    tree = ast.parse(source)
+    imports = imported_names(tree)
 
     def visit(node: ast.AST, scope: list[str], function: ast.AST | None) -> None:
         for child in ast.iter_child_nodes(node):
@@ -673,11 +725,11 @@ def scan_source(source: str, module: str) -> set[str]:
                 visit(child, [*scope, child.name],
                       function if isinstance(child, ast.ClassDef) else child)
                 continue
-            if isinstance(child, ast.Call) and reads_a_file(child, function):
+            if isinstance(child, ast.Call) and reads_a_file(child, function, imports):
                 found.add(f"{module}:{'.'.join(scope) or '<module>'}")
             visit(child, scope, function)
 
-    visit(ast.parse(source), [], None)
+    visit(tree, [], None)
     return found
 
 

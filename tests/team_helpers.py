@@ -11,10 +11,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from benchmarks.races import drop_everything
 from storage import open_database
+from storage.db import make_engine
 from storage.team import FUNCTIONS, REACHED, TeamRoles, add_member, init_team
 
 PASSWORD = "a test password: only its verifier reaches the server"
@@ -32,10 +33,15 @@ class Team:
     engines: dict[str, Engine] = field(default_factory=dict)
 
     def engine(self, who: str) -> Engine:
+        """`who`'s engine as thumb-tui makes one (`storage.db.make_engine`)."""
         if who not in self.engines:
-            url = make_url(self.url).set(username=self.names[who], password=PASSWORD)
-            self.engines[who] = create_engine(url)
+            self.engines[who] = make_engine(self.login(who).render_as_string(
+                hide_password=False))
         return self.engines[who]
+
+    def login(self, who: str) -> URL:
+        """`who`'s own login, for a client that is not thumb-tui (psql, say)."""
+        return make_url(self.url).set(username=self.names[who], password=PASSWORD)
 
     def unguard(self) -> None:
         """What the team had before row-level security: row-level security off and the
@@ -49,6 +55,8 @@ class Team:
                                     f"{annotator}"))
             connection.execute(text(f"GRANT UPDATE, DELETE ON rating, image_flag, event_log "
                                     f"TO {annotator}"))
+            # (their own gold answers' every column, first answers included: #45)
+            connection.execute(text(f"GRANT INSERT, UPDATE ON gold_answer TO {annotator}"))
 
 
 def clear_functions(url: str) -> None:

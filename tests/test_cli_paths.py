@@ -175,3 +175,76 @@ def test_a_hub_model_fails_fast_without_hf_hub_offline(rated_db, tmp_path):
     assert result.returncode == 2, result.stderr[-2000:]
     assert "cannot load the CLIP model" in result.stderr and "--allow-download" in result.stderr
     assert seconds < 60, seconds
+
+
+# -- secrets in a database URL (issue #45 item 6) -------------------------------------------
+
+SECRETS = {"password": "hunter2", "sslpassword": "k3y-pass", "api_token": "t0ken-value",
+           "client_secret": "s3cret-value"}
+SECRET_QUERY = "&".join(f"{key}={value}" for key, value in SECRETS.items())
+
+
+def assert_no_secret(output: str, *secrets: str) -> None:
+    for secret in (*SECRETS.values(), *secrets):
+        assert secret not in output, output
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_password_in_the_url_query_is_never_printed(tmp_path, name):
+    """`?password=` was printed in clear where `user:pw@` was masked: every command's
+    error (here the server refuses the connection) shows each secret as ***."""
+    url = f"postgresql+psycopg://nobody:pw0rd@127.0.0.1:1/none?{SECRET_QUERY}"
+    result = runner.invoke(app, ["--db", url, *args_for(name, tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert_no_secret(result.output, "pw0rd")
+    if "cannot open the database" in result.output:
+        assert "password=***" in result.output and "client_secret=***" in result.output
+
+
+@pytest.mark.filterwarnings("ignore:Query string argument")  # pysqlite ignores them
+def test_the_status_header_masks_a_password_in_the_url_query(rated_db):
+    result = runner.invoke(app, ["--db", f"sqlite:///{rated_db}?{SECRET_QUERY}", "status"])
+    assert result.exit_code == 0, result.output
+    assert_no_secret(result.output)
+    assert "***" in result.output
+
+
+def test_shown_url_masks_every_secret_and_keeps_the_rest():
+    from storage.db import shown_url
+
+    assert shown_url("postgresql+psycopg://u:pw@h:5/db?sslmode=require&password=x&"
+                     "sslpassword=y&Auth_Token=z") == (
+        "postgresql+psycopg://u:***@h:5/db?sslmode=require&password=***&sslpassword=***&"
+        "Auth_Token=***")
+    assert shown_url("postgresql://u@h/db?password=a&password=b") == \
+        "postgresql://u@h/db?password=***&password=***"
+    assert shown_url("sqlite:///file:x.db?mode=rwc&uri=true") == \
+        "sqlite:///file:x.db?mode=rwc&uri=true"  # nothing secret: as given
+    assert shown_url("no such://u:pw@h/d?token=t&x=1") == "no such://u:***@h/d?token=***&x=1"
+
+
+@pytest.mark.postgres
+def test_team_status_and_status_never_print_the_password_in_the_query():
+    """A lead who logs in with `?password=` in --db: neither `thumb status` (its header
+    names the database) nor `thumb team status` prints it."""
+    import os
+    from urllib.parse import quote_plus
+
+    from sqlalchemy.engine import make_url
+
+    from tests.team_helpers import PASSWORD, team_on
+
+    server = os.environ.get("THUMB_TEST_POSTGRES")
+    if not server:
+        pytest.skip("THUMB_TEST_POSTGRES is not set")
+    with team_on(server, {"lead": True}) as team:
+        url = make_url(server).set(username=team.names["lead"], password=None)
+        url = url.update_query_dict({"password": PASSWORD})
+        db = url.render_as_string(hide_password=False)
+        assert quote_plus(PASSWORD) in db
+        for command in (["status"], ["team", "status"]):
+            result = runner.invoke(app, ["--db", db, *command])
+            assert result.exit_code == 0, result.output
+            assert_no_secret(result.output, PASSWORD, quote_plus(PASSWORD))
+        assert "password=***" in "".join(line.strip() for line in runner.invoke(
+            app, ["--db", db, "status"]).output.splitlines())

@@ -11,15 +11,18 @@ import random
 
 import pandas as pd
 import pytest
-from sqlalchemy import select
+from sqlalchemy import literal, select
 from sqlalchemy.exc import DBAPIError
 from textual.widgets import Static
 from typer.testing import CliRunner
 
 from storage import Event
+from storage.annotators import register
 from storage.dashboard import dashboard, work_for
 from storage.errors import InputError
 from storage.gold import (
+    answer_is_right,
+    feedback_query,
     gold_accuracy,
     gold_results,
     gold_settings,
@@ -27,7 +30,7 @@ from storage.gold import (
     is_gold,
     set_gold_settings,
 )
-from storage.models import GoldAnswer, GoldCaption, GoldImage, Rating, Stage
+from storage.models import GoldAnswer, GoldCaption, GoldImage, Rating, Stage, utcnow
 from storage.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine, screen_text
 from tests.conftest import database_dump
@@ -223,16 +226,17 @@ def test_the_database_checks_gold_values(engine, tmp_path):
 
 # --- a campaign ------------------------------------------------------------------------
 
-def value_for(caption_id: int, annotator: str) -> dict[str, int]:
-    """Deterministic P/R of a caption by an annotator (the same with or without gold)."""
-    rng = random.Random(f"{annotator}:{caption_id}")
+def value_for(caption: str, annotator: str) -> dict[str, int]:
+    """Deterministic P/R of a caption's text by an annotator (the same with or without
+    gold, in databases whose caption ids differ: they are drawn at random)."""
+    rng = random.Random(f"{annotator}:{caption}")
     return {"precision": rng.randint(1, 5), "recall": rng.randint(1, 5)}
 
 
 def rate_all(session: AnnotationSession) -> None:
     for index in range(len(session.images)):
         for group in session.open_image(index):
-            session.set_values(group, value_for(group.caption_ids[0], session.annotator),
+            session.set_values(group, value_for(group.text, session.annotator),
                                image_index=index, focus=0)
         session.remember_position(index, 0)
     session.close()
@@ -288,7 +292,7 @@ def test_two_annotators_rate_with_gold_seeded(engine, tmp_path):
         i.key for i in alice.images]
     for index in range(10):  # alice rates the first 10 of her list, then stops
         for group in alice.open_image(index):
-            alice.set_values(group, value_for(group.caption_ids[0], "alice"),
+            alice.set_values(group, value_for(group.text, "alice"),
                              image_index=index, focus=0)
     alice.close()
     done = sum(not is_gold(image.id) for image in alice.images[:10])
@@ -425,6 +429,39 @@ async def test_going_back_after_the_feedback_cannot_raise_the_gold_accuracy(engi
     assert "alice: 0/4 right (0%); 4 changed afterwards" in result.output
 
 
+def test_the_feedback_names_exactly_the_first_answers_answer_is_right_refuses(engine,
+                                                                             tmp_path):
+    """The feedback is judged in SQL (`first_right_clause`), so that a team's function
+    returns no key: over random first answers (incomplete ones too), it names a gold
+    caption exactly when `answer_is_right` finds its first answer wrong."""
+    import_gold(engine, gold_file(tmp_path), actor="lead", feedback=True)
+    answer = GoldAnswer.__table__
+    _, captions = gold_rows(engine)
+    draw = random.Random(45)
+    with engine.begin() as connection:
+        me, _ = register(connection, "alice", None)
+        connection.execute(answer.insert(), [
+            {"gold_caption_id": caption.id, "annotator_id": me, "note": "", "seconds": 0,
+             "rubric": caption.rubric, "created_at": utcnow(), "updated_at": utcnow()}
+            for caption in captions])
+    for _ in range(40):
+        first = {caption.id: {"precision": draw.choice([None, 1, 3, 4, 5]),
+                              "recall": draw.choice([None, 1, 2, 3, 5]),
+                              "fluency": draw.choice([None, 0.0, 0.5, 1.0]),
+                              "conciseness": 0.0, "inclusive": draw.choice([0.0, 0.5])}
+                 for caption in captions}
+        with engine.begin() as connection:
+            for caption_id, values in first.items():
+                connection.execute(answer.update().where(
+                    answer.c.gold_caption_id == caption_id).values(
+                    first_answered_at=utcnow(),
+                    **{f"first_{key}": value for key, value in values.items()}))
+            named = {row.text for caption in captions for row in connection.execute(
+                feedback_query(literal(caption.gold_image_id), literal(me)))}
+        assert named == {caption.text for caption in captions
+                         if not answer_is_right(first[caption.id], caption._mapping)}
+
+
 def test_undo_and_retyping_keep_the_first_complete_answer(engine, tmp_path):
     """Taking back a complete gold answer and typing another does not replace the scored
     one; a half answer (P alone) is not yet one, so correcting it before R counts."""
@@ -549,9 +586,12 @@ def analyses(engine, tmp_path) -> dict[str, object]:
     from reports.tables import build_report
     from storage.exporter import export_frame
 
-    def timeless(frame: pd.DataFrame) -> pd.DataFrame:  # when each row was written aside
+    def timeless(frame: pd.DataFrame) -> pd.DataFrame:
+        """Aside: when each row was written, the caption ids (drawn at random) and the
+        rating ids (identical captions are rated together in the order of their ids)."""
         return frame[[c for c in frame.columns if not str(c).endswith("_at")
-                      and c != "image"]].reset_index(drop=True)
+                      and c not in ("image", "caption_id", "rating_id")]].reset_index(
+            drop=True)
 
     board = dashboard(engine)
     exported = timeless(export_frame(engine, tmp_path / "out.csv"))
@@ -697,8 +737,10 @@ def test_gold_on_postgresql(tmp_path):
             session.set_values(group, {"precision": 5, "recall": 5}, image_index=index,
                                focus=0)
         assert session.undo() is not None
-        assert {r.annotator: r.answered for r in gold_accuracy(engine)} == {
-            "alice": 1}  # two captions answered, one taken back
+        # two captions answered, one taken back: the first complete answer still counts
+        # (#44: going back cannot change a scored answer), and it is counted as changed
+        assert {r.annotator: (r.answered, r.changed) for r in gold_accuracy(engine)} == {
+            "alice": (2, 1)}
         with pytest.raises(DBAPIError), engine.begin() as connection:
             connection.execute(GoldAnswer.__table__.insert().values(
                 gold_caption_id=1, annotator_id=session.annotator_id, precision=9, recall=3,

@@ -599,6 +599,13 @@ DAMAGES = {
                 "trigger event_log_no_update on event_log is missing"),
     "index": ("DROP INDEX ix_match_claim_annotator_id",
               "index ix_match_claim_annotator_id on match_claim (annotator_id) is missing"),
+    # added, not lost: an attack, refused with the SQL that drops it
+    "added trigger": ("CREATE TRIGGER rating_wipe AFTER INSERT ON rating "
+                      "BEGIN DELETE FROM rating; END",
+                      "trigger rating_wipe on rating is not in this thumb-tui's schema (it "
+                      "runs on writes to rating): drop it with DROP TRIGGER rating_wipe;"),
+    "added view": ("CREATE VIEW blind_scores AS SELECT * FROM rating",
+                   "view blind_scores is not in this thumb-tui's schema"),
 }
 
 
@@ -636,6 +643,30 @@ def test_db_upgrade_names_the_damage_exits_2_and_changes_nothing(tmp_path, what)
     status = CliRunner().invoke(app, ["--db", str(path), "status"])
     assert status.exit_code == 2 and named in status.output, status.output
     assert path.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_trigger_that_deletes_ratings_is_refused_until_dropped(tmp_path):
+    """The attack: someone with the file plants a trigger that deletes every rating on
+    the next write. `thumb db upgrade` refuses the database naming the trigger and the
+    SQL that drops it; once that SQL has run, the upgrade passes and ratings stay."""
+    from typer.testing import CliRunner
+
+    from thumb_tui.cli import app
+
+    path = damaged_copy(tmp_path, DAMAGES["added trigger"][0])
+    refused = CliRunner().invoke(app, ["--db", str(path), "db", "upgrade"])
+    assert refused.exit_code == 2, refused.output
+    assert "trigger rating_wipe on rating is not in this thumb-tui's schema" in refused.output
+    drop = re.search(r"drop it with (DROP TRIGGER \S+;)", refused.output)
+    assert drop is not None, refused.output
+    connection = sqlite3.connect(path)
+    connection.execute(drop.group(1))
+    connection.commit()
+    connection.close()
+    upgraded = CliRunner().invoke(app, ["--db", str(path), "db", "upgrade"])
+    assert upgraded.exit_code == 0, upgraded.output
+    assert "no trigger, view, rule, function or policy was added" in upgraded.output
 
 
 def test_an_upgrade_whose_result_would_be_damaged_is_rolled_back(tmp_path):
@@ -714,3 +745,53 @@ def test_a_damaged_postgresql_database_is_named_and_left_as_it_is():
         engine.dispose()
     finally:
         drop_everything(POSTGRES_URL)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.skipif(not POSTGRES_URL, reason="THUMB_TEST_POSTGRES is not set")
+def test_what_someone_added_to_a_postgresql_team_database_is_refused_by_name():
+    """A team database (its policies and functions are ours) is sound; then a trigger and
+    its function that delete every rating, a policy that opens every rating, a view and
+    a rule are planted: `thumb db upgrade` names each with the SQL that drops it, every
+    command's open refuses the database, and nothing is changed."""
+    from tests.team_helpers import team_on
+
+    with team_on(POSTGRES_URL, {"alice": False}) as team:
+        assert schema_differences(team.admin) == []
+        with team.admin.begin() as connection:
+            connection.exec_driver_sql(
+                "CREATE FUNCTION wipe() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN DELETE FROM rating; RETURN NULL; END $$")
+            connection.exec_driver_sql("CREATE TRIGGER rating_wipe AFTER INSERT ON rating "
+                                       "FOR EACH STATEMENT EXECUTE FUNCTION wipe()")
+            connection.exec_driver_sql(f"CREATE POLICY everyone_reads ON rating FOR SELECT "
+                                       f"TO {team.roles.annotator} USING (true)")
+            connection.exec_driver_sql("CREATE VIEW blind_scores AS SELECT * FROM rating")
+            connection.exec_driver_sql("CREATE RULE no_flags AS ON INSERT TO image_flag "
+                                       "DO INSTEAD NOTHING")
+        try:
+            with pytest.raises(SchemaDamaged) as refused:
+                upgrade_database(team.admin)
+            assert sorted(refused.value.problems) == sorted([
+                "function wipe is not in this thumb-tui's schema (a trigger or policy could "
+                "call it): drop it with DROP FUNCTION wipe();",
+                "trigger rating_wipe on rating is not in this thumb-tui's schema (it runs on "
+                "writes to rating): drop it with DROP TRIGGER rating_wipe ON rating;",
+                "policy everyone_reads on rating is not in this thumb-tui's schema (it opens "
+                "rows of rating to a role): drop it with DROP POLICY everyone_reads ON "
+                "rating;",
+                "view blind_scores is not in this thumb-tui's schema (a view runs queries "
+                "with its owner's rights): drop it with DROP VIEW blind_scores;",
+                "rule no_flags on image_flag is not in this thumb-tui's schema (it rewrites "
+                "statements on image_flag): drop it with DROP RULE no_flags ON image_flag;"])
+            with pytest.raises(SchemaDamaged, match="trigger rating_wipe on rating"):
+                open_database(POSTGRES_URL)
+            with team.admin.begin() as connection:
+                for problem in refused.value.problems:
+                    connection.exec_driver_sql(problem.split("drop it with ")[1])
+            assert schema_differences(team.admin) == []
+        finally:
+            with team.admin.begin() as connection:
+                connection.exec_driver_sql("DROP VIEW IF EXISTS blind_scores")
+                connection.exec_driver_sql("DROP FUNCTION IF EXISTS wipe() CASCADE")

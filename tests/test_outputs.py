@@ -211,6 +211,8 @@ OTHER_OUTPUTS = {  # output options besides --out
     ("retrieval compare", "--plot"): ["retrieval", "compare", "--plot", "{out}"],
 }
 OUTPUT_OPTIONS = {"--out", "--references-out", "--plot"}
+# Commands that take their output as an argument (`thumb db backup OUT`).
+ARGUMENT_OUTPUTS = {("db backup", "OUT"): ["db", "backup", "{out}"]}
 
 
 def commands_with_outputs() -> dict[tuple[str, str], click.Command]:
@@ -224,6 +226,8 @@ def commands_with_outputs() -> dict[tuple[str, str], click.Command]:
             for parameter in command.params:
                 for option in set(parameter.opts) & OUTPUT_OPTIONS:
                     found[(" ".join((*prefix, name)), option)] = command
+                if parameter.param_type_name == "argument" and parameter.name == "out":
+                    found[(" ".join((*prefix, name)), "OUT")] = command
 
     walk(typer.main.get_command(app))
     return found
@@ -232,7 +236,7 @@ def commands_with_outputs() -> dict[tuple[str, str], click.Command]:
 def test_every_command_with_an_output_is_covered_and_has_force():
     found = commands_with_outputs()
     covered = {(name.removesuffix(" eccv-json"), "--out") for name in OUT_COMMANDS}
-    assert set(found) == covered | set(OTHER_OUTPUTS)
+    assert set(found) == covered | set(OTHER_OUTPUTS) | set(ARGUMENT_OUTPUTS)
     for (name, _), command in found.items():
         options = {o for parameter in command.params for o in parameter.opts}
         assert "--force" in options, f"{name} has an output but no --force"
@@ -250,7 +254,7 @@ def _output(template: list[str], out: Path) -> Path:
 def _cases():
     for name, (template, inside) in OUT_COMMANDS.items():
         yield pytest.param(template, inside, id=name)
-    for (name, option), template in OTHER_OUTPUTS.items():
+    for (name, option), template in {**OTHER_OUTPUTS, **ARGUMENT_OUTPUTS}.items():
         yield pytest.param(template, None, id=f"{name} {option}")
 
 
@@ -277,6 +281,22 @@ def test_an_existing_output_needs_force_and_a_symlink_is_always_refused(
     assert "symbolic link" in line, line
     assert victim.read_text() == "victim\n" and target.is_symlink()
     assert not new.exists() and leftovers(tmp_path) == [] and leftovers(target.parent) == []
+
+
+@pytest.mark.parametrize(("template", "inside"), list(_cases()))
+def test_an_output_through_a_symlinked_folder_is_refused(rated_db, tmp_path, template,
+                                                         inside):
+    """Issue #45 item 6: `export --out sub/x.csv` wrote into the folder that a link `sub`
+    leads to. Every writer refuses it, even with --force, and leaves nothing there."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "sub").symlink_to(victim)
+    out = tmp_path / "sub" / ("folder" if inside else "out")
+    for extra in ([], ["--force"]):
+        line = one_line_error(runner.invoke(app, ["--db", str(rated_db), *_args(
+            template, out, tmp_path / "new.jsonl"), *extra]))
+        assert f"the folder {tmp_path / 'sub'} is a symbolic link" in line, line
+    assert list(victim.iterdir()) == [] and leftovers(tmp_path) == []
 
 
 @pytest.mark.parametrize(("template", "inside"), list(_cases()))
@@ -519,14 +539,46 @@ def test_a_sqlite_url_is_checked_like_a_path(tmp_path):
 
 
 def test_sqlite_path_reads_urls():
+    """The file each form opens, as SQLAlchemy and SQLite read it (a `file:` URI was
+    None, so nothing checked it: issue #45 item 6)."""
     from storage.db import sqlite_path
 
     assert sqlite_path("/a/b.db") == Path("/a/b.db")
     assert sqlite_path("sqlite:////a/b.db") == Path("/a/b.db")
     assert sqlite_path("sqlite+pysqlite:///rel.db") == Path("rel.db")
+    assert sqlite_path("sqlite:///file:x.db?mode=ro&uri=true") == Path("x.db")
+    assert sqlite_path("sqlite:///file:///a/b%20c.db?mode=rwc&uri=true") == Path("/a/b c.db")
+    assert sqlite_path("sqlite:///new.db?mode=rwc&uri=true") == Path("new.db?mode=rwc")
+    assert sqlite_path("sqlite:///new.db?uri=true&timeout=5") == Path("new.db")
+    assert sqlite_path("sqlite:///file:x.db") == Path("file:x.db")  # no uri=true: a name
+    assert sqlite_path("sqlite:///x.db?mode=memory") == Path("x.db")  # ignored without it
     for other in ("sqlite://", "sqlite:///:memory:", "postgresql://u@h/db",
-                  "sqlite:///file:x.db?mode=ro&uri=true"):
+                  "sqlite:///file::memory:?uri=true", "sqlite:///file:x?mode=memory&uri=true",
+                  "sqlite:///file:x.db?vfs=memdb&uri=true"):
         assert sqlite_path(other) is None
+
+
+@pytest.mark.parametrize("url", [
+    "sqlite:///file:{folder}/new.db?mode=rwc&uri=true",
+    "sqlite:///file:new.db?mode=rwc&uri=true",
+    "sqlite:///file://localhost{folder}/new.db?uri=true",
+    "sqlite:///{folder}/new.db?mode=rwc&uri=true",
+    "sqlite:///{folder}/new.db",
+])
+def test_a_read_command_creates_no_database_from_a_sqlite_uri(tmp_path, monkeypatch, url):
+    """Issue #45 item 6: `--db 'sqlite:///file:new.db?mode=rwc&uri=true' status` created
+    and migrated a database. Every form is refused as a missing plain path is; an import
+    through the same URL makes the file SQLite opens."""
+    monkeypatch.chdir(tmp_path)
+    url = url.format(folder=tmp_path)
+    line = one_line_error(runner.invoke(app, ["--db", url, "status"]))
+    assert "no database at" in line
+    assert list(tmp_path.iterdir()) == []
+    ok(runner.invoke(app, ["--db", url, "import", str(SAMPLE_CSV)]))
+    ok(runner.invoke(app, ["--db", url, "status"]))
+    from storage.db import sqlite_path
+
+    assert (tmp_path / sqlite_path(url)).is_file()
 
 
 def test_temporary_files_keep_the_umask(rated_db, tmp_path):

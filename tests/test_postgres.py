@@ -169,26 +169,39 @@ def test_a_team_as_the_readme_sets_it_up():
     the event log names that role, and the role cannot rewrite history."""
     from typer.testing import CliRunner
 
-    from storage.team import TeamRoles
+    from storage.team import TeamRoles, registrar_role
     from tests.team_helpers import PASSWORD, dissolve
 
     commands = readme_team_commands(README.read_text(encoding="utf-8"))
-    assert [command[:2] for command in commands][:2] == [["team", "init"], ["team", "add"]]
+    assert [command[:2] for command in commands][:3] == [
+        ["team", "setup-sql"], ["team", "init"], ["team", "add"]]
     suffix = secrets.token_hex(4)
     people = {command[2] for command in commands if command[1] == "add"}
     name = {person: f"{person}_{suffix}" for person in people}
-    roles = TeamRoles.named(f"t{suffix}")
+    prefix, administrator = f"t{suffix}", make_url(URL).username
+    roles = TeamRoles.named(prefix)
     drop_everything(URL)
     runner = CliRunner()
+    superuser = create_engine(URL)  # thumb_ci stands in for the server's superuser
     try:
         assert runner.invoke(app, ["--db", URL, "import", str(SAMPLE_CSV)]).exit_code == 0
         for command in commands:
             command = [name.get(word, word) for word in command]
-            if command[1] == "init":
-                command += ["--prefix", f"t{suffix}"]
+            if command[1] == "setup-sql":  # `| sudo -u postgres psql`: run by the superuser
+                command = command[:command.index("|")]
+                command[command.index("--admin") + 1] = administrator
+            if command[1] in ("init", "setup-sql"):
+                command += ["--prefix", prefix]
             result = runner.invoke(app, ["--db", URL, *command],
                                    input=f"{PASSWORD}\n{PASSWORD}\n")
             assert result.exit_code == 0, (command, result.output)
+            if command[1] == "setup-sql":
+                with superuser.begin() as connection:  # a superuser may SET ROLE to any role
+                    connection.exec_driver_sql(
+                        f"CREATE ROLE {registrar_role(prefix)} NOLOGIN CREATEROLE")
+                    connection.exec_driver_sql(f"GRANT {registrar_role(prefix)} TO CURRENT_USER")
+                    for statement in result.output.split(";\n")[:-1]:
+                        connection.exec_driver_sql(statement)
         alice_name = name["alice"]
         own = create_engine(make_url(URL).set(username=alice_name, password=PASSWORD))
         alice = AnnotationSession(own, alice_name)
@@ -204,4 +217,5 @@ def test_a_team_as_the_readme_sets_it_up():
             connection.execute(text("DELETE FROM rating"))
         own.dispose()
     finally:
-        dissolve(URL, roles, name.values())
+        superuser.dispose()
+        dissolve(URL, roles, [*name.values(), registrar_role(prefix)])

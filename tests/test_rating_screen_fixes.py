@@ -305,9 +305,12 @@ async def test_the_note_dialog_scrolls_a_long_caption_to_its_end(tmp_path):
     engine = sample_engine(tmp_path)
     app = make_app(engine)
     async with app.run_test(size=SIZE) as pilot:
-        caption_ids = list(app.screen.groups[0].caption_ids)
-        lengthen_captions(engine, caption_ids, LONG_CAPTION.replace("The end", "Not the end")
-                          + " " + LONG_CAPTION)  # 1,400 characters: more than the box
+        first = app.screen.groups[0]
+        caption_ids = list(first.caption_ids)
+        # 1,400 characters: more than the box; its own text first, so that it keeps its
+        # place among the image's captions (a session lists them by text, then shuffles)
+        lengthen_captions(engine, caption_ids, f"{first.text} "
+                          + LONG_CAPTION.replace("The end", "Not the end") + " " + LONG_CAPTION)
         app.screen.load_image(app.screen.image_index)
         await pilot.pause()
         await pilot.press("n")

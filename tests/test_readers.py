@@ -127,6 +127,24 @@ def test_every_function_that_reads_a_file_is_registered():
     assert set(TRUSTED) <= found, f"stale TRUSTED entries: {sorted(set(TRUSTED) - found)}"
 
 
+# Readers that an earlier scan, which knew loaders only by their usual names, missed.
+PLANTED_READERS = {
+    "pickle_aliased": "import pickle as p\ndef f(h):\n    return p.load(h)",
+    "pickle_imported": "from pickle import load\ndef f(h):\n    return load(h)",
+    "unpickler": "def f(h):\n    import pickle\n    return pickle.Unpickler(h).load()",
+    "arrow_csv_aliased": "from pyarrow import csv as pc\ndef f(p):\n    return pc.read_csv(p)",
+    "arrow_csv_stream": "import pyarrow.csv\ndef f(p):\n    return pyarrow.csv.open_csv(p)",
+    "arrow_csv_module": "import pyarrow.csv as pacsv\ndef f(p):\n    return pacsv.open_csv(p)",
+    "excel_imported": "from pandas import read_excel\ndef f(p):\n    return read_excel(p)",
+    "excel_aliased": "import pandas as tables\ndef f(p):\n    return tables.read_excel(p)",
+    "file_io": "import io\ndef f(p):\n    return io.FileIO(p).read()",
+    "file_io_imported": "from io import FileIO as Raw\ndef f(p):\n    return Raw(p, 'rb')",
+    "numpy_aliased": "import numpy as numeric\ndef f(p):\n    return numeric.load(p)",
+    "json_imported": "from json import load as parse\ndef f(h):\n    return parse(h)",
+    "gzip_open": "import gzip\ndef f(p):\n    return gzip.open(p).read()",
+}
+
+
 @pytest.mark.parametrize(("source", "reads"), [
     ("def f(p):\n    return p.read_text()", True),
     ("def f(p):\n    return Path(p).read_bytes()", True),
@@ -145,12 +163,26 @@ def test_every_function_that_reads_a_file_is_registered():
     ("def f(p):\n    p.open('wb').close()", False),
     ("def f(p):\n    flags = os.O_WRONLY | os.O_CREAT\n    os.close(os.open(p, flags))", False),
     ("def f(text):\n    return json.loads(text)", False),
+    ("import io\ndef f(p):\n    return io.FileIO(p, 'w')", False),
+    ("from pickle import dumps\ndef f(x):\n    return dumps(x)", False),
+    ("import pandas as p\ndef f():\n    return p.DataFrame()", False),
+    *((source, True) for source in PLANTED_READERS.values()),
 ])
 def test_the_scan_finds_a_new_reader(source, reads):
     """What makes the registry test fail: a new function that reads a file."""
     assert bool(scan_source(source, "new")) == reads
     if reads:
         assert scan_source(source, "new") <= {"new:f", "new:C.g"}
+
+
+def test_the_scan_of_the_packages_finds_a_planted_module_of_each_reader(tmp_path):
+    """A module planted in a scanned package with each reader the scan once missed (under
+    an alias, imported from its module, in a function's own import) is flagged by the
+    same scan the registry test runs, one function per reader."""
+    (tmp_path / "storage").mkdir()
+    (tmp_path / "storage" / "planted.py").write_text("\n\n".join(
+        source.replace("def f(", f"def {name}(") for name, source in PLANTED_READERS.items()))
+    assert scan(tmp_path) == {f"storage.planted:{name}" for name in PLANTED_READERS}
 
 
 @pytest.mark.parametrize("existing", [True, False])

@@ -18,7 +18,7 @@ from storage.rating_sessions import (
     ResolutionSession,
     register_annotator,
 )
-from tests.app_helpers import sample_engine
+from tests.app_helpers import first_caption_id, sample_engine
 from tests.conftest import database_dump
 from tests.test_workflow import review_with_changes
 
@@ -89,10 +89,11 @@ def test_a_refused_first_write_still_registers_and_writes_nothing_else(engine):
     AnnotationSession(engine, "alice")  # nothing rated yet: nothing to resolve
     carol = ResolutionSession(engine, "carol")
     before = database_dump(engine)
-    group = carol.group_for_caption(1)
+    first = first_caption_id(engine)
+    group = carol.group_for_caption(first)
     with pytest.raises(ProtocolError, match="not been reviewed"):
-        carol.set_values(group, {"precision": 3}, image_index=carol.image_index_of_caption(1),
-                         focus=0)
+        carol.set_values(group, {"precision": 3},
+                         image_index=carol.image_index_of_caption(first), focus=0)
     after = database_dump(engine)
     assert "carol" in annotators(engine)
     assert {name: rows for name, rows in after.items() if name != "annotator"} == {

@@ -7,8 +7,11 @@ test can fail. Then the whole THUMB workflow runs as those roles."""
 
 from __future__ import annotations
 
+import csv
 import os
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, create_engine, literal, select, text
@@ -17,12 +20,14 @@ from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from storage import import_captions
+from storage.annotators import register_annotator
 from storage.models import Image, Stage
 from storage.project_queues import assign_double, disagreements, release_claims
 from storage.protocol import PROGRESS_FUNCTION
 from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from tests.team_helpers import PASSWORD, Team, team_on
+from tests.test_import import system_orders
 
 URL = os.environ.get("THUMB_TEST_POSTGRES")
 pytestmark = pytest.mark.postgres
@@ -88,6 +93,28 @@ def test_an_annotator_reads_captions_without_the_system_names(team, guarded):
         assert reach(connection, "SELECT id, image_id, text FROM caption") == 60
     forbidden(team, guarded, "alice", "SELECT system FROM caption",
               "SELECT external_id FROM caption")
+
+
+def test_the_caption_ids_an_annotator_reads_do_not_give_away_the_systems(team):
+    """Issue #45 item 3, replayed: an annotator ranks the captions their role reads, image
+    by image, by id and by the order the server returns them in (as written). The sample
+    file lists every image's systems in one order (Human, Show-Tell, Up-Down, VinVL-base);
+    each ranking shows more than one. (The 2 images where two systems wrote the same text
+    are left out: their text names neither.)"""
+    with SAMPLE_CSV.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    texts = Counter((row["image_id"], row["caption"]) for row in rows)
+    twice = {image for (image, _), times in texts.items() if times > 1}
+    system_of = {(row["image_id"], row["caption"]): row["system"] for row in rows}
+    with team.engine("alice").connect() as connection:
+        key_of = dict(connection.execute(text("SELECT id, key FROM image")).all())
+        read = [(row.id, row.image_id, system_of[key_of[row.image_id], row.text])
+                for row in connection.execute(text("SELECT id, image_id, text FROM caption"))
+                if key_of[row.image_id] not in twice]
+    assert len(read) == 52
+    assert len(system_orders(read)) > 1  # by id
+    assert len(system_orders([(place, image, system) for place, (_, image, system)
+                              in enumerate(read)])) > 1  # as the server returns them
 
 
 @pytest.mark.slow
@@ -216,6 +243,127 @@ def test_an_annotator_changes_no_other_persons_rows(team, guarded):
               alice=team.names["alice"], alice_id=annotator_id(team, "alice"))
 
 
+JUNK_STAGE_ONE = (
+    "INSERT INTO rating (caption_id, annotator_id, stage, precision, recall, fluency, "
+    "conciseness, inclusive, note, seconds, rubric, created_at, updated_at) SELECT id, "
+    "thumb_me(), 1, 1, 1, 0, 0, 0, '', 0, 'thumb-1.0', now(), now() FROM caption "
+    "WHERE image_id = :image")
+OTHER_RATERS_SCORES = ("SELECT r.precision FROM rating r JOIN caption c ON c.id = r.caption_id "
+                       "WHERE c.image_id = :image AND r.stage = 1 AND r.annotator_id <> thumb_me()")
+
+
+def server_logged(team: Team, who: str, table: str) -> list[tuple[str, int, str]]:
+    """(action, row id, fields) of the event-log rows the server wrote for `who`'s
+    changes to `table`."""
+    with team.admin.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(
+            "SELECT action, row_id, field_name FROM event_log WHERE db_role = :role AND "
+            "table_name = :table AND action LIKE 'server %' ORDER BY id"),
+            {"role": team.names[who], "table": table})]
+
+
+@pytest.mark.slow
+def test_a_blind_rater_with_psql_cannot_read_or_forge_the_other_raters_scores(team):
+    """Issue #45's trial, step by step through bob's own login: the second blind rater of
+    a double image writes junk stage-1 ratings, a stage-2 row of his own, marks himself a
+    native speaker to read alice's scores, copies them and moves the forged row away.
+    Each step that matters is refused, his scores stay unread, and what the server allows
+    is logged. Then the lead records him a native speaker and carol reviews the image:
+    the fluency round's reads still show him none of alice's scores, and his stage 1 is
+    closed."""
+    assign_double(team.engine("lead"), 0.2, seed=3, actor="lead")
+    alice = AnnotationSession(team.engine("alice"), team.names["alice"])
+    double = next(i for i, image in enumerate(alice.images) if is_double(team, image.id))
+    rate_image(alice, double)
+    image_id = alice.images[double].id
+    other_image = alice.images[double + 1].id
+    with team.engine("bob").begin() as bob:
+        captions = reach(bob, JUNK_STAGE_ONE, image=image_id)
+        assert captions  # the second blind rating: the protocol allows it
+        assert reach(bob, "UPDATE rating SET precision = 2 WHERE annotator_id = thumb_me() "
+                     "AND stage = 1") == captions  # his own stage 1, still open
+        for attempt in (
+                "INSERT INTO rating (caption_id, annotator_id, stage, fluency, conciseness, "
+                "inclusive, note, seconds, rubric, created_at, updated_at) SELECT min(id), "
+                "thumb_me(), 2, 0, 0, 0, '', 0, 'thumb-1.0', now(), now() FROM caption "
+                "WHERE image_id = :image",  # a review of his own image, no P/R
+                "INSERT INTO assignment (image_id, annotator_id, stage, shuffle_seed, "
+                "seconds, focus, last_viewed_at) VALUES (:image, thumb_me(), 2, 1, 0, 0, now())",
+                "UPDATE rating SET stage = 2 WHERE annotator_id = thumb_me()",
+                "UPDATE annotator SET native_english = true WHERE name = session_user",
+                OTHER_RATERS_SCORES,
+                "UPDATE rating SET caption_id = (SELECT min(id) FROM caption WHERE image_id = "
+                ":other) WHERE annotator_id = thumb_me()",
+                "UPDATE rating SET annotator_id = (SELECT min(id) FROM annotator) "
+                "WHERE annotator_id = thumb_me()",
+                "UPDATE annotator SET native_english = NULL WHERE name = session_user"):
+            assert not reach(bob, attempt, image=image_id, other=other_image), attempt
+    assert [action for action, *_ in server_logged(team, "bob", "rating")] == (
+        ["server insert"] * captions + ["server update"] * captions)
+    register_annotator(team.engine("lead"), team.names["bob"], True)  # the lead's act
+    carol = AnnotationSession(team.engine("carol"), team.names["carol"], stage=Stage.SECOND)
+    rate_image(carol, carol.index_of(image_id))
+    with team.engine("bob").begin() as bob:
+        assert reach(bob, OTHER_RATERS_SCORES, image=image_id) == 0
+        assert not reach(bob, "UPDATE rating SET precision = 4 WHERE annotator_id = "
+                         "thumb_me() AND stage = 1")  # closed: the image was reviewed
+        assert not reach(bob, "INSERT INTO fluency_check (caption_id, checker_id, fluency, "
+                         "rubric, created_at) SELECT min(id), thumb_me(), 0, 'thumb-1.0', "
+                         "now() FROM caption WHERE image_id = :other", other=other_image)
+
+
+@pytest.mark.slow
+def test_a_write_an_annotator_makes_with_psql_is_logged_by_the_server(team):
+    """What the server lets an annotator's role write outside the tool (a flag, a claim's
+    time, its taking back) is in the event log all the same, old and new values with
+    it; the tool's own writes keep their own rows too."""
+    alice = AnnotationSession(team.engine("alice"), team.names["alice"])
+    alice.open_image(0)
+    image_id = alice.images[0].id
+    with team.engine("alice").begin() as connection:
+        assert reach(connection, "UPDATE assignment SET seconds = 99 WHERE annotator_id = "
+                     "thumb_me()") == 1
+        assert reach(connection, "INSERT INTO image_flag (image_id, annotator_id, reason, "
+                     "created_at) VALUES (:image, thumb_me(), 'gone', now())", image=image_id)
+        assert reach(connection, "DELETE FROM image_flag WHERE annotator_id = thumb_me()")
+    claims = server_logged(team, "alice", "assignment")
+    assert [(action, fields) for action, _, fields in claims][-1] == ("server update",
+                                                                      "seconds")
+    flag = server_logged(team, "alice", "image_flag")
+    assert [action for action, *_ in flag] == ["server insert", "server delete"]
+    with team.admin.connect() as connection:
+        assert connection.execute(text(
+            "SELECT old_value::jsonb ->> 'reason' FROM event_log WHERE action = "
+            "'server delete' AND table_name = 'image_flag'")).scalar_one() == "gone"
+    with team.engine("lead").begin() as connection:  # the lead's, through the tool: the
+        connection.execute(text("UPDATE assignment SET seconds = 1"))  # tool logs its own
+    assert server_logged(team, "lead", "assignment") == []
+    psql = create_engine(team.login("lead"))  # the lead's own edit in psql: logged
+    try:
+        with psql.begin() as connection:
+            connection.execute(text("UPDATE caption SET text = 'Edited by hand.' WHERE id = "
+                                    "(SELECT min(id) FROM caption)"))
+            connection.execute(text("UPDATE assignment SET seconds = 2"))
+    finally:
+        psql.dispose()
+    [(action, _, fields)] = server_logged(team, "lead", "caption")
+    assert (action, fields) == ("server update", "text")
+    assert {action for action, *_ in server_logged(team, "lead", "assignment")} == {
+        "server update"}
+
+
+def test_only_a_lead_records_that_an_annotator_is_a_native_speaker(team):
+    """The fluency round is open to native speakers: on a team an annotator's `--native`
+    is refused in one sentence naming the lead's command, and the lead's is recorded."""
+    from storage.protocol import ProtocolError
+
+    alice = team.names["alice"]
+    with pytest.raises(ProtocolError, match=f"thumb annotator add {alice} --native"):
+        register_annotator(team.engine("alice"), alice, True)
+    assert register_annotator(team.engine("lead"), alice, True) is True
+    assert register_annotator(team.engine("alice"), alice, True) is True  # nothing to record
+
+
 def image_ids(session: AnnotationSession) -> list[int]:
     return [image.id for image in session.images]
 
@@ -286,7 +434,8 @@ def test_a_write_the_server_refuses_is_an_error_not_a_success(team):
         second.record_reasons(second.group_for_caption(caption_id), ["both-wrong"])
     with team.admin.connect() as connection:
         assert connection.execute(text(
-            "SELECT count(*) FROM event_log WHERE table_name = 'resolution'")).scalar_one() == 1
+            "SELECT count(*) FROM event_log WHERE table_name = 'resolution' "
+            "AND action NOT LIKE 'server %'")).scalar_one() == 1  # the server's: #45
 
 
 def test_every_image_the_protocol_opens_to_an_annotator_is_one_the_server_shows(engine):
@@ -352,6 +501,80 @@ def test_gold_feedback_reaches_an_annotator_who_cannot_read_the_key(team, tmp_pa
     with team.engine("alice").connect() as connection:
         assert reach(connection, "SELECT reason FROM gold_caption") is None
 
+
+
+def import_gold_image(team: Team, folder: Path, *, feedback: bool) -> None:
+    """Two gold captions of one gold image, imported by the lead at the rate 0.5."""
+    from storage.gold import import_gold
+
+    (folder / "images").mkdir()
+    (folder / "images" / "g.png").write_bytes(
+        (SAMPLE_CSV.parent / "images" / "01_red_balls.png").read_bytes())
+    gold = folder / "gold.csv"
+    gold.write_text("image,path,caption,precision,recall,reason\n"
+                    "gq,images/g.png,Three red balls.,4-5,3-5,Why this is right.\n"
+                    "gq,images/g.png,Two red balls.,1-2,1-2,Why the other is wrong.\n",
+                    encoding="utf-8")
+    import_gold(team.engine("lead"), gold, actor="lead", rate=0.5, feedback=feedback)
+
+
+@pytest.mark.slow
+def test_the_gold_feedback_function_tells_an_annotator_no_key(team, tmp_path):
+    """Issue #45 item 2, replayed in psql: an annotator inserts an answer of their own and
+    asks the feedback function. It answers only while feedback is on, only of their own
+    first answers (recorded by the server) that were wrong, and only the text and reason:
+    never a range, never a caption they have not answered."""
+    from storage.gold import FEEDBACK_FUNCTION, FIRST_ANSWER_FUNCTION, set_gold_settings
+
+    import_gold_image(team, tmp_path, feedback=False)
+    feedback = f"SELECT * FROM {FEEDBACK_FUNCTION}(:image)"
+    with team.engine("alice").begin() as connection:
+        image = connection.execute(text("SELECT id FROM gold_image")).scalar_one()
+        connection.execute(text(
+            "INSERT INTO gold_answer (gold_caption_id, annotator_id, precision, recall, "
+            "fluency, conciseness, inclusive, note, seconds, rubric, created_at, updated_at) "
+            "SELECT id, thumb_me(), 1, 1, 0, 0, 0, '', 0, rubric, now(), now() "
+            "FROM gold_caption WHERE text = 'Three red balls.'"))
+        connection.execute(text(f"SELECT {FIRST_ANSWER_FUNCTION}(id) FROM gold_answer"))
+        assert connection.execute(text(feedback), {"image": image}).all() == []  # off
+    set_gold_settings(team.engine("lead"), actor="lead", feedback=True)
+    with team.engine("alice").connect() as connection:
+        answered = connection.execute(text(feedback), {"image": image})
+        assert list(answered.keys()) == ["text", "reason"]
+        assert answered.all() == [("Three red balls.", "Why this is right.")]
+    with team.engine("bob").connect() as connection:  # alice's answers are hers alone
+        assert connection.execute(text(feedback), {"image": image}).all() == []
+
+
+@pytest.mark.slow
+def test_an_annotator_cannot_change_their_gold_accuracy_in_psql(team, guarded, tmp_path):
+    """Issue #45 item 2, replayed in psql: after answering two gold captions wrongly, an
+    annotator forges their first answers, or clears them and answers again with what the
+    feedback told them; the gold accuracy the lead reads stays what they first answered."""
+    from storage.gold import FIRST_ANSWER_FUNCTION, gold_accuracy, is_gold
+
+    import_gold_image(team, tmp_path, feedback=True)
+    alice = AnnotationSession(team.engine("alice"), team.names["alice"],
+                              seed_source=lambda: 1)
+    index = next(i for i, image in enumerate(alice.images) if is_gold(image.id))
+    for group in alice.open_image(index):  # precision 3: out of both keys' ranges
+        alice.set_values(group, {"precision": 3, "recall": 3}, image_index=index, focus=0)
+    [before] = gold_accuracy(team.engine("lead"))
+    assert (before.answered, before.correct) == (2, 0)
+    if not guarded:
+        team.unguard()
+    with team.engine("alice").begin() as connection:
+        for attack in ("UPDATE gold_answer SET first_precision = 4, first_recall = 4",
+                       "UPDATE gold_answer SET first_answered_at = NULL, precision = 1, "
+                       "recall = 1",
+                       "UPDATE gold_answer SET precision = 1, recall = 1",
+                       f"SELECT {FIRST_ANSWER_FUNCTION}(id) FROM gold_answer"):
+            reach(connection, attack)
+    [after] = gold_accuracy(team.engine("lead"))
+    if guarded:
+        assert (after.answered, after.correct) == (2, 0)
+    else:
+        assert after.correct > 0
 
 
 @pytest.mark.slow

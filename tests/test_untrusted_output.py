@@ -178,3 +178,30 @@ def test_html_report_in_a_real_browser_runs_nothing(hostile_db, tmp_path):
     assert "<table>" in dom and "thumb-tui report" in dom
     assert injected(dom) == []
     assert "pwned" not in dom.split("<title>")[1].split("</title>")[0]
+
+
+INVISIBLE = "\U000e0041\u2060\ufff9\u3164"  # a tag character, word joiner, annotation, filler
+
+
+def test_invisible_characters_reach_no_output_raw(tmp_path):
+    """Issue #45 item 6: text stored with invisible characters (before the import refused
+    them) is shown with each as an escape in the terminal, Markdown, HTML and LaTeX."""
+    path = tmp_path / "i.db"
+    engine = open_database(path)
+    import_captions(engine, SAMPLE_CSV, actor="t")
+    import_captions(engine, SAMPLE_CSV.parent / "example_ratings.csv", actor="t")
+    with engine.begin() as connection:
+        caption = Caption.__table__
+        first = connection.execute(select(caption.c.system).limit(1)).scalar()
+        connection.execute(update(caption).where(caption.c.system == first)
+                           .values(system=first + INVISIBLE))
+    engine.dispose()
+    outputs = {"status": cli(path, "status"),
+               "agreement csv": cli(path, "agreement", "--format", "csv", "--bootstrap", "0")}
+    for fmt, name in (("md", "report.md"), ("html", "report.html"), ("latex", "report.tex")):
+        cli(path, "report", "--format", fmt, "--out", str(tmp_path / fmt), "--bootstrap", "0")
+        outputs[fmt] = (tmp_path / fmt / name).read_text(encoding="utf-8")
+    for name, text in outputs.items():
+        assert not set(INVISIBLE) & set(text), name
+    assert "u2060" in outputs["md"] and "\\u2060" in outputs["html"]
+    assert "\\textbackslash{}U000e0041" in outputs["latex"]

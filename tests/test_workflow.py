@@ -24,7 +24,7 @@ from storage.project_queues import (
 )
 from storage.protocol import check_may_rate
 from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
-from tests.app_helpers import review_lowering_first_recall, sample_engine
+from tests.app_helpers import first_caption_id, review_lowering_first_recall, sample_engine
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.annotate import ReviewScreen
 from thumb_tui.screens.fluency_round import FluencyRoundScreen
@@ -454,7 +454,7 @@ def test_the_protocol_holds_for_undo_resolutions_checks_and_native_flags(engine)
     alice = AnnotationSession(engine, "alice")
     rate_everything(alice, 1)
     carol = ResolutionSession(engine, "carol")
-    caption_id = carol.group_for_caption(1).caption_ids[0]
+    caption_id = carol.group_for_caption(first_caption_id(engine)).caption_ids[0]
     with pytest.raises(ProtocolError, match="not been reviewed: there is nothing to resolve"):
         carol.set_values(carol.group_for_caption(caption_id), {"precision": 3},
                          image_index=carol.image_index_of_caption(caption_id), focus=0)

@@ -53,7 +53,8 @@ class SchemaDamaged(SchemaError):
         super().__init__(
             f"the database is damaged: its schema is not revision {revision}'s ({count}); "
             "nothing was changed. Restore it from a backup (SQLite: a copy of the file, "
-            "e.g. a *.backup-* file next to it; PostgreSQL: pg_dump); what differs:\n"
+            "e.g. a *.backup-* file next to it; PostgreSQL: pg_dump), or drop what someone "
+            "added with the SQL named, after checking what it did; what differs:\n"
             + "\n".join(f"  - {problem}" for problem in problems))
 
 

@@ -263,18 +263,11 @@ class State:
 
     @property
     def shown_db(self) -> str:
-        """--db as shown to the user: a URL without its password."""
-        from storage.db import is_url
+        """--db as shown to the user: a URL without its password or any other secret of
+        its query (`storage.db.shown_url`)."""
+        from storage.db import is_url, shown_url
 
-        if not is_url(self.db):
-            return self.db
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
-        try:
-            return make_url(self.db).render_as_string(hide_password=True)
-        except ArgumentError:
-            return "(a database URL that cannot be read)"
+        return shown_url(self.db) if is_url(self.db) else self.db
 
     @property
     def db_option(self) -> str:
@@ -310,30 +303,31 @@ class State:
 
         from storage.db import is_url, sqlite_path
 
+        shown = self.shown_db
         path = sqlite_path(self.db)
         if path is not None:
             if path.is_dir():
-                fail(f"--db {self.db} is a folder, not a database file")
+                fail(f"--db {shown} is a folder, not a database file")
             if path.exists() and not path.is_file():  # a FIFO, a device: never opened
-                fail(f"--db {self.db} is not a regular file (a FIFO, device or socket)")
+                fail(f"--db {shown} is not a regular file (a FIFO, device or socket)")
             if not path.parent.is_dir():
-                fail(f"--db {self.db}: the folder {path.parent} does not exist")
+                fail(f"--db {shown}: the folder {path.parent} does not exist")
             if must_exist and not path.is_file():
-                fail(f"no database at {self.db}; create one with `thumb --db {self.db} "
+                fail(f"no database at {shown}; create one with `thumb --db {shown} "
                      "import FILE`")
             if must_exist and _empty_database(path):  # truncated by a full disk, `touch`
-                fail(f"--db {self.db} is an empty file, not a thumb-tui database (if it was "
+                fail(f"--db {shown} is an empty file, not a thumb-tui database (if it was "
                      f"one, restore it from a backup); start a project with `thumb --db "
-                     f"{self.db} import FILE`")
+                     f"{shown} import FILE`")
             if path.is_file() and not _sqlite_file(path):
-                fail(f"--db {self.db} is not a thumb-tui database (not a SQLite file)")
+                fail(f"--db {shown} is not a thumb-tui database (not a SQLite file)")
             if not is_url(self.db):
-                return self.db
+                return shown
         try:
             make_url(self.db)
         except ArgumentError:
-            fail(f"--db {self.db!r} is not a database URL")
-        return self.shown_db
+            fail(f"--db {shown!r} is not a database URL")
+        return shown
 
     def _open(self, *, must_exist: bool) -> Engine:
         """Open --db, or end the command in one line saying what is wrong with it. Once
@@ -574,19 +568,16 @@ def image_mode(mode: str) -> str:
 
 
 def annotator_name(annotator: str) -> str:
-    """The name given, stripped: one line, without the characters an import refuses
-    (`rubrics.escape`), so that the project's export of their work can be imported."""
-    from rubrics.escape import MAX_TEXT_CHARS, codepoint, forbidden_character
+    """The name given, stripped, under the rule for every name (`rubrics.escape.
+    name_refusal`: one line, without the characters an import refuses), so that the
+    project's export of their work can be imported."""
+    from rubrics.escape import name_refusal
 
     name = annotator.strip()
     if not name:
         fail("--annotator needs a name")
-    refused = forbidden_character(name) or next((c for c in name if c in "\t\n"), None)
-    if refused is not None:
-        fail(f"the annotator name: {codepoint(refused)} is not allowed (a name is one line, "
-             "without tabs, control or bidirectional formatting characters)")
-    if len(name) > MAX_TEXT_CHARS:
-        fail(f"the annotator name has {len(name)} characters (at most {MAX_TEXT_CHARS})")
+    if (problem := name_refusal(name)) is not None:
+        fail(f"the annotator name: {problem}")
     return name
 
 

@@ -19,9 +19,10 @@ app = typer.Typer(help="Database administration (schema upgrades, backups).",
 @app.command("upgrade")
 def upgrade_command() -> None:
     """Upgrade the schema (SQLite: after a backup copy), then check all of it against this
-    thumb-tui's: a damaged database (a table, column, index, constraint or trigger missing)
-    is named difference by difference, exit status 2, and left as it was. On PostgreSQL,
-    back up first (pg_dump) and run it once while nobody rates."""
+    thumb-tui's: a damaged database (a table, column, index, constraint or trigger missing;
+    a trigger, view, rule, function or policy someone added, named with the SQL that drops
+    it) is named difference by difference, exit status 2, and left as it was. On
+    PostgreSQL, back up first (pg_dump) and run it once while nobody rates."""
     from storage.db import make_engine
     from storage.migrations import SchemaError, upgrade_database
 
@@ -35,7 +36,7 @@ def upgrade_command() -> None:
         engine.dispose()
     typer.echo(str(result))
     typer.echo("checked: every table, column, index, constraint and trigger of the schema "
-               "is there")
+               "is there, and no trigger, view, rule, function or policy was added")
 
 
 @app.command("backup")

@@ -4,8 +4,9 @@ folder exists; it is not a folder, not a symbolic link, and not an existing file
 temporary file beside it, and moved into place only when the command succeeds: a command
 that fails or is interrupted leaves no partial output and destroys nothing.
 
-- A symbolic link at an output path is refused even with `--force`: the link's target is
-  someone's file, which a write through the link would replace.
+- A symbolic link at an output path, or among the folders the path names (`sub` in
+  `--out sub/x.csv`), is refused even with `--force`: the link's target is someone's file
+  or folder, which a write through the link would replace or fill.
 - A file is never renamed: `--format csv --out foo.txt` writes CSV to foo.txt. A suffix
   that names another format (`--format csv --out foo.parquet`) is refused.
 - Moving into place: without `--force` a hard link, which fails if the name was taken in
@@ -55,10 +56,26 @@ def _fail(message: str) -> None:
     fail(message)
 
 
-def _symlink(path: Path, option: str) -> None:
+def _linked_folder(path: Path) -> Path | None:
+    """The outermost folder named in `path`, as it was given, that is a symbolic link
+    (`sub` in `sub/x.csv`), or None. Every folder of an absolute path counts (on macOS,
+    give /private/tmp for /tmp); the working directory's own path is not looked at."""
+    return next((folder for folder in reversed(path.parents) if folder.is_symlink()), None)
+
+
+def _symlink(path: Path, option: str, instead: str = "choose another name") -> None:
+    """Refuse an output that is a symbolic link or lies in a folder reached through one:
+    a link planted as the output, or as a folder on its way (`--out sub/x.csv` with `sub`
+    a link to someone's folder), would send the write to a file that is not the one
+    named. Refused even with --force; the one check of every file and folder written."""
     if path.is_symlink():
         _fail(f"{option} {path} is a symbolic link; thumb never writes through one, even "
-              "with --force (remove the link or choose another name)")
+              f"with --force (remove the link or {instead})")
+    folder = _linked_folder(path)
+    if folder is not None:
+        _fail(f"{option} {path}: the folder {folder} is a symbolic link (to "
+              f"{os.readlink(folder)}); thumb never writes through one, even with --force "
+              "(name the folder it leads to, if that is where the output belongs)")
 
 
 def _exists(path: Path, option: str, shown: Path | None = None) -> None:
@@ -100,9 +117,7 @@ def output_folder(path: Path, option: str = "--out", *, force: bool = False,
     is a symbolic link or (without `force`) exists. A folder that is a symbolic link is
     refused (even with `force`): a link planted as a report folder, or as its `tables/`,
     would send the files somewhere else."""
-    if path.is_symlink():
-        _fail(f"{option} {path} is a symbolic link; thumb never writes through one, even "
-              "with --force (remove the link or choose another folder)")
+    _symlink(path, option, "choose another folder")
     if path.exists() and not path.is_dir():
         _fail(f"{option} {path} is a file, not a folder")
     if not path.exists():

@@ -43,8 +43,8 @@ def init_command(
     = None,
 ) -> None:
     """Make the team's roles, grants and row-level security on this database. Run it as
-    the administrator (the role that ran `thumb db upgrade`, with CREATEROLE), once, and
-    again after every `thumb db upgrade`."""
+    the administrator (the role that ran `thumb db upgrade`), once after the superuser ran
+    `thumb team setup-sql`'s SQL, and again after every `thumb db upgrade`."""
     from storage.team import TeamRoles, init_team
 
     with _team_errors():
@@ -53,6 +53,26 @@ def init_command(
     typer.echo(f"team ready: {roles.owner} owns the schema, {roles.lead} reads and writes "
                f"everything, {roles.annotator} sees what the protocol shows. Add people "
                "with `thumb team add NAME [--lead]`.")
+
+
+@app.command("setup-sql")
+def setup_sql_command(
+    admin: Annotated[str, typer.Option(
+        "--admin", help="The administrator's login role (the database's owner), which "
+                        "then needs no CREATEROLE.")],
+    prefix: Annotated[str, typer.Option(
+        "--prefix", help="The prefix `thumb team init` will be given.")] = "thumb",
+) -> None:
+    """Print the SQL that the server's superuser runs once in the project's database
+    (`| sudo -u postgres psql -v ON_ERROR_STOP=1 -d DB`): the team's group roles, and a
+    registrar role through which the administrator adds and removes people, so that the
+    administrator never holds CREATEROLE (with which it could make itself a server
+    program runner or change other projects' roles). Connects to nothing."""
+    from storage.team import setup_statements
+
+    with _team_errors():
+        statements = setup_statements(prefix, admin)
+    typer.echo("".join(f"{statement};\n" for statement in statements), nl=False)
 
 
 def _password(from_stdin: bool) -> str:

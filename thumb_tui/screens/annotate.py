@@ -21,7 +21,7 @@ from storage.images import broken_reason
 from storage.models import Stage
 from storage.protocol import ProtocolError, is_started
 from storage.rating_sessions import AnnotationSession, ImageItem
-from thumb_tui.screens.busy import busy
+from thumb_tui.screens.busy import busy, held_by
 from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
 from thumb_tui.screens.help import HelpScreen, paragraphs_markdown
 from thumb_tui.screens.rating import (
@@ -135,10 +135,11 @@ class AnnotateScreen(RatingScreen):
                 break
             except ProtocolError as exc:
                 refused, focus = exc, 0
-            except DatabaseBusy:
+            except DatabaseBusy as exc:
                 if shown is not None:  # still showing it; refused images left the list
                     self.cursor.image_index = self.session.index_of(shown)
-                self.say("database busy, the image did not open — press the key again")
+                self.say(f"database busy{held_by(exc.holders)}, the image did not open — "
+                         "press the key again")
                 return
         else:
             self.show_nothing_left()
@@ -311,8 +312,8 @@ class AnnotateScreen(RatingScreen):
     def flag_broken(self, image: ImageItem, reason: str) -> None:
         try:
             self.session.flag_broken(self.image_index, reason)
-        except DatabaseBusy:
-            self.say(busy("flag"))
+        except DatabaseBusy as exc:
+            self.say(busy("flag", exc.holders))
             return
         following = self.session.next_unrated(self.image_index)
         if following is not None:

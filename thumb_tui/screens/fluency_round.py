@@ -96,8 +96,9 @@ class FluencyRoundScreen(KeyBarScreen):
         item = self.queue[self.position]
         try:
             self.session.record(item, fluency, types)
-        except DatabaseBusy:
-            self.query_one("#round-message", Static).update(busy("verdict"))
+        except DatabaseBusy as exc:
+            self.query_one("#round-message", Static).update(
+                Text(printable(busy("verdict", exc.holders))))
             return False
         caption_id = item.caption_id
         self.verdicts[caption_id] = (fluency, types)
@@ -143,8 +144,8 @@ class FluencyRoundScreen(KeyBarScreen):
         verdict is then the one before it, or none."""
         try:
             undone = self.session.undo()
-        except DatabaseBusy:
-            self.say(busy("undo"))
+        except DatabaseBusy as exc:
+            self.say(busy("undo", exc.holders))
             return
         position = next((n for n, item in enumerate(self.queue)
                          if not set(item.caption_ids).isdisjoint(undone)), None)

@@ -255,8 +255,8 @@ class RatingScreen(KeyBarScreen):
         (nothing was written) and return None."""
         try:
             return save()
-        except DatabaseBusy:
-            self.say(busy())
+        except DatabaseBusy as exc:
+            self.say(busy(holders=exc.holders))
         except (ValueError, PermissionError) as exc:
             self.say(f"not saved: {exc}")
         return None
@@ -432,8 +432,8 @@ class RatingScreen(KeyBarScreen):
         except ProtocolError as exc:
             self.say(f"cannot undo: {exc}")
             return
-        except DatabaseBusy:
-            self.say(busy("undo"))
+        except DatabaseBusy as exc:
+            self.say(busy("undo", exc.holders))
             return
         if result is None:
             self.say("nothing to undo in this session")

@@ -306,8 +306,8 @@ class ResolveScreen(RatingScreen):
         with the reason said, when they could not be saved."""
         try:
             self.session.record_reasons(self.groups[0], reasons)
-        except DatabaseBusy:
-            self.say(busy("resolution"))
+        except DatabaseBusy as exc:
+            self.say(busy("resolution", exc.holders))
         except (ValueError, PermissionError) as exc:
             self.say(f"not saved: {exc}")
         else:
