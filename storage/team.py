@@ -99,13 +99,16 @@ OWN_ROWS = {"annotator": None, "assignment": "annotator_id", "rating": "annotato
 SERVER_WRITTEN = {"gold_answer": ("first_answered_at", *(f"first_{key}" for key in SCORED))}
 # Columns of an annotator's own rows that their role writes once, with the row, and never
 # changes (None: no column): whose row it is, of which image or caption, at which stage,
-# so that no UPDATE moves a rating or claim past the protocol's check of its INSERT; an
-# annotator row not at all (whether they are a native English speaker or retired is the
-# lead's to record, and the name is their login role), a flag only taken back.
+# so that no UPDATE moves a rating, claim or gold answer past the check of its INSERT (a
+# first gold answer moved to another gold caption would be scored there, and the feedback
+# would say whether it is right there); an annotator row not at all (whether they are a
+# native English speaker or retired is the lead's to record, and the name is their login
+# role), a flag only taken back.
 FIXED = {"annotator": None, "image_flag": None,
          "assignment": ("image_id", "annotator_id", "stage", "shuffle_seed"),
          "rating": ("caption_id", "annotator_id", "stage", "created_at"),
-         "resolution": ("caption_id",), "fluency_check": ("caption_id",)}
+         "resolution": ("caption_id",), "fluency_check": ("caption_id",),
+         "gold_answer": ("gold_caption_id", "annotator_id")}
 # What the server asks of each row an annotator's role inserts or changes, besides being
 # their own: that the protocol lets them make this write now, the check the sessions make
 # under the image's lock (`storage.protocol.may_rate_clause`, as `thumb_may_rate` of a
@@ -117,6 +120,9 @@ WRITE_CHECKS = {"annotator": "native_english IS NULL AND retired_at IS NULL",
                 "image_flag": f"image_id {IN_HOLDABLE}",
                 "resolution": f"thumb_may_rate(caption_id, {int(Stage.FINAL)})",
                 "fluency_check": "thumb_may_check_fluency(caption_id)"}
+# Where a new row asks more than a changed one: a claim is made held (a released one is
+# only ever a held one given up, which `thumb_holdable_images` still counts as theirs)
+NEW_ROW_CHECKS = {"assignment": "released_at IS NULL AND thumb_may_claim(id, image_id, stage)"}
 # Every change an annotator's role makes to its own rows is logged by the server, in the
 # statement that makes it: this trigger on each of those tables, whatever client wrote.
 CHANGE_LOG_TRIGGER = "thumb_logs_change"
@@ -482,7 +488,9 @@ def _policies(connection: Connection, roles: TeamRoles) -> list[str]:
                    f"{own} OR (stage = 1 AND thumb_reviews(caption_id)) "
                    "OR thumb_settles(caption_id)")
         check = f"{own} AND ({WRITE_CHECKS[table]})" if table in WRITE_CHECKS else own
-        policy(table, "thumb_annotator_adds", "INSERT", annotator, None, check)
+        new_row = (f"{own} AND ({NEW_ROW_CHECKS[table]})" if table in NEW_ROW_CHECKS
+                   else check)
+        policy(table, "thumb_annotator_adds", "INSERT", annotator, None, new_row)
         if FIXED.get(table, ()) is None:  # not changed: no policy (one made before goes)
             statements.append(f"DROP POLICY IF EXISTS thumb_annotator_changes ON {table}")
         else:
@@ -551,6 +559,7 @@ def init_team(engine: Engine, roles: TeamRoles) -> None:
         if connection.execute(text(f"SELECT has_schema_privilege('public', '{TEAM_SCHEMA}', "
                                    "'CREATE')")).scalar_one():
             _run_all(connection, [f"REVOKE CREATE ON SCHEMA {TEAM_SCHEMA} FROM PUBLIC"])
+        _run_all(connection, _pinned_search_paths(connection))
         owner = _quote(connection, roles.owner)
         # created as the owner, so that the SECURITY DEFINER functions run as the owner
         _run_all(connection, [f"SET LOCAL ROLE {owner}", *_functions(connection, roles),
@@ -558,6 +567,20 @@ def init_team(engine: Engine, roles: TeamRoles) -> None:
         _run_all(connection, _policies(connection, roles))
         _run_all(connection, _change_log_triggers())
         _run_all(connection, _grants(connection, roles))
+
+
+def _pinned_search_paths(connection: Connection) -> list[str]:
+    """`ALTER FUNCTION … SET search_path` for each function of the schema that runs with
+    its caller's (the migrations' triggers that check a value against `rubric_range`): an
+    annotator's temporary table of that name would otherwise stand in for ours, pg_temp
+    being searched first unless the path names it, and let scores off the scale through."""
+    rows = connection.execute(text(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON "
+        "n.oid = p.pronamespace WHERE n.nspname = :schema AND p.prokind = 'f' AND NOT "
+        "EXISTS (SELECT 1 FROM unnest(coalesce(p.proconfig, '{}')) AS setting WHERE "
+        "setting LIKE 'search_path=%') AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE "
+        "d.objid = p.oid AND d.deptype = 'e')"), {"schema": TEAM_SCHEMA}).scalars()
+    return [f"ALTER FUNCTION {signature} {_SEARCH_PATH}" for signature in rows]
 
 
 def _has_team(connection: Connection) -> bool:

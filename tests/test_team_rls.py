@@ -765,3 +765,50 @@ def test_a_team_outside_the_public_schema_is_refused_in_one_clear_line() -> None
         with admin.begin() as connection:
             connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def test_what_a_hostile_annotator_found_after_45_is_refused(team, tmp_path):
+    """A reviewer's trial after #45, through bob's own login: a temporary `rubric_range`
+    first on his search path let the value triggers pass scores off the scale; a first
+    gold answer moved to another gold caption was scored there (and the feedback said
+    whether it was right there); a claim inserted as already released opened an image
+    another annotator holds at stage 1. Each is refused now."""
+    from storage.gold import gold_accuracy, is_gold
+
+    import_gold_image(team, tmp_path, feedback=True)
+    carol = AnnotationSession(team.engine("carol"), team.names["carol"],
+                              seed_source=lambda: 1)
+    held = next(image.id for image in carol.images if not is_gold(image.id))
+    carol_index = next(i for i, image in enumerate(carol.images) if image.id == held)
+    group = carol.open_image(carol_index)[0]
+    carol.set_values(group, {"precision": 4}, image_index=carol_index, focus=0)
+    bob = AnnotationSession(team.engine("bob"), team.names["bob"], seed_source=lambda: 1)
+    assert held not in [image.id for image in bob.images]
+    index = next(i for i, image in enumerate(bob.images) if not is_gold(image.id))
+    rate_image(bob, index)
+    gold = next(i for i, image in enumerate(bob.images) if is_gold(image.id))
+    for group in bob.open_image(gold):
+        bob.set_values(group, {"precision": 3, "recall": 3}, image_index=gold, focus=0)
+    before = {row.annotator: (row.answered, row.correct)
+              for row in gold_accuracy(team.engine("lead"))}
+    with team.engine("bob").begin() as connection:
+        connection.execute(text("CREATE TEMP TABLE rubric_range AS SELECT * FROM "
+                                "public.rubric_range"))
+        connection.execute(text("UPDATE pg_temp.rubric_range SET low = -1e9, high = 1e9"))
+        connection.execute(text("SET LOCAL search_path = pg_temp, public"))
+        assert reach(connection, "UPDATE rating SET precision = 99 WHERE annotator_id = "
+                     "thumb_me()") is None
+        assert reach(connection, "UPDATE gold_answer SET precision = 99 WHERE "
+                     "annotator_id = thumb_me()") is None
+        assert reach(connection, "UPDATE gold_answer SET gold_caption_id = gold_caption_id "
+                     "WHERE annotator_id = thumb_me()") is None
+        assert reach(connection, "INSERT INTO assignment (image_id, annotator_id, stage, "
+                     "shuffle_seed, last_viewed_at, released_at) VALUES (:image, "
+                     "thumb_me(), 1, 1, now(), now())", image=held) is None
+        assert reach(connection, "SELECT id FROM caption WHERE image_id = :image",
+                     image=held) == 0
+    with team.engine("lead").connect() as connection:
+        assert connection.execute(text(
+            "SELECT max(precision) FROM rating")).scalar_one() <= 5
+    assert {row.annotator: (row.answered, row.correct)
+            for row in gold_accuracy(team.engine("lead"))} == before
