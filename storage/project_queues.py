@@ -350,7 +350,7 @@ def settleable_by(resolver: str, found: Sequence[Disagreement],
     return [item for item in found if not refused[item.image_id]]
 
 
-def _complete_reviews(connection: Connection, order: ColumnElement) -> list[Row]:
+def _complete_reviews(connection: Connection, *order: ColumnElement) -> list[Row]:
     """Every complete stage-2 rating, with its caption's image id and text, in `order`:
     what the disagreements and the fluency round compare with stage 1."""
     rating, caption = Rating.__table__, Caption.__table__
@@ -358,7 +358,7 @@ def _complete_reviews(connection: Connection, order: ColumnElement) -> list[Row]
         select(rating, caption.c.image_id, caption.c.text)
         .join(caption, rating.c.caption_id == caption.c.id)
         .where(rating.c.stage == int(Stage.SECOND), complete_clause(rating))
-        .order_by(order)))
+        .order_by(*order)))
 
 
 def _same_text(connection: Connection, image_ids: set[int]
@@ -492,7 +492,12 @@ def project_fluency_queue(connection: Connection,
     if first is None:
         first = primary_first_ratings(connection, reviewed=True)
     checked = set(connection.execute(select(FluencyCheck.__table__.c.caption_id)).scalars())
-    rows = _complete_reviews(connection, rating.c.caption_id)
+    # image by image, each image's captions by their text: caption ids are drawn at
+    # random (their order would change from one import to the next) and the order of
+    # the file would tell the systems apart
+    caption = Caption.__table__
+    rows = _complete_reviews(connection, caption.c.image_id, caption.c.text,
+                             rating.c.caption_id)
     waiting = [row for row in rows if row.caption_id not in checked
                and row.caption_id in first and row.rubric not in without_fluency
                and not checks[row.annotator_id]

@@ -69,12 +69,13 @@ def make_app(engine: Engine, annotator: str = "alice", image_mode: str = "none")
 
 
 def first_caption_of_image_one(engine: Engine) -> int:
-    """The lowest caption id of the first image (shown second to `make_app`'s alice)."""
+    """The first caption of the first image in the imported file (shown second to
+    `make_app`'s alice): by import order, since caption ids are drawn at random."""
     caption = Caption.__table__
     with engine.connect() as connection:
-        return connection.execute(select(func.min(caption.c.id)).where(
+        return connection.execute(select(caption.c.id).where(
             caption.c.image_id == select(func.min(caption.c.image_id)).scalar_subquery())
-        ).scalar_one()
+            .order_by(caption.c.import_order).limit(1)).scalar_one()
 
 
 def lengthen_captions(engine: Engine, caption_ids: list[int], text: str = LONG_CAPTION) -> None:

@@ -152,8 +152,19 @@ def test_a_good_file_imports_as_it_does_without_the_quick_check(folder, quick, m
     import_captions(without, path, actor="t")
 
     def rows(engine) -> dict[str, list[tuple]]:  # (times of the import aside)
+        """The images, captions and ratings, each caption by its place in the file and
+        each rating by its caption's: caption ids are drawn at random at import."""
         dump = database_dump(engine)
-        return {table: dump[table] for table in ("image", "caption", "rating")}
+        with engine.connect() as connection:
+            captions = connection.exec_driver_sql(
+                "SELECT * FROM caption ORDER BY import_order").mappings().all()
+            ratings = connection.exec_driver_sql(
+                "SELECT r.*, c.import_order AS caption_place FROM rating r JOIN caption c "
+                "ON c.id = r.caption_id ORDER BY c.import_order, r.stage").mappings().all()
+        return {"image": dump["image"],
+                "caption": [{k: v for k, v in row.items() if k != "id"} for row in captions],
+                "rating": [{k: v for k, v in row.items() if k not in ("id", "caption_id")}
+                           for row in ratings]}
 
     assert rows(with_check) == rows(without)
     assert len(rows(with_check)["rating"]) == IMAGES * len(SYSTEMS)

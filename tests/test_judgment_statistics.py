@@ -165,11 +165,11 @@ def test_stored_text_is_escaped_in_markdown_and_terminal(engine, tmp_path):
     path.write_text("image_id,caption_a,caption_b,judge,choice,category\n"
                     "1,A,B,j,a,<script>*x*</script>\n1,A,B,k,a,<script>*x*</script>\n",
                     encoding="utf-8")
-    import_judgments(engine, path, name="<b>set</b>", kind="pairwise", actor="t")
-    captions, _ = judgment_caption_rows(engine, judgment_set(engine, "<b>set</b>").id)
+    import_judgments(engine, path, name="<b>set", kind="pairwise", actor="t")
+    captions, _ = judgment_caption_rows(engine, judgment_set(engine, "<b>set").id)
     store_metric_scores(engine, "m", "m|impl:t", [row.caption_id for row in captions],
                         [1.0, 0.0], JudgmentMetricScore)
-    report = build_judgment_report(engine, "<b>set</b>", bootstrap=0)
+    report = build_judgment_report(engine, "<b>set", bootstrap=0)
     markdown = "\n".join(title + body for title, body in judgment_sections(report))
     assert "<script>" not in markdown and "<b>" not in markdown
     assert "&lt;script>\\*x\\*&lt;/script>" in markdown
