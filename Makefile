@@ -51,7 +51,7 @@ demo-report: install
 	    $(BIN)/thumb --db $(DEMO_REPORT_DB) bison import sample_data/bison.jsonl; fi
 	@# spice-approx needs WordNet's files (Debian's wordnet-base): without them the report
 	@# has the other three metrics
-	@if $(BIN)/python -c "import sys; from metrics.wordnet import wordnet_dir; \
+	@if $(BIN)/python -c "import sys; from metrics.text.wordnet import wordnet_dir; \
 	        sys.exit(wordnet_dir() is None)"; then spice="--metric spice-approx"; else \
 	    echo "note: WordNet not found (apt-get install wordnet-base): the demo report leaves out spice-approx"; fi; \
 	HF_HUB_OFFLINE=1 $(BIN)/thumb --db $(DEMO_REPORT_DB) metrics compute --metric bleu \

@@ -2,7 +2,7 @@
 unicode: `tests/ptb_cases.py`), against pycocoevalcap's own pipeline on the same texts
 (PTBTokenizer with each caption tokenized alone, then `Cider`), same run, best of 3: the
 time, and how many captions' scores differ. Then the costs behind `tokenize`'s choice
-between one JVM and the Python lexer (`metrics.tokenize.faster_backend`), measured again
+between one JVM and the Python lexer (`metrics.text.tokenize.faster_backend`), measured again
 here, and the crossover they give next to the one the code assumes."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from benchmarks.metrics import (  # noqa: E402
 )
 from benchmarks.table import Table, best_of, package_version  # noqa: E402
 from metrics.base import CaptionItem  # noqa: E402
-from metrics.cider import CiderD  # noqa: E402
-from metrics.tokenize import (  # noqa: E402
+from metrics.text.cider import CiderD  # noqa: E402
+from metrics.text.tokenize import (  # noqa: E402
     JVM_START_SECONDS,
     JVM_TEXT_SECONDS,
     LEXER_START_SECONDS,
@@ -40,7 +40,8 @@ from metrics.tokenize import (  # noqa: E402
 from tests.ptb_cases import generated_captions  # noqa: E402
 
 LEXER_START = ("import sys, time; sys.path.insert(0, sys.argv[1]); start = time.perf_counter(); "
-               "from metrics.ptb_lexer import lex; lex('x'); print(time.perf_counter() - start)")
+               "from metrics.text.ptb_lexer import lex; lex('x'); "
+               "print(time.perf_counter() - start)")
 
 
 def third_hard(images: int, seed: int = 1) -> list[CaptionItem]:
@@ -84,7 +85,7 @@ def crossover_rows(table: Table, texts: list[str]) -> None:
     table.add("PTB tokenization: JVM start / per text, Python lexer start / per text",
               f"{jvm_start:.2f} s / {jvm_text * 1e3:.3f} ms, {lexer_start:.2f} s / "
               f"{lexer_text * 1e3:.2f} ms",
-              f"assumed by metrics/tokenize.py: {JVM_START_SECONDS} s / "
+              f"assumed by metrics/text/tokenize.py: {JVM_START_SECONDS} s / "
               f"{JVM_TEXT_SECONDS * 1e3:.3f} ms, {LEXER_START_SECONDS} s / "
               f"{LEXER_TEXT_SECONDS * 1e3:.2f} ms")
     same_side = (lexer_start > jvm_start) == (LEXER_START_SECONDS > JVM_START_SECONDS)

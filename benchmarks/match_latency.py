@@ -25,7 +25,7 @@ from sqlalchemy import func, insert, select  # noqa: E402
 
 from benchmarks.annotate_latency import percentile  # noqa: E402
 from benchmarks.match_proposals import make_project  # noqa: E402
-from metrics.match import ScoreFile  # noqa: E402
+from metrics.retrieval.match import ScoreFile  # noqa: E402
 from reports.match import make_batches, propose, top_lists_from_matrix  # noqa: E402
 from storage import open_database  # noqa: E402
 from storage.match import MatchSession, collection  # noqa: E402

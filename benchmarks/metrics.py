@@ -29,8 +29,8 @@ from benchmarks.table import (  # noqa: E402
     package_version,
 )
 from metrics.base import CaptionItem  # noqa: E402
-from metrics.cider import CiderD, cider_d  # noqa: E402
-from metrics.tokenize import plain_tokens  # noqa: E402
+from metrics.text.cider import CiderD, cider_d  # noqa: E402
+from metrics.text.tokenize import plain_tokens  # noqa: E402
 from rubrics import clean_caption  # noqa: E402
 
 SAMPLE_IMAGES = sorted((ROOT / "sample_data" / "images").glob("*.png"))
@@ -93,7 +93,7 @@ def differences(ours: np.ndarray, theirs: np.ndarray) -> str:
 def coco_cider_full_path(items: list[CaptionItem], isolate: bool = False) -> np.ndarray:
     """pycocoevalcap's own pipeline: PTBTokenizer over the references and the captions
     (one Java call each), then one `Cider` call. `isolate` puts an "x" caption after each
-    one so that PTB's look-ahead cannot reach the next caption (see metrics/tokenize.py)."""
+    one so that PTB's look-ahead cannot reach the next caption (see metrics/text/tokenize.py)."""
     from pycocoevalcap.cider.cider import Cider
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
@@ -161,7 +161,7 @@ def cider_rows(table: Table, thumb: list[CaptionItem] | None) -> None:
                 f"without Java, same tokens), {to_java:,} through one PTB Java call; scores "
                 "in the two rows below")
     tokenization_rows(table, version, ours, isolated, theirs)
-    with patch("metrics.tokenize.plain_tokens", lambda text: None):
+    with patch("metrics.text.tokenize.plain_tokens", lambda text: None):
         java_s, java = best_of(lambda: metric.score(raw))
     table.speed("  the same, every text through PTB Java (the path of non-plain captions)",
                 java_s, theirs_s, 15, f"{version} PTBTokenizer + Cider",
@@ -226,7 +226,7 @@ def tokenization_rows(table: Table, version: str, ours: np.ndarray, isolated: np
 def tokenizer_rows(table: Table) -> None:
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-    from metrics.tokenize import tokenize_java, tokenize_python
+    from metrics.text.tokenize import tokenize_java, tokenize_python
     from tests.ptb_cases import generated_captions
 
     texts = generated_captions(10_000)
@@ -246,7 +246,7 @@ def text_metric_rows(table: Table, items: list[CaptionItem]) -> None:
     import sacrebleu
     from rouge_score.rouge_scorer import RougeScorer
 
-    from metrics.text_metrics import Bleu, RougeL
+    from metrics.text.bleu_rouge import Bleu, RougeL
 
     ours_s, ours = best_of(lambda: Bleu().score(items))
     theirs_s, theirs = best_of(lambda: np.array(
@@ -271,8 +271,8 @@ def neural_rows(table: Table, items: list[CaptionItem]) -> None:
     except ImportError as exc:
         table.add("BERTScore / CLIP", f"skipped: {exc}")
         return
-    from metrics.bertscore import BertScore
-    from metrics.clip import PREFIX, ClipEmbedder
+    from metrics.models.bertscore import BertScore
+    from metrics.models.clip import PREFIX, ClipEmbedder
     from tests.tiny_clip import save_tiny_clip
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -318,8 +318,8 @@ def neural_rows(table: Table, items: list[CaptionItem]) -> None:
 
 
 def no_reference_rows(table: Table) -> None:
-    from metrics.clip import ClipS
-    from metrics.text_metrics import Bleu, RougeL
+    from metrics.models.clip import ClipS
+    from metrics.text.bleu_rouge import Bleu, RougeL
 
     items = generated_items(images=20, systems=3, references=4)
     bare = [CaptionItem(i.caption_id, i.image_key, i.image_path, i.system, i.text, ())

@@ -147,7 +147,7 @@ def fresh_match_project(target: str, folder: Path, batches: int) -> None:
     of four pairs (two candidates, one known positive, one known negative)."""
     import numpy as np
 
-    from metrics.match import ScoreFile
+    from metrics.retrieval.match import ScoreFile
     from reports.match import make_batches, propose, top_lists_from_matrix
     from storage import open_database
     from storage.match import collection

@@ -3,7 +3,7 @@
 COCO texts are not available offline, so the captions are generated: 8-15 words from a
 Zipf-distributed vocabulary of 10,000 words (COCO's has ~10k, with a head of very common
 words). Prints the time, the peak memory of this process, and a check against
-`metrics.cider.cider_d` scoring sampled captions against every image one by one (its time
+`metrics.text.cider.cider_d` scoring sampled captions against every image one by one (its time
 extrapolated to all captions)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from metrics.cider import cider_d  # noqa: E402
-from metrics.relevance import cider_d_all_pairs  # noqa: E402
+from metrics.retrieval.relevance import cider_d_all_pairs  # noqa: E402
+from metrics.text.cider import cider_d  # noqa: E402
 
 
 def corpus(images: int, seed: int = 0) -> list[list[str]]:

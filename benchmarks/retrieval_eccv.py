@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from benchmarks.table import Table, installed_environment, package_version  # noqa: E402
-from metrics.positives import coco_1k_folds, shipped_positive_set  # noqa: E402
-from metrics.rankings import scored_directions  # noqa: E402
-from metrics.retrieval import evaluate  # noqa: E402
+from metrics.retrieval.evaluation import evaluate  # noqa: E402
+from metrics.retrieval.positives import coco_1k_folds, shipped_positive_set  # noqa: E402
+from metrics.retrieval.rankings import scored_directions  # noqa: E402
 from storage import open_database  # noqa: E402
 
 BOOTSTRAP = "1000"  # `thumb retrieval evaluate`'s default

@@ -1,5 +1,5 @@
 """A short SAM example: fit linear projections of random image and caption features with
-`metrics.sam.sam_loss` on CPU in seconds, and watch NCS@5 (on held-out pairs) rise.
+`metrics.retrieval.sam.sam_loss` on CPU in seconds, and watch NCS@5 (on held-out pairs) rise.
 
 Images and captions share hidden "meanings" (latent vectors); each side sees them through
 its own random linear map plus noise, and φ(image, caption) grows with the similarity of
@@ -16,9 +16,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from metrics.rankings import scored_directions  # noqa: E402
-from metrics.retrieval import RelevanceView, semantic_samples  # noqa: E402
-from metrics.sam import sam_loss  # noqa: E402
+from metrics.retrieval.evaluation import RelevanceView, semantic_samples  # noqa: E402
+from metrics.retrieval.rankings import scored_directions  # noqa: E402
+from metrics.retrieval.sam import sam_loss  # noqa: E402
 
 
 def _data(rng: np.random.Generator, pairs: int, latent: int = 16, features: int = 64):

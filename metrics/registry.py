@@ -27,8 +27,8 @@ from types import ModuleType
 from metrics.base import Metric, MetricOption, call_hook
 from rubrics.escape import printable
 
-METRIC_MODULES = ("metrics.text_metrics", "metrics.cider", "metrics.coco", "metrics.bertscore",
-                  "metrics.clip", "metrics.spice")
+METRIC_MODULES = ("metrics.text.bleu_rouge", "metrics.text.cider", "metrics.text.coco",
+                  "metrics.models.bertscore", "metrics.models.clip", "metrics.text.spice")
 ENTRY_POINT_GROUP = "thumb_tui.metrics"
 DEFAULT_METRICS = ("bleu", "rouge-l", "cider-d")
 KEEP_SELF_REFERENCES = "keep_self_references"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.agreement import agreement_table
+from metrics.stats.agreement import agreement_table
 from rubrics import Rubric
 from storage.rating_frames import rating_pairs
 from storage.rubric_registry import project_rubric

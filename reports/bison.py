@@ -1,14 +1,14 @@
 """BISON over a project: items and answers from storage, choices and statistics from
-`metrics.bison`, choices stored under their signatures."""
+`metrics.retrieval.bison`, choices stored under their signatures."""
 
 from __future__ import annotations
 
 import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.bison import ImageTextScorer, baseline_choices, bison_tables, model_choices
-from metrics.confidence import CI_METHOD
 from metrics.registry import MetricOptions, build_metric
+from metrics.retrieval.bison import ImageTextScorer, baseline_choices, bison_tables, model_choices
+from metrics.stats.confidence import CI_METHOD
 from storage.bison import (
     bison_frames,
     bison_items,
@@ -41,7 +41,7 @@ def baseline(engine: Engine, metric_name: str, *, seed: int = 0, sampled: int = 
 
 def bison_report(engine: Engine, *, bootstrap: int = 1000, ci: float = 0.90,
                  seed: int = 0) -> dict[str, pd.DataFrame]:
-    """Human, model and baseline accuracy and human-model agreement (metrics.bison)."""
+    """Human, model and baseline accuracy and human-model agreement (metrics.retrieval.bison)."""
     return bison_tables(*bison_frames(engine), bootstrap=bootstrap, ci=ci, seed=seed)
 
 

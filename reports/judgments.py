@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.agreement import alpha_table
-from metrics.confidence import CI_METHOD, check_ci
-from metrics.judgments import (
+from metrics.signature import tool_version
+from metrics.stats.agreement import alpha_table
+from metrics.stats.confidence import CI_METHOD, check_ci
+from metrics.stats.judgments import (
     AGGREGATES,
     TIE_RULE,
     human_scores,
@@ -21,7 +22,6 @@ from metrics.judgments import (
     pairwise_accuracy,
     score_correlations,
 )
-from metrics.signature import tool_version
 from reports.scoring import self_reference_notes
 from reports.tables import metric_columns
 from storage.judgments import (

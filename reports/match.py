@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.match import (
+from metrics.retrieval.match import (
     DIRECTIONS,
     QUALITY_COLUMNS,
     ScoreFile,
@@ -30,10 +30,10 @@ from metrics.match import (
     top_k_rows,
     verifier_agreement,
 )
-from metrics.positives import (
+from metrics.retrieval.positives import (
     PositiveSet as IdPositiveSet,
 )
-from metrics.positives import (
+from metrics.retrieval.positives import (
     normalize_id,
     positive_set,
     read_positive_dir,
@@ -142,11 +142,11 @@ def top_lists_from_matrix(source: ScoreFile, items: Collection, path: Path, *,
 
 def read_ranked_lists(path: Path, items: Collection) -> TopLists:
     """Ranked lists in the eccv-caption layout (query id -> item ids, best first), read by
-    `metrics.rankings`: a `*_image_to_caption.json` (i2t), a `*_caption_to_image.json`
+    `metrics.retrieval.rankings`: a `*_image_to_caption.json` (i2t), a `*_caption_to_image.json`
     (t2i), or a folder with one of each. Every query and item must be the project's; each
     list is kept to the length of the shortest."""
-    from metrics.positives import CAPTION_TO_IMAGE, IMAGE_TO_CAPTION
-    from metrics.rankings import read_rankings_json
+    from metrics.retrieval.positives import CAPTION_TO_IMAGE, IMAGE_TO_CAPTION
+    from metrics.retrieval.rankings import read_rankings_json
 
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     lists: TopLists = {}
@@ -228,7 +228,7 @@ def propose(engine: Engine, lists: TopLists, *, model: str, signature: str, dire
 def clip_scores(engine: Engine, clip_model: str, device: str, batch_size: int) -> ScoreFile:
     """The project's images x captions cosine similarities under a CLIP model, each image
     and caption embedded once (GPU when present)."""
-    from metrics.clip import PREFIX, ClipEmbedder
+    from metrics.models.clip import PREFIX, ClipEmbedder
     from storage.match import caption_texts
 
     paths, texts = caption_texts(engine)
@@ -430,7 +430,7 @@ def positive_sets_quality(engine: Engine, table: pd.DataFrame, skip: set[str]
                           ) -> pd.DataFrame:
     """ECCV Caption Table 2 of every stored positive set but those in `skip` and the
     `-human` ones, against the verdicts in `table`: positive_set and the columns of
-    `metrics.match.QUALITY_COLUMNS` (precision and recall as the paper's section 3.3
+    `metrics.retrieval.match.QUALITY_COLUMNS` (precision and recall as the paper's section 3.3
     defines them, per-query means; pooled_precision and pooled_recall beside them)."""
     frames = []
     for name in positive_set_names(engine):
@@ -492,7 +492,7 @@ def import_positives(engine: Engine, name: str, directory: Path | None, *, actor
                      ) -> tuple[str, PositiveCounts]:
     """A positive set in the eccv-caption layout from DIR, or (no DIR) `eccv`, `cxc` or
     `coco` as the eccv-caption package ships them. Returns (source, its size)."""
-    from metrics.positives import PositivesError, eccv_caption_available
+    from metrics.retrieval.positives import PositivesError, eccv_caption_available
     from metrics.signature import package_version
 
     check_set_name(name)
@@ -527,7 +527,7 @@ def _id_renames(directory: Path) -> tuple[dict[str, str], dict[str, str]]:
     `export_eccv` writes beside a set whose keys are not integers (`PREFIX_ids.json`, the
     prefix of the set's files), or empty maps where there is none. Read as any file we
     import: a malformed one is refused, naming it."""
-    from metrics.positives import IMAGE_TO_CAPTION, positive_files, shown
+    from metrics.retrieval.positives import IMAGE_TO_CAPTION, positive_files, shown
     from metrics.untrusted import load_json, regular_file
     from rubrics.escape import text_refusal
 
@@ -620,14 +620,14 @@ def export_verifications(engine: Engine, out: Path, fmt: str | None = None, *,
 
 
 def id_positive_set(engine: Engine, name: str) -> IdPositiveSet:
-    """A stored positive set as metrics.positives sees one (for retrieval evaluation)."""
+    """A stored positive set as metrics.retrieval.positives sees one (for retrieval evaluation)."""
     maps = load_positive_set(engine, name)
     return positive_set(name, maps["i2t"], maps["t2i"])
 
 
 def clip_digest(clip_model: str) -> str:
     """What identifies CLIP proposals: the model's label (its folder's name for a path)."""
-    from metrics.torch_device import model_label
+    from metrics.models.torch_device import model_label
 
     return model_label(clip_model)
 

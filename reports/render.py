@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from metrics.judgments import STATISTICS
 from metrics.signature import signature_labels
-from metrics.significance import LEVEL, MIN_UNITS, NOISE_SES, Verdict, p_value_call
+from metrics.stats.judgments import STATISTICS
+from metrics.stats.significance import LEVEL, MIN_UNITS, NOISE_SES, Verdict, p_value_call
 from reports.figures import WrittenFigure, draw_figures
 from reports.judgments import JudgmentReport, ci_words, metrics_hint
 from reports.numbers import ci_bounds, json_records, mean_with_ci
@@ -164,7 +164,7 @@ def _with_cis(report: Report) -> bool:
 
 def differences_frame(report: Report, notes: Notes) -> tuple[str, pd.DataFrame]:
     """Every pair of systems: the difference of mean Totals with its paired CI, and the
-    call on it (`metrics.significance`); with the sentence that says how it was
+    call on it (`metrics.stats.significance`); with the sentence that says how it was
     computed and when a difference is called."""
     table = report.differences
     ci = f"{float(report.header.get('ci', 0.9)):.0%}"
@@ -186,7 +186,7 @@ def differences_frame(report: Report, notes: Notes) -> tuple[str, pd.DataFrame]:
                                 for verdict in table["verdict"]]}))
 
 
-# the differences table's "significant" column for each call (`metrics.significance`)
+# the differences table's "significant" column for each call (`metrics.stats.significance`)
 VERDICT_CELLS = {Verdict.SIGNIFICANT: "yes", Verdict.NOT_SIGNIFICANT: "no",
                  Verdict.BORDERLINE: "borderline", Verdict.TOO_FEW: "too few images"}
 
@@ -413,7 +413,7 @@ WILLIAMS_ALIGN = ("left", "left", "left", "left", "right", "right", "left", "rig
 
 def no_williams(report: Report) -> str:
     """Why the Williams table lists no test: every test has too few captions to call
-    (`metrics.significance.p_value_call`), or none is significant."""
+    (`metrics.stats.significance.p_value_call`), or none is significant."""
     if (report.williams["n"] < MIN_UNITS).all():
         return (f"Too few captions to call any Williams test (fewer than {MIN_UNITS} that "
                 "both metrics score).")
@@ -427,7 +427,7 @@ def subset_label(subset: str) -> str:
 
 
 def williams_table(report: Report) -> pd.DataFrame:
-    """The significant Williams tests (`metrics.significance.p_value_call`: p below its
+    """The significant Williams tests (`metrics.stats.significance.p_value_call`: p below its
     level over enough captions) as the report shows them: metric, versus, dim, subset, r,
     r vs, n (the captions both metrics score), p; t is in the JSON (80 columns)."""
     called = [p_value_call(p, n).significant

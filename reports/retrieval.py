@@ -15,8 +15,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sqlalchemy import Engine
 
-from metrics.confidence import CI_METHOD, few_units
-from metrics.positives import (
+from metrics.retrieval.evaluation import (
+    DEFAULT_KS,
+    DEFAULT_NCS_AVERAGING,
+    PMRP_CAP,
+    MissingLists,
+    SemanticInput,
+    SetSamples,
+    evaluation_sets,
+    ncs_averaging_name,
+    ncs_label_suffix,
+    summarize_sets,
+)
+from metrics.retrieval.positives import (
     SHIPPED_NAMES,
     Id,
     IdMap,
@@ -29,7 +40,7 @@ from metrics.positives import (
     shipped_positive_sets,
     shown,
 )
-from metrics.rankings import (
+from metrics.retrieval.rankings import (
     Ranked,
     RankingsError,
     check_known,
@@ -37,19 +48,8 @@ from metrics.rankings import (
     read_scores,
     scored_directions,
 )
-from metrics.retrieval import (
-    DEFAULT_KS,
-    DEFAULT_NCS_AVERAGING,
-    PMRP_CAP,
-    MissingLists,
-    SemanticInput,
-    SetSamples,
-    evaluation_sets,
-    ncs_averaging_name,
-    ncs_label_suffix,
-    summarize_sets,
-)
 from metrics.signature import digest, format_signature, package_version
+from metrics.stats.confidence import CI_METHOD, few_units
 from storage.retrieval import (
     check_model_files,
     file_digest,
@@ -64,7 +64,7 @@ from storage.retrieval import (
 if TYPE_CHECKING:  # pandas, scipy and the relevance code load only where used
     import pandas as pd
 
-    from metrics.relevance import RelevanceMatrix
+    from metrics.retrieval.relevance import RelevanceMatrix
 
 PROJECT = "project"
 KINDS = ("image", "caption")  # what the queries and items of i2t rankings are
@@ -89,7 +89,7 @@ class ModelFiles:
 
     def where(self, direction: str) -> tuple[str, Callable[[], str] | None]:
         """The file that holds `direction`'s rankings, and how to read its text (to name
-        a line; None for a score matrix), for `metrics.rankings.check_known`."""
+        a line; None for a score matrix), for `metrics.retrieval.rankings.check_known`."""
         if self.scores is not None:
             return str(self.scores), None
         path = self.i2t if direction == "i2t" else self.t2i
@@ -225,7 +225,7 @@ def derived_plausible(instances: Path, zetas: Sequence[int], positives: Sequence
     or, where no set has one, the captions of the sets' directories (each with its first
     image). Which of the sets name that universe, and in which order, changes nothing;
     the content digest is the instances file's and the universe's."""
-    from metrics.positives import plausible_matches, read_coco_presence
+    from metrics.retrieval.positives import plausible_matches, read_coco_presence
 
     sources = [t for t in positives if t.kind == "positives"]
     universes = [t.universe for t in sources if t.universe is not None] or [
@@ -262,7 +262,7 @@ def _caption_images(universes: Sequence[Universe]) -> IdMap:
 def resolve_relevance(paths: Sequence[Path]) -> list[Target]:
     targets = []
     for path in paths:
-        from metrics.relevance import read_relevance
+        from metrics.retrieval.relevance import read_relevance
 
         matrix = read_relevance(path)
         targets.append(Target("semantic", matrix.metric, matrix.signature, relevance=matrix))
@@ -347,7 +347,7 @@ def evaluate_model(engine: Engine, name: str, files: ModelFiles, targets: Sequen
 def _compute(directions: dict[str, Ranked], targets: Sequence[Target], settings: Settings
              ) -> list[list[dict[str, object]]]:
     """Each target's records, from one resampling of them all: targets over the same
-    queries share their draws (`metrics.retrieval.set_replicates`)."""
+    queries share their draws (`metrics.retrieval.evaluation.set_replicates`)."""
     groups = [_target_sets(directions, target, settings) for target in targets]
     records = iter(summarize_sets([one for group in groups for one in group],
                                   bootstrap=settings.bootstrap, ci=settings.ci,
@@ -411,7 +411,7 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
     `write_to`, a temporary file that the caller moves to `target`); (matrix, True) when
     built now, (matrix, False) when `target` already held the same signature. Without
     `replace`, a `target` that holds anything else is refused before any work."""
-    from metrics.relevance import (
+    from metrics.retrieval.relevance import (
         RelevanceError,
         RelevanceMatrix,
         cider_d_all_pairs,
@@ -419,7 +419,7 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
         read_relevance,
         write_relevance,
     )
-    from metrics.tokenize import resolve_tokenizer, tokenize
+    from metrics.text.tokenize import resolve_tokenizer, tokenize
 
     captions = project_captions(engine)
     references = project_references(engine)
@@ -471,7 +471,7 @@ def project_relevance(engine: Engine, metric: str, target: Path, *, tokenizer: s
 
 def spice_approx_pair() -> Callable[[str, Sequence[str]], float]:
     """spice-approx of one caption against references, parsing each text once."""
-    from metrics.spice import load_wordnet, scene_tuples, spacy_parser, tuple_f1
+    from metrics.text.spice import load_wordnet, scene_tuples, spacy_parser, tuple_f1
 
     nlp, wordnet, graphs = spacy_parser(), load_wordnet(), {}
 
@@ -604,7 +604,7 @@ def kendall_matrix(wide: pd.DataFrame) -> pd.DataFrame:
     """τ-b between every two columns over the rows both have (NaN when undefined)."""
     import pandas as pd
 
-    from metrics.correlation import correlation
+    from metrics.stats.correlation import correlation
 
     labels = list(wide.columns)
     tau = pd.DataFrame(np.nan, index=labels, columns=labels)
@@ -691,7 +691,7 @@ def relevance_agreement(judgments: pd.DataFrame, targets: Sequence[Target], *,
     """How well Recall-style (binary: is the pair a positive of the set) and NCS-style (φ
     of a relevance matrix) relevance follow graded human judgments of the same pairs, as
     `read_judgments(path, targets)` gives them (every pair known to every target)."""
-    from metrics.relevance import human_agreement
+    from metrics.retrieval.relevance import human_agreement
 
     pairs = list(zip(judgments["image_id"], judgments["caption_id"], strict=True))
     scorers: dict[str, np.ndarray] = {}

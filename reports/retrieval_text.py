@@ -17,7 +17,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from metrics.retrieval import ncs_label_suffix
+from metrics.retrieval.evaluation import ncs_label_suffix
 from reports.numbers import is_missing
 from reports.plotting import plot_label, pyplot
 from rubrics.escape import for_markdown, printable

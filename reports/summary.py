@@ -3,7 +3,7 @@ Markdown, LaTeX): the systems ranked by human Total with their CIs and which nei
 differ significantly (a paired bootstrap of their difference); per subset, the metric that
 agrees best with the human Total and whether Williams' test says it beats the next;
 agreement between annotators; per judgment set, the metric that agrees best with its
-judges. Whether a comparison is called significant is `metrics.significance`'s rule (too
+judges. Whether a comparison is called significant is `metrics.stats.significance`'s rule (too
 few images or captions, or a limit within resampling noise of 0, make no call). The
 sentences hold stored text (system and metric names) unescaped: each renderer escapes
 them for its medium."""
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from metrics.agreement import over_every_pair
-from metrics.significance import MIN_UNITS, NOISE_SES, Verdict, p_value_call
+from metrics.stats.agreement import over_every_pair
+from metrics.stats.significance import MIN_UNITS, NOISE_SES, Verdict, p_value_call
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, mean_with_ci
 from reports.tables import Report, score_labels
@@ -50,7 +50,7 @@ class RankedSystem:
 @dataclass(frozen=True)
 class Difference:
     """Two neighbours in the ranking: the difference of their mean Totals over the images
-    both captioned, its paired CI, and the call on it (`metrics.significance`)."""
+    both captioned, its paired CI, and the call on it (`metrics.stats.significance`)."""
 
     upper: str
     lower: str
@@ -138,7 +138,7 @@ class JudgmentFinding:
 
 def williams_verdict(p: float, captions: int) -> str:
     """Whether Williams' test over `captions` says the best metric's r is higher than the
-    runner-up's (`metrics.significance.p_value_call`: too few captions make no call)."""
+    runner-up's (`metrics.stats.significance.p_value_call`: too few captions make no call)."""
     if math.isnan(p):
         return "Williams' test is undefined here"
     call = p_value_call(p, captions)

@@ -10,20 +10,20 @@ from datetime import datetime
 import pandas as pd
 from sqlalchemy import Engine
 
-from metrics.confidence import CI_METHOD, check_ci
-from metrics.correlation import (
+from metrics.signature import (
+    current_form,
+    signature_labels,
+    superseded_signatures,
+    tool_version,
+)
+from metrics.stats.confidence import CI_METHOD, check_ci
+from metrics.stats.correlation import (
     correlation_records,
     pairwise_records,
     strict_best_worst,
     system_differences,
     system_table,
     williams_records,
-)
-from metrics.signature import (
-    current_form,
-    signature_labels,
-    superseded_signatures,
-    tool_version,
 )
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
@@ -99,11 +99,11 @@ class Report:
     # gold items (storage.gold), where there are any: per annotator answered, correct,
     # accuracy; never part of the tables above
     gold: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # agreement between annotators (metrics.agreement's records), point estimates only:
+    # agreement between annotators (metrics.stats.agreement's records), point estimates only:
     # its bootstrap would cost more than the rest of the report; `thumb agreement` has CIs
     agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
     # every pair of systems: the difference of mean Totals with a paired bootstrap CI
-    # (metrics.correlation.system_differences)
+    # (metrics.stats.correlation.system_differences)
     differences: pd.DataFrame = field(default_factory=pd.DataFrame)
     # label -> how many references were their caption itself (`48 self-references
     # excluded`): shown beside its signature, never in it (reports.scoring)

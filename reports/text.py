@@ -12,7 +12,7 @@ import pandas as pd
 from rich.cells import cell_len
 from tabulate import tabulate
 
-from metrics.agreement import PAIR_COLUMNS, over_every_pair
+from metrics.stats.agreement import PAIR_COLUMNS, over_every_pair
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, is_missing
 from reports.render import (

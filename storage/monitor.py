@@ -2,7 +2,7 @@
 the time recorded on it, the blind pairs agreement compares, the pipeline per stage (the
 same as `thumb status`), the broken images and each annotator's gold accuracy. Read only,
 each part in one short transaction (SELECTs only, portable SQL: SQLite and PostgreSQL
-alike); the statistics are `metrics/campaign.py`."""
+alike); the statistics are `metrics/stats/campaign.py`."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class MonitorBusy(DatabaseBusy):
 @dataclass(frozen=True)
 class MonitorData:
     """One reading of the project. `ratings`: one row per complete rating (columns
-    RATING_COLUMNS; see metrics/campaign.py); `blind_pairs`: one row per caption of a
+    RATING_COLUMNS; see metrics/stats/campaign.py); `blind_pairs`: one row per caption of a
     double-rated image with two complete stage-1 ratings (image, caption_id,
     precision_a/_b, recall_a/_b); `gold_captions`: how many gold captions the project
     has (0: no gold); `gold`: each annotator's gold accuracy (`storage.gold`), those with

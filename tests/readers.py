@@ -355,13 +355,13 @@ def _direct(read: Callable[..., object]) -> Callable[[Path], object]:
 
 
 def _score_npy(path: Path) -> object:
-    from metrics.match import read_score_file
+    from metrics.retrieval.match import read_score_file
 
     return read_score_file(path, path.parent / "keys.txt", path.parent / "keys.txt")
 
 
 def _key_lines(path: Path) -> object:
-    from metrics.match import read_score_file
+    from metrics.retrieval.match import read_score_file
 
     return read_score_file(path.parent / "ok.npy", path, path.parent / "keys.txt")
 
@@ -391,9 +391,9 @@ class ImageRefused(ValueError):
 
 
 def _errors() -> dict[str, type[BaseException]]:
-    from metrics.positives import PositivesError
-    from metrics.rankings import RankingsError
-    from metrics.relevance import RelevanceError
+    from metrics.retrieval.positives import PositivesError
+    from metrics.retrieval.rankings import RankingsError
+    from metrics.retrieval.relevance import RelevanceError
     from rubrics import RubricError
     from storage.errors import InputError
     from thumb_tui.keymap import KeymapError
@@ -483,7 +483,8 @@ def build_readers() -> list[Reader]:
                         "0-1", "--continuous", "--references", "{dir}/refs.csv"),
                setup=_judgment_setup),
         Reader("positive set (thumb match import-positives)",
-               ("metrics.positives:read_positive_dir", "metrics.positives:read_id_map",
+               ("metrics.retrieval.positives:read_positive_dir",
+                "metrics.retrieval.positives:read_id_map",
                 "reports.match:scores_digest", "storage.retrieval:file_digest"),
                "p/mine_image_to_caption.json", positives_json, POSITIVE_TEXTS, "json",
                command=("match", "import-positives", "mine", "{dir}/p"),
@@ -501,45 +502,46 @@ def build_readers() -> list[Reader]:
                "keymap.toml", _toml_template(KEYMAP, KEYMAP_TEXTS), KEYMAP_TEXTS, "text",
                read=_keymap, error=errors["keymap"]),
         # --- metrics: retrieval and match files (direct calls) ---
-        Reader("positive set (integer ids)", ("metrics.positives:read_id_map",),
+        Reader("positive set (integer ids)", ("metrics.retrieval.positives:read_id_map",),
                "p.json", lambda t: b'{\n"1": [10, 11],\n"2": [11, 10, 12]\n}', (), "json",
-               read=_read("metrics.positives", "read_id_map"), error=errors["positives"]),
-        Reader("ranked lists (integer ids)", ("metrics.rankings:read_rankings_json",
-                                              "metrics.rankings:_rankings_from_integers",
-                                              "metrics.integer_lists:_opened"),
+               read=_read("metrics.retrieval.positives", "read_id_map"), error=errors["positives"]),
+        Reader("ranked lists (integer ids)", ("metrics.retrieval.rankings:read_rankings_json",
+                                              "metrics.retrieval.rankings:_rankings_from_integers",
+                                              "metrics.retrieval.integer_lists:_opened"),
                "r.json", lambda t: b'{\n"1": [10, 11],\n"2": [11, 10]\n}', (), "json",
-               read=_read("metrics.rankings", "read_rankings_json"),
+               read=_read("metrics.retrieval.rankings", "read_rankings_json"),
                error=errors["rankings"]),
-        Reader("ranked lists (text ids)", ("metrics.rankings:read_rankings_json",),
+        Reader("ranked lists (text ids)", ("metrics.retrieval.rankings:read_rankings_json",),
                "r.json", ranked_strings, RANKED_TEXTS, "json",
-               read=_read("metrics.rankings", "read_rankings_json"),
+               read=_read("metrics.retrieval.rankings", "read_rankings_json"),
                error=errors["rankings"]),
-        Reader("COCO instances", ("metrics.positives:read_coco_presence",), "i.json",
+        Reader("COCO instances", ("metrics.retrieval.positives:read_coco_presence",), "i.json",
                lambda t: INSTANCES, (), "json",
-               read=_read("metrics.positives", "read_coco_presence"),
+               read=_read("metrics.retrieval.positives", "read_coco_presence"),
                error=errors["positives"]),
-        Reader("score matrix .npz", ("metrics.rankings:read_scores",
+        Reader("score matrix .npz", ("metrics.retrieval.rankings:read_scores",
                                      "metrics.untrusted:Npz.__init__",
                                      "metrics.untrusted:Npz.header",
                                      "metrics.untrusted:Npz.array"),
                "s.npz", scores_npz, SCORE_TEXTS, "binary",
-               read=_read("metrics.rankings", "read_scores"), error=errors["rankings"]),
-        Reader("score matrix .npz (deflated)", ("metrics.rankings:read_scores",),
+               read=_read("metrics.retrieval.rankings", "read_scores"), error=errors["rankings"]),
+        Reader("score matrix .npz (deflated)", ("metrics.retrieval.rankings:read_scores",),
                "s.npz", lambda t: scores_npz(t, compressed=True), SCORE_TEXTS, "binary",
-               read=_read("metrics.rankings", "read_scores"), error=errors["rankings"]),
-        Reader("score matrix Parquet", ("metrics.rankings:_parquet_matrix",), "s.parquet",
+               read=_read("metrics.retrieval.rankings", "read_scores"), error=errors["rankings"]),
+        Reader("score matrix Parquet", ("metrics.retrieval.rankings:_parquet_matrix",), "s.parquet",
                scores_parquet, SCORE_TEXTS, "binary",
-               read=_read("metrics.rankings", "read_scores"), error=errors["rankings"]),
-        Reader("score matrix .npy", ("metrics.match:read_score_file",
+               read=_read("metrics.retrieval.rankings", "read_scores"), error=errors["rankings"]),
+        Reader("score matrix .npy", ("metrics.retrieval.match:read_score_file",
                                      "metrics.untrusted:open_npy"),
                "s.npy", lambda t: _npy(np.eye(2)), (), "binary", read=_score_npy,
                error=errors["rankings"], setup=_keys_setup),
-        Reader("id lines of a .npy", ("metrics.match:_key_lines",), "ids.txt",
+        Reader("id lines of a .npy", ("metrics.retrieval.match:_key_lines",), "ids.txt",
                lambda t: ("\n".join(t) + "\n").encode("utf-8", "surrogatepass"), KEY_TEXTS,
                "text", read=_key_lines, error=errors["rankings"], setup=_keys_setup),
-        Reader("relevance matrix", ("metrics.relevance:read_relevance",), "r.npz",
+        Reader("relevance matrix", ("metrics.retrieval.relevance:read_relevance",), "r.npz",
                relevance_npz, RELEVANCE_TEXTS, "binary",
-               read=_read("metrics.relevance", "read_relevance"), error=errors["relevance"]),
+               read=_read("metrics.retrieval.relevance", "read_relevance"),
+               error=errors["relevance"]),
         Reader("graded judgments CSV", ("reports.retrieval:read_judgments",
                                         "storage.import_files:_lines"), "j.csv",
                agreement_csv, AGREEMENT_TEXTS, "text",
@@ -567,20 +569,20 @@ def readers() -> tuple[Reader, ...]:
 # Functions that read a file but not one a user names for thumb-tui to parse: each with
 # why it is trusted. The scan below must find each (a stale entry fails the test too).
 TRUSTED = {
-    "metrics.integer_lists:_busy":
+    "metrics.retrieval.integer_lists:_busy":
         "the kernel's /proc/loadavg (how many threads run now): part of the machine",
-    "metrics.positives:coco_test_ids":
+    "metrics.retrieval.positives:coco_test_ids":
         "the COCO test ids shipped inside the installed eccv-caption package",
-    "metrics.spice:Spice.compute":
+    "metrics.text.spice:Spice.compute":
         "the JSON the SPICE jar wrote into this process's own temporary folder",
-    "metrics.wordnet:WordNet.__init__":
+    "metrics.text.wordnet:WordNet.__init__":
         "the system's WordNet database (/usr/share/wordnet): part of the machine",
-    "metrics.bertscore:_rescaling":
+    "metrics.models.bertscore:_rescaling":
         "the --bert-baseline file, hashed whole for the signature and parsed by bert-score: "
         "a model's data, trusted like its folder (SECURITY.md)",
-    "metrics.torch_device:model_label":
+    "metrics.models.torch_device:model_label":
         "a local model folder's config.json: model folders are trusted (SECURITY.md)",
-    "metrics.clip:ClipEmbedder._embed_images":
+    "metrics.models.clip:ClipEmbedder._embed_images":
         "project images, each checked by storage.images.image_problem at import "
         "(registered: 'image file')",
     "storage.import_scan:serve_quick_check":

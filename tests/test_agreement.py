@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import metrics.agreement
-from metrics.agreement import (
+import metrics.stats.agreement
+from metrics.stats.agreement import (
     UndefinedStatistic,
     alpha_from_matrix,
     alpha_sums,
@@ -19,7 +19,7 @@ from metrics.agreement import (
     rate_sums,
     resampled,
 )
-from metrics.confidence import jackknife_groups
+from metrics.stats.confidence import jackknife_groups
 
 NAN = np.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: 4 observers,
@@ -125,7 +125,7 @@ def test_resampled_statistics_equal_recomputing_each_resample(monkeypatch, chunk
     drawn by `bootstrap` calls of rng.integers, and each jackknife group left out."""
     from sklearn.metrics import cohen_kappa_score
 
-    monkeypatch.setattr(metrics.agreement, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(metrics.stats.agreement, "CHUNK_BYTES", chunk_bytes)
     rng = np.random.default_rng(3)
     matrix = rng.integers(1, 6, (2, 60)).astype(float)
     matrix[1] = np.where(rng.random(60) < 0.6, matrix[0], matrix[1])

@@ -14,7 +14,7 @@ from PIL import Image as PILImage
 from sqlalchemy import func, select
 from textual.widgets import Static
 
-from metrics.bison import ClipScorer
+from metrics.retrieval.bison import ClipScorer
 from reports.bison import baseline, bison_header, bison_report, evaluate
 from reports.text import bison_text
 from storage import InputError, import_captions, open_database
@@ -282,7 +282,7 @@ def test_a_baseline_without_references_names_the_item_and_the_image(tmp_path):
 
 @pytest.mark.slow
 def test_ten_thousand_items_embed_each_image_and_caption_once(tmp_path, tiny_clip):
-    from metrics.clip import embedder
+    from metrics.models.clip import embedder
 
     embedder.cache_clear()
     folder = tmp_path
@@ -327,7 +327,7 @@ def test_accuracy_tables_equal_a_direct_count_with_ties_swaps_and_abstentions():
     the true one) counted directly, item by item: a model tie picks nothing, a human
     'both' or 'neither' picks nothing, and the side the annotator saw on the left decides
     which image 'left' names."""
-    from metrics.bison import bison_tables, choices
+    from metrics.retrieval.bison import bison_tables, choices
 
     rng = np.random.default_rng(3)
     n = 400

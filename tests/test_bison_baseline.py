@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from metrics.base import CaptionItem
-from metrics.bison import baseline_choices
 from metrics.registry import MetricOptions, build_metric
+from metrics.retrieval.bison import baseline_choices
 from metrics.signature import parse_signature
 
 REFERENCES = ["a red ball on the grass", "two balls lying on a lawn",

@@ -20,13 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import metrics.retrieval
-from metrics.agreement import agreement_table, alpha_table
-from metrics.judgments import pairwise_accuracy, score_correlations
-from metrics.match import verifier_agreement
-from metrics.positives import PositiveSet
-from metrics.rankings import Rankings
-from metrics.retrieval import (
+import metrics.retrieval.evaluation
+from metrics.retrieval.evaluation import (
     RelevanceView,
     SemanticInput,
     evaluate,
@@ -35,6 +30,11 @@ from metrics.retrieval import (
     resampled_queries,
     set_replicates,
 )
+from metrics.retrieval.match import verifier_agreement
+from metrics.retrieval.positives import PositiveSet
+from metrics.retrieval.rankings import Rankings
+from metrics.stats.agreement import agreement_table, alpha_table
+from metrics.stats.judgments import pairwise_accuracy, score_correlations
 
 PINNED = Path(__file__).parent / "pinned" / "bootstrap_statistics.json"
 RETRIEVAL_BOOTSTRAP = 450
@@ -206,7 +206,7 @@ def _assert_same(ours: list[dict], pinned: list[dict], table: str) -> None:
 def test_retrieval_intervals_do_not_depend_on_the_chunk_size(computed, monkeypatch):
     """One replicate per chunk gives the records of the default chunks (all 450
     replicates in one); another seed gives other intervals."""
-    monkeypatch.setattr(metrics.retrieval, "BOOTSTRAP_CHUNK_BYTES", 1)
+    monkeypatch.setattr(metrics.retrieval.evaluation, "BOOTSTRAP_CHUNK_BYTES", 1)
     _assert_same(_rows(retrieval_records()), computed["retrieval"], "retrieval")
     monkeypatch.undo()
     other = _rows(retrieval_records(seed=1))

@@ -1,5 +1,5 @@
 """CIDEr-D from raw text finds its caption-reference pairs and counts the n-grams of the
-texts it has while the JVM tokenizes the others (`metrics.tokenize.Tokenization`): the
+texts it has while the JVM tokenizes the others (`metrics.text.tokenize.Tokenization`): the
 scores are those of the same tokens scored after tokenizing, and an error on the caller's
 side while the JVM works stops the JVM."""
 
@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from metrics.base import CaptionItem
-from metrics.cider import CiderD, NgramCounter, _ngram_counts, cider_d
-from metrics.tokenize import Tokenization, java_available, plain_tokens, tokenize, tokenize_java
+from metrics.text.cider import CiderD, NgramCounter, _ngram_counts, cider_d
+from metrics.text.tokenize import (
+    Tokenization,
+    java_available,
+    plain_tokens,
+    tokenize,
+    tokenize_java,
+)
 from tests.ptb_cases import generated_captions
 
 needs_java = pytest.mark.skipif(not java_available(), reason="Java or pycocoevalcap missing")
@@ -67,8 +73,8 @@ def test_scores_from_raw_text_equal_those_of_the_tokens(monkeypatch, corpus):
 
 @needs_java
 def test_an_error_while_the_jvm_works_stops_it(monkeypatch):
-    import metrics.cider as cider
-    import metrics.tokenize as module
+    import metrics.text.cider as cider
+    import metrics.text.tokenize as module
 
     sessions: list[module.JavaTokenizer] = []
 
@@ -110,7 +116,7 @@ def test_tokens_taken_as_the_jvm_gives_them_are_those_of_one_call(monkeypatch, t
 @needs_java
 def test_a_failing_jvm_gives_a_clear_error_while_its_tokens_are_awaited(monkeypatch,
                                                                          tmp_path):
-    import metrics.tokenize as module
+    import metrics.text.tokenize as module
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     not_a_jar = tmp_path / "broken.jar"

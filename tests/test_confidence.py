@@ -1,4 +1,4 @@
-"""BCa bootstrap intervals (metrics/confidence.py) against SciPy's on the same resamples and
+"""BCa bootstrap intervals (metrics/stats/confidence.py) against SciPy's on the same resamples and
 against an independent implementation of Efron & Tibshirani's formulas; every jackknife
 the reports compute (weights with an image left out, the retrieval metrics' closed form)
 against the statistic recomputed without that unit; intervals that always contain their
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics.confidence import (
+from metrics.retrieval.evaluation import Sample
+from metrics.stats.confidence import (
     FEW_UNITS,
     JACKKNIFE_GROUPS,
     WIDENED,
@@ -23,8 +24,7 @@ from metrics.confidence import (
     leave_one_out,
     resample_counts,
 )
-from metrics.correlation import correlation, correlation_ci, image_weights
-from metrics.retrieval import Sample
+from metrics.stats.correlation import correlation, correlation_ci, image_weights
 
 
 def _scipy_bca(data: tuple[np.ndarray, ...], statistic, replicates: np.ndarray, ci: float,

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from metrics.correlation import strict_best_worst
+from metrics.stats.correlation import strict_best_worst
 from storage import open_database
 from storage.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV

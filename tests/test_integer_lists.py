@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics.integer_lists import MAX_THREADS, idle_cores, parse_integer_lists
+from metrics.retrieval.integer_lists import MAX_THREADS, idle_cores, parse_integer_lists
 
 LARGEST = 2**31 - 1
 

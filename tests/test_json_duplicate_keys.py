@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics.positives import PositivesError, read_coco_presence
+from metrics.retrieval.positives import PositivesError, read_coco_presence
 from metrics.untrusted import load_json as load_metrics_json
 from storage import InputError, import_captions, open_database
 from storage.bison import coco_caption_annotations

@@ -12,9 +12,9 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from metrics.correlation import image_weights, kendall_replicates, williams_test
-from metrics.judgments import majority_pairs, pairwise_accuracy
 from metrics.signature import signature_labels
+from metrics.stats.correlation import image_weights, kendall_replicates, williams_test
+from metrics.stats.judgments import majority_pairs, pairwise_accuracy
 from reports.judgments import build_judgment_report
 from reports.render import judgment_sections
 from reports.text import judgment_text

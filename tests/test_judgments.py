@@ -13,9 +13,9 @@ import sqlalchemy as sa
 from sqlalchemy import select
 
 from metrics.base import CaptionItem
-from metrics.cider import CiderD
 from metrics.signature import parse_signature
-from metrics.tokenize import java_available
+from metrics.text.cider import CiderD
+from metrics.text.tokenize import java_available
 from storage import InputError, open_database
 from storage.judgment_import import Scale, import_judgments
 from storage.models import (

@@ -1,10 +1,12 @@
 """The layers import one way: storage -> rubrics; metrics -> rubrics (pure: no database);
-reports -> storage, metrics; thumb_tui -> all. Checked on every import statement, including
-those inside functions."""
+reports -> storage, metrics; thumb_tui -> all. Inside metrics, its subpackages import one way
+too (ARCHITECTURE.md draws them), and no modules import each other in a circle. Checked on
+every import statement, including those inside functions."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,191 @@ def test_the_check_finds_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "example.py"
     module.write_text("def f():\n    from storage.models import Rating\n    import sqlalchemy\n")
     assert imported_modules(module) == [(2, "storage.models"), (3, "sqlalchemy")]
+
+
+# metrics' domains: the top (`metrics`: base, registry, runner, signature, untrusted files)
+# and its subpackages, each with the others it may import
+METRICS_DOMAINS = {
+    "metrics": set(),
+    "metrics.stats": {"metrics"},
+    "metrics.text": {"metrics", "metrics.stats"},
+    "metrics.models": {"metrics", "metrics.stats"},
+    "metrics.retrieval": {"metrics", "metrics.stats", "metrics.text", "metrics.models"},
+}
+
+
+def module_name(root: Path, path: Path) -> str:
+    """The dotted name of the module at `path` (a package's `__init__.py`: the package)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_targets(root: Path, path: Path) -> list[tuple[int, str]]:
+    """Every name an import statement in `path` asks for, as specifically as it says it:
+    `from a.b import c` asks for `a.b.c` (a module or a name in `a.b`); relative imports
+    resolved against the module's package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module_name(root, path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def metrics_domain(module: str) -> str:
+    """The domain of METRICS_DOMAINS that a metrics module (or a name in one) belongs to."""
+    parts = module.split(".")
+    subpackage = ".".join(parts[:2])
+    return subpackage if subpackage in METRICS_DOMAINS else "metrics"
+
+
+def metrics_domain_violations(root: Path) -> list[str]:
+    problems = []
+    for path in sorted((root / "metrics").rglob("*.py")):
+        domain = metrics_domain(module_name(root, path))
+        for line, target in import_targets(root, path):
+            if target.split(".")[0] != "metrics":
+                continue
+            imported = metrics_domain(target)
+            if imported != domain and imported not in METRICS_DOMAINS[domain]:
+                problems.append(f"{path.relative_to(root)}:{line} imports {target} "
+                                f"({domain} may not import {imported})")
+    return problems
+
+
+def test_metrics_subpackages_import_only_what_they_may() -> None:
+    assert {metrics_domain(module_name(ROOT, path)) for path in (ROOT / "metrics").rglob(
+        "*.py")} == set(METRICS_DOMAINS)  # a new subpackage gets its line here
+    assert metrics_domain_violations(ROOT) == []
+
+
+def test_the_check_finds_a_forbidden_import_between_metrics_subpackages(tmp_path: Path
+                                                                         ) -> None:
+    planted = {
+        "metrics/stats/planted.py": "def f():\n    from metrics.models.clip import embedder\n",
+        "metrics/text/planted.py": "from metrics.retrieval import rankings\n"
+                                   "from ..models import bertscore\n",
+        "metrics/planted.py": "import metrics.text.cider\n",
+        "metrics/retrieval/fine.py": "from metrics.text.cider import cider_d\n"
+                                     "from metrics import base\n",
+    }
+    for name, source in planted.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    assert metrics_domain_violations(tmp_path) == [
+        "metrics/planted.py:1 imports metrics.text.cider (metrics may not import metrics.text)",
+        "metrics/stats/planted.py:2 imports metrics.models.clip.embedder "
+        "(metrics.stats may not import metrics.models)",
+        "metrics/text/planted.py:1 imports metrics.retrieval.rankings "
+        "(metrics.text may not import metrics.retrieval)",
+        "metrics/text/planted.py:2 imports metrics.models.bertscore "
+        "(metrics.text may not import metrics.models)",
+    ]
+
+
+def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
+    """Module -> the modules of `packages` it imports (anywhere in it, functions included):
+    an import of a name in a module counts as an import of that module."""
+    paths = {module_name(root, path): path for package in packages
+             for path in sorted((root / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        graph[module] = set()
+        for _, target in import_targets(root, path):
+            while target and target not in paths:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The modules that import each other in a circle, one set per strongly connected
+    component of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: set[frozenset[str]] = set()
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            module, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == module:
+                        break
+                if len(component) > 1:
+                    circles.add(frozenset(component))
+    return circles
+
+
+# circles of imports that exist already, outside metrics/ (where none may form): this list
+# is exactly the current set, so a new circle anywhere, or a grown one, fails
+KNOWN_CIRCLES = {
+    frozenset({"reports.bison", "reports.figures", "reports.judgments", "reports.print_figures",
+               "reports.render", "reports.summary", "reports.tables"}),
+    frozenset({"storage.annotators", "storage.backup", "storage.db", "storage.gold",
+               "storage.image_flags", "storage.migrations", "storage.protocol",
+               "storage.rating_desk", "storage.schema_check", "storage.team"}),
+    frozenset({"thumb_tui.cli.common", "thumb_tui.cli.outputs"}),
+}
+
+
+def test_no_new_circle_of_imports() -> None:
+    circles = import_circles(import_graph(ROOT, LAYERS))
+    assert [sorted(circle) for circle in circles
+            if any(module.split(".")[0] == "metrics" for module in circle)] == []
+    assert circles == KNOWN_CIRCLES
+
+
+def test_the_check_finds_a_circle_of_imports(tmp_path: Path) -> None:
+    sources = {
+        "metrics/__init__.py": "",
+        "metrics/text/__init__.py": "",
+        "metrics/text/a.py": "from metrics.text.b import f\n",
+        "metrics/text/b.py": "def f():\n    from . import c\n",
+        "metrics/text/c.py": "import metrics.text.a\nfrom metrics import d\n",
+        "metrics/d.py": "import metrics.text\n",
+        "metrics/e.py": "from metrics.e import g\n",
+    }
+    for name, source in sources.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    graph = import_graph(tmp_path, ["metrics"])
+    assert graph["metrics.text.b"] == {"metrics.text.c"}
+    assert graph["metrics.e"] == set()
+    assert import_circles(graph) == {frozenset({"metrics.text.a", "metrics.text.b",
+                                                "metrics.text.c"})}
 
 
 def private_attributes(path: Path) -> list[str]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from metrics.positives import eccv_caption_available
+from metrics.retrieval.positives import eccv_caption_available
 from storage.match import (
     HOLD_LEASE,
     BatchHeld,
@@ -270,7 +270,7 @@ def test_table_2_counts_undecided_pairs_as_shown_and_leaves_out_flagged_images(t
 def test_shipped_sets_round_trip_and_table_3_counts(tmp_path):
     import eccv_caption
 
-    from metrics.positives import _shipped_data_dir
+    from metrics.retrieval.positives import _shipped_data_dir
 
     db = tmp_path / "ids.db"
     data = _shipped_data_dir()
@@ -595,8 +595,8 @@ def test_clip_scorer_proposes_from_embeddings_it_computes(tmp_path, tiny_clip):
     embedded once; the candidates equal the top k of the cosine matrix computed here."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from metrics.clip import PREFIX, ClipEmbedder
-    from metrics.match import top_k_rows
+    from metrics.models.clip import PREFIX, ClipEmbedder
+    from metrics.retrieval.match import top_k_rows
     from storage.match import caption_texts
 
     model = tiny_clip
@@ -638,7 +638,7 @@ def test_npy_with_id_files_and_ranked_lists_propose_like_the_npz(tmp_path, layou
         args = ["--scores", tmp_path / "a.npy", "--image-keys", tmp_path / "images.txt",
                 "--caption-keys", tmp_path / "captions.txt"]
     else:
-        from metrics.match import top_k_columns, top_k_rows
+        from metrics.retrieval.match import top_k_columns, top_k_rows
 
         folder = tmp_path / "ranked"
         folder.mkdir()

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
-from metrics import match
-from metrics.agreement import cohen_kappa
+from metrics.retrieval import match
+from metrics.stats.agreement import cohen_kappa
 
 
 def brute_top_k(scores: np.ndarray, k: int) -> np.ndarray:

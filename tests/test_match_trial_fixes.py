@@ -338,8 +338,8 @@ def test_the_csv_export_refuses_positives_and_writes_times_with_their_zone(tmp_p
 def test_a_keys_file_names_a_repeated_id_and_a_bad_byte_at_their_lines(tmp_path):
     """The id files of a `.npy` matrix (one id per line): a repeated id is refused at its
     line with the line of its first use, invalid UTF-8 at its line and column."""
-    from metrics.match import read_score_file
-    from metrics.rankings import RankingsError
+    from metrics.retrieval.match import read_score_file
+    from metrics.retrieval.rankings import RankingsError
 
     matrix, images, captions = (tmp_path / "s.npy", tmp_path / "images.txt",
                                 tmp_path / "captions.txt")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from metrics.base import CaptionItem
-from metrics.coco import CocoRougeL, Meteor
 from metrics.registry import MetricOptions, build_metric
 from metrics.signature import parse_signature
-from metrics.tokenize import java_available
+from metrics.text.coco import CocoRougeL, Meteor
+from metrics.text.tokenize import java_available
 from rubrics import clean_caption
 from tests.conftest import SAMPLE_CSV
 

@@ -39,7 +39,7 @@ def test_bertscore_matches_bert_score(sample, minilm):
     _, _, expected = bert_score.score([i.text for i in items],
                                       [list(i.references) for i in items],
                                       model_type=minilm, num_layers=4, device="cpu")
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     ours = BertScore(minilm, 4, device="cpu").score(items)
     np.testing.assert_array_equal(ours, expected.numpy())  # one call: the same batches
@@ -48,7 +48,7 @@ def test_bertscore_matches_bert_score(sample, minilm):
 
 @pytest.mark.slow
 def test_bertscore_with_idf_differs_and_is_signed(sample, minilm):
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     items, refs = load_items(sample)
     plain, idf = BertScore(minilm, 4, device="cpu"), BertScore(minilm, 4, idf=True, device="cpu")
@@ -57,7 +57,7 @@ def test_bertscore_with_idf_differs_and_is_signed(sample, minilm):
 
 
 def test_bertscore_needs_a_layer_for_other_models(minilm):
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     with pytest.raises(ValueError, match="give the layer"):
         BertScore(minilm)
@@ -66,7 +66,7 @@ def test_bertscore_needs_a_layer_for_other_models(minilm):
 def test_a_layer_the_model_does_not_have_is_a_plain_error(sample, minilm):
     """MiniLM-L6 has layers 0 to 6: 7 and -1 are refused with the option's name (bert-score
     asserts, which ended the command in a traceback)."""
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     items, _ = load_items(sample)
     with pytest.raises(ValueError,
@@ -77,7 +77,7 @@ def test_a_layer_the_model_does_not_have_is_a_plain_error(sample, minilm):
 
 
 def test_unloadable_model_names_the_model_and_the_offline_way(sample, monkeypatch):
-    from metrics.clip import embedder
+    from metrics.models.clip import embedder
 
     with pytest.raises(RuntimeError, match=r"cannot load the CLIP model '/no/such/clip'.*"
                                            r"fetched from the hub \(--allow-download\)\.$"):
@@ -92,7 +92,7 @@ def test_a_model_that_cannot_load_is_named_on_one_line(sample, monkeypatch):
     where a line break would show as a literal `\\n`."""
     import bert_score
 
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     def offline(**_: object) -> None:
         raise OSError("We couldn't connect to 'https://huggingface.co'.\nCheck your "
@@ -160,7 +160,7 @@ def test_clip_variants_match_the_formula(sample, tiny_clip):
 
 @pytest.mark.slow
 def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
-    from metrics.clip import ClipEmbedder, embedder
+    from metrics.models.clip import ClipEmbedder, embedder
     from metrics.registry import metric_class
 
     embedder.cache_clear()
@@ -191,7 +191,7 @@ def test_each_image_and_text_is_embedded_once(sample, tiny_clip, monkeypatch):
 
 
 def test_batch_sizes_come_from_free_gpu_memory_or_default_on_the_cpu(monkeypatch):
-    from metrics.torch_device import CPU_BATCH, MAX_BATCH, activation_bytes, auto_batch_size
+    from metrics.models.torch_device import CPU_BATCH, MAX_BATCH, activation_bytes, auto_batch_size
 
     assert auto_batch_size("cpu", 10**6) == CPU_BATCH
     assert auto_batch_size("cuda", 10**6, requested=7) == 7
@@ -206,7 +206,7 @@ def test_batch_sizes_come_from_free_gpu_memory_or_default_on_the_cpu(monkeypatch
 
 
 def test_a_batch_out_of_gpu_memory_is_retried_at_half_size():
-    from metrics.torch_device import in_batches
+    from metrics.models.torch_device import in_batches
 
     sizes = []
 
@@ -223,10 +223,10 @@ def test_a_batch_out_of_gpu_memory_is_retried_at_half_size():
 
 def test_captions_without_references_are_undefined_for_reference_metrics(tmp_path, tiny_clip):
     from metrics.base import NO_REFERENCES, CaptionItem
-    from metrics.bertscore import BertScore
-    from metrics.cider import CiderD
-    from metrics.clip import ClipS, RefClipS, RefOnlyC
-    from metrics.text_metrics import Bleu, RougeL
+    from metrics.models.bertscore import BertScore
+    from metrics.models.clip import ClipS, RefClipS, RefOnlyC
+    from metrics.text.bleu_rouge import Bleu, RougeL
+    from metrics.text.cider import CiderD
 
     picture = tmp_path / "a.png"
     from PIL import Image

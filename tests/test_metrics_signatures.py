@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from metrics.base import ReferenceRule
-from metrics.clip import ClipS, RefClipS
+from metrics.models.clip import ClipS, RefClipS
 from metrics.registry import MetricOptions
 from metrics.signature import parse_signature, superseded_signatures
 from reports.scoring import compute_metrics, load_items
@@ -167,7 +167,7 @@ def baseline_file(path: Path, value: float) -> Path:
 
 
 def test_the_baseline_file_content_is_in_the_signature(tmp_path, minilm):
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     def signature(path: Path) -> str:
         return BertScore(minilm, 6, rescale=True, baseline_path=str(path),
@@ -187,7 +187,7 @@ def test_the_baseline_file_content_is_in_the_signature(tmp_path, minilm):
 
 
 def test_rescaling_a_local_model_needs_a_baseline_file(minilm):
-    from metrics.bertscore import BertScore
+    from metrics.models.bertscore import BertScore
 
     with pytest.raises(ValueError, match=r"no baseline for the model .*"
                                          r"give one with --bert-baseline FILE$"):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics import spice
 from metrics.base import CaptionItem
-from metrics.wordnet import wordnet_dir
+from metrics.text import spice
+from metrics.text.wordnet import wordnet_dir
 
 
 def test_missing_corenlp_jars_give_instructions(tmp_path, monkeypatch):
@@ -51,7 +51,7 @@ def parser():
 def wordnet():
     if wordnet_dir() is None:
         pytest.skip("WordNet database files (Debian wordnet-base) not installed")
-    from metrics.wordnet import load_wordnet
+    from metrics.text.wordnet import load_wordnet
 
     return load_wordnet()
 

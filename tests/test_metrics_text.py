@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import select
 
 from metrics.base import CaptionItem
-from metrics.cider import CiderD, cider_d
 from metrics.registry import MetricOptions
 from metrics.signature import parse_signature
-from metrics.text_metrics import Bleu, RougeL
-from metrics.tokenize import java_available, tokenize_java, tokenize_python
+from metrics.text.bleu_rouge import Bleu, RougeL
+from metrics.text.cider import CiderD, cider_d
+from metrics.text.tokenize import java_available, tokenize_java, tokenize_python
 from reports.scoring import compute_metrics, load_items
 from storage import final_scores, import_captions, import_thumb, open_database
 from storage.models import MetricScore
@@ -113,7 +113,7 @@ def test_each_corpus_gets_pycocoevalcaps_idf_from_the_dense_or_the_sparse_table(
     or looked up in the sparse frequencies (many), the same scores as one `Cider` each."""
     from pycocoevalcap.cider.cider import Cider
 
-    import metrics.cider as module
+    import metrics.text.cider as module
 
     monkeypatch.setattr(module, "DENSE_IDF_CELLS", dense_idf_cells)
     corpora = [random_corpus(seed, size=30) for seed in (4, 5, 6)]
@@ -166,9 +166,9 @@ def test_bleu_uses_only_sacrebleus_public_interface():
     import inspect
     import re
 
-    from metrics import text_metrics
+    from metrics.text import bleu_rouge
 
-    assert not re.search(r"\bbleu\._", inspect.getsource(text_metrics.Bleu))
+    assert not re.search(r"\bbleu\._", inspect.getsource(bleu_rouge.Bleu))
 
 
 @needs_java

@@ -1,6 +1,6 @@
 """`thumb monitor`: the campaign lead's live dashboard, driven with Pilot while ratings are
 written under it; it never writes, survives a busy database, shows stored text literally;
-the pure figures of metrics/campaign.py checked against their definitions."""
+the pure figures of metrics/stats/campaign.py checked against their definitions."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 import storage.db
 import storage.monitor
-from metrics.campaign import (
+from metrics.stats.campaign import (
     Drift,
     Pace,
     Thresholds,
@@ -700,7 +700,7 @@ def test_the_command_needs_an_existing_database(tmp_path):
 # ---- the pure figures, against their definitions ----
 
 def frame(rows: list[tuple], captions: dict[int, int] | None = None) -> pd.DataFrame:
-    """Ratings as metrics/campaign.py reads them, from (annotator, stage, image_id,
+    """Ratings as metrics/stats/campaign.py reads them, from (annotator, stage, image_id,
     caption_id, precision, recall, seconds, image_seconds) in the order they were made;
     an image has the captions `captions` gives it, else those the rows name."""
     columns = ["annotator", "stage", "image_id", "caption_id", "precision", "recall",
@@ -873,7 +873,7 @@ def test_the_agreement_panel_keeps_its_labels_and_whole_note_at_80_columns():
     own column instead of squeezing the dimension and level to "ordi…"."""
     from rich.console import Console
 
-    from metrics.campaign import AgreementFigure
+    from metrics.stats.campaign import AgreementFigure
 
     note = "too few: 0 of 5 images (only 0 marked: thumb assign --double)"
     figures = [AgreementFigure(dimension, level, None, None, None, 0, 0, note)
@@ -897,7 +897,7 @@ def test_alerts_cross_the_thresholds_and_need_enough_captions():
               "edge": Pace(10, 5.0, 2, 0.2)}
     drifts_ = {"high": Drift(30, 0.6, -0.1, 20, 0.2, -0.7), "few": Drift(4, 2.0, 2.0, 4, 2.0, 2.0),
                "same": Drift(6, 0.1, 0.5, 6, 0.1, 0.5)}
-    from metrics.campaign import AgreementFigure
+    from metrics.stats.campaign import AgreementFigure
 
     agreement = [AgreementFigure("precision", "ordinal", 0.3, 0.1, 0.5, 20, 6),
                  AgreementFigure("precision", "interval", 0.45, 0.1, 0.5, 20, 6),

@@ -34,10 +34,10 @@ RULES = {
     "the amounts a penalty allows": ("rubrics/amounts.py", [
         r"- (EPSILON|1e-9) <=",
     ]),
-    "a bootstrap interval's limits": ("metrics/confidence.py", [
+    "a bootstrap interval's limits": ("metrics/stats/confidence.py", [
         r"\bnp\.(nan)?(percentile|quantile)\(",
     ]),
-    "when a comparison is called significant": ("metrics/significance.py", [
+    "when a comparison is called significant": ("metrics/stats/significance.py", [
         r"\bci_low\W{0,3}\s*>\s*0\b",
         r"\bci_high\W{0,3}\s*<\s*0\b",
         r"\.low > 0\b",

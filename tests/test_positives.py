@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics.positives import (
+from metrics.retrieval.positives import (
     PositivesError,
     coco_1k_folds,
     eccv_caption_available,
@@ -140,7 +140,7 @@ def _instances(path: Path, labels: dict[int, list[int]]) -> Path:
 
 
 def test_plausible_matches_differ_in_at_most_zeta_classes(tmp_path: Path):
-    from metrics.positives import plausible_matches, read_coco_presence
+    from metrics.retrieval.positives import plausible_matches, read_coco_presence
 
     presence = read_coco_presence(_instances(tmp_path / "i.json", {
         1: [1, 2], 2: [1, 2], 3: [1], 4: [5, 6, 7]}))
@@ -156,7 +156,7 @@ def test_plausible_matches_differ_in_at_most_zeta_classes(tmp_path: Path):
 
 
 def test_a_bad_instances_file_is_named(tmp_path: Path):
-    from metrics.positives import read_coco_presence
+    from metrics.retrieval.positives import read_coco_presence
 
     path = tmp_path / "i.json"
     path.write_text('{"images": []}')

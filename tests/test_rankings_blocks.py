@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import metrics.rankings
-from metrics.rankings import RankingsError, read_rankings_json
+import metrics.retrieval.rankings
+from metrics.retrieval.rankings import RankingsError, read_rankings_json
 
 QUERIES, ITEMS, DEPTH = 300, 120, 40
 
@@ -25,10 +25,10 @@ def _lists(seed: int, *, ragged: bool) -> dict[str, list[int]]:
 
 
 def _read(path: Path, monkeypatch: pytest.MonkeyPatch, *, threads: int, rows: int
-          ) -> metrics.rankings.Rankings:
-    monkeypatch.setattr(metrics.rankings, "idle_cores", lambda: threads)
-    monkeypatch.setattr(metrics.rankings, "_DUPLICATE_CHUNK", rows * (ITEMS + 1))
-    monkeypatch.setattr(metrics.rankings, "_ENCODE_CHUNK", rows * DEPTH)
+          ) -> metrics.retrieval.rankings.Rankings:
+    monkeypatch.setattr(metrics.retrieval.rankings, "idle_cores", lambda: threads)
+    monkeypatch.setattr(metrics.retrieval.rankings, "_DUPLICATE_CHUNK", rows * (ITEMS + 1))
+    monkeypatch.setattr(metrics.retrieval.rankings, "_ENCODE_CHUNK", rows * DEPTH)
     return read_rankings_json(path)
 
 

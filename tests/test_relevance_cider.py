@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.relevance import cider_d_all_pairs
+from metrics.retrieval.relevance import cider_d_all_pairs
 
 Cider = pytest.importorskip("pycocoevalcap.cider.cider").Cider
 

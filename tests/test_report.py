@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from metrics.correlation import (
+from metrics.registry import MetricOptions
+from metrics.stats.correlation import (
     correlation,
     correlation_ci,
     image_weights,
@@ -23,7 +24,6 @@ from metrics.correlation import (
     weighted_ranks,
     williams_test,
 )
-from metrics.registry import MetricOptions
 from reports.render import markdown_table, write_report
 from reports.scoring import compute_metrics
 from reports.tables import build_report
@@ -165,7 +165,7 @@ def test_report_formats(sample_report_db, tmp_path, fmt):
 def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
     """Each fact recomputed from the captions: systems ranked by mean Total, each pair of
     neighbours with the difference of their mean Totals over the images both captioned
-    (called by `metrics.significance`'s rule), the metric with the highest Pearson r with the
+    (called by `metrics.stats.significance`'s rule), the metric with the highest Pearson r with the
     Total, and the agreement of the two stages."""
     from reports.summary import summarize
 
@@ -341,7 +341,7 @@ def test_metrics_undefined_without_references_are_reported_as_such(tmp_path):
 
 
 def test_caption_pairs_follow_images_then_rows_whatever_the_group_sizes():
-    from metrics.correlation import caption_pairs
+    from metrics.stats.correlation import caption_pairs
 
     data = pd.DataFrame({"image_id": [3, 1, 3, 2, 1, 3, 2, 1],
                          "total": [1.0, 2.0, 3.0, 1.0, 1.0, 3.0, 1.0, 5.0]},
@@ -462,7 +462,7 @@ def test_a_metric_undefined_for_some_captions_is_averaged_over_the_others():
     """README: captions without references get no text-metric score, and the report
     computes the metric's statistics on the other captions: a system's mean over its
     defined captions (no CI for it), never a blank for the whole system."""
-    from metrics.correlation import system_table
+    from metrics.stats.correlation import system_table
 
     data = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4,
                          "image_id": ["i1", "i2", "i3", "i4"] * 2,

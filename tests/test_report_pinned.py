@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metrics.correlation import (
+from metrics.stats.correlation import (
     correlation_records,
     pairwise_records,
     strict_best_worst,

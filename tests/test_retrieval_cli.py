@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from metrics.positives import eccv_caption_available, shipped_positive_set
+from metrics.retrieval.positives import eccv_caption_available, shipped_positive_set
 from tests.conftest import SAMPLE_CSV, database_dump
 from thumb_tui.cli import app
 
@@ -221,7 +221,7 @@ def test_relevance_then_semantic_metrics_then_compare(project):
 
 
 def test_ncs_averaging_is_part_of_the_signature():
-    from metrics.retrieval import ncs_label_suffix
+    from metrics.retrieval.evaluation import ncs_label_suffix
     from reports.retrieval import Settings, Target
 
     semantic = Target("semantic", "cider-d", "abc")
@@ -393,7 +393,7 @@ def test_agreement_of_binary_and_graded_relevance_with_human_grades(project):
 
 
 def test_pmrp_from_instances_equals_pmrp_from_the_same_labels_in_a_directory(tmp_path):
-    from metrics.positives import (
+    from metrics.retrieval.positives import (
         plausible_matches,
         positive_set_from_pairs,
         read_coco_presence,
@@ -551,7 +551,7 @@ def test_agreement_reports_every_problem_of_the_judgments_at_its_line(project):
 
 
 def test_judged_ids_must_be_known_to_a_positives_folder_too(tmp_path):
-    from metrics.positives import positive_set, write_positive_dir
+    from metrics.retrieval.positives import positive_set, write_positive_dir
     from reports.retrieval import read_judgments, resolve_positives
     from storage.errors import InputError
 

@@ -9,24 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metrics.positives import (
-    PositiveSet,
-    coco_1k_folds,
-    coco_test_ids,
-    eccv_caption_available,
-    positive_set,
-    shipped_positive_set,
-)
-from metrics.rankings import (
-    Rankings,
-    RankingsError,
-    ScoredRankings,
-    check_known,
-    rankings_from_lists,
-    read_rankings_json,
-    read_scores,
-)
-from metrics.retrieval import (
+from metrics.retrieval.evaluation import (
     RelevanceView,
     SemanticInput,
     canonical_order,
@@ -35,6 +18,23 @@ from metrics.retrieval import (
     positive_scores,
     resampled_queries,
     semantic_scores,
+)
+from metrics.retrieval.positives import (
+    PositiveSet,
+    coco_1k_folds,
+    coco_test_ids,
+    eccv_caption_available,
+    positive_set,
+    shipped_positive_set,
+)
+from metrics.retrieval.rankings import (
+    Rankings,
+    RankingsError,
+    ScoredRankings,
+    check_known,
+    rankings_from_lists,
+    read_rankings_json,
+    read_scores,
 )
 
 needs_eccv_caption = pytest.mark.skipif(
@@ -303,7 +303,7 @@ def _ncs_case(seed: int):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ncs_averagings_equal_loops_from_the_definitions(seed: int):
-    from metrics.retrieval import semantic_samples
+    from metrics.retrieval.evaluation import semantic_samples
 
     queries, items, values, phi, lists, truth = _ncs_case(seed)
     view = RelevanceView(tuple(queries), tuple(items), values)
@@ -342,8 +342,8 @@ def test_ncs_is_summed_in_float64_from_a_float32_matrix():
 
 
 def test_ncs_bootstrap_resamples_queries_under_each_averaging():
-    from metrics.confidence import resample_counts
-    from metrics.retrieval import ncs_sample
+    from metrics.retrieval.evaluation import ncs_sample
+    from metrics.stats.confidence import resample_counts
 
     rng = np.random.default_rng(4)
     numerators = rng.random(30) * 3

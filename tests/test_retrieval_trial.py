@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from metrics.positives import eccv_caption_available
+from metrics.retrieval.positives import eccv_caption_available
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app
 
@@ -281,7 +281,7 @@ def test_the_tau_plot_keeps_its_colour_bar_label_inside_the_image(five_models: P
 
 def test_a_relevance_matrix_with_negative_values_is_refused(project: Path):
     """NCS (Biten et al. 2022) sums relevance φ(q, item) >= 0 as a gain."""
-    from metrics.relevance import RelevanceMatrix, write_relevance
+    from metrics.retrieval.relevance import RelevanceMatrix, write_relevance
 
     folder = project.parent
     _write_lists(folder)

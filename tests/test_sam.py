@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from metrics.sam import SAMPLING, sam_loss, sample_negatives  # noqa: E402
+from metrics.retrieval.sam import SAMPLING, sam_loss, sample_negatives  # noqa: E402
 
 
 def _pick(candidates, sampling, hinge_of, draw):

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics import correlation
-from metrics.confidence import leave_one_out
-from metrics.correlation import (
+from metrics.stats import correlation
+from metrics.stats.confidence import leave_one_out
+from metrics.stats.correlation import (
     bca,
     image_draws,
     image_weights,

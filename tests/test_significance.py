@@ -1,4 +1,4 @@
-"""When a comparison may be called significant (#44 item 1, `metrics.significance`): never
+"""When a comparison may be called significant (#44 item 1, `metrics.stats.significance`): never
 over fewer than 10 images or captions, never where a CI limit is within Monte-Carlo noise
 of 0 (borderline: another seed may call it otherwise), and the same rule in every format
 of the report. The noise's standard error is checked against bootstraps drawn again and
@@ -19,10 +19,10 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from metrics.confidence import Interval, bca_ci, zero_margins
-from metrics.correlation import system_differences
 from metrics.registry import MetricOptions
-from metrics.significance import MIN_UNITS, Call, Verdict, interval_call, p_value_call
+from metrics.stats.confidence import Interval, bca_ci, zero_margins
+from metrics.stats.correlation import system_differences
+from metrics.stats.significance import MIN_UNITS, Call, Verdict, interval_call, p_value_call
 from reports import latex
 from reports.render import write_report
 from reports.scoring import compute_metrics

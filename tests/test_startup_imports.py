@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metrics.positives import eccv_caption_available, shipped_positive_set
+from metrics.retrieval.positives import eccv_caption_available, shipped_positive_set
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_AT_START_UP = ("sqlalchemy", "sqlmodel", "storage.models", "storage.db", "pandas",

@@ -1,7 +1,7 @@
 """The paired difference between two systems' mean Totals (`system_differences`), checked
 against a loop written from the definition: resample images with replacement, take both
 systems' captions of every drawn image, difference of the two means; a BCa interval of
-those replicates; significant when the interval leaves out 0 (and `metrics.significance`
+those replicates; significant when the interval leaves out 0 (and `metrics.stats.significance`
 finds no reason to withhold the call)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics.confidence import bca_ci
-from metrics.correlation import image_draws, system_differences, system_table
+from metrics.stats.confidence import bca_ci
+from metrics.stats.correlation import image_draws, system_differences, system_table
 
 BOOTSTRAP, CI, SEED = 300, 0.9, 4
 

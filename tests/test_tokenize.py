@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics.tokenize import (
+from metrics.text.tokenize import (
     java_available,
     plain_tokens,
     tokenize,
@@ -89,7 +89,7 @@ def test_both_paths_equal_pycocoevalcap_on_rarer_token_classes():
 def test_the_python_path_knows_the_jar_s_unicode_tables():
     """Every code point of the jar-specific tables, and a sample of the whole BMP, alone
     and inside a word."""
-    from metrics.ptb_lexer import _JAR_NOT_WORD, _JAR_WORD_EXTRA, _code_points
+    from metrics.text.ptb_lexer import _JAR_NOT_WORD, _JAR_WORD_EXTRA, _code_points
 
     codes = sorted(_code_points(_JAR_WORD_EXTRA) | _code_points(_JAR_NOT_WORD)
                    | set(range(0x20, 0x10000, 13)) - set(range(0xD800, 0xE000)))
@@ -117,7 +117,7 @@ def test_the_lexer_tries_only_rules_that_can_start_at_a_character(text):
     tokens as trying every rule at every position."""
     from unittest.mock import patch
 
-    import metrics.ptb_lexer as lexer
+    import metrics.text.ptb_lexer as lexer
 
     filtered = lexer.lex(text)
     with patch.object(lexer, "_rules_starting_with", lambda char: lexer._rules()):
@@ -221,7 +221,7 @@ def test_line_breaks_inside_a_text_do_not_shift_the_others():
 
 
 def test_each_distinct_text_is_tokenized_once(monkeypatch):
-    import metrics.tokenize as module
+    import metrics.text.tokenize as module
 
     seen: list[list[str]] = []
 
@@ -244,8 +244,8 @@ def test_each_distinct_text_is_tokenized_once(monkeypatch):
 ])
 def test_auto_takes_the_faster_path_for_the_number_of_texts(monkeypatch, java, lexer_ready,
                                                             count, expected):
-    import metrics.ptb_lexer as lexer
-    import metrics.tokenize as module
+    import metrics.text.ptb_lexer as lexer
+    import metrics.text.tokenize as module
 
     monkeypatch.setattr(module, "java_available", lambda: java)
     monkeypatch.setattr(lexer, "rules_ready", lambda: lexer_ready)
@@ -255,7 +255,7 @@ def test_auto_takes_the_faster_path_for_the_number_of_texts(monkeypatch, java, l
 
 def _recording_paths(monkeypatch) -> list[str]:
     """Which path each `tokenize` call takes: "python" or "java" (one JVM started)."""
-    import metrics.tokenize as module
+    import metrics.text.tokenize as module
 
     paths: list[str] = []
     original = module.tokenize_python
@@ -285,7 +285,7 @@ def test_auto_gives_the_tokens_of_either_path_whichever_it_takes(monkeypatch):
 @needs_java
 def test_the_jvm_starts_while_the_texts_are_still_being_read(monkeypatch):
     """It starts once enough texts need it, and tokenizes them as they are found."""
-    import metrics.tokenize as module
+    import metrics.text.tokenize as module
 
     texts = list(dict.fromkeys(CAPTIONS[:2_000]))
     expected = tokenize_java(texts)
@@ -309,7 +309,7 @@ def test_the_jvm_starts_while_the_texts_are_still_being_read(monkeypatch):
 
 @needs_java
 def test_a_failing_tokenizer_process_gives_a_clear_error(monkeypatch, tmp_path):
-    import metrics.tokenize as module
+    import metrics.text.tokenize as module
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     not_a_jar = tmp_path / "broken.jar"
@@ -322,7 +322,7 @@ def test_a_failing_tokenizer_process_gives_a_clear_error(monkeypatch, tmp_path):
 
 @needs_java
 def test_an_error_while_the_texts_are_read_stops_the_jvm(monkeypatch):
-    import metrics.tokenize as module
+    import metrics.text.tokenize as module
 
     sessions: list[module.JavaTokenizer] = []
     original_plain, original_java = module.plain_tokens, module.JavaTokenizer

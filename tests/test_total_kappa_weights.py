@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics.agreement import agreement_table, kappa_from_pairs
+from metrics.stats.agreement import agreement_table, kappa_from_pairs
 
 # Totals of two annotators' blind ratings of six captions (the trial's project): observed
 # values 2.0, 2.4, 3.0, 3.5, 4.0, 4.5, so ranks and values are spaced differently

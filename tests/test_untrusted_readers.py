@@ -26,10 +26,15 @@ from hypothesis import strategies as st
 from numpy.lib import format as npy_format
 from typer.testing import CliRunner
 
-from metrics import match
-from metrics.positives import PositivesError, read_coco_presence, read_id_map, read_positive_dir
-from metrics.rankings import RankingsError, read_rankings_json, read_scores
-from metrics.relevance import RelevanceError, read_relevance
+from metrics.retrieval import match
+from metrics.retrieval.positives import (
+    PositivesError,
+    read_coco_presence,
+    read_id_map,
+    read_positive_dir,
+)
+from metrics.retrieval.rankings import RankingsError, read_rankings_json, read_scores
+from metrics.retrieval.relevance import RelevanceError, read_relevance
 from reports.retrieval import read_judgments
 from storage.errors import InputError
 from thumb_tui.cli import app
@@ -197,7 +202,7 @@ def test_unsigned_and_wide_integer_scores(tmp_path):
     path = tmp_path / "m.npz"
     np.savez(path, scores=np.array([[0, 5], [7, 1]], dtype=np.uint8),
              image_ids=np.array([1, 2]), caption_ids=np.array(["a", "b"]))
-    from metrics.rankings import scored_directions
+    from metrics.retrieval.rankings import scored_directions
 
     scores, images, captions = read_scores(path)
     assert scores.dtype == np.float64
@@ -356,7 +361,7 @@ def test_a_directory_where_a_file_is_expected(tmp_path):
 def test_the_limits_are_the_imports(tmp_path):
     import storage.untrusted
     from metrics import untrusted
-    from metrics.positives import MAX_ID_CHARS
+    from metrics.retrieval.positives import MAX_ID_CHARS
 
     assert untrusted.MAX_DEPTH == storage.untrusted.MAX_DEPTH
     assert untrusted.MAX_NUMBER_CHARS == storage.untrusted.MAX_NUMBER_CHARS
@@ -566,7 +571,7 @@ def test_string_ids_of_a_score_matrix_are_checked(tmp_path, where):
 
 
 def test_relevance_texts_are_checked(tmp_path):
-    from metrics.relevance import RelevanceMatrix, write_relevance
+    from metrics.retrieval.relevance import RelevanceMatrix, write_relevance
 
     for metric, signature, captions in (("cider-d\x1b[2J", "sig", ("a", "b")),
                                         ("cider-d", f"sig{OSC52}", ("a", "b")),

@@ -4,7 +4,7 @@ every named `Metric` subclass defined here counts; imported names and unnamed ba
 from __future__ import annotations
 
 from metrics.base import CaptionItem, Metric
-from metrics.text_metrics import Bleu  # noqa: F401  (imported: not this module's metric)
+from metrics.text.bleu_rouge import Bleu  # noqa: F401  (imported: not this module's metric)
 
 
 class _Length(Metric):

@@ -78,8 +78,8 @@ def bison_annotate_command(
 def bison_evaluate_command(scorer: str = "clip", seed: int = 0, allow_download: bool = False,
                            **metric_settings: object) -> None:
     model_hub(allow_download)
-    from metrics.bison import ClipScorer
     from metrics.registry import MetricOptions, metric_classes
+    from metrics.retrieval.bison import ClipScorer
     from reports.bison import baseline, evaluate
 
     engine = state.existing_engine

@@ -48,7 +48,7 @@ def monitor_command(
     timed by its first pass (paging back shows apart, as revisits); an alert on
     rushed share or drift needs 5 timed (compared) captions, one on gold accuracy 3 gold
     answers; agreement waits for 5 double-rated images rated twice."""
-    from metrics.campaign import Thresholds
+    from metrics.stats.campaign import Thresholds
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.monitor import MonitorScreen, MonitorSettings
 

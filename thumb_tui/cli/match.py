@@ -154,7 +154,7 @@ def propose_command(
                                  "already name their queries")
         else:
             if scores is not None:
-                from metrics.match import read_score_file
+                from metrics.retrieval.match import read_score_file
 
                 source = read_score_file(scores, image_keys, caption_keys)
             lists = flow.top_lists_from_matrix(source, items, path, directions=directions,
@@ -310,7 +310,7 @@ def positives_command(
     them (ECCV Table 2: per-query means as the paper's section 3.3 defines them, and the
     pooled-over-pairs figures beside them, labelled pooled_*) and the agreement of
     redundant verifiers."""
-    from metrics.match import QUALITY_COLUMNS
+    from metrics.retrieval.match import QUALITY_COLUMNS
     from reports.match import POOLED_TITLE, TABLE2_TITLE, derive_positives, table2_parts
 
     with match_errors():
@@ -408,7 +408,7 @@ def export_command(
 def _eccv_outputs(out: Path, name: str, force: bool) -> list[str]:
     """The files an eccv-json export writes into `out`, checked before any work (a folder
     that holds another set's files is refused: it would become unreadable)."""
-    from metrics.positives import CAPTION_TO_IMAGE, IMAGE_TO_CAPTION
+    from metrics.retrieval.positives import CAPTION_TO_IMAGE, IMAGE_TO_CAPTION
 
     names = [f"{name}{IMAGE_TO_CAPTION}", f"{name}{CAPTION_TO_IMAGE}", f"{name}_ids.json"]
     output_folder(out, force=force, expect=names)

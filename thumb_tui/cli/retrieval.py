@@ -97,7 +97,7 @@ def evaluate_command(
     force: ForceOption = False,
 ) -> None:
     """Evaluate a model on positive sets (stored results are reused)."""
-    from metrics.retrieval import ncs_averaging_name
+    from metrics.retrieval.evaluation import ncs_averaging_name
     from reports.retrieval import (
         ModelFiles,
         Settings,
@@ -179,7 +179,7 @@ def relevance_command(
     """Build the project's semantic-relevance matrix (every caption vs every image). A
     matrix file with the same signature is kept; one with another is replaced only with
     --force."""
-    from metrics.relevance import RELEVANCE_METRICS
+    from metrics.retrieval.relevance import RELEVANCE_METRICS
     from reports.retrieval import project_relevance
 
     if metric not in RELEVANCE_METRICS:
@@ -290,8 +290,8 @@ def agreement_command(
     judgments give one grade per pair (average several raters' first), and every image and
     caption must be known to every set and matrix compared; every problem of the file is
     listed, each at its line, and nothing is computed while there is one."""
-    from metrics.positives import PositivesError
-    from metrics.relevance import RelevanceError
+    from metrics.retrieval.positives import PositivesError
+    from metrics.retrieval.relevance import RelevanceError
     from reports.numbers import json_records
     from reports.retrieval import (
         read_judgments,

@@ -25,7 +25,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from metrics.campaign import (
+from metrics.stats.campaign import (
     CONSENSUS_RATERS,
     MIN_AGREEMENT_IMAGES,
     RECENT,

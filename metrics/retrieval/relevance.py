@@ -8,7 +8,7 @@ term Σ_g min(h_g, r_g)·r_g is not a dot product, but with h = tf_h·idf, r = t
 integer tf it is Σ_{t≥1} Σ_g [tf_h,g ≥ t]·([tf_r,g ≥ t]·tf_r,g·idf_g²): a sum of sparse
 products, one per count level t. The Gaussian length penalty depends on the pair's two
 lengths, so captions are grouped by length and each group meets its own penalty-weighted
-per-image reference matrix. The result equals `metrics.cider.cider_d` scored one caption
+per-image reference matrix. The result equals `metrics.text.cider.cider_d` scored one caption
 against each image (tests check it).
 """
 
@@ -22,20 +22,20 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from metrics.cider import _ngram_counts
-from metrics.confidence import check_ci
-from metrics.correlation import (
-    correlation,
-    correlation_ci,
-    image_weights,
-)
-from metrics.positives import (
+from metrics.retrieval.evaluation import RelevanceView
+from metrics.retrieval.positives import (
     Id,
     PositiveSet,
     normalize_id,
     positive_set_from_pairs,
 )
-from metrics.retrieval import RelevanceView
+from metrics.stats.confidence import check_ci
+from metrics.stats.correlation import (
+    correlation,
+    correlation_ci,
+    image_weights,
+)
+from metrics.text.cider import _ngram_counts
 from metrics.untrusted import ID_KINDS, REAL_KINDS, Npz, check_array
 from rubrics.escape import text_refusal
 

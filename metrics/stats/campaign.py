@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from metrics.agreement import alpha_table
+from metrics.stats.agreement import alpha_table
 
 RATED_STAGES = (1, 2)  # pace, rushed share and drift read stage 1 and stage 2 ratings
 DIMENSIONS = ("precision", "recall")
@@ -238,7 +238,7 @@ def agreement_so_far(pairs: pd.DataFrame, *, min_images: int = MIN_AGREEMENT_IMA
                      marked: int | None = None) -> list[AgreementFigure]:
     """Krippendorff's alpha of P and R over the blind pairs (`pairs`: one row per caption
     with image, caption_id, `<dimension>_a` and `<dimension>_b`), with BCa bootstrap CIs
-    resampling images (`metrics.agreement.alpha_table`); with fewer than `min_images`
+    resampling images (`metrics.stats.agreement.alpha_table`); with fewer than `min_images`
     images, no value and the note "too few" — which says so when fewer than that many
     images are `marked` for double rating at all (it can never fill then)."""
     images = int(pairs["image"].nunique()) if len(pairs) else 0

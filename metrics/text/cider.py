@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from metrics.arrays import sorted_positions
 from metrics.base import CaptionItem, Metric, MetricOption
 from metrics.signature import digest
-from metrics.tokenize import TOKENIZER, Tokenization, resolve_tokenizer, tokenize
+from metrics.text.tokenize import TOKENIZER, Tokenization, resolve_tokenizer, tokenize
 
 if TYPE_CHECKING:  # SciPy loads when CIDEr-D runs, not when the command line starts
     from scipy import sparse
@@ -137,8 +138,6 @@ def _idf_table(df: sparse.csr_matrix, log_size: np.ndarray
     if df.shape[0] * df.shape[1] <= DENSE_IDF_CELLS:
         table = log_size[:, None] - np.log(np.maximum(1.0, df.toarray()))
         return lambda rows, columns: table[rows, columns]
-    from metrics.rankings import sorted_positions  # the rare case: not at start-up
-
     df.sort_indices()
     width = np.int64(df.shape[1])
     keys = np.repeat(np.arange(df.shape[0], dtype=np.int64), np.diff(df.indptr)) * width \

@@ -30,7 +30,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from metrics.integer_lists import parse_integer_lists
+from metrics.retrieval.integer_lists import parse_integer_lists
 from metrics.untrusted import load_json, regular_file
 from rubrics.escape import forbidden_character, name_refusal, refusal
 

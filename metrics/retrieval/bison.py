@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from metrics.base import CaptionItem, Metric
-from metrics.confidence import Interval, check_ci
-from metrics.correlation import bca, image_weights
 from metrics.signature import format_signature
+from metrics.stats.confidence import Interval, check_ci
+from metrics.stats.correlation import bca, image_weights
 from rubrics import clean_caption
 
 
@@ -36,8 +36,8 @@ class ClipScorer:
 
     def __init__(self, model: str, device: str = "auto", batch_size: int | None = None
                  ) -> None:
-        from metrics.clip import embedder
-        from metrics.torch_device import model_label, resolve_device
+        from metrics.models.clip import embedder
+        from metrics.models.torch_device import model_label, resolve_device
 
         self.clip = embedder(model, resolve_device(device), batch_size)
         self._model = model_label(model)

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
-from metrics.signature import digest, package_version
-from metrics.torch_device import (
+from metrics.models.torch_device import (
     at_fitting_size,
     load_error,
     model_batch_size,
     model_label,
     resolve_device,
 )
+from metrics.signature import digest, package_version
 from metrics.untrusted import regular_file
 
 # The paper's setting: roberta-large, layer 17 (bert-score's own default for it).

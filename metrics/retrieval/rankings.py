@@ -5,7 +5,7 @@ queries, optionally among these items only".
 Ranked lists: `{query id: [item ids, best first]}` (the eccv-caption layout). Lists may be
 shorter than the item pool (items not listed rank below every listed one) but must not be
 empty or repeat an item. Similarity matrices rank by descending score, ties broken by
-ascending id (integers before strings). Ids follow `metrics.positives.normalize_id`.
+ascending id (integers before strings). Ids follow `metrics.retrieval.positives.normalize_id`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from typing import NoReturn, Protocol, TypeVar
 
 import numpy as np
 
-from metrics.integer_lists import IntegerLists, idle_cores, parse_integer_lists
-from metrics.positives import Id, line_of_key, normalize_id, shown
+from metrics.arrays import sorted_positions
+from metrics.retrieval.integer_lists import IntegerLists, idle_cores, parse_integer_lists
+from metrics.retrieval.positives import Id, line_of_key, normalize_id, shown
 from metrics.untrusted import (
     ID_KINDS,
     REAL_KINDS,
@@ -127,15 +128,6 @@ def _positions(search: tuple[np.ndarray, np.ndarray] | None, mapping: Mapping[Id
     values, order = search
     at = sorted_positions(values, wanted)
     return np.where(at >= 0, order[at], -1)
-
-
-def sorted_positions(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Where each of `wanted` (any shape) is in the ascending array `values`, by binary
-    search; -1 where it is absent."""
-    if not len(values):
-        return np.full(np.shape(wanted), -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
-    return np.where(values[at] == wanted, at, -1)
 
 
 @dataclass(frozen=True, eq=False)

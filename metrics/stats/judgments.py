@@ -3,7 +3,7 @@ literature reports it: Kendall tau-b and tau-c, Spearman and Pearson against Lik
 (judgments flattened, one pair per judgment, or averaged per caption), and accuracy against
 the majority choice between two captions. Plain functions over tidy frames; bootstrap CIs
 resample images, with the correlation code shared with the THUMB report; they are BCa
-intervals (`metrics.confidence`), each record's `ci_warning` saying why one deserves less
+intervals (`metrics.stats.confidence`), each record's `ci_warning` saying why one deserves less
 trust (few images; the estimate at the edge of its bootstrap distribution)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from metrics.confidence import Interval
-from metrics.correlation import (
+from metrics.stats.confidence import Interval
+from metrics.stats.correlation import (
     bca,
     correlation,
     image_weights,

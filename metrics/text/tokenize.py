@@ -1,5 +1,5 @@
 """PTB tokenisation as the COCO caption evaluation does it: Stanford's PTBTokenizer (the jar
-pycocoevalcap ships) or the same lexer in Python (metrics.ptb_lexer), the same tokens either
+pycocoevalcap ships) or the same lexer in Python (metrics.text.ptb_lexer), the same tokens either
 way; plain captions need neither. `auto` picks per call whichever takes less time for the
 texts that need PTB's rules (one JVM for many; the Python lexer for few, once its rules are
 compiled in the process, or without Java). All lower-case and drop exactly pycocoevalcap's
@@ -245,9 +245,9 @@ def tokenize_java(texts: Sequence[str]) -> list[str]:
 
 
 def tokenize_python(texts: Sequence[str]) -> list[str]:
-    """PTBTokenizer's tokens without Java (metrics.ptb_lexer), each text as if alone, as
+    """PTBTokenizer's tokens without Java (metrics.text.ptb_lexer), each text as if alone, as
     `tokenize_java` has them: lower-cased, punctuation dropped."""
-    from metrics.ptb_lexer import lex
+    from metrics.text.ptb_lexer import lex
 
     result = []
     for text in texts:
@@ -313,7 +313,7 @@ def jvm_threshold() -> float:
     fewer texts, once the lexer's rules are compiled in this process."""
     if not java_available():
         return math.inf
-    lexer = sys.modules.get("metrics.ptb_lexer")
+    lexer = sys.modules.get("metrics.text.ptb_lexer")
     ready = lexer is not None and lexer.rules_ready()
     head_start = JVM_START_SECONDS - (0.0 if ready else LEXER_START_SECONDS)
     return max(1, math.ceil(head_start / (LEXER_TEXT_SECONDS - JVM_TEXT_SECONDS)))

@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from metrics.base import BATCH_SIZE, DEVICE, CaptionItem, Metric, MetricOption
-from metrics.signature import package_version
-from metrics.torch_device import (
+from metrics.models.torch_device import (
     in_batches,
     load_error,
     model_batch_size,
     model_label,
     resolve_device,
 )
+from metrics.signature import package_version
 
 DEFAULT_CLIP = "openai/clip-vit-base-patch32"
 PREFIX = "A photo depicts "

@@ -22,7 +22,7 @@ import numpy as np
 
 from metrics.base import CaptionItem, Metric
 from metrics.signature import package_version
-from metrics.wordnet import WordNet, load_wordnet
+from metrics.text.wordnet import WordNet, load_wordnet
 
 if TYPE_CHECKING:
     from spacy.language import Language

@@ -223,11 +223,11 @@ def resampled(statistics: Sequence[UnitSums], group_of_unit: np.ndarray, groups:
               bootstrap: int, rng: np.random.Generator
               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Each statistic's bootstrap replicates and grouped-jackknife values, resampling the
-    `groups` groups of units (images) with `rng` (`metrics.confidence.resample_counts`:
+    `groups` groups of units (images) with `rng` (`metrics.stats.confidence.resample_counts`:
     the draws are those of `bootstrap` calls of rng.integers(0, groups, groups), also when
     no statistic is given, so later draws do not depend on which statistics were defined).
     One product of the draw counts with every statistic's features summed per group."""
-    from metrics.confidence import jackknife_groups, resample_counts
+    from metrics.stats.confidence import jackknife_groups, resample_counts
 
     widths = [sums.features.shape[1] for sums in statistics]
     per_group = np.zeros((groups, sum(widths)))
@@ -269,7 +269,7 @@ def alpha_table(data: pd.DataFrame, targets: str, raters: str, ratings: str, gro
     records {statistic, value, ci_low, ci_high, n (targets), raters, note, ci_warning};
     an undefined alpha has no value and says why in `note`; `ci_warning` says why a CI
     deserves less trust (few images; the estimate at the edge of its resamples)."""
-    from metrics.confidence import bca_ci
+    from metrics.stats.confidence import bca_ci
 
     for column in (targets, raters, ratings, groups):
         if column not in data.columns:
@@ -343,14 +343,14 @@ def agreement_table(pairs: pd.DataFrame, *, bootstrap: int = 1000, ci: float = 0
     """Tidy records {dimension, annotator_a, annotator_b, kind, statistic, n (captions),
     images, value, ci_low, ci_high, note, ci_warning}: per annotator pair and overall (both
     annotators None: every pair of that kind), BCa bootstrap CIs resampling images
-    (`metrics.confidence`; the jackknife leaves one image out), with `ci_warning` saying
+    (`metrics.stats.confidence`; the jackknife leaves one image out), with `ci_warning` saying
     why a CI deserves less trust (few images; the estimate at the edge of its resamples).
 
     `pairs`: one row per caption and compared pair of ratings, with columns kind,
     annotator_a, annotator_b, image and `<dimension>_a`, `<dimension>_b` for each dimension
     compared. `scales`: each ordinal dimension's categories (a rubric's levels), so that
     kappa counts the levels nobody used; `fluency_error` is the yes/no dimension."""
-    from metrics.confidence import bca_ci, check_ci
+    from metrics.stats.confidence import bca_ci, check_ci
 
     check_ci(ci)
     records: list[dict[str, object]] = []

@@ -10,12 +10,12 @@ A call needs three things:
   (one image gives every resample the same difference, two give three distinct ones),
   the variance of a mean among them is (n - 1)/n of the unbiased estimate and the BCa
   correction has no tail to read: the interval's coverage is not what it says. It is
-  the same number under which `metrics.confidence.few_units` marks an interval
+  the same number under which `metrics.stats.confidence.few_units` marks an interval
   unreliable. A difference the same on every image (an interval of no width) is no
   lack of evidence: no seed moves it, and over enough images it is called.
 - for a bootstrap interval, a limit that is not within Monte-Carlo noise of 0: the
   replicates are a sample of the bootstrap distribution, and another `--seed` draws
-  another, moving each limit. `metrics.confidence.zero_margins` says how many
+  another, moving each limit. `metrics.stats.confidence.zero_margins` says how many
   Monte-Carlo standard errors each limit is from crossing 0; within `NOISE_SES` the call
   is borderline (it depends on the seed). 4, not 3: the margin is itself measured from
   one seed's replicates, so a call that other seeds flip now and then can sit more than
@@ -38,7 +38,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from metrics.confidence import FEW_UNITS, SINGULAR, Interval, zero_margins
+from metrics.stats.confidence import FEW_UNITS, SINGULAR, Interval, zero_margins
 
 MIN_UNITS = FEW_UNITS  # fewer units than this: too few to call, whatever the interval says
 NOISE_SES = 4.0  # a CI limit this many Monte-Carlo SEs from 0, or nearer: borderline

@@ -2,7 +2,7 @@
 per caption: image, system, precision, recall, penalties, total, one column per metric).
 Bootstrap CIs resample images and are vectorised: every replicate is a row of per-caption
 weights (how often its image was drawn), so statistics become matrix products; the
-jackknife that a BCa interval needs (`metrics.confidence`) is more rows of weights, each
+jackknife that a BCa interval needs (`metrics.stats.confidence`) is more rows of weights, each
 image (or group of images, past 100) left out once. A metric may be undefined (NaN) for
 some captions; its statistics use the captions where it is defined."""
 
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from metrics.confidence import Interval, bca_ci, jackknife_groups, leave_one_out
-from metrics.significance import Verdict, interval_call, p_value_call
+from metrics.stats.confidence import Interval, bca_ci, jackknife_groups, leave_one_out
+from metrics.stats.significance import Verdict, interval_call, p_value_call
 
 HUMAN = ("precision", "recall", "total")
 METHODS = ("pearson", "spearman", "kendall-b", "kendall-c")
@@ -50,7 +50,7 @@ def image_draws(images: Sequence[object], bootstrap: int, seed: int, *,
                 jackknife: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Each caption's image index and the (bootstrap x images) draw counts, so sums per
     image can be weighted per image instead of per caption. With `jackknife`, the rows of
-    `metrics.confidence.leave_one_out` below them: every image once but one (or one
+    `metrics.stats.confidence.leave_one_out` below them: every image once but one (or one
     group, past `JACKKNIFE_GROUPS` images), the jackknife that gives a BCa interval its
     acceleration (`bca` splits the statistic's values again). A column or array is factorized
     as it is: copied into Python objects first, it cost more than the draws it indexes."""
@@ -389,7 +389,7 @@ def system_differences(data: pd.DataFrame, *, bootstrap: int, ci: float, seed: i
                        ) -> pd.DataFrame:
     """Every pair of systems, higher mean Total first: the difference of their mean Totals
     over the images both captioned, with a paired BCa bootstrap CI (an image drawn brings
-    both systems' captions of it) and the call on it (`metrics.significance.interval_call`:
+    both systems' captions of it) and the call on it (`metrics.stats.significance.interval_call`:
     `verdict` significant, not significant, too few or borderline, `verdict_reason`;
     `significant` is the verdict "significant"; none of them without a bootstrap). A tidy
     frame: system, versus, difference, ci_low, ci_high, ci_warning, images, verdict,
@@ -561,7 +561,7 @@ def williams_records(data: pd.DataFrame, metrics: Sequence[str],
     """For each pair of metrics and human dimension: is the first metric's Pearson r with
     the human score higher than the second's? (Williams test, one-sided, over the captions
     where both metrics are defined.) All correlations of a subset come from one matrix.
-    `verdict`: the call on it (`metrics.significance.p_value_call`), so that no reader of
+    `verdict`: the call on it (`metrics.stats.significance.p_value_call`), so that no reader of
     the records applies its own rule."""
     records = []
     for subset, mask in subsets.items():

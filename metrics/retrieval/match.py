@@ -19,7 +19,7 @@ import pandas as pd
 from rubrics.match import ANSWER_VALUES, DEFAULT_RULE, GOLD_RIGHT, RULES
 
 if TYPE_CHECKING:
-    from metrics.agreement import UnitSums
+    from metrics.stats.agreement import UnitSums
 
 DIRECTIONS = ("i2t", "t2i")
 GOLD_NEGATIVE_BEYOND = 25
@@ -164,12 +164,12 @@ def read_score_file(path: Path, image_keys: Path | None = None,
                     caption_keys: Path | None = None) -> ScoreFile:
     """A model's similarities: `.npy` (memory mapped, so a 5,000 x 25,000 matrix is read in
     chunks; ids from `image_keys` / `caption_keys`, one per line, in row and column order),
-    or what `metrics.rankings.read_scores` reads (`.npz` with arrays scores, image_ids,
+    or what `metrics.retrieval.rankings.read_scores` reads (`.npz` with arrays scores, image_ids,
     caption_ids; Parquet with image_id, caption_id, score). A `.npy` header is checked
     before it is mapped: a 2-D array of real numbers (no bool, complex or object values)
     of the shape the id files give, in a file that holds exactly those bytes. Scores keep
     their dtype. RankingsError (a ValueError) names the file and the problem."""
-    from metrics.rankings import RankingsError, read_scores
+    from metrics.retrieval.rankings import RankingsError, read_scores
     from metrics.untrusted import REAL_KINDS, open_npy
 
     if path.suffix.lower() != ".npy":
@@ -188,7 +188,7 @@ def read_score_file(path: Path, image_keys: Path | None = None,
 
 
 def _key_lines(path: Path) -> list[str]:
-    from metrics.rankings import RankingsError
+    from metrics.retrieval.rankings import RankingsError
     from metrics.untrusted import regular_file
     from rubrics.escape import text_refusal
     from rubrics.json_limits import utf8_problem
@@ -560,11 +560,11 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
     answer): Krippendorff's alpha (ordinal, on the four answers; nominal, on the verdict
     under `rule`) over every verifier, and Cohen's kappa (linear on the answers, unweighted
     on the verdict) per two verifiers, each with a BCa bootstrap CI over pairs (the
-    jackknife leaves one pair out; `metrics.confidence`). Tidy records {statistic, pair,
+    jackknife leaves one pair out; `metrics.stats.confidence`). Tidy records {statistic, pair,
     value, ci_low, ci_high, n, note, ci_warning}; a statistic that cannot be computed is
     reported undefined with the reason, never NaN; `ci_warning` says why a CI deserves
     less trust."""
-    from metrics.agreement import (
+    from metrics.stats.agreement import (
         UndefinedStatistic,
         alpha_from_matrix,
         alpha_sums,
@@ -572,7 +572,7 @@ def verifier_agreement(votes: pd.DataFrame, *, rule: str = DEFAULT_RULE,
         kappa_sums,
         resampled,
     )
-    from metrics.confidence import bca_ci, check_ci
+    from metrics.stats.confidence import bca_ci, check_ci
 
     check_ci(ci)
     data = votes.dropna(subset=["answer"]).astype({"answer": float})

@@ -46,9 +46,10 @@ from itertools import chain, compress
 
 import numpy as np
 
-from metrics.confidence import bca_ci, check_ci, resample_counts
-from metrics.positives import Id, PositiveSet
-from metrics.rankings import Ranked, RankingsError, ScoredRankings, sorted_positions
+from metrics.arrays import sorted_positions
+from metrics.retrieval.positives import Id, PositiveSet
+from metrics.retrieval.rankings import Ranked, RankingsError, ScoredRankings
+from metrics.stats.confidence import bca_ci, check_ci, resample_counts
 
 DEFAULT_KS = (1, 5, 10)
 RSUM_KS = (1, 5, 10)
@@ -388,7 +389,7 @@ def summarize(one: SetSamples, replicates: Replicates, *, ci: float
               ) -> list[dict[str, object]]:
     """Tidy records {positives, metric, direction, k, m, value, ci_low, ci_high, n} of
     one set's per-direction samples and their `replicates`, plus `mean` over directions
-    and `rsum`. The CIs are BCa intervals (`metrics.confidence`): each fold and direction
+    and `rsum`. The CIs are BCa intervals (`metrics.stats.confidence`): each fold and direction
     is a stratum of the jackknife, as it is of the resampling."""
     check_ci(ci)
     label, samples = one.label, one.samples

@@ -13,7 +13,7 @@ import numpy as np
 
 from metrics.base import CaptionItem, Metric
 from metrics.signature import package_version
-from metrics.tokenize import TOKENIZER, resolve_tokenizer, tokenize
+from metrics.text.tokenize import TOKENIZER, resolve_tokenizer, tokenize
 
 
 class _CocoMetric(Metric):
