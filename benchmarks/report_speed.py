@@ -29,7 +29,7 @@ from benchmarks.synthetic import generate  # noqa: E402
 from benchmarks.table import ANCHORS, Table, best_of, installed_environment, seconds  # noqa: E402
 from metrics.stats.correlation import _draw_counts  # noqa: E402
 from reports.scoring import compute_metrics  # noqa: E402
-from reports.tables import build_report  # noqa: E402
+from reports.thumb.tables import build_report  # noqa: E402
 from storage import import_captions, import_thumb, open_database  # noqa: E402
 from storage.models import Caption, MetricScore, utcnow  # noqa: E402
 

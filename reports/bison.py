@@ -8,6 +8,7 @@ from sqlalchemy import Engine
 
 from metrics.registry import MetricOptions, build_metric
 from metrics.retrieval.bison import ImageTextScorer, baseline_choices, bison_tables, model_choices
+from metrics.signature import signature_labels
 from metrics.stats.confidence import CI_METHOD
 from storage.bison import (
     bison_frames,
@@ -56,10 +57,26 @@ def bison_json(tables: dict[str, pd.DataFrame], header: dict[str, object]
     """The report as JSON: its header, then each table's records, every model also named
     (`model`) by the label the table output gives it."""
     from reports.numbers import json_records
-    from reports.render import labelled_bison_tables
 
     _, labels = labelled_bison_tables(tables)
     named = {name: table if "signature" not in table
              else table.assign(model=table["signature"].map(labels))
              for name, table in tables.items()}
     return {"header": header, **{name: json_records(table) for name, table in named.items()}}
+
+
+def labelled_bison_tables(bison: dict[str, pd.DataFrame]
+                          ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """The BISON tables with each model named by a short label instead of its long
+    signature (and without the scorer the label repeats), and signature -> label, so a
+    report lists each signature once."""
+    labels = signature_labels([s for table in bison.values() if "signature" in table
+                               for s in table["signature"]])
+    shown = {}
+    for name, table in bison.items():
+        table = table.copy()
+        if "signature" in table:
+            table.insert(0, "model", table.pop("signature").map(labels))
+            table = table.drop(columns=["scorer"], errors="ignore")
+        shown[name] = table
+    return shown, labels

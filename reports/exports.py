@@ -11,7 +11,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from reports.judgments import judgment_metric_values
-from reports.tables import metric_columns
+from reports.scoring import metric_columns
 from storage.exporter import export_ratings, write_frame
 from storage.import_rows import METRIC_COLUMN_PREFIX
 from storage.judgments import (

@@ -22,8 +22,7 @@ from metrics.stats.judgments import (
     pairwise_accuracy,
     score_correlations,
 )
-from reports.scoring import self_reference_notes
-from reports.tables import metric_columns
+from reports.scoring import metric_columns, self_reference_notes
 from storage.judgments import (
     JudgmentSetInfo,
     judgment_metric_scores,

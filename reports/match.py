@@ -639,10 +639,10 @@ NOTE_COLUMNS = 30  # the width a text column after the row's names wraps at in t
 def frame_text(frame: pd.DataFrame) -> str:
     """A table for the terminal; stored text (names) shown with control bytes escaped.
     Wider than 80 columns, it is split into tables of fewer columns, each repeating the
-    leading text columns that name a row (`reports.text.fitted`)."""
+    leading text columns that name a row (`reports.terminal.fitted`)."""
     from tabulate import tabulate
 
-    from reports.text import fitted
+    from reports.terminal import fitted
 
     if frame.empty:
         return "(none)"

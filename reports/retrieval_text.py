@@ -20,13 +20,13 @@ from rich.text import Text
 from metrics.retrieval.evaluation import ncs_label_suffix
 from reports.numbers import is_missing
 from reports.plotting import plot_label, pyplot
+from reports.terminal import TERMINAL_WIDTH
 from rubrics.escape import for_markdown, printable
 
 if TYPE_CHECKING:  # the tables come built; importing pandas would slow every command
     import pandas as pd
 
 COLUMNS = ("i2t", "t2i", "mean")
-TERMINAL_WIDTH = 80  # every terminal table fits this or switches to its long layout
 UNDEFINED = "—"  # a value that cannot be computed (a τ over constant rankings)
 
 

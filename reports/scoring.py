@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Engine, Row
@@ -14,10 +15,13 @@ from sqlmodel import SQLModel
 from metrics.base import CaptionItem, ReferenceRule, self_reference_note
 from metrics.registry import MetricOptions, build_metric
 from metrics.runner import CLEAN_UPS, MetricRun, Progress, caption_items, run_metric
-from metrics.signature import parse_signature
+from metrics.signature import parse_signature, signature_labels, superseded_signatures
 from storage.judgments import judgment_caption_rows, judgment_reference_ids, judgment_set
 from storage.metric_scores import caption_rows, store_metric_scores, stored_scores
 from storage.models import JudgmentMetricScore, MetricScore
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def load_items(engine: Engine, keep_self_references: bool = False
@@ -123,3 +127,18 @@ def compute_judgment_metrics(
     return _compute(engine, judgment_caption_rows(engine, set_id), JudgmentMetricScore,
                     names, options, progress, clean="none",
                     reference_ids=judgment_reference_ids(engine, set_id))
+
+
+def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """caption_id x metric label table of stored scores (NaN where a score is undefined),
+    and label -> signature. A metric stored under several signatures gets one column per
+    signature, labelled by what distinguishes them (`cider-d (pooled)`, `cider-d
+    (per-system)`). Scores under an old-form signature that a current one supersedes
+    (`metrics.signature.superseded_signatures`) are left out: their `label` is NaN."""
+    stored = set(scores["signature"].unique())  # a few, not one per score
+    labels = signature_labels(stored - superseded_signatures(stored))
+    signatures = {label: signature for signature, label in labels.items()}
+    scores["label"] = scores["signature"].map(labels)
+    wide = scores[scores["label"].notna()].pivot(index="caption_id", columns="label",
+                                                 values="value")
+    return wide, signatures

@@ -597,7 +597,7 @@ TRUSTED = {
     "reports.retrieval:ModelFiles.where":
         "a ranking file that read_rankings_json has read and checked whole (registered: "
         "'ranked lists'), read again only to name the line of an id it refuses",
-    "reports.render:_figures_html":
+    "reports.thumb.render:_figures_html":
         "the report's own SVG figures, written by this command a moment before",
     "thumb_tui.cli.common:_sqlite_file":
         "the first 16 bytes of --db, after is_file(): the database is trusted "

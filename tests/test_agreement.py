@@ -229,7 +229,7 @@ def test_no_statistic_is_ever_nan(tmp_path):
 
 def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path):
     from reports.agreement import agreement_report
-    from reports.text import agreement_text
+    from reports.thumb.text import agreement_text
     from storage.models import Stage
     from storage.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
@@ -270,7 +270,7 @@ def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path)
 
 def test_agreement_text_counts_one_image_in_the_singular(tmp_path):
     from reports.agreement import agreement_report
-    from reports.text import agreement_text
+    from reports.thumb.text import agreement_text
     from tests.app_helpers import sample_engine
     from tests.test_workflow import review_with_changes
 

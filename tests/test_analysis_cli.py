@@ -56,7 +56,7 @@ def test_each_report_format_the_error_names_is_one_the_report_writes(captions_on
 def test_agreement_with_no_pairs_still_writes_what_was_asked(captions_only, tmp_path):
     """As `report` writes its file on an early project, saying what is missing: CSV with
     its header, JSON an empty list, the documents saying there are no pairs."""
-    from reports.text import NO_PAIRS
+    from reports.thumb.text import NO_PAIRS
 
     written = {}
     for fmt in ("csv", "json", "md", "latex"):

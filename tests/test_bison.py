@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from metrics.retrieval.bison import ClipScorer
 from reports.bison import baseline, bison_header, bison_report, evaluate
-from reports.text import bison_text
+from reports.thumb.text import bison_text
 from storage import InputError, import_captions, open_database
 from storage.bison import BisonSession, import_bison
 from storage.models import BisonAnswer, BisonItem, BisonPrediction

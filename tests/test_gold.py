@@ -583,7 +583,7 @@ def test_a_rate_that_cannot_be_met_says_what_it_will_be(engine, tmp_path):
 
 def analyses(engine, tmp_path) -> dict[str, object]:
     from reports.agreement import agreement_report
-    from reports.tables import build_report
+    from reports.thumb.tables import build_report
     from storage.exporter import export_frame
 
     def timeless(frame: pd.DataFrame) -> pd.DataFrame:
@@ -626,8 +626,8 @@ def test_gold_changes_no_analysis(tmp_path):
 
 @pytest.mark.slow
 def test_the_report_has_a_gold_table_only_with_gold(tmp_path):
-    from reports.render import _markdown_tables, to_json
-    from reports.tables import build_report
+    from reports.thumb.render import _markdown_tables, to_json
+    from reports.thumb.tables import build_report
 
     (tmp_path / "plain").mkdir()
     engine = sample_engine(tmp_path / "plain")

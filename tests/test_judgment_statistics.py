@@ -16,8 +16,8 @@ from metrics.signature import signature_labels
 from metrics.stats.correlation import image_weights, kendall_replicates, williams_test
 from metrics.stats.judgments import majority_pairs, pairwise_accuracy
 from reports.judgments import build_judgment_report
-from reports.render import judgment_sections
-from reports.text import judgment_text
+from reports.thumb.render import judgment_sections
+from reports.thumb.text import judgment_text
 from storage.judgment_import import Scale, import_judgments
 from storage.judgments import judgment_caption_rows, judgment_set
 from storage.metric_scores import store_metric_scores

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from reports.latex import LatexTable, comparison_document, document
+from reports.thumb.latex import LatexTable, comparison_document, document
 from rubrics.escape import for_latex
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
 from thumb_tui.cli import app
@@ -315,8 +315,8 @@ def test_a_long_signature_wraps_within_the_page(project, tmp_path):
     (typewriter type breaks only after its `|`s; a justified line could not be filled)."""
     from dataclasses import replace
 
-    from reports.latex import report_document
-    from reports.tables import build_report
+    from reports.thumb.latex import report_document
+    from reports.thumb.tables import build_report
     from storage import open_database
 
     report = build_report(open_database(project), bootstrap=0)

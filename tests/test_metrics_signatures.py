@@ -18,8 +18,7 @@ from metrics.base import ReferenceRule
 from metrics.models.clip import ClipS, RefClipS
 from metrics.registry import MetricOptions
 from metrics.signature import parse_signature, superseded_signatures
-from reports.scoring import compute_metrics, load_items
-from reports.tables import metric_columns
+from reports.scoring import compute_metrics, load_items, metric_columns
 from storage import import_captions, open_database
 from storage.models import MetricScore
 from tests.conftest import SAMPLE_CSV

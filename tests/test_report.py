@@ -24,9 +24,9 @@ from metrics.stats.correlation import (
     weighted_ranks,
     williams_test,
 )
-from reports.render import markdown_table, write_report
 from reports.scoring import compute_metrics
-from reports.tables import build_report
+from reports.thumb.render import markdown_table, write_report
+from reports.thumb.tables import build_report
 from storage import import_captions, import_thumb, open_database
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
 
@@ -167,7 +167,7 @@ def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
     neighbours with the difference of their mean Totals over the images both captioned
     (called by `metrics.stats.significance`'s rule), the metric with the highest Pearson r with the
     Total, and the agreement of the two stages."""
-    from reports.summary import summarize
+    from reports.thumb.summary import summarize
 
     report = build_report(sample_report_db, bootstrap=200, seed=0)
     summary = summarize(report)
@@ -197,7 +197,7 @@ def test_the_summary_states_the_findings_with_their_numbers(sample_report_db):
     assert f"{totals.iloc[0]:.2f}" in ranking
     from dataclasses import replace
 
-    from reports.summary import RankedSystem
+    from reports.thumb.summary import RankedSystem
 
     tied = replace(summary, ranking=[RankedSystem(name, total, math.nan, math.nan)
                                      for name, total in (("S", 3.0), ("T", 3.0), ("U", 2.5))])
@@ -355,7 +355,7 @@ def test_figures_are_well_formed_svg_with_escaped_labels_and_the_data_drawn(
         sample_report_db, tmp_path):
     import xml.etree.ElementTree as ElementTree
 
-    from reports.figures import HUMAN, draw_figures
+    from reports.thumb.figures import HUMAN, draw_figures
 
     report = build_report(sample_report_db, bootstrap=0)
     hostile = 'bleu</text><script>alert(1)</script>\x1b[31m&'
@@ -413,7 +413,7 @@ def test_report_print_figures_option(sample_report_db, tmp_path):
 def test_the_palette_is_okabe_and_itos():
     """Okabe & Ito (2008), "Color Universal Design", the colours as they publish them: a
     palette colour-blind readers tell apart."""
-    from reports.figures import PALETTE
+    from reports.thumb.figures import PALETTE
 
     published = {"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
     assert set(PALETTE) == published and len(PALETTE) == len(published)
@@ -424,9 +424,9 @@ def test_print_figures_draw_the_svg_data_as_vector_pdf_and_300_dpi_png(sample_re
                                                                        tmp_path):
     from PIL import Image
 
-    from reports.figures import figure_data
     from reports.plotting import pyplot
-    from reports.print_figures import PRINT_DPI, PRINT_SETTINGS, plot, write_print_figures
+    from reports.thumb.figures import figure_data
+    from reports.thumb.print_figures import PRINT_DPI, PRINT_SETTINGS, plot, write_print_figures
 
     report = build_report(sample_report_db, bootstrap=0)
     hostile = "bleu $x^2$ \x1b[31m $"  # mathtext off: shown as typed; a control byte escaped
@@ -497,8 +497,8 @@ def test_the_williams_table_of_the_trial_fits_80_columns_in_the_tables_wording(
     (LaTeX's Tables 4 and correlations) says `w/o Human`: one wording, within 80."""
     from dataclasses import replace
 
-    from reports.latex import williams
-    from reports.render import to_markdown
+    from reports.thumb.latex import williams
+    from reports.thumb.render import to_markdown
 
     report = build_report(sample_report_db, bootstrap=0)
     trial = {"metric": "spice-approx", "versus": "cider-d", "dimension": "total",

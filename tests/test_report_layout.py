@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from metrics.registry import MetricOptions
-from reports.render import CONTENT_SECURITY_POLICY, write_report
 from reports.scoring import compute_metrics
-from reports.tables import build_report
+from reports.thumb.render import CONTENT_SECURITY_POLICY, write_report
+from reports.thumb.tables import build_report
 from storage import import_captions, import_thumb, open_database
 from tests.conftest import SAMPLE_CSV, THUMB_JSONL, THUMB_REFS, needs_anchors
 

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from metrics.registry import MetricOptions
 from reports import latex
-from reports.latex import numeric
-from reports.render import write_report
 from reports.scoring import compute_metrics
-from reports.tables import build_report, earlier_corpora
+from reports.thumb.latex import numeric
+from reports.thumb.render import write_report
+from reports.thumb.tables import build_report, earlier_corpora
 from rubrics import for_markdown
 from storage import import_captions, open_database
 from storage.metric_scores import store_metric_scores
@@ -206,7 +206,7 @@ def test_the_latex_report_renders_or_names_every_section(tmp_path):
 # 4. the summary of a project of judgment sets only
 
 def test_the_summary_of_a_judgments_only_project_names_the_best_agreeing_metric(tmp_path):
-    from reports.summary import summarize
+    from reports.thumb.summary import summarize
 
     db = tmp_path / "j.db"
     thumb(db, "judgments", "import", SAMPLE / "judgments.csv", "--name", "s", "--scale",

@@ -321,9 +321,9 @@ def test_shipped_sets_work_on_ids_alone(tmp_path):
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])
 def test_the_report_has_a_retrieval_section(tmp_path, fmt):
     from metrics.registry import MetricOptions
-    from reports.render import write_report
     from reports.scoring import compute_metrics
-    from reports.tables import build_report
+    from reports.thumb.render import write_report
+    from reports.thumb.tables import build_report
     from storage import import_captions, open_database
 
     db = str(tmp_path / "rep.db")

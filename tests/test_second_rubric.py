@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from metrics.registry import MetricOptions
 from reports.agreement import agreement_report
-from reports.render import write_report
 from reports.scoring import compute_metrics
-from reports.tables import build_report
+from reports.thumb.render import write_report
+from reports.thumb.tables import build_report
 from rubrics import THUMB_1_0, load_rubric, parse_rubric
 from storage import InputError, final_scores, import_captions, open_database, ratings_frame
 from storage.models import Stage, utcnow

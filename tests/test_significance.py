@@ -24,10 +24,10 @@ from metrics.stats.confidence import Interval, bca_ci, zero_margins
 from metrics.stats.correlation import system_differences
 from metrics.stats.significance import MIN_UNITS, Call, Verdict, interval_call, p_value_call
 from reports import latex
-from reports.render import write_report
 from reports.scoring import compute_metrics
-from reports.summary import summarize
-from reports.tables import build_report
+from reports.thumb.render import write_report
+from reports.thumb.summary import summarize
+from reports.thumb.tables import build_report
 from storage import import_captions, open_database
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app

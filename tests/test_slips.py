@@ -310,8 +310,8 @@ def test_a_flagged_image_leaves_the_review_queue_until_unflagged(engine, tmp_pat
 
 
 def test_the_report_leaves_a_flagged_image_out_and_lists_it_apart(tmp_path):
-    from reports.render import to_json, to_markdown
-    from reports.tables import build_report
+    from reports.thumb.render import to_json, to_markdown
+    from reports.thumb.tables import build_report
 
     engine = sample_engine(tmp_path)
     import_captions(engine, SAMPLE_RATINGS, actor="setup")

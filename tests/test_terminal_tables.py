@@ -17,12 +17,12 @@ from rich.console import Console, Group
 from typer.testing import CliRunner
 
 from reports.retrieval_text import (
-    TERMINAL_WIDTH,
     comparison_tables,
     draw_tau,
     results_table,
     tau_warning,
 )
+from reports.terminal import TERMINAL_WIDTH
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app
 
@@ -139,7 +139,7 @@ def test_the_agreement_tables_fit_80_columns(rated_db):
 
 
 def test_agreement_over_many_scores_gets_one_row_per_statistic_and_score():
-    from reports.text import _statistics_table, statistics_rows
+    from reports.thumb.text import _statistics_table, statistics_rows
 
     labels = {f"score_{i}": f"a score named at length {i}" for i in range(4)}
     part = pd.DataFrame([
@@ -155,7 +155,7 @@ def test_agreement_over_many_scores_gets_one_row_per_statistic_and_score():
 
 
 def test_confusion_matrices_side_by_side_wrap_to_the_next_row_past_80_columns():
-    from reports.text import _side_by_side
+    from reports.thumb.text import _side_by_side
 
     blocks = ["\n".join([f"{name:<30}", "5" * 30]) for name in ("P", "R", "fluency>0")]
     lines = _side_by_side(blocks)

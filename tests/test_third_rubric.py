@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import Engine, select
 from typer.testing import CliRunner
 
-from reports.render import write_report
-from reports.tables import build_report
+from reports.thumb.render import write_report
+from reports.thumb.tables import build_report
 from rubrics import load_rubric
 from storage import final_scores, import_captions, open_database
 from storage.models import Annotator, Rating, Stage

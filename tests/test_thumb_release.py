@@ -63,7 +63,7 @@ def test_table_2_means(thumb_engine):
     published 2 decimals and fluency to the published 3; conciseness and inclusive language
     are the release's own means (a loop over its lines), and Human's conciseness, 0.002,
     does not round to the published 0.02 (the Fidelity table says so)."""
-    from reports.tables import build_report
+    from reports.thumb.tables import build_report
 
     table = build_report(thumb_engine, bootstrap=0).systems.set_index("system")
     assert set(table.index) == set(TABLE_2)

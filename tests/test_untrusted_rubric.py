@@ -453,7 +453,7 @@ async def test_the_reasons_dialog_shows_a_hostile_label_literally():
 
 
 def test_the_rubric_panel_and_the_reports_labels_escape_a_hostile_rubric():
-    from reports.text import dimension_labels
+    from reports.thumb.text import dimension_labels
 
     rubric = parse_rubric(hostile_definition(), check=False)
     assert_shown_literally(rubric_summary(rubric).plain)

@@ -255,7 +255,7 @@ async def test_fluency_round_sets_the_final_fluency(engine):
     assert row["fluency"] == pytest.approx(0.1) and row["final_source"].endswith("fluency round")
     assert row["total"] == pytest.approx((row["precision"] + row["recall"]) / 2 - 0.1)
     assert len(fluency_queue(engine)) == distinct - 4
-    from reports.tables import build_report
+    from reports.thumb.tables import build_report
 
     header = build_report(engine, bootstrap=0).header
     assert "dave" in header["annotators_of_final_scores"] and "dave" in header["annotators"]

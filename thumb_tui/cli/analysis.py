@@ -14,22 +14,24 @@ from thumb_tui.cli.common import (
     AllowDownloadOption,
     BootstrapOption,
     CiOption,
-    ForceOption,
-    Outputs,
-    RawOption,
     SeedOption,
     check_format,
     collector_paused,
     fail,
     model_hub,
     named_tasks,
-    output_file,
-    output_folder,
     progress_bar,
     state,
     value_errors,
     warnings_as_notes,
     working,
+)
+from thumb_tui.cli.outputs import (
+    ForceOption,
+    Outputs,
+    RawOption,
+    output_file,
+    output_folder,
     write_or_echo,
 )
 
@@ -61,7 +63,7 @@ def agreement_command(
     With no pairs yet the output is still written: CSV with its header, JSON an empty
     list, the other formats saying so."""
     from reports.agreement import agreement_report
-    from reports.text import NO_PAIRS, agreement_text
+    from reports.thumb.text import NO_PAIRS, agreement_text
     from storage.rubric_registry import project_rubric
 
     check_format(fmt, AGREEMENT_FORMATS)
@@ -82,7 +84,7 @@ def agreement_command(
 
         text = csv_text(report, raw=raw)
     elif fmt == "latex":
-        from reports.latex import agreement_document
+        from reports.thumb.latex import agreement_document
 
         text = agreement_document(report, ci=ci, bootstrap=bootstrap,
                                   rubric=project_rubric(engine))
@@ -134,8 +136,8 @@ def report_command(
         output_folder(out, force=force, expect=[f"report.{fmt}"])
     with collector_paused(), value_errors(), warnings_as_notes(), working(
             "computing the report"):
-        from reports.render import write_report
-        from reports.tables import build_report
+        from reports.thumb.render import write_report
+        from reports.thumb.tables import build_report
 
         report = build_report(state.existing_engine, exclude_systems=exclude_system,
                               bootstrap=bootstrap, ci=ci, seed=seed)
@@ -146,7 +148,7 @@ def report_command(
                          if fmt == "latex" else write_report(report, folder, fmt,
                                                               print_figures=print_figures))
             path = out / main_file.name
-    from reports.render import missing_lines
+    from reports.thumb.render import missing_lines
 
     typer.echo(f"report written to {path}")
     for line in missing_lines(report):  # an early project: what is still to do
@@ -160,7 +162,7 @@ def _tables_folder(files: Outputs, out: Path, staging: Path) -> Path:
     """Where the LaTeX report's tables/ is written: inside the report's temporary folder
     when --out is new (renamed into place with it), else a temporary folder of its own,
     whose tables replace those there only with --force."""
-    from reports.latex import TABLES_FOLDER
+    from reports.thumb.latex import TABLES_FOLDER
 
     if out.is_dir():
         return files.folder(out / TABLES_FOLDER)

@@ -131,7 +131,7 @@ def bison_report_command(
     """Human accuracy, model and baseline accuracy, human-model agreement."""
     check_format(fmt, REPORT_FORMATS)
     from reports.bison import bison_header, bison_json, bison_report
-    from reports.text import bison_text
+    from reports.thumb.text import bison_text
 
     tables = bison_report(state.existing_engine, bootstrap=bootstrap, ci=ci, seed=seed)
     header = bison_header(bootstrap=bootstrap, ci=ci, seed=seed)

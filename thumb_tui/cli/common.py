@@ -17,14 +17,6 @@ from typer.core import TyperGroup
 
 from rubrics import printable
 from storage.errors import InputError
-from thumb_tui.cli.outputs import (  # noqa: F401  (the commands import them from here)
-    ForceOption,
-    Outputs,
-    RawOption,
-    output_file,
-    output_folder,
-    written,
-)
 
 if TYPE_CHECKING:  # SQLAlchemy and the tables load when a command opens the database
     from rich.progress import Progress, TaskID
@@ -620,15 +612,3 @@ def known_annotator(annotator: str | None) -> str:
          + (f"; did you mean '{printable(close[0], newlines=False)}'?" if close else ".")
          + (f" Known: {listed}." if known else " It has no annotators yet.")
          + f" Create a new one with `thumb{database} annotator {shlex.quote(shown)}`.")
-
-
-def write_or_echo(text: str, out: Path | None, what: str, *, force: bool = False) -> None:
-    """Print the text, or write it to --out (atomically; an existing file only with
-    `force`, never through a symbolic link) and say what was written."""
-    if out is None:
-        typer.echo(printable(text))
-        return
-    with written(out, force=force) as path:
-        assert path is not None
-        path.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {what} to {out}")

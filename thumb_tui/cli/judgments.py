@@ -16,19 +16,15 @@ from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
     CiOption,
-    ForceOption,
-    Outputs,
     OutsideImagesOption,
-    RawOption,
     SeedOption,
     check_format,
     database_for_import,
     fail,
-    output_file,
     state,
     value_errors,
-    write_or_echo,
 )
+from thumb_tui.cli.outputs import ForceOption, Outputs, RawOption, output_file, write_or_echo
 
 app = typer.Typer(help="Human judgments from elsewhere: Likert scores by many judges or "
                        "pairwise choices, and the metric-correlation tables.",
@@ -97,7 +93,7 @@ def import_command(
 @app.command("list")
 def list_command() -> None:
     """The judgment sets: name, kind, scale, where they came from."""
-    from reports.text import terminal_text
+    from reports.thumb.text import terminal_text
     from storage.judgments import judgment_sets
 
     sets = judgment_sets(state.existing_engine)
@@ -129,8 +125,8 @@ def report_command(
     (score sets), or accuracy against the majority choice (pairwise sets), with bootstrap
     CIs over images; differences between metrics; agreement among the judges."""
     from reports.judgments import build_judgment_report
-    from reports.render import judgment_json, judgment_sections
-    from reports.text import judgment_text
+    from reports.thumb.render import judgment_json, judgment_sections
+    from reports.thumb.text import judgment_text
 
     check_format(fmt, REPORT_FORMATS)
     output_file(out, force=force, fmt=fmt)
@@ -143,7 +139,7 @@ def report_command(
         text = "\n\n".join(f"## {title}\n\n{body}" for title, body in
                            judgment_sections(report)) + "\n"
     elif fmt == "latex":
-        from reports.latex import judgment_document
+        from reports.thumb.latex import judgment_document
 
         text = judgment_document(report)
     else:
@@ -164,7 +160,7 @@ def export_command(
     references with their ids in OUT's name with .references before its suffix: what
     `thumb judgments import` takes to make the set again (the command is printed)."""
     from reports.exports import export_judgment_set, signatures_path
-    from reports.text import terminal_text
+    from reports.thumb.text import terminal_text
     from storage.exporter import write_frame
     from storage.judgments import judgment_image_paths, judgment_references, judgment_set
 

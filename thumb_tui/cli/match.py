@@ -19,22 +19,24 @@ from thumb_tui.cli.common import (
     AllowDownloadOption,
     AnnotatorOption,
     CiOption,
-    ForceOption,
     ImageModeOption,
-    Outputs,
     PairsBootstrapOption,
-    RawOption,
     SeedOption,
     check_format,
     fail,
     image_mode,
     known_annotator,
     model_hub,
-    output_file,
-    output_folder,
     protocol_refusals,
     run_app,
     state,
+)
+from thumb_tui.cli.outputs import (
+    ForceOption,
+    Outputs,
+    RawOption,
+    output_file,
+    output_folder,
     write_or_echo,
 )
 
@@ -331,7 +333,7 @@ def positives_command(
             "table2_columns": QUALITY_COLUMNS,
             "agreement": json.loads(result.agreement.to_json(orient="records"))}, indent=1))
         return
-    from reports.retrieval_text import TERMINAL_WIDTH
+    from reports.terminal import TERMINAL_WIDTH
 
     for line in (
             f"{_shown(name)}: {result.positives} verified positives of {result.decided} "

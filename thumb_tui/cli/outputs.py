@@ -31,6 +31,9 @@ from typing import Annotated
 
 import typer
 
+from rubrics import printable
+from thumb_tui.cli.common import fail
+
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Replace output files that exist (never through a symbolic link: a "
                     "link is refused even with --force).")]
@@ -50,12 +53,6 @@ SUFFIX_FORMATS = {
 }
 
 
-def _fail(message: str) -> None:
-    from thumb_tui.cli.common import fail
-
-    fail(message)
-
-
 def _linked_folder(path: Path) -> Path | None:
     """The outermost folder named in `path`, as it was given, that is a symbolic link
     (`sub` in `sub/x.csv`), or None. Every folder of an absolute path counts (on macOS,
@@ -69,18 +66,18 @@ def _symlink(path: Path, option: str, instead: str = "choose another name") -> N
     a link to someone's folder), would send the write to a file that is not the one
     named. Refused even with --force; the one check of every file and folder written."""
     if path.is_symlink():
-        _fail(f"{option} {path} is a symbolic link; thumb never writes through one, even "
+        fail(f"{option} {path} is a symbolic link; thumb never writes through one, even "
               f"with --force (remove the link or {instead})")
     folder = _linked_folder(path)
     if folder is not None:
-        _fail(f"{option} {path}: the folder {folder} is a symbolic link (to "
+        fail(f"{option} {path}: the folder {folder} is a symbolic link (to "
               f"{os.readlink(folder)}); thumb never writes through one, even with --force "
               "(name the folder it leads to, if that is where the output belongs)")
 
 
 def _exists(path: Path, option: str, shown: Path | None = None) -> None:
     where = f"{option} {shown}: {path}" if shown is not None else f"{option} {path}"
-    _fail(f"{where} exists; add --force to replace it")
+    fail(f"{where} exists; add --force to replace it")
 
 
 def check_suffix(path: Path, fmt: str, option: str = "--out") -> None:
@@ -88,7 +85,7 @@ def check_suffix(path: Path, fmt: str, option: str = "--out") -> None:
     formats = SUFFIX_FORMATS.get(path.suffix.lower())
     if formats is not None and fmt not in formats:
         wanted = next((s for s, f in SUFFIX_FORMATS.items() if fmt in f), ".txt")
-        _fail(f"{option} {path} is a {path.suffix} name but --format is {fmt}: name it "
+        fail(f"{option} {path} is a {path.suffix} name but --format is {fmt}: name it "
               f"{wanted}, or ask for --format {formats[0]}")
 
 
@@ -101,9 +98,9 @@ def output_file(path: Path | None, option: str = "--out", *, force: bool = False
         return
     _symlink(path, option)
     if path.is_dir():
-        _fail(f"{option} {path} is a folder; give a file name")
+        fail(f"{option} {path} is a folder; give a file name")
     if not path.parent.is_dir():
-        _fail(f"{option} {path}: the folder {path.parent} does not exist")
+        fail(f"{option} {path}: the folder {path.parent} does not exist")
     if fmt is not None:
         check_suffix(path, fmt, option)
     if path.exists() and not (force or may_exist):
@@ -119,17 +116,17 @@ def output_folder(path: Path, option: str = "--out", *, force: bool = False,
     would send the files somewhere else."""
     _symlink(path, option, "choose another folder")
     if path.exists() and not path.is_dir():
-        _fail(f"{option} {path} is a file, not a folder")
+        fail(f"{option} {path} is a file, not a folder")
     if not path.exists():
         existing = next((p for p in path.parents if p.exists()), None)
         if existing is not None and not existing.is_dir():
-            _fail(f"{option} {path}: {existing} is a file, not a folder")
+            fail(f"{option} {path}: {existing} is a file, not a folder")
         if not path.parent.is_dir():
-            _fail(f"{option} {path}: the folder {path.parent} does not exist")
+            fail(f"{option} {path}: the folder {path.parent} does not exist")
     for name in expect:
         inside = path / name
         if inside.is_symlink():
-            _fail(f"{option} {path}: {inside} is a symbolic link; thumb never writes "
+            fail(f"{option} {path}: {inside} is a symbolic link; thumb never writes "
                   "through one, even with --force (remove the link)")
         if inside.exists() and not force:
             _exists(inside, option, path)
@@ -240,7 +237,7 @@ class Outputs:
             for _, target, replace, option in moves:
                 _symlink(target, option)
                 if target.is_dir():
-                    _fail(f"{option} {target} is a folder; give a file name")
+                    fail(f"{option} {target} is a folder; give a file name")
                 if target.exists() and not replace:
                     _exists(target, option)
             for folder in renames:
@@ -310,3 +307,15 @@ def written(target: Path | None, *, force: bool = False, option: str = "--out",
         return
     with Outputs(force) as files:
         yield files.file(target, option, fmt=fmt)
+
+
+def write_or_echo(text: str, out: Path | None, what: str, *, force: bool = False) -> None:
+    """Print the text, or write it to --out (atomically; an existing file only with
+    `force`, never through a symbolic link) and say what was written."""
+    if out is None:
+        typer.echo(printable(text))
+        return
+    with written(out, force=force) as path:
+        assert path is not None
+        path.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {what} to {out}")

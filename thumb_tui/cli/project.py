@@ -18,10 +18,7 @@ from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     AnnotatorOption,
-    ForceOption,
-    Outputs,
     OutsideImagesOption,
-    RawOption,
     check_format,
     collector_paused,
     console,
@@ -29,12 +26,12 @@ from thumb_tui.cli.common import (
     fail,
     known_annotator,
     named_tasks,
-    output_file,
     progress_bar,
     state,
     value_errors,
     working,
 )
+from thumb_tui.cli.outputs import ForceOption, Outputs, RawOption, output_file
 
 if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
     from sqlalchemy import Engine

@@ -13,20 +13,16 @@ from storage.events import os_login
 from thumb_tui.cli.common import (
     ActorOption,
     BootstrapOption,
-    ForceOption,
-    Outputs,
     QueriesBootstrapOption,
     SeedOption,
     check_format,
     fail,
-    output_file,
     progress_bar,
     state,
     value_errors,
     warnings_as_notes,
-    write_or_echo,
-    written,
 )
+from thumb_tui.cli.outputs import ForceOption, Outputs, output_file, write_or_echo, written
 
 app = typer.Typer(help="Image-text retrieval: R@K, R-Precision, mAP@R, PMRP, NCS, SR.",
                   no_args_is_help=True)
@@ -257,7 +253,7 @@ def compare_command(
     elif output == "md":
         write_or_echo(comparison_markdown(ranks, tau), out, "the comparison", force=force)
     elif output == "latex":
-        from reports.latex import comparison_document
+        from reports.thumb.latex import comparison_document
 
         write_or_echo(comparison_document(ranks, tau), out, "the comparison", force=force)
     else:

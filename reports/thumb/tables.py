@@ -12,8 +12,6 @@ from sqlalchemy import Engine
 
 from metrics.signature import (
     current_form,
-    signature_labels,
-    superseded_signatures,
     tool_version,
 )
 from metrics.stats.confidence import CI_METHOD, check_ci
@@ -108,21 +106,6 @@ class Report:
     # label -> how many references were their caption itself (`48 self-references
     # excluded`): shown beside its signature, never in it (reports.scoring)
     self_references: dict[str, str] = field(default_factory=dict)
-
-
-def metric_columns(scores: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
-    """caption_id x metric label table of stored scores (NaN where a score is undefined),
-    and label -> signature. A metric stored under several signatures gets one column per
-    signature, labelled by what distinguishes them (`cider-d (pooled)`, `cider-d
-    (per-system)`). Scores under an old-form signature that a current one supersedes
-    (`metrics.signature.superseded_signatures`) are left out: their `label` is NaN."""
-    stored = set(scores["signature"].unique())  # a few, not one per score
-    labels = signature_labels(stored - superseded_signatures(stored))
-    signatures = {label: signature for signature, label in labels.items()}
-    scores["label"] = scores["signature"].map(labels)
-    wide = scores[scores["label"].notna()].pivot(index="caption_id", columns="label",
-                                                 values="value")
-    return wide, signatures
 
 
 CORPUS_PREFIX = "corpus:"  # a corpus-level metric's field: `corpus:per-system#c513e19dc3`
@@ -262,7 +245,7 @@ def build_report(engine: Engine, *, exclude_systems: list[str] | None = None,
                  bootstrap: int = 1000, ci: float = 0.90, seed: int = 0) -> Report:
     from reports.agreement import agreement_report
     from reports.judgments import judgment_reports
-    from reports.scoring import self_reference_notes
+    from reports.scoring import metric_columns, self_reference_notes
 
     check_ci(ci)
     size = project_size(engine)

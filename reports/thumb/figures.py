@@ -2,7 +2,7 @@
 and a metric-vs-Total scatter plot per metric, coloured by system. `figure_data` computes
 what each figure shows, once; `draw_figures` writes it as SVG directly (a few bars and dots:
 importing a plotting library took longer than the whole report's statistics, issue #19) and
-`reports.print_figures` draws the same data with matplotlib for print. Every label is
+`reports.thumb.print_figures` draws the same data with matplotlib for print. Every label is
 stored text and is escaped for XML. The palette is Okabe and Ito's, safe for colour-blind
 readers."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reports.tables import Report
+from reports.thumb.tables import Report
 from rubrics import Rubric, for_html
 
 # Okabe & Ito (2008), "Color Universal Design": told apart by readers with any common

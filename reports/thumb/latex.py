@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports.figures import FigureData
 from reports.judgments import JudgmentReport
 from reports.numbers import ci_bounds, is_missing
-from reports.render import (
+from reports.retrieval_text import rank_rows, tau_rows
+from reports.thumb.figures import FigureData
+from reports.thumb.render import (
     WILLIAMS_NOTE,
     WILLIAMS_TITLE,
     Notes,
@@ -29,10 +30,9 @@ from reports.render import (
     williams_table,
     with_intervals,
 )
-from reports.retrieval_text import rank_rows, tau_rows
-from reports.summary import summarize
-from reports.tables import Report, reference_systems, score_labels
-from reports.text import (
+from reports.thumb.summary import summarize
+from reports.thumb.tables import Report, reference_systems, score_labels
+from reports.thumb.text import (
     KIND_LABELS,
     NO_PAIRS,
     confusion_axes,
@@ -384,7 +384,7 @@ def _signature_items(signatures: dict[str, str], beside: dict[str, str]) -> list
 def _figure(figure: FigureData) -> str:
     """A print figure's PDF, at the text's width (a scatter plot no taller than half a
     page), under its caption. Its file name is ours, letters, digits, `.` and `-` only
-    (`reports.figures`); its caption holds stored names: escaped."""
+    (`reports.thumb.figures`); its caption holds stored names: escaped."""
     return "\n".join([
         r"\begin{figure}[htbp]", r"\centering",
         rf"\includegraphics[width=\linewidth,height=0.5\textheight,keepaspectratio]"
@@ -398,7 +398,7 @@ def report_document(report: Report, tables: Sequence[LatexTable],
     """report.tex: what the report covers, each table \\input from tables/, each print
     figure written beside it, the metrics' signatures, and what cannot be computed
     yet."""
-    from reports.render import header_value, missing_lines
+    from reports.thumb.render import header_value, missing_lines
 
     # the whole header, as the other formats give it: project, systems, rubric, raters,
     # which final scores, CIs and version
@@ -441,8 +441,8 @@ def write_report(report: Report, folder: Path, tables_folder: Path, *,
         (tables_folder / f"{table.name}.tex").write_text(table.latex(), encoding="utf-8")
     figures: list[FigureData] = []
     if print_figures:
-        from reports.figures import figure_data
-        from reports.print_figures import write_print_figures
+        from reports.thumb.figures import figure_data
+        from reports.thumb.print_figures import write_print_figures
 
         figures = figure_data(report)
         write_print_figures(figures, folder)

@@ -1,4 +1,4 @@
-"""The report's figures for print: each `reports.figures.FigureData` drawn with matplotlib
+"""The report's figures for print: each `reports.thumb.figures.FigureData` drawn with matplotlib
 (in the `metrics` extra, imported only here, only when print figures are asked for) as a
 vector PDF and a 300-dpi PNG beside its SVG: the same data, palette and labels. Labels are
 stored text: `reports.plotting` draws them safely."""
@@ -10,8 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from reports.figures import POINT_OPACITY, Bars, FigureData, Points
 from reports.plotting import plot_label, pyplot
+from reports.thumb.figures import POINT_OPACITY, Bars, FigureData, Points
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

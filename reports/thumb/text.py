@@ -13,17 +13,17 @@ from rich.cells import cell_len
 from tabulate import tabulate
 
 from metrics.stats.agreement import PAIR_COLUMNS, over_every_pair
+from reports.bison import labelled_bison_tables
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, is_missing
-from reports.render import (
+from reports.terminal import TERMINAL_WIDTH, fitted, text_width
+from reports.thumb.render import (
     Notes,
     header_value,
     judgment_frames,
-    labelled_bison_tables,
     markdown_table,
     with_intervals,
 )
-from reports.retrieval_text import TERMINAL_WIDTH
 from rubrics import THUMB_1_0, Rubric
 from rubrics.escape import for_markdown, printable
 
@@ -148,7 +148,7 @@ def _statistics_table(part: pd.DataFrame, markdown: bool, labels: dict[str, str]
     else:
         table = tabulate(rows, headers=headers, tablefmt="simple", stralign="left",
                          disable_numparse=True)
-        if _width(table) > TERMINAL_WIDTH:  # one row per statistic and dimension
+        if text_width(table) > TERMINAL_WIDTH:  # one row per statistic and dimension
             table = tabulate([[row[0], label, cell.replace("\n", " ")]
                               for row in rows for label, cell in zip(labels.values(), row[1:],
                                                                       strict=True) if cell],
@@ -218,22 +218,17 @@ def _matrix_text(label: str, names: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def _width(text: str) -> int:
-    """The columns the widest line of `text` takes in a terminal."""
-    return max(map(cell_len, text.splitlines()), default=0)
-
-
 def _side_by_side(blocks: list[str], gap: int = 4) -> list[str]:
     """The blocks side by side, as many to a row as fit TERMINAL_WIDTH columns."""
     groups: list[list[str]] = []
     width = 0
     for block in blocks:
-        if groups and width + gap + _width(block) <= TERMINAL_WIDTH:
+        if groups and width + gap + text_width(block) <= TERMINAL_WIDTH:
             groups[-1].append(block)
-            width += gap + _width(block)
+            width += gap + text_width(block)
         else:
             groups.append([block])
-            width = _width(block)
+            width = text_width(block)
     lines: list[str] = []
     for group in groups:
         if lines:
@@ -283,31 +278,17 @@ def terminal_text(value: object) -> str:
     return printable(str(value), newlines=False)
 
 
-def fitted(columns: list[str], render: Callable[[list[str]], str], *, keys: int = 1,
-           width: int = TERMINAL_WIDTH) -> list[str]:
-    """`render(columns)`, or where that is wider than the terminal's 80 columns, several
-    tables of the columns in turn, each repeating the first `keys` (what names a row)."""
-    head, rest = columns[:keys], columns[keys:]
-    chunks: list[list[str]] = [[]]
-    for column in rest:
-        if chunks[-1] and _width(render([*head, *chunks[-1], column])) > width:
-            chunks.append([column])
-        else:
-            chunks[-1].append(column)
-    return [render([*head, *chunk]) for chunk in chunks]
-
-
 def _keys_wrapped(frame: pd.DataFrame, width: int = TERMINAL_WIDTH) -> pd.DataFrame:
     """`frame` with each cell of its first column (what names a row: a metric label, or two
     compared) broken at spaces onto lines narrow enough that it and the widest other
     column fit `width` side by side: `fitted` splits the other columns, never the key."""
     key, others = frame.columns[0], frame.columns[1:]
-    widest = max((_width("\n".join([str(column), *frame[column]])) for column in others),
+    widest = max((text_width("\n".join([str(column), *frame[column]])) for column in others),
                  default=0)
     room = max(width - widest - 2, len(str(key)))  # tabulate puts 2 spaces between columns
 
     def wrapped(cell: str) -> str:
-        if _width(cell) <= room:
+        if text_width(cell) <= room:
             return cell
         return "\n".join(textwrap.wrap(cell, room, break_long_words=False,
                                        break_on_hyphens=False))

@@ -20,7 +20,7 @@ from metrics.stats.agreement import over_every_pair
 from metrics.stats.significance import MIN_UNITS, NOISE_SES, Verdict, p_value_call
 from reports.judgments import JudgmentReport, metrics_hint
 from reports.numbers import ci_bounds, mean_with_ci
-from reports.tables import Report, score_labels
+from reports.thumb.tables import Report, score_labels
 
 AGREEMENT_STATISTIC = "alpha_interval"  # Krippendorff's alpha on the interval scale
 # how the summary names each call on a pair of neighbours, in the order it lists them

@@ -4,7 +4,7 @@ JSON. Every number is shown with the signature of the metric that produced it. S
 HTML, the HTML page is rendered with raw HTML off and a Content-Security-Policy that runs
 no script and loads nothing but its own inline images and style.
 
-Both documents open with the summary (`reports.summary`); the HTML page adds a title with
+Both documents open with the summary (`reports.thumb.summary`); the HTML page adds a title with
 the project's name and date, a table of contents, the figures in a grid with captions and
 a print stylesheet: pure HTML and CSS."""
 
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from metrics.signature import signature_labels
 from metrics.stats.judgments import STATISTICS
 from metrics.stats.significance import LEVEL, MIN_UNITS, NOISE_SES, Verdict, p_value_call
-from reports.figures import WrittenFigure, draw_figures
+from reports.bison import labelled_bison_tables
 from reports.judgments import JudgmentReport, ci_words, metrics_hint
 from reports.numbers import ci_bounds, json_records, mean_with_ci
-from reports.summary import counted, header_count, subset_words, summarize
-from reports.tables import Report, score_labels
+from reports.thumb.figures import WrittenFigure, draw_figures
+from reports.thumb.summary import counted, header_count, subset_words, summarize
+from reports.thumb.tables import Report, score_labels
 from rubrics import Rubric, for_html, for_markdown
 
 FORMATS = ("md", "html", "json")
@@ -199,23 +199,6 @@ def _differences_table(report: Report) -> str:
         shown, index=False, disable_numparse=True,
         colalign=("left", "left", "right", "right", "left")[:len(shown.columns)])
         + notes.markdown())
-
-
-def labelled_bison_tables(bison: dict[str, pd.DataFrame]
-                          ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-    """The BISON tables with each model named by a short label instead of its long
-    signature (and without the scorer the label repeats), and signature -> label, so a
-    report lists each signature once."""
-    labels = signature_labels([s for table in bison.values() if "signature" in table
-                               for s in table["signature"]])
-    shown = {}
-    for name, table in bison.items():
-        table = table.copy()
-        if "signature" in table:
-            table.insert(0, "model", table.pop("signature").map(labels))
-            table = table.drop(columns=["scorer"], errors="ignore")
-        shown[name] = table
-    return shown, labels
 
 
 def _bison_sections(bison: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
@@ -639,7 +622,7 @@ def write_report(report: Report, folder: Path, fmt: str, *,
         return path
     figures = draw_figures(report, folder)
     if print_figures:
-        from reports.print_figures import write_print_figures
+        from reports.thumb.print_figures import write_print_figures
 
         write_print_figures([figure.data for figure in figures], folder)
     path = folder / f"report.{fmt}"
