@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from metrics.registry import MetricOptions
-from reports import latex
 from reports.scoring import compute_metrics
+from reports.thumb import latex
 from reports.thumb.latex import numeric
 from reports.thumb.render import write_report
 from reports.thumb.tables import build_report, earlier_corpora

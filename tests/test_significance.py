@@ -23,8 +23,8 @@ from metrics.registry import MetricOptions
 from metrics.stats.confidence import Interval, bca_ci, zero_margins
 from metrics.stats.correlation import system_differences
 from metrics.stats.significance import MIN_UNITS, Call, Verdict, interval_call, p_value_call
-from reports import latex
 from reports.scoring import compute_metrics
+from reports.thumb import latex
 from reports.thumb.render import write_report
 from reports.thumb.summary import summarize
 from reports.thumb.tables import build_report

@@ -126,7 +126,7 @@ def report_command(
         fail("--print-figures goes with --format md, html or latex (the reports with "
              "figures)")
     if fmt == "latex":  # the LaTeX renderer (and its tables' modules) only for LaTeX
-        from reports import latex
+        from reports.thumb import latex
 
         output_folder(out, force=force, expect=[latex.REPORT_FILE])
         if out.is_dir():
