@@ -27,8 +27,8 @@ from sqlalchemy import func, select  # noqa: E402
 
 from benchmarks.synthetic import generate  # noqa: E402
 from storage import Rating, import_captions, open_database  # noqa: E402
-from storage.annotators import register_annotator  # noqa: E402
-from storage.rating_sessions import AnnotationSession  # noqa: E402
+from storage.rating.annotators import register_annotator  # noqa: E402
+from storage.rating.rating_sessions import AnnotationSession  # noqa: E402
 from thumb_tui.app import ThumbApp  # noqa: E402
 from thumb_tui.screens.annotate import AnnotateScreen  # noqa: E402
 

@@ -9,7 +9,7 @@ fresh process whose peak resident memory (interpreter and libraries included) an
 time are measured, with those of the image workers it starts (their CPU time, and their
 memory sampled: the peak printed is the sum of both peaks); on a shared machine the wall
 time depends on the load, the CPU time much less. A CSV file is refused by the import's
-quick check of its values (`storage.import_scan`, in a process of its own, measured apart
+quick check of its values (`storage.imports.import_scan`, in a process of its own, measured apart
 from the image workers: it ends before they start). The rows name 200,000 distinct valid
 PNG files (5 systems per image), each of which the import decodes once. The million-row
 runs run once each (minutes in all); the release import is the best of 3. Prints figures

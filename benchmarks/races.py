@@ -38,8 +38,8 @@ REFERENCE = "46b8259"  # main before the protocol ran in one locked transaction
 # The modules as the tree running this file names them: a reference tree predates #25's
 # renames (an installed thumb-tui would otherwise lend it today's modules by those names)
 _RENAMED = (ROOT / "storage" / "rating_sessions.py").is_file()
-SESSIONS_MODULE = "storage.rating_sessions" if _RENAMED else "storage.annotation"
-QUEUES_MODULE = "storage.project_queues" if _RENAMED else "storage.workflow"
+SESSIONS_MODULE = "storage.rating.rating_sessions" if _RENAMED else "storage.annotation"
+QUEUES_MODULE = "storage.rating.project_queues" if _RENAMED else "storage.workflow"
 RACES = ("stage-1 take", "two reviewers", "edit vs review", "queue walk",
          "match: one annotator twice", "match: take-over")
 MATCH_RACES = RACES[4:]
@@ -307,7 +307,7 @@ def _match_worker(role: int, race: str, target: str, trials: list[int], barrier,
     started. Every process passes every barrier, whatever happens in between."""
     import storage.match  # noqa: F401  (loaded before the first trial, as in later ones)
     from storage import make_engine
-    from storage.protocol import ProtocolError
+    from storage.rating.protocol import ProtocolError
 
     engine = make_engine(target)
     crashes = _Crashes()

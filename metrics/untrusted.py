@@ -1,5 +1,5 @@
 """Files a user names are untrusted: what every reader of one in `metrics/` checks before it
-interprets a byte. `storage/untrusted.py` is the import's counterpart; metrics cannot
+interprets a byte. `storage/imports/untrusted.py` is the import's counterpart; metrics cannot
 import storage, so the JSON limits and number hooks they share live in the bottom layer,
 `rubrics/json_limits.py`.
 
@@ -51,7 +51,7 @@ from rubrics.json_limits import (
     unique_keys,
 )
 
-MAX_INTEGER_DIGITS = 20  # storage.untrusted has 18 (int64 columns); ids may be uint64
+MAX_INTEGER_DIGITS = 20  # storage.imports.untrusted has 18 (int64 columns); ids may be uint64
 DEFLATE_RATIO = 1032  # deflate's largest possible expansion: no member can hold more
 
 ErrorType = type[ValueError]  # the reader's own error class

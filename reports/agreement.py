@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 
 from metrics.stats.agreement import agreement_table
 from rubrics import Rubric
-from storage.rating_frames import rating_pairs
+from storage.rating.rating_frames import rating_pairs
 from storage.rubric_registry import project_rubric
 
 

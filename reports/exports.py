@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from reports.judgments import judgment_metric_values
 from reports.scoring import metric_columns
 from storage.exporter import export_ratings, write_frame
-from storage.import_rows import METRIC_COLUMN_PREFIX
+from storage.imports.import_rows import METRIC_COLUMN_PREFIX
 from storage.judgments import (
     judgment_image_paths,
     judgment_pairs,

@@ -627,15 +627,15 @@ def read_judgments(path: Path, targets: Sequence[Target] = ()) -> pd.DataFrame:
     """Graded human judgments of image-caption pairs, one grade per pair, from a CSV with
     the columns image_id, caption_id, grade (e.g. CxC's 0-5 similarity ratings averaged
     over raters, or match-verification answers mapped to numbers). The file is read as
-    every import reads one (`storage.import_files`), ids spelt by `normalize_id`; a pair
+    every import reads one (`storage.imports.import_files`), ids spelt by `normalize_id`; a pair
     graded twice (naming the earlier line) and an image or caption that one of `targets`
     does not know are refused. Every problem of the file, each at its line, is raised at
     once in an InputError; nothing is returned then."""
     import pandas as pd
 
     from storage.errors import Problems
-    from storage.import_files import read_records
-    from storage.import_rows import RowError, _number
+    from storage.imports.import_files import read_records
+    from storage.imports.import_rows import RowError, _number
 
     problems = Problems(path)
     records = read_records(path, "csv", problems=problems)

@@ -1,5 +1,5 @@
 """The limits on JSON numbers and nesting that every reader of a user's JSON file applies:
-the import (`storage.untrusted`) and the metrics' readers (`metrics.untrusted`) alike.
+the import (`storage.imports.untrusted`) and the metrics' readers (`metrics.untrusted`) alike.
 Here, in the bottom layer, because metrics cannot import storage: one copy of the number
 hooks for `json.JSONDecoder`, the line a refused number sits on, the nesting check, and the
 hook that refuses an object naming a key twice, with the line of that key; and how a byte

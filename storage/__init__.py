@@ -11,11 +11,11 @@ from storage.errors import InputError, Problem
 EXPORT_FORMATS = ("csv", "jsonl", "parquet", "thumb-jsonl")
 
 _LAZY = {
-    "database_url": "storage.db",
-    "make_engine": "storage.db",
-    "open_database": "storage.db",
-    "ImportSummary": "storage.importer",
-    "import_captions": "storage.importer",
+    "database_url": "storage.db.engine",
+    "make_engine": "storage.db.engine",
+    "open_database": "storage.db.opening",
+    "ImportSummary": "storage.imports.importer",
+    "import_captions": "storage.imports.importer",
     "Annotator": "storage.models",
     "Caption": "storage.models",
     "Event": "storage.models",
@@ -24,12 +24,12 @@ _LAZY = {
     "Rating": "storage.models",
     "Stage": "storage.models",
     "export_ratings": "storage.exporter",
-    "final_scores": "storage.rating_frames",
-    "project_status": "storage.rating_frames",
-    "ratings_frame": "storage.rating_frames",
-    "THUMB_ANNOTATOR": "storage.thumb_release",
-    "export_thumb": "storage.thumb_release",
-    "import_thumb": "storage.thumb_release",
+    "final_scores": "storage.rating.rating_frames",
+    "project_status": "storage.rating.rating_frames",
+    "ratings_frame": "storage.rating.rating_frames",
+    "THUMB_ANNOTATOR": "storage.imports.thumb_release",
+    "export_thumb": "storage.imports.thumb_release",
+    "import_thumb": "storage.imports.thumb_release",
 }
 
 

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, select
 
-from storage.db import run_write, write_transaction
+from storage.db.engine import run_write, write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.images import ImageNotFound, ImagePathError, image_problem, resolve_image
-from storage.import_files import read_records, read_text
-from storage.import_rows import RowError, image_file
+from storage.imports.images import ImageNotFound, ImagePathError, image_problem, resolve_image
+from storage.imports.import_files import read_records, read_text
+from storage.imports.import_rows import RowError, image_file
+from storage.imports.untrusted import KEY, TEXT, JsonProblem, load_json, record_problems
 from storage.models import (
     Annotator,
     BisonAnswer,
@@ -27,7 +28,6 @@ from storage.models import (
     ImageReference,
     utcnow,
 )
-from storage.untrusted import KEY, TEXT, JsonProblem, load_json, record_problems
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -358,7 +358,7 @@ class BisonSession:
 
     def __init__(self, engine: Engine, annotator: str, *,
                  coin: Callable[[], float] | None = None) -> None:
-        from storage.rating_sessions import register_annotator
+        from storage.rating.rating_sessions import register_annotator
 
         self.engine, self.annotator = engine, annotator
         register_annotator(engine, annotator, None)
@@ -414,7 +414,7 @@ class BisonSession:
 
     def flag_broken(self, view: BisonView, reasons: dict[int, str]) -> None:
         """Record that images of the item cannot be judged (image id -> reason)."""
-        from storage.image_flags import flag_image
+        from storage.rating.image_flags import flag_image
 
         def flag(connection: Connection) -> None:
             for image_id, reason in reasons.items():

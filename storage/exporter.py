@@ -25,8 +25,8 @@ from storage.models import (
     Resolution,
     Stage,
 )
-from storage.protocol import complete_clause, complete_rows
-from storage.rating_frames import ratings_frame, references_by_image
+from storage.rating.protocol import complete_clause, complete_rows
+from storage.rating.rating_frames import ratings_frame, references_by_image
 from storage.rubric_registry import project_rubric, stored_rubrics
 
 TABULAR_FORMATS = ("csv", "jsonl", "parquet")

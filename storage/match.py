@@ -32,7 +32,7 @@ from sqlalchemy.exc import DBAPIError
 
 from rubrics.escape import name_refusal, printable
 from rubrics.match import ANSWER_VALUES
-from storage.db import BulkInsert, DatabaseBusy, run_write, write_transaction
+from storage.db.engine import BulkInsert, DatabaseBusy, run_write, write_transaction
 from storage.events import log_change
 from storage.models import (
     Annotator,
@@ -52,7 +52,7 @@ from storage.models import (
     PositiveSet,
     utcnow,
 )
-from storage.protocol import ProtocolError
+from storage.rating.protocol import ProtocolError
 
 # Pairs are coded image_id * PAIR_CODE + caption_id (database ids) in NumPy arrays.
 PAIR_CODE = 1 << 32
@@ -352,7 +352,7 @@ def create_batches(engine: Engine, planner: Callable[[BatchInputs], BatchPlan], 
     transaction (two runs at once cannot batch a pair twice). Known positives come from
     `true_caption_positions` (references repeated as captions, `gold_systems`' captions);
     pairs on images flagged as broken are neither candidates nor gold."""
-    from storage.image_flags import flagged_image_ids, not_flagged
+    from storage.rating.image_flags import flagged_image_ids, not_flagged
 
     if redundancy < 1:
         raise MatchError(f"redundancy must be at least 1, not {redundancy}")
@@ -459,7 +459,7 @@ class MatchSession:
                  clock: Callable[[], float] = time.monotonic,
                  seed_source: Callable[[], int] | None = None,
                  take_over: bool = False) -> None:
-        from storage.rating_sessions import register_annotator
+        from storage.rating.rating_sessions import register_annotator
 
         self.engine, self.annotator = engine, annotator
         self._clock = clock
@@ -563,7 +563,7 @@ class MatchSession:
     def _open_claim(self, connection: Connection) -> int | None:
         """The annotator's first active claim with pairs left to answer (a pair on an image
         flagged as broken is not asked)."""
-        from storage.image_flags import not_flagged
+        from storage.rating.image_flags import not_flagged
 
         claim, item, verification = (MatchClaim.__table__, MatchBatchItem.__table__,
                                      MatchVerification.__table__)
@@ -621,7 +621,7 @@ class MatchSession:
         return claim_id
 
     def _load(self, claim_id: int | None) -> None:
-        from storage.image_flags import flagged_image_ids
+        from storage.rating.image_flags import flagged_image_ids
 
         self.claim_id, self.items, self._shown = claim_id, [], None
         if claim_id is None:
@@ -731,12 +731,12 @@ class MatchSession:
 
     def flag_broken(self, index: int, reason: str) -> int | None:
         """Flag the image of pair `index` as broken, with `reason`, as every task flags an
-        image (`storage.image_flags`: for everyone, listed by `thumb status`, until the
+        image (`storage.rating.image_flags`: for everyone, listed by `thumb status`, until the
         lead's `thumb image unflag`): no pair on it is asked or decided, so this batch's
         pairs on it are done. Returns the batch's next pair to answer (None when none is).
         ProtocolError when the session lost its hold or the batch was reassigned;
         DatabaseBusy when other processes held the database through every attempt."""
-        from storage.image_flags import flag_image
+        from storage.rating.image_flags import flag_image
 
         view = self.items[index]
 
@@ -882,7 +882,7 @@ def verification_frame(engine: Engine) -> pd.DataFrame:
     and keys, gold, answer, seconds, answered_at, the proposing models with their ranks
     (`models`: 'name:direction:rank' joined by ';', empty for gold items), and whether
     someone flagged the image as broken (`image_flagged`: the answer then decides nothing)."""
-    from storage.image_flags import flagged_image_ids
+    from storage.rating.image_flags import flagged_image_ids
 
     claim, item, pair = MatchClaim.__table__, MatchBatchItem.__table__, MatchPair.__table__
     verification, annotator = MatchVerification.__table__, Annotator.__table__

@@ -1,6 +1,6 @@
 """Automatic metrics' side of the database: the captions and references a metric scores,
 and the scores it stored (written by signature, read back as tidy frames). No statistics
-here; the ratings' frames are `storage/rating_frames.py`."""
+here; the ratings' frames are `storage/rating/rating_frames.py`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, Row, func, select
 from sqlmodel import SQLModel
 
-from storage.db import write_transaction
+from storage.db.engine import write_transaction
 from storage.models import (
     Caption,
     Image,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, delete, select
 
 from rubrics.files import regular_file
-from storage.db import write_transaction
+from storage.db.engine import write_transaction
 from storage.events import log_change
 from storage.models import RetrievalModel, RetrievalResult, utcnow
 

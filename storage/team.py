@@ -4,7 +4,7 @@ row-level security policies and the protocol predicates the policies ask.
 `init_team` (run by the administrator, once and again after every `thumb db upgrade`)
 makes an owner role that owns the schema, a lead group that reads and writes everything,
 and an annotator group whose members reach the THUMB tables only through policies:
-the images the protocol lets them hold (`storage.protocol.HOLDABLE_FUNCTION`) with
+the images the protocol lets them hold (`storage.rating.protocol.HOLDABLE_FUNCTION`) with
 their captions (without the system), references, claims and flags; their own ratings,
 the stage-1 ratings of an image they hold at review, the ratings of a reviewed image
 they may resolve or check in the fluency round; gold captions without their answer key,
@@ -19,9 +19,9 @@ change, whatever client made it. The predicates are SQL functions owned by the o
 granting the rows it reads; each is the application's own query compiled where one exists: which
 images one may hold (`holdable_images`), who holds an image at each stage
 (`rating_progress`: names and counts only), the feedback on a gold image
-(`storage.gold.feedback_query`: the reasons of one's own first answers that were wrong,
+(`storage.rating.gold.feedback_query`: the reasons of one's own first answers that were wrong,
 never a key) and the record of a gold answer's first answer, whose columns the annotator
-group may not write (`storage.gold.first_answer_update`)."""
+group may not write (`storage.rating.gold.first_answer_update`)."""
 
 from __future__ import annotations
 
@@ -44,17 +44,17 @@ from sqlalchemy import (
 )
 from sqlmodel import SQLModel
 
-from storage.annotators import register
-from storage.db import APPLICATION_SETTING
-from storage.gold import (
+from storage.db.engine import APPLICATION_SETTING
+from storage.models import Annotator, Assignment, Caption, Event, Image, Rating, Stage
+from storage.rating.annotators import register
+from storage.rating.gold import (
     FEEDBACK_FUNCTION,
     FIRST_ANSWER_FUNCTION,
     SCORED,
     feedback_query,
     first_answer_update,
 )
-from storage.models import Annotator, Assignment, Caption, Event, Image, Rating, Stage
-from storage.protocol import (
+from storage.rating.protocol import (
     HOLDABLE_FUNCTION,
     PROGRESS_FUNCTION,
     complete_clause,
@@ -79,7 +79,7 @@ READABLE = {"image": None, "image_reference": None, "annotator": None, "assignme
             "rubric_range": None, "gold_setting": None, "gold_image": None,
             "caption": ("id", "image_id", "text"),
             "gold_caption": ("id", "gold_image_id", "text", "rubric")}
-# The images an annotator's role may hold (`storage.protocol.holdable_images`), and the
+# The images an annotator's role may hold (`storage.rating.protocol.holdable_images`), and the
 # rows of them: an image, its captions and references, and the claims, flags,
 # resolutions and fluency checks of it (others' too: the protocol counts the holders).
 IN_HOLDABLE = f"IN (SELECT image_id FROM {HOLDABLE_FUNCTION}())"
@@ -94,7 +94,7 @@ OWN_ROWS = {"annotator": None, "assignment": "annotator_id", "rating": "annotato
             "image_flag": "annotator_id", "resolution": "resolver_id",
             "fluency_check": "checker_id", "gold_answer": "annotator_id"}
 # Columns of an annotator's own rows that only the server writes: a gold answer's first
-# (scored) answer, recorded by the owner's `storage.gold.FIRST_ANSWER_FUNCTION`, so that no
+# (scored) answer, recorded by the owner's `storage.rating.gold.FIRST_ANSWER_FUNCTION`, so that no
 # INSERT or UPDATE typed in psql changes what the gold accuracy scores.
 SERVER_WRITTEN = {"gold_answer": ("first_answered_at", *(f"first_{key}" for key in SCORED))}
 # Columns of an annotator's own rows that their role writes once, with the row, and never
@@ -111,7 +111,7 @@ FIXED = {"annotator": None, "image_flag": None,
          "gold_answer": ("gold_caption_id", "annotator_id")}
 # What the server asks of each row an annotator's role inserts or changes, besides being
 # their own: that the protocol lets them make this write now, the check the sessions make
-# under the image's lock (`storage.protocol.may_rate_clause`, as `thumb_may_rate` of a
+# under the image's lock (`storage.rating.protocol.may_rate_clause`, as `thumb_may_rate` of a
 # caption and `thumb_may_claim` of a claim that their role does not already hold), and
 # that a new annotator row records nothing the lead records.
 WRITE_CHECKS = {"annotator": "native_english IS NULL AND retired_at IS NULL",
@@ -224,7 +224,7 @@ def _role_exists(connection: Connection, name: str) -> bool:
 def _stage_one_over(connection: Connection) -> str:
     """SQL that holds when the stage 1 of the image of `rated_caption` is over: as many
     annotators as it takes (two for a double-rated image) scored every caption of it
-    (`storage.protocol.ImageState.stage_one_over`, counted by the protocol's own
+    (`storage.rating.protocol.ImageState.stage_one_over`, counted by the protocol's own
     `rating_progress`). Until then no one reads its stage-1 scores at review or
     resolution, whatever claims or ratings their role writes."""
     caption, image = Caption.__table__, Image.__table__
@@ -278,7 +278,7 @@ def _functions(connection: Connection, roles: TeamRoles) -> list[str]:
 def _write_checks(connection: Connection, definer: str) -> list[str]:
     """The functions the write policies ask (`WRITE_CHECKS`), each the protocol's own rule
     compiled: whether the session's annotator may rate the caption at the stage now
-    (`storage.protocol.may_rate_clause`), may hold the claim (one their role holds
+    (`storage.rating.protocol.may_rate_clause`), may hold the claim (one their role holds
     already, or one the protocol lets them take now), may give the caption its fluency
     verdict (`may_check_fluency_clause`, after a complete review)."""
     assignment, annotator, rating = Assignment.__table__, Annotator.__table__, Rating.__table__
@@ -316,7 +316,7 @@ def _change_log(roles: TeamRoles) -> str:
     change, so that no client skips it. It does not replace the application's own rows
     (one per field, which undo reads back by their change id). Any other role's change is
     logged the same way unless it comes through thumb-tui (`APPLICATION_SETTING`, set on
-    each of its connections, `storage.db.make_engine`), which logs its own (an import would
+    each of its connections, `storage.db.engine.make_engine`), which logs its own (an import would
     otherwise log every row twice): a lead's edit in psql is in the log too. An annotator
     who sets the setting by hand is logged all the same; a lead who does is trusted, as
     with every row they may write (the event log's included)."""
@@ -519,7 +519,7 @@ def _change_log_triggers() -> list[str]:
 def made_by_init(connection: Connection) -> frozenset[tuple[str, str, str]]:
     """(kind, table, name) of every policy and trigger `init_team` makes, whatever the
     prefix, and ("function", "", name) of each of its functions: the schema check
-    (`storage.schema_check`) refuses any other that someone added."""
+    (`storage.db.schema_check`) refuses any other that someone added."""
     made = {("function", "", signature.split("(")[0]) for signature in FUNCTIONS}
     for statement in (*_policies(connection, TeamRoles.named()), *_change_log_triggers()):
         if created := re.match(r"CREATE (POLICY|TRIGGER) (\w+) .*?\bON (\w+)", statement):

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, func, select, update
 from rubrics import Rubric
 from storage import import_captions, open_database
 from storage.models import Caption, Stage
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp
 

@@ -100,8 +100,8 @@ def new_databases_from_the_template(request: pytest.FixtureRequest,
 
     from sqlalchemy import inspect as inspect_schema
 
-    from storage import migrations
-    from storage.db import sqlite_path
+    from storage.db import migrations
+    from storage.db.engine import sqlite_path
 
     template = request.getfixturevalue("migrated_template")
     run_upgrade = migrations._run_upgrade

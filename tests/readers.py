@@ -367,7 +367,7 @@ def _key_lines(path: Path) -> object:
 
 
 def _image(path: Path) -> None:
-    from storage.images import image_problem
+    from storage.imports.images import image_problem
 
     problem = image_problem(path)
     if problem is not None:
@@ -387,7 +387,7 @@ def _keymap(path: Path) -> object:
 
 
 class ImageRefused(ValueError):
-    """`storage.images.image_problem` found a reason (it returns one, never raises)."""
+    """`storage.imports.images.image_problem` found a reason (it returns one, never raises)."""
 
 
 def _errors() -> dict[str, type[BaseException]]:
@@ -412,12 +412,12 @@ def _read(module: str, name: str) -> Callable[[Path], object]:
 
 
 def _quick_check(path: Path) -> None:
-    """A large CSV import's quick check (`storage.import_scan`), run in this process (an
+    """A large CSV import's quick check (`storage.imports.import_scan`), run in this process (an
     import runs it in a process of its own): the problems it finds refuse the file as the
     import refuses it."""
     from rubrics import load_rubric
     from storage.errors import InputError
-    from storage.import_scan import NOTE, scan_problems
+    from storage.imports.import_scan import NOTE, scan_problems
 
     found = scan_problems(path, load_rubric("thumb-1.0"))
     if found:
@@ -426,33 +426,33 @@ def _quick_check(path: Path) -> None:
 
 def build_readers() -> list[Reader]:
     errors = _errors()
-    imports = ("storage.import_files:_lines", "storage.import_files:iter_records",
-               "storage.importer:file_digest")
-    images = ("storage.images:image_problem", "storage.images:_problem")
+    imports = ("storage.imports.import_files:_lines", "storage.imports.import_files:iter_records",
+               "storage.imports.importer:file_digest")
+    images = ("storage.imports.images:image_problem", "storage.imports.images:_problem")
     return [
         # --- storage: the imports (through `thumb`, with the database) ---
         Reader("captions CSV", (*imports, *images), "captions.csv", captions_csv,
                CAPTION_TEXTS, "text", command=("import", "{dir}/captions.csv"), setup=_png),
         # (its texts are the full pass's to check: the quick check finds values' problems)
-        Reader("captions CSV, the quick check", ("storage.import_scan:scan_problems",
-                                                 "storage.import_scan:_Scan._header",
-                                                 "storage.import_scan:_Scan._batches",
-                                                 "storage.import_scan:_strict_csv"),
+        Reader("captions CSV, the quick check", ("storage.imports.import_scan:scan_problems",
+                                                 "storage.imports.import_scan:_Scan._header",
+                                                 "storage.imports.import_scan:_Scan._batches",
+                                                 "storage.imports.import_scan:_strict_csv"),
                "captions.csv", lambda _texts: captions_csv(CAPTION_TEXTS), (), "text",
                read=_quick_check, error=ValueError, setup=_png),
         Reader("captions JSONL", imports, "captions.jsonl", captions_jsonl, CAPTION_TEXTS,
                "lines", command=("import", "{dir}/captions.jsonl"), setup=_png),
-        Reader("captions Parquet", ("storage.import_files:_parquet_records",),
+        Reader("captions Parquet", ("storage.imports.import_files:_parquet_records",),
                "captions.parquet", captions_parquet, CAPTION_TEXTS, "binary",
                command=("import", "{dir}/captions.parquet"), setup=_png),
-        Reader("THUMB release", ("storage.thumb_release:import_thumb",
-                                 "storage.thumb_release:_read_references",
-                                 "storage.import_files:read_records"),
+        Reader("THUMB release", ("storage.imports.thumb_release:import_thumb",
+                                 "storage.imports.thumb_release:_read_references",
+                                 "storage.imports.import_files:read_records"),
                "thumb.jsonl", thumb_release, RELEASE_TEXTS, "lines",
                command=("import-thumb", "{dir}/thumb.jsonl", "--references",
                         "{dir}/refs.jsonl", "--images", "{dir}/img"), setup=_release_setup),
         Reader("COCO captions", ("storage.bison:coco_caption_annotations",
-                                 "storage.import_files:read_text"),
+                                 "storage.imports.import_files:read_text"),
                "coco.json", coco_captions, COCO_TEXTS, "json",
                command=("bison", "import", "{dir}/bison.json", "--captions",
                         "{dir}/coco.json", "--images", "{dir}/img"), setup=_coco_setup),
@@ -466,18 +466,19 @@ def build_readers() -> list[Reader]:
         Reader("BISON JSONL", ("storage.bison:read_own_bison",), "own_bison.jsonl",
                own_bison_jsonl, OWN_BISON_TEXTS, "lines",
                command=("bison", "import", "{dir}/own_bison.jsonl"), setup=_png),
-        Reader("gold CSV", ("storage.gold:read_gold", "storage.gold:import_gold", *images),
+        Reader("gold CSV",
+               ("storage.rating.gold:read_gold", "storage.rating.gold:import_gold", *images),
                "gold.csv", gold_csv, GOLD_TEXTS, "text",
                command=("gold", "import", "{dir}/gold.csv"), setup=_png),
-        Reader("gold JSONL", ("storage.gold:read_gold", "storage.gold:import_gold"),
+        Reader("gold JSONL", ("storage.rating.gold:read_gold", "storage.rating.gold:import_gold"),
                "gold.jsonl", gold_jsonl, GOLD_TEXTS, "lines",
                command=("gold", "import", "{dir}/gold.jsonl"), setup=_png),
-        Reader("judgment set CSV", ("storage.judgment_import:import_judgments",),
+        Reader("judgment set CSV", ("storage.imports.judgment_import:import_judgments",),
                "j.csv", judgment_scores, JUDGMENT_TEXTS, "text",
                command=("judgments", "import", "{dir}/j.csv", "--name", "crowd", "--scale",
                         "0-1", "--continuous", "--references", "{dir}/refs.csv"),
                setup=_judgment_setup),
-        Reader("judgment references CSV", ("storage.judgment_import:read_references",),
+        Reader("judgment references CSV", ("storage.imports.judgment_import:read_references",),
                "refs.csv", judgment_references, REFERENCE_TEXTS, "text",
                command=("judgments", "import", "{dir}/j.csv", "--name", "crowd", "--scale",
                         "0-1", "--continuous", "--references", "{dir}/refs.csv"),
@@ -543,7 +544,7 @@ def build_readers() -> list[Reader]:
                read=_read("metrics.retrieval.relevance", "read_relevance"),
                error=errors["relevance"]),
         Reader("graded judgments CSV", ("reports.retrieval:read_judgments",
-                                        "storage.import_files:_lines"), "j.csv",
+                                        "storage.imports.import_files:_lines"), "j.csv",
                agreement_csv, AGREEMENT_TEXTS, "text",
                read=_read("reports.retrieval", "read_judgments"), error=errors["input"]),
         # --- image files (checked at import; the screens ask again) ---
@@ -583,16 +584,16 @@ TRUSTED = {
     "metrics.models.torch_device:model_label":
         "a local model folder's config.json: model folders are trusted (SECURITY.md)",
     "metrics.models.clip:ClipEmbedder._embed_images":
-        "project images, each checked by storage.images.image_problem at import "
+        "project images, each checked by storage.imports.images.image_problem at import "
         "(registered: 'image file')",
-    "storage.import_scan:serve_quick_check":
+    "storage.imports.import_scan:serve_quick_check":
         "its stdin: the path and rubric the importing process sends it, as JSON",
-    "storage.importer:_Spool.__iter__":
+    "storage.imports.importer:_Spool.__iter__":
         "pickle.load of the import's own spool: an unnamed temporary file (mode 0600, "
         "unlinked at once) holding the rows this import checked and pickled itself",
     "storage.match:unpack_top_lists":
         "np.load over a blob from the database (io.BytesIO), not a file",
-    "storage.migrations:_head_in_files":
+    "storage.db.migrations:_head_in_files":
         "the Alembic revisions installed with thumb-tui",
     "reports.retrieval:ModelFiles.where":
         "a ranking file that read_rankings_json has read and checked whole (registered: "

@@ -15,7 +15,7 @@ from sqlalchemy.engine import URL, make_url
 
 from benchmarks.races import drop_everything
 from storage import open_database
-from storage.db import make_engine
+from storage.db.engine import make_engine
 from storage.team import FUNCTIONS, REACHED, TeamRoles, add_member, init_team
 
 PASSWORD = "a test password: only its verifier reaches the server"
@@ -33,7 +33,7 @@ class Team:
     engines: dict[str, Engine] = field(default_factory=dict)
 
     def engine(self, who: str) -> Engine:
-        """`who`'s engine as thumb-tui makes one (`storage.db.make_engine`)."""
+        """`who`'s engine as thumb-tui makes one (`storage.db.engine.make_engine`)."""
         if who not in self.engines:
             self.engines[who] = make_engine(self.login(who).render_as_string(
                 hide_password=False))

@@ -186,8 +186,8 @@ def test_precise_errors_on_bad_input():
 
 def test_bootstrap_is_reproducible_with_a_seed(tmp_path):
     from reports.agreement import agreement_report
-    from storage.project_queues import assign_double
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.project_queues import assign_double
+    from storage.rating.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
     from tests.test_workflow import rate_everything
 
@@ -208,7 +208,7 @@ def test_bootstrap_is_reproducible_with_a_seed(tmp_path):
 def test_no_statistic_is_ever_nan(tmp_path):
     from reports.agreement import agreement_report
     from storage.models import Stage
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
     from tests.test_workflow import rate_everything
 
@@ -231,7 +231,7 @@ def test_agreement_text_fits_80_columns_and_shows_the_confusion_counts(tmp_path)
     from reports.agreement import agreement_report
     from reports.thumb.text import agreement_text
     from storage.models import Stage
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
     from tests.test_workflow import rate_everything
 

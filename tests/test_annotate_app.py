@@ -242,7 +242,7 @@ async def test_time_per_image_is_exported(engine, tmp_path):
     from storage.exporter import export_frame
 
     clock = iter(range(0, 1000, 7))
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.rating_sessions import AnnotationSession
     from thumb_tui.app import ThumbApp
 
     session = AnnotationSession(engine, "timer", seed_source=lambda: 1,

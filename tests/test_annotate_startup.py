@@ -13,11 +13,11 @@ from textual.widgets import Static
 from typer.testing import CliRunner
 
 from storage import import_captions
-from storage.image_flags import flagged_image_ids
 from storage.models import Caption, Rating, Stage
-from storage.project_queues import assign_double
-from storage.protocol import complete_clause, open_images, read_states, refusals
-from storage.rating_sessions import AnnotationSession
+from storage.rating.image_flags import flagged_image_ids
+from storage.rating.project_queues import assign_double
+from storage.rating.protocol import complete_clause, open_images, read_states, refusals
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import make_app
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app as cli

@@ -13,10 +13,10 @@ from PIL import Image
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
-import storage.importer
+import storage.imports.importer
 from rubrics import load_rubric
 from storage import import_captions, open_database, ratings_frame
-from storage.db import write_transaction
+from storage.db.engine import write_transaction
 from storage.rubric_registry import rating_value_triggers_suspended
 from tests.conftest import database_dump
 
@@ -87,7 +87,7 @@ def test_an_error_inside_rolls_the_dropped_triggers_back(rated):
 
 def test_an_import_over_the_bulk_size_stores_its_ratings_and_keeps_the_triggers(
         rated, tmp_path, monkeypatch):
-    monkeypatch.setattr(storage.importer, "BULK_RATINGS", 2)
+    monkeypatch.setattr(storage.imports.importer, "BULK_RATINGS", 2)
     before = rating_triggers(rated)
     source = tmp_path / "more.csv"
     source.write_text(HEADER + "".join(f"a.png,T{k},More {k}.,ann,1,6,2,{amount}\n"

@@ -14,9 +14,9 @@ import krippendorff
 import numpy as np
 import pytest
 
-from storage.gold import import_gold, is_gold
-from storage.project_queues import assign_double
-from storage.rating_sessions import AnnotationSession
+from storage.rating.gold import import_gold, is_gold
+from storage.rating.project_queues import assign_double
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine, screen_text
 from tests.conftest import database_dump
 from tests.test_gold import gold_file

@@ -109,7 +109,7 @@ def test_annotate_says_in_counts_why_no_image_is_open(tmp_path):
     db = str(tmp_path / "e.db")
     runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)])
     from storage import open_database
-    from storage.annotators import register_annotator
+    from storage.rating.annotators import register_annotator
 
     register_annotator(open_database(tmp_path / "empty.db"), "zoe", None)  # no images yet
     result = runner.invoke(app, ["--db", str(tmp_path / "empty.db"), "annotate",
@@ -282,9 +282,9 @@ def test_annotator_commands_list_rename_and_retire_and_never_make_a_subcommand_a
     from sqlalchemy import select
 
     from storage import open_database
-    from storage.annotators import annotator_names
     from storage.models import Event, Stage
-    from storage.protocol import ProtocolError, check_may_rate, open_images
+    from storage.rating.annotators import annotator_names
+    from storage.rating.protocol import ProtocolError, check_may_rate, open_images
 
     db = str(tmp_path / "a.db")
     assert runner.invoke(app, ["--db", db, "import", str(SAMPLE_CSV)]).exit_code == 0

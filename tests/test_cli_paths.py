@@ -223,7 +223,7 @@ def test_the_status_header_masks_a_password_in_the_url_query(rated_db):
 
 
 def test_shown_url_masks_every_secret_and_keeps_the_rest():
-    from storage.db import shown_url
+    from storage.db.engine import shown_url
 
     assert shown_url("postgresql+psycopg://u:pw@h:5/db?sslmode=require&password=x&"
                      "sslpassword=y&Auth_Token=z") == (

@@ -13,11 +13,11 @@ from sqlalchemy import select
 from textual.widgets import Static
 
 from storage import Event, Rating, import_captions
-from storage.db import DatabaseBusy, write_transaction
+from storage.db.engine import DatabaseBusy, write_transaction
 from storage.errors import InputError
 from storage.models import Assignment, Caption
-from storage.protocol import ImageTaken
-from storage.rating_sessions import AnnotationSession
+from storage.rating.protocol import ImageTaken
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import make_app, sample_engine, screen_text
 from thumb_tui.app import ThumbApp
 

@@ -12,10 +12,10 @@ from sqlalchemy import select
 from textual.widgets import Static
 
 from storage import import_captions
-from storage.annotators import register_annotator
 from storage.models import Event, FluencyCheck, Rating, Resolution, Stage
-from storage.project_queues import disagreements, fluency_queue
-from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
+from storage.rating.annotators import register_annotator
+from storage.rating.project_queues import disagreements, fluency_queue
+from storage.rating.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
 from tests.app_helpers import sample_engine
 from tests.conftest import SAMPLE_CSV
 from tests.team_helpers import team_on

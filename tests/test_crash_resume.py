@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import select
 
 from storage import Rating
-from storage.annotators import register_annotator
 from storage.models import Assignment
-from storage.rating_sessions import AnnotationSession
+from storage.rating.annotators import register_annotator
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,15 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from storage import import_captions, open_database
-from storage.dashboard import dashboard, project_size, work_for
 from storage.models import Stage
-from storage.project_queues import (
+from storage.rating.dashboard import dashboard, project_size, work_for
+from storage.rating.project_queues import (
     assign_double,
     disagreements,
     fluency_queue,
     release_claims,
 )
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app
@@ -207,7 +207,7 @@ def test_status_with_gold_keeps_every_count_whole_at_80_columns():
     table nine columns: at 80 columns still no count is cut (`annotate 16`)."""
     from rich.console import Console
 
-    from storage.dashboard import AnnotatorProgress, Dashboard, Work
+    from storage.rating.dashboard import AnnotatorProgress, Dashboard, Work
     from thumb_tui.cli.project import _annotator_table
 
     person = AnnotatorProgress("alice", None, 0, 0, 0, 0, 0, 0, 0,

@@ -7,7 +7,7 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from storage import Annotator, Caption, Event, Image, Rating
-from storage.db import BulkInsert, database_url
+from storage.db.engine import BulkInsert, database_url
 from storage.models import utcnow
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from storage import backup
-from storage.backup import checked_copy, copy_sqlite
+from storage.db import backup
+from storage.db.backup import checked_copy, copy_sqlite
 from tests.app_helpers import sample_engine
 from thumb_tui.cli import app
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.annotators import register_annotator
+from storage.rating.annotators import register_annotator
 from tests.match_helpers import match_project
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX locks"),

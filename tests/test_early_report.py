@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from metrics.stats.correlation import strict_best_worst
 from storage import open_database
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from tests.test_untrusted_output import injected
 from thumb_tui.cli import app

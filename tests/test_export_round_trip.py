@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from rubrics import load_rubric
 from storage import InputError, export_ratings, final_scores, import_captions, open_database
-from storage.gold import import_gold
 from storage.models import (
     Annotator,
     Assignment,
@@ -33,13 +32,14 @@ from storage.models import (
     Resolution,
     Stage,
 )
-from storage.project_queues import (
+from storage.rating.gold import import_gold
+from storage.rating.project_queues import (
     disagreements,
     fluency_queue,
     record_fluency_check,
     record_resolution,
 )
-from storage.rating_sessions import AnnotationSession, register_annotator
+from storage.rating.rating_sessions import AnnotationSession, register_annotator
 from tests.app_helpers import review_lowering_first_recall, sample_engine
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png

@@ -17,10 +17,11 @@ from textual.widgets import Static
 from typer.testing import CliRunner
 
 from storage import Event
-from storage.annotators import register
-from storage.dashboard import dashboard, work_for
 from storage.errors import InputError
-from storage.gold import (
+from storage.models import GoldAnswer, GoldCaption, GoldImage, Rating, Stage, utcnow
+from storage.rating.annotators import register
+from storage.rating.dashboard import dashboard, work_for
+from storage.rating.gold import (
     answer_is_right,
     feedback_query,
     gold_accuracy,
@@ -30,8 +31,7 @@ from storage.gold import (
     is_gold,
     set_gold_settings,
 )
-from storage.models import GoldAnswer, GoldCaption, GoldImage, Rating, Stage, utcnow
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine, screen_text
 from tests.conftest import database_dump
 from thumb_tui.app import ThumbApp
@@ -257,7 +257,7 @@ def campaign(engine) -> None:
 
 
 def expected_accuracy(engine) -> dict[str, tuple[int, int]]:
-    """Computed here from the rows, independently of storage.gold."""
+    """Computed here from the rows, independently of storage.rating.gold."""
     with engine.connect() as connection:
         limits = {row.id: row for row in connection.execute(select(GoldCaption.__table__))}
         names = dict(connection.exec_driver_sql("SELECT id, name FROM annotator").all())
@@ -360,7 +360,7 @@ WRONG, RIGHT = {"precision": 5, "recall": 1}, {"precision": 5, "recall": 4}  # r
 
 def scored_by_hand(engine) -> dict[str, tuple[int, int]]:
     """(answered, right) per annotator, each caption judged by its first complete answer
-    replayed here from the event log (independently of storage.gold)."""
+    replayed here from the event log (independently of storage.rating.gold)."""
     with engine.connect() as connection:
         limits = {row.id: row for row in connection.execute(select(GoldCaption.__table__))}
         rows = {row.id: row for row in connection.execute(select(GoldAnswer.__table__))}

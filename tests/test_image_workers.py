@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from storage import InputError, import_captions, open_database
-from storage.images import ImageChecker, ImageFolder, _Worker, checked_image
-from storage.import_rows import RowReader
+from storage.imports.images import ImageChecker, ImageFolder, _Worker, checked_image
+from storage.imports.import_rows import RowReader
 from tests.conftest import database_dump
 from tests.image_files import broken_files, good_png
 
@@ -93,7 +93,7 @@ def workers_started(monkeypatch) -> list[_Worker]:
     monkeypatch.setattr(RowReader, "IMAGES_IN_PROCESS", 10)
     monkeypatch.setattr(RowReader, "LOOKAHEAD", 16)
     monkeypatch.setattr(ImageChecker, "BATCH", 8)
-    monkeypatch.setattr("storage.import_rows.spare_cpus", lambda: 1)
+    monkeypatch.setattr("storage.imports.import_rows.spare_cpus", lambda: 1)
     return started
 
 
@@ -132,7 +132,7 @@ def test_an_import_whose_workers_cannot_start_checks_its_images_itself(
     def no_interpreter(*args: object, **kwargs: object) -> None:
         raise OSError("no such file: the interpreter")
 
-    monkeypatch.setattr("storage.images.subprocess.Popen", no_interpreter)
+    monkeypatch.setattr("storage.imports.images.subprocess.Popen", no_interpreter)
     source = folder_of_images / "captions.csv"
     source.write_text(rows(60), encoding="utf-8")
     summary = import_captions(open_database(folder_of_images / "project.db"), source,

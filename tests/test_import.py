@@ -20,11 +20,10 @@ from storage import (
     export_ratings,
     final_scores,
     import_captions,
-    import_files,
-    importer,
     open_database,
     project_status,
 )
+from storage.imports import import_files, importer
 from storage.models import FluencyCheck, ImageFlag, ImageReference, Resolution
 from tests.conftest import SAMPLE_CSV, database_dump
 from tests.image_files import good_png
@@ -174,14 +173,14 @@ def test_export_then_import_keeps_the_workflow_state(tmp_path):
     verdicts survive CSV, JSONL and Parquet; a rating in progress is left out and said so."""
     from storage.exporter import in_progress_ratings
     from storage.models import Stage
-    from storage.project_queues import (
+    from storage.rating.project_queues import (
         assign_double,
         disagreements,
         fluency_queue,
         record_fluency_check,
         record_resolution,
     )
-    from storage.rating_sessions import AnnotationSession, register_annotator
+    from storage.rating.rating_sessions import AnnotationSession, register_annotator
     from tests.app_helpers import review_lowering_first_recall, sample_engine
     from tests.test_workflow import rate_everything
 
@@ -266,8 +265,8 @@ def test_the_reviewed_annotator_survives_export_and_import(tmp_path):
     """On a double image, whoever rated first stays the one stage 2 reviews, even when the
     other blind rater's ratings come first in the exported file."""
     from storage.models import Stage
-    from storage.project_queues import assign_double, disagreements
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.project_queues import assign_double, disagreements
+    from storage.rating.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
 
     engine = sample_engine(tmp_path)
@@ -456,9 +455,9 @@ BAD_INPUTS = {
 
 def test_a_fluency_round_verdict_records_no_native_language_the_file_does_not_give(project):
     """The import used to record every `fluency_round_by` name as a native English speaker
-    (a rule of its own beside `storage.protocol.may_check_fluency`): it records only what
+    (a rule of its own beside `storage.rating.protocol.may_check_fluency`): it records only what
     the file says, and refuses a checker recorded as not native."""
-    from storage.annotators import register_annotator
+    from storage.rating.annotators import register_annotator
 
     engine = open_database(project / "f.db")
     verdicts = project / "verdicts.csv"

@@ -9,12 +9,13 @@ from dataclasses import replace
 import pytest
 
 from rubrics import THUMB_1_0
-from storage import InputError, import_captions, importer, open_database
+from storage import InputError, import_captions, open_database
 from storage.errors import Problems
-from storage.import_files import iter_records
-from storage.import_rows import RowError, RowReader
+from storage.imports import importer
+from storage.imports.import_files import iter_records
+from storage.imports.import_rows import RowError, RowReader
 from storage.models import Stage
-from storage.protocol import ImageState, refusals
+from storage.rating.protocol import ImageState, refusals
 from tests.conftest import database_dump
 from tests.image_files import good_png
 

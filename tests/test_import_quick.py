@@ -1,4 +1,4 @@
-"""The quick check of a large CSV import (storage/import_scan.py): it refuses a file for its
+"""The quick check of a large CSV import (storage/imports/import_scan.py): it refuses a file for its
 rows' values before the full pass, with the full pass's lines and messages; it never
 reports what the full pass would not; and where it cannot read a file as the full pass
 does, it finds nothing and the full pass reports."""
@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from rubrics import load_rubric
-from storage import InputError, import_captions, import_scan, importer, open_database
+from storage import InputError, import_captions, open_database
+from storage.imports import import_scan, importer
 from tests.conftest import database_dump
 from tests.image_files import good_png
 from thumb_tui.cli import app

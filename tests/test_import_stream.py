@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-import storage.importer as importer
+import storage.imports.importer as importer
 from benchmarks.races import drop_everything
 from storage import InputError, import_captions, open_database
-from storage.import_rows import CaptionRow
+from storage.imports.import_rows import CaptionRow
 from tests.conftest import database_dump
 from tests.image_files import good_png
 

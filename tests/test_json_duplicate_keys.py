@@ -1,7 +1,7 @@
 """A JSON object that names a key twice is refused by every reader of a user's JSON file,
 at the line where the key is named the second time: JSON itself keeps the last value
 without a word, so `"precision": 5, …, "precision": 1` imported as 1 (as a CSV header
-naming a column twice is refused). The import's reader (`storage.untrusted`), the files it
+naming a column twice is refused). The import's reader (`storage.imports.untrusted`), the files it
 reads (caption and judgment JSON lines, BISON files) and the metrics' readers
 (`metrics.untrusted`) alike."""
 
@@ -16,8 +16,8 @@ from metrics.retrieval.positives import PositivesError, read_coco_presence
 from metrics.untrusted import load_json as load_metrics_json
 from storage import InputError, import_captions, open_database
 from storage.bison import coco_caption_annotations
-from storage.judgment_import import Scale, import_judgments
-from storage.untrusted import JsonProblem, load_json
+from storage.imports.judgment_import import Scale, import_judgments
+from storage.imports.untrusted import JsonProblem, load_json
 from tests.conftest import database_dump
 from tests.image_files import good_png
 

@@ -18,7 +18,7 @@ from metrics.stats.judgments import majority_pairs, pairwise_accuracy
 from reports.judgments import build_judgment_report
 from reports.thumb.render import judgment_sections
 from reports.thumb.text import judgment_text
-from storage.judgment_import import Scale, import_judgments
+from storage.imports.judgment_import import Scale, import_judgments
 from storage.judgments import judgment_caption_rows, judgment_set
 from storage.metric_scores import store_metric_scores
 from storage.models import JudgmentMetricScore

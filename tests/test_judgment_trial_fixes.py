@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from storage import InputError, open_database
 from storage.errors import Problems
-from storage.import_files import read_records
-from storage.judgment_import import Scale, import_judgments
+from storage.imports.import_files import read_records
+from storage.imports.judgment_import import Scale, import_judgments
 from storage.models import JudgmentImage
 from tests.conftest import ROOT
 from tests.image_files import good_png

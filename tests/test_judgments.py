@@ -17,7 +17,7 @@ from metrics.signature import parse_signature
 from metrics.text.cider import CiderD
 from metrics.text.tokenize import java_available
 from storage import InputError, open_database
-from storage.judgment_import import Scale, import_judgments
+from storage.imports.judgment_import import Scale, import_judgments
 from storage.models import (
     JudgmentCaption,
     JudgmentImage,

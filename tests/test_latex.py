@@ -199,7 +199,7 @@ def test_the_report_in_latex_bolds_the_machines_best_and_compiles(project, tmp_p
 def test_the_latex_report_names_the_images_it_leaves_out(tmp_path):
     """An image flagged as broken is out of every table: report.tex says which, as the
     other formats do, instead of only counting the images."""
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
 
     engine = sample_engine(tmp_path)

@@ -286,12 +286,10 @@ def import_circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
 
 
 # circles of imports that exist already, outside metrics/ (where none may form): this list
-# is exactly the current set, so a new circle anywhere, or a grown one, fails
-KNOWN_CIRCLES = {
-    frozenset({"storage.annotators", "storage.backup", "storage.db", "storage.gold",
-               "storage.image_flags", "storage.migrations", "storage.protocol",
-               "storage.rating_desk", "storage.schema_check", "storage.team"}),
-}
+# is exactly the current set, so a new circle anywhere, or a grown one, fails. None is left
+# (storage's was broken by opening a database in `storage.db.opening`, above both the engine
+# and the migrations, so that the engine imports no other storage module).
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 
 
 def test_no_new_circle_of_imports() -> None:
@@ -299,6 +297,15 @@ def test_no_new_circle_of_imports() -> None:
     assert [sorted(circle) for circle in circles
             if any(module.split(".")[0] == "metrics" for module in circle)] == []
     assert circles == KNOWN_CIRCLES
+
+
+def test_the_engine_imports_no_other_storage_module() -> None:
+    """The engine is storage's bottom: the migrations, the schema check and every domain
+    use it, so an import of any of them from it would close a circle again."""
+    graph = import_graph(ROOT, LAYERS)
+    assert sorted(target for target in graph["storage.db.engine"]
+                  if target.startswith("storage")) == []
+    assert "storage.db.migrations" in graph["storage.db.opening"]
 
 
 def test_the_check_finds_a_circle_of_imports(tmp_path: Path) -> None:

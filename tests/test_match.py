@@ -227,8 +227,8 @@ def test_table_2_counts_undecided_pairs_as_shown_and_leaves_out_flagged_images(t
     import pandas as pd
 
     from reports.match import derive_positives
-    from storage.image_flags import flag_image
     from storage.models import Annotator
+    from storage.rating.image_flags import flag_image
 
     _, engine = match_project(tmp_path, redundancy=2, size=10)
     for name, answer in (("ann", 1), ("bob", 4)):  # 100% yes against no: every pair tied

@@ -9,9 +9,9 @@ import time
 import pytest
 from sqlalchemy import select
 
-from storage.annotators import register_annotator
 from storage.match import MatchSession, verification_frame
 from storage.models import MatchClaim, MatchVerification
+from storage.rating.annotators import register_annotator
 from tests.match_helpers import match_project
 from tests.test_crash_resume import TerminalApp, wait_for
 

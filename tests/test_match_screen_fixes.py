@@ -73,9 +73,9 @@ def write_locked(db: Path) -> Iterator[None]:
 def short_lock_waits(monkeypatch):
     """A keystroke gives up on a locked database after 4 x 50 ms, not 4 x 500 ms: the
     busy path is the same, the test waits less."""
-    import storage.db
+    import storage.db.engine
 
-    monkeypatch.setattr(storage.db, "WRITE_LOCK_WAIT_MS", 50)
+    monkeypatch.setattr(storage.db.engine, "WRITE_LOCK_WAIT_MS", 50)
 
 
 async def test_an_answer_and_an_undo_on_a_locked_database_say_busy_and_go_through_later(

@@ -19,7 +19,7 @@ from textual.widgets import Static
 from storage import import_captions, open_database
 from storage.match import collection, load_positive_set
 from storage.models import Event, Image, ImageFlag, MatchBatchItem, MatchPair, PositiveSet
-from storage.protocol import ProtocolError
+from storage.rating.protocol import ProtocolError
 from tests.app_helpers import screen_text
 from tests.conftest import SAMPLE_CSV
 from tests.match_helpers import fixed_session, match_project, thumb, toy_scores

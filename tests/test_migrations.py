@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from rubrics import THUMB_1_0
 from storage import final_scores, open_database
-from storage.migrations import (
+from storage.db.migrations import (
     RELEASE_0_1_0,
     SCRIPTS,
     SchemaDamaged,
@@ -35,8 +35,8 @@ from storage.migrations import (
     head_revision,
     upgrade_database,
 )
+from storage.db.schema_check import TRIGGERS, quick_damage, schema_damage
 from storage.rubric_registry import project_rubric
-from storage.schema_check import TRIGGERS, quick_damage, schema_damage
 
 SCHEMAS = Path(__file__).parent / "schemas"
 POSTGRES_URL = os.environ.get("THUMB_TEST_POSTGRES")
@@ -123,7 +123,7 @@ def migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
     does, with SQLite's foreign keys on as thumb-tui's engines have them."""
     from alembic import command
 
-    from storage.migrations import _config
+    from storage.db.migrations import _config
 
     config = _config()
     with engine.connect() as connection:
@@ -160,7 +160,7 @@ def release_columns(engine: Engine) -> dict[str, list[str]]:
 
 
 def schema_differences(engine: Engine) -> list[str]:
-    """How the database's schema differs from the models (`storage.schema_check`, what
+    """How the database's schema differs from the models (`storage.db.schema_check`, what
     `thumb db upgrade` checks: tables, columns, types, indexes, unique constraints,
     foreign keys, named CHECK constraints, triggers); [] when it is theirs."""
     with engine.connect() as connection:
@@ -231,7 +231,7 @@ def test_a_project_at_head_goes_down_to_0013_and_back_up_keeping_every_row(tmp_p
     of the ratings and claims refused its DROP TABLE: a database with rows could not go
     back. Now every row stays down and up; and 0016 refuses to go down while it holds a
     rating that `thumb release --force` set aside, rather than lose it."""
-    from storage.project_queues import release_claims
+    from storage.rating.project_queues import release_claims
 
     path = tmp_path / "thumb.db"
     build_sqlite_release(path)

@@ -22,8 +22,8 @@ from sqlalchemy.exc import OperationalError
 from textual.widgets import Static
 from typer.testing import CliRunner
 
-import storage.db
-import storage.monitor
+import storage.db.engine
+import storage.rating.monitor
 from metrics.stats.campaign import (
     Drift,
     Pace,
@@ -39,12 +39,12 @@ from metrics.stats.campaign import (
     seconds_per_caption,
 )
 from storage import open_database
-from storage.dashboard import dashboard, pipeline_stages
-from storage.db import make_engine
+from storage.db.engine import make_engine
 from storage.models import Annotator, Caption, Image, Rating, Stage
-from storage.monitor import MonitorBusy, blind_pairs, read_monitor
-from storage.project_queues import assign_double
-from storage.rating_sessions import AnnotationSession
+from storage.rating.dashboard import dashboard, pipeline_stages
+from storage.rating.monitor import MonitorBusy, blind_pairs, read_monitor
+from storage.rating.project_queues import assign_double
+from storage.rating.rating_sessions import AnnotationSession
 from tests import test_dashboard
 from tests.app_helpers import sample_engine, screen_text
 from tests.conftest import SAMPLE_CSV, database_dump
@@ -446,7 +446,7 @@ async def test_a_locked_sqlite_database_says_busy_and_recovers(tmp_path, monkeyp
     """Another process holds SQLite's exclusive lock: the monitor says so and keeps the
     last figures; once the lock goes, the next reading shows the new state."""
     sample_engine(tmp_path).dispose()
-    monkeypatch.setattr(storage.db, "SQLITE_BUSY_TIMEOUT_MS", 200)  # read at each connect
+    monkeypatch.setattr(storage.db.engine, "SQLITE_BUSY_TIMEOUT_MS", 200)  # read at each connect
     engine = make_engine(tmp_path / "app.db")
     rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1,
                                       clock=ticking(5)), 1)
@@ -531,7 +531,7 @@ def test_a_locked_read_becomes_monitor_busy(engine, monkeypatch):
     def refuse(_engine):
         raise OperationalError("SELECT", None, locked)
 
-    monkeypatch.setattr(storage.monitor, "complete_ratings", refuse)
+    monkeypatch.setattr(storage.rating.monitor, "complete_ratings", refuse)
     with pytest.raises(MonitorBusy):
         read_monitor(engine)
 
@@ -593,7 +593,7 @@ def test_the_gold_column_only_with_gold_and_narrower_gaps_where_it_must():
     columns, while a wider terminal keeps two."""
     from rich.console import Console
 
-    from storage.gold import GoldAccuracy
+    from storage.rating.gold import GoldAccuracy
     from thumb_tui.screens.monitor import AnnotatorRow, AnnotatorRows
 
     rows = [AnnotatorRow("a-very-long-annotator", {1: 240, 2: 120, 3: 12},
@@ -649,7 +649,7 @@ def test_names_are_whole_where_the_screen_has_room_and_cut_only_by_what_does_not
 
 
 def test_the_reading_counts_gold(engine, tmp_path):
-    from storage.gold import gold_accuracy, import_gold
+    from storage.rating.gold import gold_accuracy, import_gold
     from tests.test_gold import gold_file
 
     assert (read_monitor(engine).gold_captions, read_monitor(engine).gold) == (0, [])

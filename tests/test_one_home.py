@@ -14,20 +14,20 @@ PACKAGES = ("rubrics", "storage", "metrics", "reports", "thumb_tui")
 
 # rule -> (its home, expressions of it that only the home may hold)
 RULES = {
-    "a rating is complete when every score is set": ("storage/protocol.py", [
+    "a rating is complete when every score is set": ("storage/rating/protocol.py", [
         r"\b(precision|recall)\.(is_not|isnot|is_)\(None\)",
         r"\[[\"'](precision|recall)[\"']\] is (not )?None",
         r"\.(precision|recall) is (not )?None",
         r"dropna\(subset=\[[\"'](precision|recall)",
         r"None (not )?in \([^)]*\bprecision\b",
     ]),
-    "only native speakers do the fluency round": ("storage/protocol.py", [
+    "only native speakers do the fluency round": ("storage/rating/protocol.py", [
         r"bool\([^)]*native_english",
         r"\bnot [\w.\[\]\"']*native_english\b",
         r"\bif [\w.]*native_english\s*:",
         r"native_english is (False|True)\b",
     ]),
-    "how many stage-1 raters an image takes": ("storage/protocol.py", [
+    "how many stage-1 raters an image takes": ("storage/rating/protocol.py", [
         r"double_rating, 2\)",
         r"2 if [\w.]*double_rating\b",
     ]),
@@ -51,7 +51,7 @@ RULES = {
     "how a byte that is not UTF-8 is named (line and column)": ("rubrics/json_limits.py", [
         r"invalid UTF-8 \(byte",
     ]),
-    "a copy of a SQLite database in use is one moment of it": ("storage/backup.py", [
+    "a copy of a SQLite database in use is one moment of it": ("storage/db/backup.py", [
         r"\.backup\(",
     ]),
 }

@@ -17,10 +17,10 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from storage import import_captions, open_database
-from storage.migrations import SchemaError
+from storage.db.migrations import SchemaError
 from storage.models import Stage
-from storage.project_queues import assign_double
-from storage.rating_sessions import AnnotationSession
+from storage.rating.project_queues import assign_double
+from storage.rating.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from tests.team_helpers import Team, team_on
 from tests.test_migrations import migrate
@@ -172,7 +172,7 @@ def test_a_backup_that_cannot_open_a_read_only_folders_database_says_why(tmp_pat
     def cannot_open(*_args: object, **_kwargs: object) -> None:
         raise sqlite3.OperationalError("unable to open database file")
 
-    monkeypatch.setattr("storage.backup.copy_sqlite", cannot_open)
+    monkeypatch.setattr("storage.db.backup.copy_sqlite", cannot_open)
     monkeypatch.setattr("thumb_tui.cli.common.os.access",
                         lambda path, mode: Path(path) != archive)
     result = CliRunner().invoke(app, ["--db", str(archive / "thumb.db"), "db", "backup",
@@ -200,7 +200,7 @@ def test_any_command_that_cannot_open_a_read_only_folders_database_says_why(tmp_
         raise OperationalError("connect", None,
                                sqlite3.OperationalError("unable to open database file"))
 
-    monkeypatch.setattr("storage.db.open_database", cannot_open)
+    monkeypatch.setattr("storage.db.opening.open_database", cannot_open)
     monkeypatch.setattr("thumb_tui.cli.common.os.access",
                         lambda path, mode: Path(path) != archive)
     result = CliRunner().invoke(app, ["--db", str(archive / "thumb.db"), "status"])
@@ -215,7 +215,7 @@ def test_an_upgrade_another_process_made_first_leaves_only_its_reported_copy(tmp
     """Two commands open an older file at once: both copy it, one upgrades and reports its
     copy; the other finds the schema current under the lock and must not leave a second,
     unreported copy (named after the old revision, whichever state it caught)."""
-    from storage import migrations
+    from storage.db import migrations
 
     path = tmp_path / "thumb.db"
     older_database(path)

@@ -502,13 +502,13 @@ def test_a_refused_command_leaves_no_new_database(tmp_path, name):
 def test_an_import_that_fails_in_the_database_leaves_no_new_database(tmp_path, monkeypatch):
     """A rubric that failed a NOT NULL constraint left a migrated database behind: the
     clean-up ran only on InputError."""
-    import storage.importer
+    import storage.imports.importer
     from storage.models import RubricRecord
 
     def not_null(connection, rubric, *, choose=False):
         connection.execute(RubricRecord.__table__.insert().values(signature="x"))
 
-    monkeypatch.setattr(storage.importer, "register_rubric", not_null)
+    monkeypatch.setattr(storage.imports.importer, "register_rubric", not_null)
     db = tmp_path / "new.db"
     line = one_line_error(thumb(db, "import", SAMPLE_CSV, "--rubric", "thumb-1.0"))
     assert "NOT NULL" in line
@@ -541,7 +541,7 @@ def test_a_sqlite_url_is_checked_like_a_path(tmp_path):
 def test_sqlite_path_reads_urls():
     """The file each form opens, as SQLAlchemy and SQLite read it (a `file:` URI was
     None, so nothing checked it: issue #45 item 6)."""
-    from storage.db import sqlite_path
+    from storage.db.engine import sqlite_path
 
     assert sqlite_path("/a/b.db") == Path("/a/b.db")
     assert sqlite_path("sqlite:////a/b.db") == Path("/a/b.db")
@@ -576,7 +576,7 @@ def test_a_read_command_creates_no_database_from_a_sqlite_uri(tmp_path, monkeypa
     assert list(tmp_path.iterdir()) == []
     ok(runner.invoke(app, ["--db", url, "import", str(SAMPLE_CSV)]))
     ok(runner.invoke(app, ["--db", url, "status"]))
-    from storage.db import sqlite_path
+    from storage.db.engine import sqlite_path
 
     assert (tmp_path / sqlite_path(url)).is_file()
 

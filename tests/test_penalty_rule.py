@@ -104,7 +104,7 @@ def test_the_triggers_tolerance_is_the_rules():
 
     from rubrics import amounts
 
-    path = (Path(__file__).parent.parent / "storage" / "migrations" / "versions"
+    path = (Path(__file__).parent.parent / "storage" / "db" / "migrations" / "versions"
             / "0006_rubrics_as_data.py")
     spec = importlib.util.spec_from_file_location("revision_0006", path)
     revision = importlib.util.module_from_spec(spec)
@@ -117,7 +117,7 @@ def test_the_triggers_tolerance_is_the_rules():
 def test_the_session_applies_the_same_rule(tmp_path: Path):
     """The rating session refuses what import refuses (the rubric's `penalty_problem` over
     the rating as it would be after the change), and writes nothing then."""
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.rating_sessions import AnnotationSession
     from tests.app_helpers import sample_engine
 
     engine = sample_engine(tmp_path, rubric=TS7)

@@ -17,8 +17,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from benchmarks.races import drop_everything
 from storage import InputError, final_scores, import_captions, open_database
 from storage.models import Stage
-from storage.project_queues import ProtocolError, disagreements
-from storage.rating_sessions import AnnotationSession
+from storage.rating.project_queues import ProtocolError, disagreements
+from storage.rating.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app
 
@@ -75,7 +75,7 @@ def test_postgresql_enforces_values_and_append_only_log(engine):
 def test_a_sqlite_project_moves_to_postgresql(engine, tmp_path):
     """Export from SQLite, import into PostgreSQL: the same final scores and workflow."""
     from storage import export_ratings
-    from storage.project_queues import record_resolution
+    from storage.rating.project_queues import record_resolution
 
     source = open_database(tmp_path / "source.db")
     import_captions(source, SAMPLE_CSV, actor="t")
@@ -109,7 +109,7 @@ def test_judgment_sets_on_postgresql(engine):
 
     from reports.judgments import build_judgment_report
     from reports.scoring import compute_judgment_metrics
-    from storage.judgment_import import Scale, import_judgments
+    from storage.imports.judgment_import import Scale, import_judgments
     from storage.models import JudgmentScore
 
     sample = SAMPLE_CSV.parent

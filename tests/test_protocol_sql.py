@@ -1,5 +1,5 @@
 """Issue #45: a team's server checks every rating and claim an annotator's role writes with
-`storage.protocol.may_rate_clause`, the protocol's rule in SQL. It must say what
+`storage.rating.protocol.may_rate_clause`, the protocol's rule in SQL. It must say what
 `check_may_rate` says, image state by image state: here both judge every write (each
 annotator, each stage) on many random states of a SQLite project, refusals and passes
 alike."""
@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, delete, insert, literal, select, upda
 
 from storage import import_captions
 from storage.models import Annotator, Assignment, Caption, Image, Rating, Stage, utcnow
-from storage.protocol import ProtocolError, check_may_rate, may_rate_clause
+from storage.rating.protocol import ProtocolError, check_may_rate, may_rate_clause
 from tests.conftest import SAMPLE_CSV
 
 NAMES = ("ann", "ben", "cid", "dee")  # dee is retired: the protocol gives her nothing

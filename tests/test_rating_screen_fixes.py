@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import select, update
 from textual.widgets import OptionList, Static
 
-from storage.gold import import_gold, is_gold
 from storage.models import Assignment, Event, FluencyCheck, Rating, Resolution, Stage
-from storage.project_queues import disagreements, fluency_queue
-from storage.rating_sessions import (
+from storage.rating.gold import import_gold, is_gold
+from storage.rating.project_queues import disagreements, fluency_queue
+from storage.rating.rating_sessions import (
     AnnotationSession,
     FluencyRoundSession,
     ResolutionSession,

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from storage.models import Assignment, Event, Rating, ReleasedRating
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 from thumb_tui.cli import app
 
@@ -82,7 +82,7 @@ def test_a_partly_rated_claim_is_kept_with_the_reason_and_freed_with_force(tmp_p
     assert row[:4] == ["ann", image.key, "1", str(rated)] and row[-1] in ("s", "min")
     from rich.console import Console
 
-    from storage.monitor import read_monitor
+    from storage.rating.monitor import read_monitor
     from thumb_tui.screens.monitor import pipeline_view
 
     def monitor_says() -> str:

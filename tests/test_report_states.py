@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from storage import open_database
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app
 

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import Engine, select
 
 from storage import import_captions, open_database
-from storage.dashboard import dashboard, pipeline_stages, work_for
 from storage.models import Caption
-from storage.project_queues import disagreements, fluency_queue, primary_first_ratings
-from storage.rating_frames import rating_pairs
+from storage.rating.dashboard import dashboard, pipeline_stages, work_for
+from storage.rating.project_queues import disagreements, fluency_queue, primary_first_ratings
+from storage.rating.rating_frames import rating_pairs
 from tests.conftest import SAMPLE_CSV
 
 IMAGES = sorted((SAMPLE_CSV.parent / "images").glob("*.png"))[:4]

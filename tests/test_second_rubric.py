@@ -25,8 +25,8 @@ from reports.thumb.tables import build_report
 from rubrics import THUMB_1_0, load_rubric, parse_rubric
 from storage import InputError, final_scores, import_captions, open_database, ratings_frame
 from storage.models import Stage, utcnow
-from storage.project_queues import fluency_queue
-from storage.rating_sessions import AnnotationSession
+from storage.rating.project_queues import fluency_queue
+from storage.rating.rating_sessions import AnnotationSession
 from storage.rubric_registry import project_rubric, register_rubric, stored_rubrics
 from tests.app_helpers import screen_text
 from tests.conftest import SAMPLE_CSV

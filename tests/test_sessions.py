@@ -9,10 +9,10 @@ from sqlalchemy import select
 
 from storage import Annotator, Event
 from storage.models import Assignment, Stage
-from storage.project_queues import disagreements, fluency_queue, record_fluency_check
-from storage.protocol import ProtocolError
-from storage.rating_desk import RatingDesk
-from storage.rating_sessions import (
+from storage.rating.project_queues import disagreements, fluency_queue, record_fluency_check
+from storage.rating.protocol import ProtocolError
+from storage.rating.rating_desk import RatingDesk
+from storage.rating.rating_sessions import (
     AnnotationSession,
     FluencyRoundSession,
     ResolutionSession,

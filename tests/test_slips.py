@@ -13,11 +13,11 @@ from textual.widgets import Static
 from typer.testing import CliRunner
 
 from storage import Event, Rating, import_captions
-from storage.annotators import register_annotator
-from storage.dashboard import dashboard, work_for
-from storage.image_flags import flag_image
 from storage.models import Annotator, Image, ImageFlag, Stage
-from storage.rating_sessions import AnnotationSession
+from storage.rating.annotators import register_annotator
+from storage.rating.dashboard import dashboard, work_for
+from storage.rating.image_flags import flag_image
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import make_app, sample_engine
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.cli import app as cli
@@ -339,7 +339,7 @@ def test_the_report_leaves_a_flagged_image_out_and_lists_it_apart(tmp_path):
 
 
 def test_agreement_leaves_a_flagged_image_out_as_the_report_does(tmp_path):
-    from storage.rating_frames import rating_pairs
+    from storage.rating.rating_frames import rating_pairs
     from tests.test_workflow import review_with_changes
 
     engine = sample_engine(tmp_path)

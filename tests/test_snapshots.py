@@ -11,8 +11,8 @@ from rubrics import load_rubric
 from storage import Annotator
 from storage.bison import BisonSession, import_bison
 from storage.models import Stage
-from storage.project_queues import disagreements, fluency_queue
-from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
+from storage.rating.project_queues import disagreements, fluency_queue
+from storage.rating.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
 from tests.app_helpers import (
     first_caption_of_image_one,
     fixed_seeds,

@@ -16,7 +16,7 @@ import pytest
 from metrics.retrieval.positives import eccv_caption_available, shipped_positive_set
 
 ROOT = Path(__file__).resolve().parent.parent
-NOT_AT_START_UP = ("sqlalchemy", "sqlmodel", "storage.models", "storage.db", "pandas",
+NOT_AT_START_UP = ("sqlalchemy", "sqlmodel", "storage.models", "storage.db.engine", "pandas",
                    "scipy", "pyarrow", "matplotlib", "tabulate", "textual", "torch")
 PROBE = """
 import sys
@@ -45,8 +45,8 @@ def test_the_import_paths_load_no_analysis_library() -> None:
     """An import (`import_captions`, `import_thumb`) and what a screen's session loads need
     neither pandas nor SciPy: each would add about 0.5 s and 60 MB to every import and
     every annotator's start (a module that needs one imports it where it is used)."""
-    probe = ("import sys; import storage.importer, storage.thumb_release, "
-             "storage.rating_sessions; print(*sorted(m for m in ('pandas', 'scipy', "
+    probe = ("import sys; import storage.imports.importer, storage.imports.thumb_release, "
+             "storage.rating.rating_sessions; print(*sorted(m for m in ('pandas', 'scipy', "
              "'pyarrow') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=ROOT, check=True)

@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from benchmarks.races import drop_everything
-from storage.schema_check import TRIGGERS
+from storage.db.schema_check import TRIGGERS
 from storage.team import TeamError, TeamRoles, init_team, registrar_role, setup_statements
 from tests.conftest import SAMPLE_CSV
 from tests.team_helpers import PASSWORD, clear_functions, dissolve, team_on

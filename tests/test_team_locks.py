@@ -15,8 +15,8 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 
 from storage import import_captions
-from storage.db import DatabaseBusy
-from storage.rating_sessions import AnnotationSession
+from storage.db.engine import DatabaseBusy
+from storage.rating.rating_sessions import AnnotationSession
 from storage.team import ANNOTATOR_SETTINGS
 from tests.conftest import SAMPLE_CSV
 from tests.team_helpers import Team, team_on
@@ -24,7 +24,7 @@ from thumb_tui.screens.busy import busy
 
 URL = os.environ.get("THUMB_TEST_POSTGRES")
 pytestmark = pytest.mark.postgres
-# The app gives up a write after its attempts (`storage.db.run_write`: about 2 s); far less
+# The app gives up a write after its attempts (`storage.db.engine.run_write`: about 2 s); far less
 # than this, and far more than a lock wait that never ends.
 GIVES_UP_WITHIN_S = 15
 

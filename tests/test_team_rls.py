@@ -20,11 +20,11 @@ from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from storage import import_captions
-from storage.annotators import register_annotator
 from storage.models import Image, Stage
-from storage.project_queues import assign_double, disagreements, release_claims
-from storage.protocol import PROGRESS_FUNCTION
-from storage.rating_sessions import AnnotationSession
+from storage.rating.annotators import register_annotator
+from storage.rating.project_queues import assign_double, disagreements, release_claims
+from storage.rating.protocol import PROGRESS_FUNCTION
+from storage.rating.rating_sessions import AnnotationSession
 from tests.conftest import SAMPLE_CSV
 from tests.team_helpers import PASSWORD, Team, team_on
 from tests.test_import import system_orders
@@ -355,7 +355,7 @@ def test_a_write_an_annotator_makes_with_psql_is_logged_by_the_server(team):
 def test_only_a_lead_records_that_an_annotator_is_a_native_speaker(team):
     """The fluency round is open to native speakers: on a team an annotator's `--native`
     is refused in one sentence naming the lead's command, and the lead's is recorded."""
-    from storage.protocol import ProtocolError
+    from storage.rating.protocol import ProtocolError
 
     alice = team.names["alice"]
     with pytest.raises(ProtocolError, match=f"thumb annotator add {alice} --native"):
@@ -414,8 +414,8 @@ def test_a_write_the_server_refuses_is_an_error_not_a_success(team):
     """Two resolvers settle the same caption: the second one's change of the first one's
     resolution row is refused by the server (filtered by its policy, no error from the
     database), and the application reports it instead of logging a change never made."""
-    from storage.protocol import ProtocolError
-    from storage.rating_sessions import ResolutionSession
+    from storage.rating.protocol import ProtocolError
+    from storage.rating.rating_sessions import ResolutionSession
 
     alice = AnnotationSession(team.engine("alice"), team.names["alice"])
     rate_image(alice, 0)
@@ -443,7 +443,7 @@ def test_every_image_the_protocol_opens_to_an_annotator_is_one_the_server_shows(
     (`open_images`, from `refusals`): in a project part-way through every stage (on
     SQLite: the rule is plain SQL), every image open to an annotator at stage 1 or 2 is
     one their role reads, while an image someone else holds is hidden from the others."""
-    from storage.protocol import holdable_images, open_images
+    from storage.rating.protocol import holdable_images, open_images
 
     import_captions(engine, SAMPLE_CSV, actor="lead")
     assign_double(engine, 0.3, seed=5, actor="lead")
@@ -481,7 +481,7 @@ def test_every_image_the_protocol_opens_to_an_annotator_is_one_the_server_shows(
 def test_gold_feedback_reaches_an_annotator_who_cannot_read_the_key(team, tmp_path):
     """With feedback on, the reason of a gold caption answered wrongly is shown after the
     image (through the team's feedback function), though the role reads no key."""
-    from storage.gold import import_gold, is_gold
+    from storage.rating.gold import import_gold, is_gold
 
     (tmp_path / "images").mkdir()
     (tmp_path / "images" / "g.png").write_bytes(
@@ -505,7 +505,7 @@ def test_gold_feedback_reaches_an_annotator_who_cannot_read_the_key(team, tmp_pa
 
 def import_gold_image(team: Team, folder: Path, *, feedback: bool) -> None:
     """Two gold captions of one gold image, imported by the lead at the rate 0.5."""
-    from storage.gold import import_gold
+    from storage.rating.gold import import_gold
 
     (folder / "images").mkdir()
     (folder / "images" / "g.png").write_bytes(
@@ -524,7 +524,7 @@ def test_the_gold_feedback_function_tells_an_annotator_no_key(team, tmp_path):
     asks the feedback function. It answers only while feedback is on, only of their own
     first answers (recorded by the server) that were wrong, and only the text and reason:
     never a range, never a caption they have not answered."""
-    from storage.gold import FEEDBACK_FUNCTION, FIRST_ANSWER_FUNCTION, set_gold_settings
+    from storage.rating.gold import FEEDBACK_FUNCTION, FIRST_ANSWER_FUNCTION, set_gold_settings
 
     import_gold_image(team, tmp_path, feedback=False)
     feedback = f"SELECT * FROM {FEEDBACK_FUNCTION}(:image)"
@@ -551,7 +551,7 @@ def test_an_annotator_cannot_change_their_gold_accuracy_in_psql(team, guarded, t
     """Issue #45 item 2, replayed in psql: after answering two gold captions wrongly, an
     annotator forges their first answers, or clears them and answers again with what the
     feedback told them; the gold accuracy the lead reads stays what they first answered."""
-    from storage.gold import FIRST_ANSWER_FUNCTION, gold_accuracy, is_gold
+    from storage.rating.gold import FIRST_ANSWER_FUNCTION, gold_accuracy, is_gold
 
     import_gold_image(team, tmp_path, feedback=True)
     alice = AnnotationSession(team.engine("alice"), team.names["alice"],
@@ -583,9 +583,9 @@ def test_the_thumb_workflow_runs_end_to_end_as_the_teams_roles(team, tmp_path):
     an annotator's own role; then the lead's final scores, agreement, monitor and export."""
     from reports.agreement import agreement_report
     from storage import export_ratings, final_scores
-    from storage.annotators import register_annotator
-    from storage.monitor import read_monitor
-    from storage.rating_sessions import FluencyRoundSession, ResolutionSession
+    from storage.rating.annotators import register_annotator
+    from storage.rating.monitor import read_monitor
+    from storage.rating.rating_sessions import FluencyRoundSession, ResolutionSession
 
     name = team.names
     assign_double(team.engine("lead"), 0.2, seed=3, actor="lead")
@@ -773,7 +773,7 @@ def test_what_a_hostile_annotator_found_after_45_is_refused(team, tmp_path):
     gold answer moved to another gold caption was scored there (and the feedback said
     whether it was right there); a claim inserted as already released opened an image
     another annotator holds at stage 1. Each is refused now."""
-    from storage.gold import gold_accuracy, is_gold
+    from storage.rating.gold import gold_accuracy, is_gold
 
     import_gold_image(team, tmp_path, feedback=True)
     carol = AnnotationSession(team.engine("carol"), team.names["carol"],

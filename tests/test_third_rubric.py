@@ -22,8 +22,8 @@ from reports.thumb.tables import build_report
 from rubrics import load_rubric
 from storage import final_scores, import_captions, open_database
 from storage.models import Annotator, Rating, Stage
-from storage.project_queues import disagreements, fluency_queue
-from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
+from storage.rating.project_queues import disagreements, fluency_queue
+from storage.rating.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
 from tests.app_helpers import fixed_seeds, make_app, sample_engine, screen_text
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp

@@ -21,8 +21,8 @@ from storage import (
     import_thumb,
     open_database,
 )
+from storage.imports.thumb_release import NotThumbRubric
 from storage.models import Image
-from storage.thumb_release import NotThumbRubric
 from tests.conftest import SAMPLE_CSV, database_dump
 from thumb_tui.cli import app
 

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 
 from storage.models import Event, Rating
-from storage.rating_desk import ChangedSince
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_desk import ChangedSince
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import sample_engine
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from storage.images import ImagePathError, image_problem, resolve_image
+from storage.imports.images import ImagePathError, image_problem, resolve_image
 from tests.image_files import bomb_png, broken_files, good_png
 
 

@@ -359,13 +359,13 @@ def test_a_directory_where_a_file_is_expected(tmp_path):
 
 
 def test_the_limits_are_the_imports(tmp_path):
-    import storage.untrusted
+    import storage.imports.untrusted
     from metrics import untrusted
     from metrics.retrieval.positives import MAX_ID_CHARS
 
-    assert untrusted.MAX_DEPTH == storage.untrusted.MAX_DEPTH
-    assert untrusted.MAX_NUMBER_CHARS == storage.untrusted.MAX_NUMBER_CHARS
-    assert MAX_ID_CHARS == storage.untrusted.MAX_TEXT_CHARS
+    assert untrusted.MAX_DEPTH == storage.imports.untrusted.MAX_DEPTH
+    assert untrusted.MAX_NUMBER_CHARS == storage.imports.untrusted.MAX_NUMBER_CHARS
+    assert MAX_ID_CHARS == storage.imports.untrusted.MAX_TEXT_CHARS
     # integers: 20 digits here (a uint64 id), 18 in the import (int64 columns)
     assert len(str(2**64 - 1)) == untrusted.MAX_INTEGER_DIGITS
 

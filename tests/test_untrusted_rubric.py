@@ -35,8 +35,8 @@ from rubrics import (
 )
 from rubrics.schema import MAX_TOML_DEPTH, nesting_problem, parse_toml
 from storage import InputError, import_captions, open_database
+from storage.imports.untrusted import clean_source, text_problems
 from storage.models import RubricRecord
-from storage.untrusted import clean_source, text_problems
 from tests.app_helpers import make_app, sample_engine, screen_text
 from tests.conftest import SAMPLE_CSV
 from thumb_tui.app import ThumbApp

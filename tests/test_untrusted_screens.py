@@ -13,7 +13,7 @@ from textual.widgets import Static
 from storage import Caption, Image, project_status
 from storage.bison import BisonSession, import_bison
 from storage.models import ImageFlag, Rating
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from tests.app_helpers import make_app, sample_engine
 from tests.conftest import SAMPLE_CSV
 from tests.image_files import broken_files

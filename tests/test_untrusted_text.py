@@ -1,5 +1,5 @@
 """The shared escaping of untrusted text (rubrics.escape) and the limits on untrusted JSON
-(storage.untrusted): what every output and every import rely on."""
+(storage.imports.untrusted): what every output and every import rely on."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from rubrics import codepoint, for_html, for_markdown, for_markup, forbidden_character, printable
-from storage.untrusted import (
+from storage.imports.untrusted import (
     KEY,
     MAX_DEPTH,
     MAX_TEXT_CHARS,

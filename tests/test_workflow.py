@@ -13,7 +13,7 @@ from textual.widgets import SelectionList, Static
 
 from storage import Annotator, Event, Rating, final_scores
 from storage.models import Caption, FluencyCheck, Image, Resolution, Stage
-from storage.project_queues import (
+from storage.rating.project_queues import (
     ProtocolError,
     assign_double,
     disagreements,
@@ -22,8 +22,8 @@ from storage.project_queues import (
     record_fluency_check,
     record_resolution,
 )
-from storage.protocol import check_may_rate
-from storage.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
+from storage.rating.protocol import check_may_rate
+from storage.rating.rating_sessions import AnnotationSession, FluencyRoundSession, ResolutionSession
 from tests.app_helpers import first_caption_id, review_lowering_first_recall, sample_engine
 from thumb_tui.app import ThumbApp
 from thumb_tui.screens.annotate import ReviewScreen
@@ -274,7 +274,7 @@ def test_native_speakers_skip_the_fluency_round(engine):
 def test_the_fluency_round_waits_for_a_complete_review_and_its_rubric(engine):
     """A half-scored review is not a review yet (`is_complete`); a verdict's amount and
     error types are checked by the review's rubric (`Rubric.penalty_problem`)."""
-    from storage.rating_sessions import register_annotator
+    from storage.rating.rating_sessions import register_annotator
 
     rate_everything(AnnotationSession(engine, "alice", seed_source=lambda: 1), 1)
     register_annotator(engine, "dave", True)
@@ -317,7 +317,7 @@ def test_end_to_end_two_annotators_to_agreement_export(engine, tmp_path):
         carol.set_values(group, {"precision": item.second["precision"],
                                  "recall": item.second["recall"]},
                          image_index=carol.image_index_of_caption(item.caption_id), focus=0)
-        from storage.project_queues import record_resolution
+        from storage.rating.project_queues import record_resolution
 
         record_resolution(engine, item.caption_id, "carol", ["second-right"], "",
                           ["second-right"])
@@ -449,7 +449,7 @@ def test_resolution_is_by_someone_else_once_per_text_and_sets_the_final_score(en
 
 @pytest.mark.slow
 def test_the_protocol_holds_for_undo_resolutions_checks_and_native_flags(engine):
-    from storage.rating_sessions import register_annotator
+    from storage.rating.rating_sessions import register_annotator
 
     alice = AnnotationSession(engine, "alice")
     rate_everything(alice, 1)

@@ -1,4 +1,4 @@
-"""Our writers of one SQLite file queue on OS locks (`storage.db._writers_turn`, issue
+"""Our writers of one SQLite file queue on OS locks (`storage.db.engine._writers_turn`, issue
 #29's commit latency): the turn is held from before BEGIN IMMEDIATE until the
 transaction has ended, however it ends (commit, rollback, a killed process), a waiting
 writer goes on the moment it is free, the writer that let go cannot take it back before
@@ -15,7 +15,7 @@ from multiprocessing import get_context
 import pytest
 from sqlalchemy import Engine
 
-from storage.db import WriteQueue, make_engine, run_write, write_transaction
+from storage.db.engine import WriteQueue, make_engine, run_write, write_transaction
 
 fcntl = pytest.importorskip("fcntl")  # no queue where the OS has no flock (Windows)
 

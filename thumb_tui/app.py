@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from textual.app import App
 from textual.screen import Screen
 
-from storage.rating_sessions import AnnotationSession
+from storage.rating.rating_sessions import AnnotationSession
 from thumb_tui.keymap import load_keymap
 from thumb_tui.screens.annotate import AnnotateScreen
 from thumb_tui.startup import first_screen_drawn

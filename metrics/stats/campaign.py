@@ -1,8 +1,8 @@
 """The campaign lead's figures while ratings arrive (`thumb monitor`): each annotator's
 progress, pace, rushed share and drift, agreement so far on the blind double ratings, and
 the alerts where a figure crosses a threshold the lead set (gold accuracy among them: its
-counts come from storage/gold.py). Pure functions over plain frames and counts
-(storage/monitor.py reads them); no database here.
+counts come from storage/rating/gold.py). Pure functions over plain frames and counts
+(storage/rating/monitor.py reads them); no database here.
 
 `ratings` is one row per complete rating (P and R set) with the columns annotator, stage
 (1, 2 or 3), image_id, caption_id, precision, recall, seconds (time stored on the rating

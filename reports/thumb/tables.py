@@ -25,10 +25,10 @@ from metrics.stats.correlation import (
 )
 from rubrics import THUMB_1_0, Rubric
 from storage.bison import has_bison_items
-from storage.dashboard import ProjectSize, pipeline_stages, project_size
-from storage.image_flags import broken_images
 from storage.metric_scores import caption_rows, metric_scores, signatures_computed_at
-from storage.rating_frames import (
+from storage.rating.dashboard import ProjectSize, pipeline_stages, project_size
+from storage.rating.image_flags import broken_images
+from storage.rating.rating_frames import (
     captions_per_image,
     contributing_annotators,
     final_scores,
@@ -88,13 +88,13 @@ class Report:
     bison: dict[str, pd.DataFrame] = field(default_factory=dict)
     judgments: list = field(default_factory=list)  # a JudgmentReport per judgment set
     retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # images flagged as broken (storage.image_flags.BrokenImage): out of every table above,
+    # images flagged as broken (storage.rating.image_flags.BrokenImage): out of every table above,
     # listed apart with who flagged them and why
     broken: list = field(default_factory=list)
     progress: pd.DataFrame = field(default_factory=pd.DataFrame)  # PROGRESS_COLUMNS
     # the tables that cannot be computed yet: key, tables, missing, command
     missing: list[dict[str, str]] = field(default_factory=list)
-    # gold items (storage.gold), where there are any: per annotator answered, correct,
+    # gold items (storage.rating.gold), where there are any: per annotator answered, correct,
     # accuracy; never part of the tables above
     gold: pd.DataFrame = field(default_factory=pd.DataFrame)
     # agreement between annotators (metrics.stats.agreement's records), point estimates only:
@@ -360,7 +360,7 @@ def _report_without_captions(engine: Engine, *, bootstrap: int, ci: float, seed:
 def gold_table(engine: Engine, header: dict[str, object]) -> pd.DataFrame:
     """Each annotator's gold accuracy (answered, correct, accuracy), with the gold
     settings in the header; an empty frame (and no header entry) without gold items."""
-    from storage.gold import gold_accuracy, gold_count, gold_settings
+    from storage.rating.gold import gold_accuracy, gold_count, gold_settings
 
     with engine.connect() as connection:
         captions = gold_count(connection)

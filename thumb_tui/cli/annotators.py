@@ -73,8 +73,8 @@ def add_command(
     native: NativeOption = None,
 ) -> None:
     """Add an annotator or record whether they are a native English speaker."""
-    from storage.annotators import annotator_names
-    from storage.rating_sessions import register_annotator
+    from storage.rating.annotators import annotator_names
+    from storage.rating.rating_sessions import register_annotator
 
     engine = state.existing_engine
     chosen = annotator_name(name)
@@ -93,7 +93,7 @@ def add_command(
 def list_command() -> None:
     """Every annotator, retired ones included: native English speaker or not, when added,
     when retired."""
-    from storage.annotators import annotators
+    from storage.rating.annotators import annotators
 
     people = annotators(state.existing_engine)
     if not people:
@@ -117,7 +117,7 @@ def rename_command(
     by: ActorOption = "",
 ) -> None:
     """Rename an annotator: their work and history follow them; logged."""
-    from storage.annotators import rename_annotator
+    from storage.rating.annotators import rename_annotator
 
     name, renamed = known_annotator(old), new_name(new)
     with value_errors():
@@ -134,7 +134,7 @@ def retire_command(
     hold and their history stay (`thumb release` gives up the claims). Logged."""
     import shlex
 
-    from storage.annotators import retire_annotator
+    from storage.rating.annotators import retire_annotator
 
     person = known_annotator(name)
     with value_errors():

@@ -179,7 +179,7 @@ class SafeGroup(TyperGroup):
     def _invoke(self, ctx: typer.Context) -> object:
         from sqlalchemy.exc import DBAPIError
 
-        from storage.db import DatabaseBusy
+        from storage.db.engine import DatabaseBusy
 
         try:
             return super().invoke(ctx)
@@ -256,8 +256,8 @@ class State:
     @property
     def shown_db(self) -> str:
         """--db as shown to the user: a URL without its password or any other secret of
-        its query (`storage.db.shown_url`)."""
-        from storage.db import is_url, shown_url
+        its query (`storage.db.engine.shown_url`)."""
+        from storage.db.engine import is_url, shown_url
 
         return shown_url(self.db) if is_url(self.db) else self.db
 
@@ -293,7 +293,7 @@ class State:
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        from storage.db import is_url, sqlite_path
+        from storage.db.engine import is_url, sqlite_path
 
         shown = self.shown_db
         path = sqlite_path(self.db)
@@ -327,8 +327,9 @@ class State:
         (`_sqlite_file`) while this process has it open."""
         from sqlalchemy.exc import SQLAlchemyError
 
-        from storage.db import open_database, sqlite_path
-        from storage.migrations import SchemaError
+        from storage.db.engine import sqlite_path
+        from storage.db.migrations import SchemaError
+        from storage.db.opening import open_database
 
         opened = self._engines.get(self.db)
         if opened is not None:
@@ -351,7 +352,7 @@ class State:
     def _claim_new_file(self) -> None:
         """Create a new SQLite file empty (O_EXCL: of two processes, one creates it), so
         that this command knows the file is its own and removes it if it fails."""
-        from storage.db import sqlite_path
+        from storage.db.engine import sqlite_path
 
         path = sqlite_path(self.db)
         if path is None or self._created is not None:
@@ -493,7 +494,7 @@ OutsideImagesOption = Annotated[bool, typer.Option(
 @contextmanager
 def protocol_refusals() -> Iterator[None]:
     """What the THUMB protocol refuses ends the command with its reason, not a traceback."""
-    from storage.protocol import ProtocolError
+    from storage.rating.protocol import ProtocolError
 
     try:
         yield
@@ -585,7 +586,7 @@ def known_annotator(annotator: str | None) -> str:
     import difflib
     import shlex
 
-    from storage.annotators import annotator_names
+    from storage.rating.annotators import annotator_names
     from storage.team import session_annotator
 
     role = session_annotator(state.existing_engine)

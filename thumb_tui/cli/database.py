@@ -23,8 +23,8 @@ def upgrade_command() -> None:
     a trigger, view, rule, function or policy someone added, named with the SQL that drops
     it) is named difference by difference, exit status 2, and left as it was. On
     PostgreSQL, back up first (pg_dump) and run it once while nobody rates."""
-    from storage.db import make_engine
-    from storage.migrations import SchemaError, upgrade_database
+    from storage.db.engine import make_engine
+    from storage.db.migrations import SchemaError, upgrade_database
 
     state.require_existing()
     engine = make_engine(state.db)
@@ -49,8 +49,8 @@ def backup_command(
     while annotators go on rating: the copy is the database at one moment, checked page
     by page before it is kept. Restore it by copying it over the database file once
     nobody has the project open, or use it with --db. On PostgreSQL, use pg_dump."""
-    from storage.backup import CopyDamaged, checked_copy, copy_sqlite
-    from storage.db import sqlite_path
+    from storage.db.backup import CopyDamaged, checked_copy, copy_sqlite
+    from storage.db.engine import sqlite_path
 
     shown = state.require_existing()
     source = sqlite_path(state.db)

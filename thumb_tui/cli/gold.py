@@ -1,5 +1,5 @@
 """`thumb gold`: gold items in THUMB rating — captions with known acceptable answers,
-seeded into annotators' stage-1 queues and scored per annotator (storage/gold.py)."""
+seeded into annotators' stage-1 queues and scored per annotator (storage/rating/gold.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ FeedbackOption = Annotated[bool | None, typer.Option(
 def _settings_line() -> str:
     """The gold settings, and what the rate will really be where there are too few gold
     images to reach it (a session seeds only the gold images there are)."""
-    from storage.gold import gold_settings, gold_share
+    from storage.rating.gold import gold_settings, gold_share
 
     settings = gold_settings(state.existing_engine)
     line = (f"gold rate {settings.rate:g} of each stage-1 queue; feedback "
@@ -62,7 +62,7 @@ def gold_import_command(
     by: ActorOption = "",
 ) -> None:
     """Import gold captions (all or nothing; every problem names file:line)."""
-    from storage.gold import check_rate, import_gold
+    from storage.rating.gold import check_rate, import_gold
 
     try:
         if rate is not None:
@@ -86,7 +86,7 @@ def gold_rate_command(
     by: ActorOption = "",
 ) -> None:
     """Set the share of each annotator's stage-1 queue that is gold."""
-    from storage.gold import set_gold_settings
+    from storage.rating.gold import set_gold_settings
 
     try:
         set_gold_settings(state.existing_engine, actor=by or os_login(), rate=rate)
@@ -101,7 +101,7 @@ def gold_feedback_command(
     by: ActorOption = "",
 ) -> None:
     """Whether an annotator who answered a gold image wrongly sees its reason afterwards."""
-    from storage.gold import set_gold_settings
+    from storage.rating.gold import set_gold_settings
 
     if setting not in ("on", "off"):
         fail("gold feedback is on or off")
@@ -114,7 +114,7 @@ def gold_feedback_command(
 def gold_accuracy_command() -> None:
     """Per annotator: gold captions answered, first answers right, accuracy, and how many
     answers were changed after the first (`thumb gold results` lists them)."""
-    from storage.gold import gold_accuracy
+    from storage.rating.gold import gold_accuracy
 
     rows = gold_accuracy(state.existing_engine)
     typer.echo(_settings_line())
@@ -137,7 +137,7 @@ def gold_results_command() -> None:
     """Per annotator and gold caption: the first complete answer (the one scored), right
     or wrong, and the answer now where it was changed — after the feedback, where the
     first was wrong and feedback is on."""
-    from storage.gold import gold_results, gold_settings
+    from storage.rating.gold import gold_results, gold_settings
 
     results = gold_results(state.existing_engine)
     feedback = gold_settings(state.existing_engine).feedback

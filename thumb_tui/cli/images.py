@@ -27,7 +27,7 @@ def unflag_command(
     """Take back the broken-image flags of an image: once none is left it is no longer kept
     out of the annotators' queues, review, agreement and the report (whether it has been
     rated or not); each removal is logged with who made it."""
-    from storage.image_flags import UnflagError, unflag
+    from storage.rating.image_flags import UnflagError, unflag
 
     engine = state.existing_engine
     name = None if annotator is None else known_annotator(annotator)

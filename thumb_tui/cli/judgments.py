@@ -66,7 +66,7 @@ def import_command(
     allow_outside_images: OutsideImagesOption = False,
     by: ActorOption = "",
 ) -> None:
-    from storage.judgment_import import CONTINUOUS, Scale, import_judgments, kind_mismatch
+    from storage.imports.judgment_import import CONTINUOUS, Scale, import_judgments, kind_mismatch
 
     if halves and continuous:
         fail("--halves and --continuous exclude each other")

@@ -36,7 +36,7 @@ from thumb_tui.cli.outputs import ForceOption, Outputs, RawOption, output_file
 if TYPE_CHECKING:  # the storage modules that read a project load when a command runs
     from sqlalchemy import Engine
 
-    from storage.dashboard import AnnotatorProgress, Dashboard
+    from storage.rating.dashboard import AnnotatorProgress, Dashboard
 
 app = typer.Typer()
 
@@ -170,7 +170,7 @@ def status_command(
     import json
 
     check_format(fmt, ("table", "json"))
-    from storage.dashboard import dashboard
+    from storage.rating.dashboard import dashboard
 
     board = dashboard(state.existing_engine)
     if fmt == "json":
@@ -317,8 +317,8 @@ def next_command(annotator: AnnotatorOption = None) -> None:
     """What this annotator can do now, as the commands to run."""
     import shlex
 
-    from storage.dashboard import work_for
-    from storage.protocol import is_retired
+    from storage.rating.dashboard import work_for
+    from storage.rating.protocol import is_retired
 
     name = known_annotator(annotator)
     engine = state.existing_engine
@@ -365,7 +365,7 @@ def release_command(
     annotator reads. Each release and each moved rating is logged."""
     import shlex
 
-    from storage.project_queues import release_claims
+    from storage.rating.project_queues import release_claims
 
     name = known_annotator(annotator)
     with value_errors():
@@ -400,7 +400,7 @@ def assign_command(
     by: ActorOption = "",
 ) -> None:
     """Choose images for blind double rating (the basis of honest agreement figures)."""
-    from storage.project_queues import assign_double
+    from storage.rating.project_queues import assign_double
 
     with value_errors():
         result = assign_double(state.existing_engine, double, seed=seed,

@@ -21,7 +21,7 @@ from thumb_tui.startup import collector_held
 
 if TYPE_CHECKING:
     from storage.models import Stage
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.rating_sessions import AnnotationSession
 
 app = typer.Typer()
 
@@ -30,10 +30,10 @@ def _rating_session(annotator: str | None, stage: Stage, native: bool | None) ->
     """The annotator's session at stage 1 or 2 (with `--native`/`--non-native` recorded
     first); ends the command with the reason when the protocol refuses or there is nothing
     to rate."""
-    from storage.annotators import register_annotator
-    from storage.dashboard import nothing_open_at_stage_one
     from storage.models import Stage
-    from storage.rating_sessions import AnnotationSession
+    from storage.rating.annotators import register_annotator
+    from storage.rating.dashboard import nothing_open_at_stage_one
+    from storage.rating.rating_sessions import AnnotationSession
     from thumb_tui.screens.annotate import EMPTY_QUEUE
 
     name = known_annotator(annotator)
@@ -88,7 +88,7 @@ def resolve_command(
     image_mode_name: ImageModeOption = "auto",
 ) -> None:
     """Settle captions whose stage-1 and stage-2 values differ, worst first."""
-    from storage.rating_sessions import ResolutionSession
+    from storage.rating.rating_sessions import ResolutionSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.resolve import ResolveScreen
 
@@ -111,7 +111,7 @@ def fluency_round_command(
                             "your login role, the default).")] = None,
 ) -> None:
     """Check the fluency of captions neither of whose raters was a native speaker."""
-    from storage.rating_sessions import FluencyRoundSession
+    from storage.rating.rating_sessions import FluencyRoundSession
     from thumb_tui.app import ThumbApp
     from thumb_tui.screens.fluency_round import FluencyRoundScreen
 

@@ -16,11 +16,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static
 
 from rubrics import printable
-from storage.db import DatabaseBusy
-from storage.images import broken_reason
+from storage.db.engine import DatabaseBusy
+from storage.imports.images import broken_reason
 from storage.models import Stage
-from storage.protocol import ProtocolError, is_started
-from storage.rating_sessions import AnnotationSession, ImageItem
+from storage.rating.protocol import ProtocolError, is_started
+from storage.rating.rating_sessions import AnnotationSession, ImageItem
 from thumb_tui.screens.busy import busy, held_by
 from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
 from thumb_tui.screens.help import HelpScreen, paragraphs_markdown

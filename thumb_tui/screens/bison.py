@@ -13,8 +13,8 @@ from textual.widgets import Label, Static
 
 from rubrics import printable
 from storage.bison import BisonSession, BisonView
-from storage.db import DatabaseBusy
-from storage.images import image_problem
+from storage.db.engine import DatabaseBusy
+from storage.imports.images import image_problem
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.confirm_flag import SIDES, ChooseBrokenScreen
 from thumb_tui.screens.help import HelpScreen, keys_markdown

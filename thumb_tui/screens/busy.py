@@ -1,5 +1,5 @@
 """What a screen says when the database stayed locked by other processes through every
-attempt (`storage.db.DatabaseBusy`): nothing was written, and the same key tries again.
+attempt (`storage.db.engine.DatabaseBusy`): nothing was written, and the same key tries again.
 Where the lock's holders are known (a team's annotator keeping images locked in an open
 transaction), it names them, so that the lead knows whom to ask."""
 

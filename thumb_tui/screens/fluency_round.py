@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from rubrics import printable
-from storage.db import DatabaseBusy
-from storage.project_queues import FluencyItem
-from storage.rating_sessions import FluencyRoundSession, fluency_value
+from storage.db.engine import DatabaseBusy
+from storage.rating.project_queues import FluencyItem
+from storage.rating.rating_sessions import FluencyRoundSession, fluency_value
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.fluency import CLEAR, FluencyScreen
 from thumb_tui.screens.help import HelpScreen, help_markdown

@@ -12,10 +12,10 @@ from textual.widgets import ProgressBar, Static
 
 from rubrics import printable
 from rubrics.match import ANSWERS, answer_label
-from storage.db import DatabaseBusy
-from storage.images import broken_reason
+from storage.db.engine import DatabaseBusy
+from storage.imports.images import broken_reason
 from storage.match import HOLD_HEARTBEAT_S, MatchSession
-from storage.project_queues import ProtocolError
+from storage.rating.project_queues import ProtocolError
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.confirm_flag import ConfirmFlagScreen
 from thumb_tui.screens.help import HelpScreen, code, keys_markdown

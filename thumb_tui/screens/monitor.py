@@ -43,10 +43,10 @@ from metrics.stats.campaign import (
     pair_differences,
 )
 from rubrics import printable
-from storage.dashboard import HeldClaim, StageProgress
-from storage.gold import GoldAccuracy
-from storage.image_flags import BrokenImage
-from storage.monitor import MonitorBusy, MonitorData, read_monitor
+from storage.rating.dashboard import HeldClaim, StageProgress
+from storage.rating.gold import GoldAccuracy
+from storage.rating.image_flags import BrokenImage
+from storage.rating.monitor import MonitorBusy, MonitorData, read_monitor
 from thumb_tui.screens.help import keys_markdown
 from thumb_tui.widgets.keybar import KeyBar, KeyBarScreen
 

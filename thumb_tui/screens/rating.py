@@ -21,10 +21,10 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from rubrics import PENALTY_KEYS, ErrorType, Rubric, printable
-from storage.db import DatabaseBusy
-from storage.protocol import ProtocolError
-from storage.rating_desk import Undone
-from storage.rating_sessions import (
+from storage.db.engine import DatabaseBusy
+from storage.rating.protocol import ProtocolError
+from storage.rating.rating_desk import Undone
+from storage.rating.rating_sessions import (
     AnnotationSession,
     CaptionGroup,
     ImageItem,

@@ -14,12 +14,12 @@ from textual.widgets import Checkbox, Label, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 
 from rubrics import printable
-from storage.db import DatabaseBusy
+from storage.db.engine import DatabaseBusy
 from storage.models import RATING_VALUE_FIELDS
-from storage.project_queues import Disagreement, disagree
-from storage.protocol import is_complete, is_started
-from storage.rating_desk import Undone
-from storage.rating_sessions import ResolutionSession
+from storage.rating.project_queues import Disagreement, disagree
+from storage.rating.protocol import is_complete, is_started
+from storage.rating.rating_desk import Undone
+from storage.rating.rating_sessions import ResolutionSession
 from thumb_tui.screens.busy import busy
 from thumb_tui.screens.cursor import FIRST
 from thumb_tui.screens.rating import (

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from textual.binding import Binding
 
-from storage.protocol import is_started
+from storage.rating.protocol import is_started
 from thumb_tui.screens.cursor import CaptionCursor, Scored
 
 

@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from rubrics import Rubric, printable
-from storage.rating_sessions import CaptionGroup
+from storage.rating.rating_sessions import CaptionGroup
 from thumb_tui.widgets.caption_text import CaptionText
 
 

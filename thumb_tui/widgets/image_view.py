@@ -13,7 +13,7 @@ from textual.containers import Container
 from textual.widgets import Static
 
 from rubrics import printable
-from storage.images import image_problem
+from storage.imports.images import image_problem
 
 IMAGE_MODES = ("auto", "tgp", "sixel", "halfcell", "unicode", "none")
 

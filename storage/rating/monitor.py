@@ -13,13 +13,13 @@ from sqlalchemy import Engine, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
 from rubrics import SCORE_KEYS
-from storage.dashboard import HeldClaim, StageProgress, held_claims, pipeline_stages
-from storage.db import DatabaseBusy, _failure
-from storage.gold import GoldAccuracy, gold_accuracy, gold_count
-from storage.image_flags import BrokenImage, broken_images
+from storage.db.engine import DatabaseBusy, _failure
 from storage.models import Annotator, Assignment, Caption, Image, Rating
-from storage.protocol import complete_clause
-from storage.rating_frames import rating_pairs
+from storage.rating.dashboard import HeldClaim, StageProgress, held_claims, pipeline_stages
+from storage.rating.gold import GoldAccuracy, gold_accuracy, gold_count
+from storage.rating.image_flags import BrokenImage, broken_images
+from storage.rating.protocol import complete_clause
+from storage.rating.rating_frames import rating_pairs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,7 +43,7 @@ class MonitorData:
     RATING_COLUMNS; see metrics/stats/campaign.py); `blind_pairs`: one row per caption of a
     double-rated image with two complete stage-1 ratings (image, caption_id,
     precision_a/_b, recall_a/_b); `gold_captions`: how many gold captions the project
-    has (0: no gold); `gold`: each annotator's gold accuracy (`storage.gold`), those with
+    has (0: no gold); `gold`: each annotator's gold accuracy (`storage.rating.gold`), those with
     a complete gold answer only."""
 
     annotators: list[str]
@@ -114,7 +114,7 @@ def annotator_names(engine: Engine) -> list[str]:
 
 def blind_pairs(engine: Engine) -> pd.DataFrame:
     """The blind pairs of P and R, as `thumb agreement` compares them
-    (`storage.rating_frames.rating_pairs`, kind `blind`)."""
+    (`storage.rating.rating_frames.rating_pairs`, kind `blind`)."""
     pairs = rating_pairs(engine, list(SCORE_KEYS))
     if pairs.empty:
         return _no_pairs()

@@ -2,7 +2,7 @@
 images are rated twice blind, which captions disagree and wait for resolution, which wait
 for the native-speaker fluency round. Functions over the whole project, called by the
 lead's commands, by import and by the sessions; one annotator's interactive work is
-`storage/rating_sessions.py`."""
+`storage/rating/rating_sessions.py`."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from sqlalchemy import (
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
 from rubrics.model import error_codes
-from storage.db import run_write
+from storage.db.engine import run_write
 from storage.events import log_change
 from storage.models import (
     Annotator,
@@ -44,7 +44,7 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.protocol import (
+from storage.rating.protocol import (
     ImageState,
     ProtocolError,
     check_may_rate,

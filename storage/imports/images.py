@@ -208,7 +208,7 @@ class _Worker:
     the order they were sent, and a worker that fails answers None to every task left."""
 
     def __init__(self) -> None:
-        self.process = start_worker("storage.images", "serve_image_checks")
+        self.process = start_worker("storage.imports.images", "serve_image_checks")
         self.answers: queue.SimpleQueue[list[Verdict] | None] = queue.SimpleQueue()
         self._reader = threading.Thread(target=self._read, name="thumb-image-verdicts",
                                         daemon=True)

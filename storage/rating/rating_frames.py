@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, func, select
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS
-from storage.image_flags import not_flagged
 from storage.models import (
     RATING_VALUE_FIELDS,
     Annotator,
@@ -23,8 +22,9 @@ from storage.models import (
     Resolution,
     Stage,
 )
-from storage.project_queues import primary_first_ratings
-from storage.protocol import complete_clause, complete_rows
+from storage.rating.image_flags import not_flagged
+from storage.rating.project_queues import primary_first_ratings
+from storage.rating.protocol import complete_clause, complete_rows
 
 RATING_VALUE_COLUMNS = [
     *RATING_VALUE_FIELDS, "note", "seconds", "rubric", "created_at", "updated_at",
@@ -55,7 +55,7 @@ def with_totals(frame: pd.DataFrame, engine: Engine) -> pd.DataFrame:
 
 def ratings_frame(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
     """Every rating, one row each, with caption, image and annotator; ordered by caption.
-    Without `flagged`, none of an image flagged as broken (`storage.image_flags`)."""
+    Without `flagged`, none of an image flagged as broken (`storage.rating.image_flags`)."""
     import pandas as pd
 
     rating, caption, image, annotator = (
@@ -87,7 +87,7 @@ def final_scores(engine: Engine, *, flagged: bool = True) -> pd.DataFrame:
     Without `flagged`, none of an image flagged as broken (the report leaves them out)."""
     import pandas as pd
 
-    from storage.project_queues import disagreements
+    from storage.rating.project_queues import disagreements
 
     frame = ratings_frame(engine, flagged=flagged)
     complete = complete_rows(frame)
@@ -200,8 +200,8 @@ def project_status(engine: Engine) -> dict[str, object]:
             .join(rated_per_image, captions_per_image.c.image_id == rated_per_image.c.image_id)
             .where(captions_per_image.c.n == rated_per_image.c.n)
         ).scalar()
-        from storage.image_flags import broken_images
-        from storage.project_queues import disagreements, fluency_queue
+        from storage.rating.image_flags import broken_images
+        from storage.rating.project_queues import disagreements, fluency_queue
 
         return {
             "unresolved": len(disagreements(engine)),

@@ -4,9 +4,9 @@ Every change is committed as it is made, in one transaction with its event-log r
 killed process loses nothing; undo reverts the last change of this session (a rating or a
 broken-image flag; never an earlier session's) and is logged too.
 Each write checks the THUMB protocol in its own transaction, under the image's lock, and
-is retried while the database is busy (`storage.db.run_write`).
+is retried while the database is busy (`storage.db.engine.run_write`).
 
-What the sessions share is a `RatingDesk` each holds (`storage.rating_desk`: the caption
+What the sessions share is a `RatingDesk` each holds (`storage.rating.rating_desk`: the caption
 groups, committing values with the event log, undo, the annotator's place and the one cache
 of what is complete). Each session adds only its stage's rules: `AnnotationSession` at
 stages 1 and 2 claims the image it opens (`Claims`), so two annotators never take the same
@@ -22,10 +22,10 @@ from collections.abc import Callable, Collection
 from sqlalchemy import Connection, Engine, Row, update
 
 from rubrics import Rubric
-from storage.annotators import is_native_speaker, register_annotator
-from storage.gold import GoldFront, is_gold, seeds_for
 from storage.models import RATING_VALUE_FIELDS, Assignment, Stage, utcnow
-from storage.project_queues import (
+from storage.rating.annotators import is_native_speaker, register_annotator
+from storage.rating.gold import GoldFront, is_gold, seeds_for
+from storage.rating.project_queues import (
     Disagreement,
     FluencyItem,
     disagreements,
@@ -38,8 +38,8 @@ from storage.project_queues import (
     take_back_fluency_check,
     withdraw_resolution,
 )
-from storage.protocol import ProtocolError, check_may_rate, has_rated, open_images
-from storage.rating_desk import (
+from storage.rating.protocol import ProtocolError, check_may_rate, has_rated, open_images
+from storage.rating.rating_desk import (
     EMPTY_RATING,
     RATING_FIELDS,
     CaptionGroup,
@@ -136,7 +136,7 @@ class AnnotationSession(GoldFront, DeskFront):
             listed=(lambda connection: open_images(connection, annotator, stage))
             if claiming else (lambda _: None))
         self.claims = Claims(self.desk) if claiming else None
-        self.gold = seeds_for(self.desk)  # gold images seeded at stage 1 (storage.gold)
+        self.gold = seeds_for(self.desk)  # gold images seeded at stage 1 (storage.rating.gold)
 
     def open_image(self, index: int) -> list[CaptionGroup]:
         """The image's captions as the annotator sees them: identical texts merged, then
@@ -264,6 +264,6 @@ class FluencyRoundSession:
 
     def image_of(self, item: FluencyItem) -> tuple[str, str | None]:
         """The key and file path of the image the caption describes."""
-        from storage.rating_frames import image_of_caption
+        from storage.rating.rating_frames import image_of_caption
 
         return image_of_caption(self.engine, item.caption_id)

@@ -2,7 +2,7 @@
 constraints, and the triggers that keep the event log append-only.
 
 A database made by 0.1.0 carries `schema_version` 1 and no `alembic_version`; opening it
-stamps it at this revision (storage.migrations), so only the later revisions run on it.
+stamps it at this revision (storage.db.migrations), so only the later revisions run on it.
 
 Revision ID: 0001
 Revises:

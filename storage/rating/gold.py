@@ -48,11 +48,12 @@ from sqlalchemy import (
 )
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
-from storage.db import write_transaction
+from storage.db.engine import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.images import ImageFolder, checked_image
-from storage.import_files import read_records
+from storage.imports.images import ImageFolder, checked_image
+from storage.imports.import_files import read_records
+from storage.imports.untrusted import KEY, NUMBER, TEXT
 from storage.models import (
     Annotator,
     Event,
@@ -64,8 +65,8 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.protocol import complete_clause, is_complete, served_by_team
-from storage.rating_desk import (
+from storage.rating.protocol import complete_clause, is_complete, served_by_team
+from storage.rating.rating_desk import (
     EMPTY_RATING,
     RATING_FIELDS,
     CaptionGroup,
@@ -75,7 +76,6 @@ from storage.rating_desk import (
     group_of,
 )
 from storage.rubric_registry import project_rubric
-from storage.untrusted import KEY, NUMBER, TEXT
 
 DEFAULT_RATE = 0.1
 MAX_RATE = 0.5  # the database's CHECK too: more gold than real work is no campaign

@@ -34,9 +34,9 @@ from rubrics import Rubric
 from rubrics.files import regular_file
 from rubrics.model import parse_rubric
 from storage.errors import Problem
-from storage.images import start_worker
-from storage.import_files import FORMATS, ReadProgress, blank_row, csv_cells
-from storage.import_rows import (
+from storage.imports.images import start_worker
+from storage.imports.import_files import FORMATS, ReadProgress, blank_row, csv_cells
+from storage.imports.import_rows import (
     ALIASES,
     CAPTION_COLUMNS,
     RATING_COLUMNS,
@@ -51,7 +51,7 @@ from storage.import_rows import (
     timestamp,
     unknown_columns,
 )
-from storage.untrusted import clean_source, text_problems
+from storage.imports.untrusted import clean_source, text_problems
 
 if TYPE_CHECKING:
     import numpy
@@ -101,7 +101,7 @@ def quick_problems(path: Path, rubric: Rubric,
     except (OSError, ValueError):
         return []  # the full pass says why
     try:
-        process = start_worker("storage.import_scan", "serve_quick_check")
+        process = start_worker("storage.imports.import_scan", "serve_quick_check")
     except (OSError, ValueError):  # no interpreter to start: the full pass checks alone
         return []
     found: list[Problem] = []

@@ -9,10 +9,10 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, Row, select, text, update
 
-from storage.db import run_write
+from storage.db.engine import run_write
 from storage.events import log_change
 from storage.models import Annotator, FluencyCheck, utcnow
-from storage.protocol import ProtocolError, may_check_fluency, served_by_team
+from storage.rating.protocol import ProtocolError, may_check_fluency, served_by_team
 
 
 def registration(connection: Connection, name: str, native_english: bool | None
@@ -142,7 +142,7 @@ def rename_annotator(engine: Engine, old: str, new: str, *, actor: str) -> None:
 
 def retire_annotator(engine: Engine, name: str, *, actor: str) -> bool:
     """Retire the annotator: from now on the protocol gives them no new image
-    (`storage.protocol.is_retired`); their work, claims and history stay. Logged. Returns
+    (`storage.rating.protocol.is_retired`); their work, claims and history stay. Logged. Returns
     False where they were retired already (nothing changes)."""
     table = Annotator.__table__
 

@@ -12,7 +12,7 @@ from rubrics.escape import from_spreadsheet
 from rubrics.files import regular_file
 from rubrics.json_limits import utf8_problem
 from storage.errors import InputError, Problem, Problems
-from storage.untrusted import (
+from storage.imports.untrusted import (
     JsonProblem,
     clean_source,
     load_json,
@@ -21,7 +21,7 @@ from storage.untrusted import (
 )
 
 Record = dict[str, object]
-# (line number, record, whether its source is clean: see `storage.untrusted.clean_source`)
+# (line number, record, whether its source is clean: see `storage.imports.untrusted.clean_source`)
 Parsed = Iterator[tuple[int, Record, bool]]
 # How far a read is, (done, total): bytes of a CSV or JSON-lines file, rows of a Parquet one.
 ReadProgress = Callable[[int, int], None]

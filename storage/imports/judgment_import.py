@@ -14,11 +14,11 @@ from typing import NamedTuple
 from sqlalchemy import Connection, Engine, select
 
 from rubrics.escape import name_refusal, printable
-from storage.db import write_transaction
+from storage.db.engine import write_transaction
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.import_files import Record, iter_records, read_records
-from storage.import_rows import (
+from storage.imports.import_files import Record, iter_records, read_records
+from storage.imports.import_rows import (
     METRIC_COLUMN_PREFIX,
     RowError,
     _Collected,
@@ -26,6 +26,7 @@ from storage.import_rows import (
     _text,
     image_file,
 )
+from storage.imports.untrusted import KEY, NUMBER, TEXT
 from storage.models import (
     JUDGMENT_CHOICES,
     JUDGMENT_KINDS,
@@ -38,7 +39,6 @@ from storage.models import (
     JudgmentSet,
     utcnow,
 )
-from storage.untrusted import KEY, NUMBER, TEXT
 
 REQUIRED_COLUMNS = {
     "score": ("caption", "judge", "score"),

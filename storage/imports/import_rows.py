@@ -15,10 +15,9 @@ from typing import TypeVar
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from rubrics.model import error_codes
-from storage.images import ImageChecker, ImageFolder, Verdict, checked_image, spare_cpus
-from storage.import_files import Record
-from storage.stages import RATING_VALUE_FIELDS, Stage
-from storage.untrusted import (
+from storage.imports.images import ImageChecker, ImageFolder, Verdict, checked_image, spare_cpus
+from storage.imports.import_files import Record
+from storage.imports.untrusted import (
     FLAG,
     KEY,
     NUMBER,
@@ -29,6 +28,7 @@ from storage.untrusted import (
     load_json,
     text_problems,
 )
+from storage.stages import RATING_VALUE_FIELDS, Stage
 
 CAPTION_COLUMNS = {"image", "image_id", "system", "caption", "caption_id", "references"}
 RATING_COLUMNS = {
@@ -509,7 +509,7 @@ def normalise_keys(record: Record) -> Record:
 
 def image_file(base_dir: Path, name: str, allow_outside: bool = False) -> str:
     """The checked image file `name` names: inside `base_dir` (unless `allow_outside`), and
-    an image Pillow decodes (see storage.images)."""
+    an image Pillow decodes (see storage.imports.images)."""
     return _image_file(ImageFolder(base_dir, allow_outside=allow_outside), name)
 
 
@@ -626,7 +626,7 @@ class RowReader:
     def row(self, line: int, record: Record, *, images: bool = True) -> CaptionRow:
         """One record's CaptionRow; RowError names every problem the record has. Without
         `images`, its image file is neither checked nor decoded (the quick check of a
-        file's values, `storage.import_scan`): the row keeps the path as given."""
+        file's values, `storage.imports.import_scan`): the row keeps the path as given."""
         problems = _Collected()
         image_path = _text(record, "image")
         image_key = _text(record, "image_id") or image_path

@@ -43,9 +43,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 
 from rubrics import SCORE_KEYS
-from storage.db import LOCK_NOT_AVAILABLE, LockHeld
-from storage.image_flags import flagged_image_ids
+from storage.db.engine import LOCK_NOT_AVAILABLE, LockHeld
 from storage.models import Annotator, Assignment, Caption, Image, ImageFlag, Rating, Stage
+from storage.rating.image_flags import flagged_image_ids
 
 STAGES = tuple(Stage)  # iterating the enum itself is slow, and states are built per image
 

@@ -7,7 +7,7 @@ upgraded, and a PostgreSQL database behind the code is refused until an administ
 `thumb db upgrade`. Each upgrade runs in one transaction that holds the database's write
 lock, so two processes opening a new database at once do not both build it.
 
-A database at the head revision is also checked against the models (`storage.schema_check`):
+A database at the head revision is also checked against the models (`storage.db.schema_check`):
 every command checks cheaply that the tables, columns, indexes and triggers are there;
 `thumb db upgrade` compares the whole schema. A damaged database raises `SchemaDamaged`,
 which names every difference, and nothing is changed (an upgrade that fails, its result
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 
-from storage.backup import copy_sqlite
-from storage.db import begin_writing
+from storage.db.backup import copy_sqlite
+from storage.db.engine import begin_writing
 
 if TYPE_CHECKING:  # Alembic loads only when a database is behind the code
     from alembic.config import Config
@@ -168,7 +168,7 @@ def _head_in_files() -> str | None:
 def _verify(connection: Connection, revision: str, *, full: bool) -> None:
     """Raise SchemaDamaged unless the schema is the models' (`full`: the whole comparison;
     else the cheap check of names, and the whole comparison only to say what is wrong)."""
-    from storage.schema_check import quick_damage, schema_damage
+    from storage.db.schema_check import quick_damage, schema_damage
 
     if full or quick_damage(connection):
         problems = schema_damage(connection)

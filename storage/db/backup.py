@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.db import SQLITE_BUSY_TIMEOUT_MS
+from storage.db.engine import SQLITE_BUSY_TIMEOUT_MS
 
 # Pages copied between two progress reports (64 MiB of SQLite's default 4 KiB pages).
 STEP_PAGES = 16_384

@@ -11,13 +11,13 @@ from sqlalchemy import Engine, select
 
 from rubrics import THUMB_1_0
 from storage.errors import Problems
-from storage.import_files import Record, read_records
-from storage.import_rows import CaptionRow, RowError, image_file, rating
-from storage.importer import ImportSummary, import_caption_rows
+from storage.imports.import_files import Record, read_records
+from storage.imports.import_rows import CaptionRow, RowError, image_file, rating
+from storage.imports.importer import ImportSummary, import_caption_rows
+from storage.imports.untrusted import KEY, NUMBER, TEXT, TEXTS
 from storage.models import Caption, Image
-from storage.rating_frames import final_scores, references_by_image
+from storage.rating.rating_frames import final_scores, references_by_image
 from storage.rubric_registry import project_rubric, stored_rubrics
-from storage.untrusted import KEY, NUMBER, TEXT, TEXTS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -5,7 +5,7 @@ Writes that check the THUMB protocol hold the write lock from their first statem
 that no other process can change what the check read before the write lands: on SQLite a
 `BEGIN IMMEDIATE` transaction (SQLAlchemy's documented pysqlite recipe: the driver's own
 deferred BEGIN is switched off and the engine emits BEGIN itself); on PostgreSQL the
-protocol locks the image's row (`SELECT … FOR UPDATE`, see `storage.protocol`).
+protocol locks the image's row (`SELECT … FOR UPDATE`, see `storage.rating.protocol`).
 
 On SQLite, our own processes' write transactions also queue on an OS lock first (see
 `_writers_turn`): SQLite's lock has no queue, and a writer that polls for it wakes late."""
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 from urllib.parse import parse_qsl, quote_plus, unquote, urlsplit
 from weakref import WeakKeyDictionary
 
@@ -37,9 +37,6 @@ try:
     import fcntl
 except ImportError:  # Windows: writers wait on SQLite's lock alone
     fcntl = None  # type: ignore[assignment]
-
-if TYPE_CHECKING:
-    from storage.migrations import Upgrade
 
 T = TypeVar("T")
 
@@ -73,7 +70,7 @@ class DatabaseBusy(RuntimeError):
 
 class LockHeld(DatabaseBusy):
     """A row lock not granted within its wait, with the roles whose open transactions hold
-    the rows (`storage.protocol.lock_images` reads them on PostgreSQL): `run_write` tries
+    the rows (`storage.rating.protocol.lock_images` reads them on PostgreSQL): `run_write` tries
     again, as for any busy database, and names them when every attempt fails."""
 
     def __init__(self, holders: Sequence[str]) -> None:
@@ -172,7 +169,7 @@ def database_url(target: str | Path) -> str:
     return str(target) if path is None else f"sqlite:///{path.resolve()}"
 
 
-# The tables by which a SQLite file is thumb-tui's (`storage.migrations.current_revision`
+# The tables by which a SQLite file is thumb-tui's (`storage.db.migrations.current_revision`
 # reads each): a file with tables but neither is another program's, refused unchanged.
 _OWN_TABLES = ("alembic_version", "schema_version")
 
@@ -283,25 +280,6 @@ def make_engine(target: str | Path) -> Engine:
         if database is not None and fcntl is not None:
             queue = _WRITE_QUEUES[engine] = WriteQueue.of(database.resolve())
             event.listen(engine, "engine_disposed", queue.remove_if_last)
-    return engine
-
-
-def open_database(
-    target: str | Path, on_upgrade: Callable[[Upgrade], None] | None = None
-) -> Engine:
-    """Open a thumb-tui database: create a new one, upgrade an older SQLite file (after a
-    backup copy; `on_upgrade` hears of it); an older PostgreSQL database raises
-    `SchemaError` until `thumb db upgrade` has run."""
-    from storage.migrations import prepare_database
-
-    engine = make_engine(target)
-    try:
-        upgrade = prepare_database(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    if on_upgrade is not None and upgrade.from_revision is not None and upgrade.changed:
-        on_upgrade(upgrade)
     return engine
 
 

@@ -10,8 +10,6 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, Table, and_, func, select
 
-from storage.gold import gold_accuracy, gold_count, gold_waiting
-from storage.image_flags import BrokenImage, broken_images, flagged_by, flagged_image_ids
 from storage.models import (
     Annotator,
     Assignment,
@@ -25,14 +23,16 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.project_queues import (
+from storage.rating.gold import gold_accuracy, gold_count, gold_waiting
+from storage.rating.image_flags import BrokenImage, broken_images, flagged_by, flagged_image_ids
+from storage.rating.project_queues import (
     Disagreement,
     primary_first_ratings,
     project_disagreements,
     project_fluency_queue,
     settleable_by,
 )
-from storage.protocol import (
+from storage.rating.protocol import (
     ImageState,
     complete_clause,
     holding_clause,
@@ -96,7 +96,7 @@ class AnnotatorProgress:
 
 @dataclass(frozen=True)
 class HeldClaim:
-    """A claim that holds its image (`storage.protocol.holding_clause`): whose, which
+    """A claim that holds its image (`storage.rating.protocol.holding_clause`): whose, which
     image and stage, how many captions of it they rated there, and its age: seconds since
     they last worked on the image (a killed session's grows until `thumb release`)."""
 
@@ -116,7 +116,7 @@ class Dashboard:
     annotators: list[AnnotatorProgress]
     broken_images: list[BrokenImage]
     bison_items: int
-    gold_captions: int = 0  # gold items (storage.gold): apart from images and captions
+    gold_captions: int = 0  # gold items (storage.rating.gold): apart from images and captions
     claims: list[HeldClaim] = field(default_factory=list)  # oldest first
 
 

@@ -1,5 +1,5 @@
 """Alembic's environment: runs the revisions in `versions/` on the connection that
-`storage.migrations` hands over, or, from the `alembic` command line, on the database
+`storage.db.migrations` hands over, or, from the `alembic` command line, on the database
 named by `-x db=PATH_OR_URL` or `THUMB_DB` (default `thumb.db`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import storage.models  # noqa: F401  (registers every table on SQLModel.metadata)
-from storage.db import make_engine
+from storage.db.engine import make_engine
 
 
 def _run(connection) -> None:

@@ -11,7 +11,7 @@ annotator's ratings at one stage.
   row is made, and their native-speaker flag recorded, by their first write, inside that
   write's transaction (`RatingDesk.write`).
 
-The stage's own rules stay with the sessions in `storage.rating_sessions`: claims and the
+The stage's own rules stay with the sessions in `storage.rating.rating_sessions`: claims and the
 reviewed values at stages 1 and 2, the disagreements and reasons of the final stage."""
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ from sqlalchemy import ColumnElement, Connection, Engine, Row, Select, and_, sel
 
 from rubrics import PENALTY_KEYS, SCORE_KEYS, Rubric
 from rubrics.model import error_codes
-from storage.annotators import register, registration
-from storage.db import run_write
+from storage.db.engine import run_write
 from storage.events import log_change
-from storage.image_flags import flag_image, flagged_by, take_back
 from storage.models import (
     RATING_VALUE_FIELDS,
     Assignment,
@@ -43,7 +41,9 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.protocol import (
+from storage.rating.annotators import register, registration
+from storage.rating.image_flags import flag_image, flagged_by, take_back
+from storage.rating.protocol import (
     ProtocolError,
     check_may_rate,
     complete_clause,
@@ -169,7 +169,7 @@ class Worklist:
                   complete: dict[int, Collection[int]]) -> Worklist:
         """A worklist of `images` (this one's, in any order, and others, whose captions and
         completion `captions_of` and `complete` give): gold images seeded in
-        (`storage.gold`)."""
+        (`storage.rating.gold`)."""
         return Worklist(images, {**self._captions_of, **captions_of},
                         {**self._done, **complete})
 

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, Table, bindparam, func, select, updat
 
 from rubrics import Rubric
 from rubrics.files import regular_file
-from storage.db import (
+from storage.db.engine import (
     INSERT_CHUNK,
     SQLITE_BUSY_TIMEOUT_MS,
     BulkInsert,
@@ -29,9 +29,8 @@ from storage.db import (
 )
 from storage.errors import InputError, Problem, Problems
 from storage.events import log_change
-from storage.image_flags import flag_image
-from storage.import_files import iter_records
-from storage.import_rows import (
+from storage.imports.import_files import iter_records
+from storage.imports.import_rows import (
     JSON_SCHEMA,
     CaptionRow,
     FluencyRoundRow,
@@ -44,8 +43,8 @@ from storage.import_rows import (
     normalise_keys,
     unknown_columns,
 )
-from storage.import_scan import NOTE as QUICK_NOTE
-from storage.import_scan import quick_problems
+from storage.imports.import_scan import NOTE as QUICK_NOTE
+from storage.imports.import_scan import quick_problems
 from storage.models import (
     RATING_VALUE_FIELDS,
     Annotator,
@@ -59,8 +58,9 @@ from storage.models import (
     Stage,
     utcnow,
 )
-from storage.project_queues import disagree, primary_first_ratings
-from storage.protocol import (
+from storage.rating.image_flags import flag_image
+from storage.rating.project_queues import disagree, primary_first_ratings
+from storage.rating.protocol import (
     Breach,
     ImageState,
     Write,
@@ -482,7 +482,7 @@ class _Pass:
 
 def _check_protocol(plan: ImportPlan, existing: _Existing, problems: Problems,
                     resolution_lines: dict[CaptionKey, int]) -> None:
-    """Imported ratings follow THUMB's protocol (`storage.protocol`) as ratings made in the
+    """Imported ratings follow THUMB's protocol (`storage.rating.protocol`) as ratings made in the
     app do, judged on each image as it will be after the import; a breach is reported at
     the last line of the file that takes part in it. Final-stage ratings may come without
     a review (final scores from elsewhere); resolutions need both stages of their caption."""
@@ -981,7 +981,7 @@ def import_captions(
     transaction once every row has passed, so a refused file writes nothing: what is held
     is one chunk of rows, and the keys and lines of those before it that the checks
     compare with. A CSV file of `import_scan.QUICK_BYTES` or more first gets the quick
-    check of its values (`storage.import_scan`): if it finds problems, InputError lists
+    check of its values (`storage.imports.import_scan`): if it finds problems, InputError lists
     those (with the note that the other checks come once they are fixed), in seconds.
     `progress(phase, done, total)` hears how far each phase is: QUICK_CHECK (bytes of the
     file parsed), CHECKING (bytes of the file read; rows of a Parquet file), then WRITING

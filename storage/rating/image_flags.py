@@ -3,8 +3,8 @@ log), skipped by that annotator's "next image", listed by `thumb status`. A flag
 back by the flagger's undo (`take_back`) or by the lead (`unflag`), each logged.
 
 The one rule "a flagged image is out of review and of the report" is `not_flagged` (SQL)
-and `flagged_image_ids`: the review queue (`storage.protocol.open_images`) and the report's
-final scores (`storage.rating_frames.final_scores(..., flagged=False)`) call them."""
+and `flagged_image_ids`: the review queue (`storage.rating.protocol.open_images`) and the report's
+final scores (`storage.rating.rating_frames.final_scores(..., flagged=False)`) call them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, Connection, Engine, Select, delete, select
 
-from storage.db import run_write
+from storage.db.engine import run_write
 from storage.events import log_change
 from storage.models import Annotator, Event, Image, ImageFlag, utcnow
 
