@@ -36,10 +36,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = "46b8259"  # main before the protocol ran in one locked transaction
 # The modules as the tree running this file names them: a reference tree predates #25's
-# renames (an installed thumb-tui would otherwise lend it today's modules by those names)
-_RENAMED = (ROOT / "storage" / "rating_sessions.py").is_file()
-SESSIONS_MODULE = "storage.rating.rating_sessions" if _RENAMED else "storage.annotation"
-QUEUES_MODULE = "storage.rating.project_queues" if _RENAMED else "storage.workflow"
+# renames and #46's storage/rating/ (an installed thumb-tui would otherwise lend it
+# today's modules by those names)
+SESSIONS_MODULE, QUEUES_MODULE = next(
+    (sessions, queues) for sessions, queues in (
+        ("storage.rating.rating_sessions", "storage.rating.project_queues"),
+        ("storage.rating_sessions", "storage.project_queues"),
+        ("storage.annotation", "storage.workflow"))
+    if (ROOT / f"{sessions.replace('.', '/')}.py").is_file())
 RACES = ("stage-1 take", "two reviewers", "edit vs review", "queue walk",
          "match: one annotator twice", "match: take-over")
 MATCH_RACES = RACES[4:]
